@@ -1,0 +1,80 @@
+"""acp_notebook: talk to any Agent Client Protocol (ACP) agent from Python and Jupyter.
+
+    async with acp_notebook.connect(["gemini", "--acp"]) as client:
+        session = await client.new_session()
+        turn = await session.prompt("Summarise README.md")
+        result = await turn.finished
+
+In a notebook: `%load_ext acp_notebook`, then `%%agent` cells.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+from .errors import (
+    AcpError,
+    AgentExitedError,
+    AgentStartError,
+    AuthRequiredError,
+    CapabilityError,
+    ClientClosedError,
+    PromptError,
+    ProtocolError,
+    RequestError,
+)
+from .protocol.mutations import (
+    Delta,
+    Mutation,
+    PartUpdated,
+    RequestWarning,
+    SessionChanged,
+    TurnFinished,
+    TurnStarted,
+)
+from .protocol.result import TurnResult
+from .protocol.state import PlanEntry, Usage
+
+if TYPE_CHECKING:
+    from .client.client import Client, ClientOptions, connect
+    from .client.permissions import PermissionPolicy, PermissionRequest
+    from .client.session import Session
+    from .client.turn import TurnHandle
+
+# The client layer needs anyio; it is imported on first use so `%load_ext` stays light.
+_LAZY = {
+    "connect": ".client.client", "Client": ".client.client", "ClientOptions": ".client.client",
+    "Session": ".client.session", "TurnHandle": ".client.turn",
+    "PermissionPolicy": ".client.permissions", "PermissionRequest": ".client.permissions",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module 'acp_notebook' has no attribute {name!r}")
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    from .magics import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    from .magics import unload_ipython_extension as unload
+
+    unload(ipython)
+
+
+__all__ = [
+    "AcpError", "AgentExitedError", "AgentStartError", "AuthRequiredError", "CapabilityError",
+    "Client", "ClientClosedError", "ClientOptions", "Delta", "Mutation", "PartUpdated",
+    "PermissionPolicy", "PermissionRequest", "PlanEntry", "PromptError", "ProtocolError",
+    "RequestError", "RequestWarning", "Session", "SessionChanged", "TurnFinished", "TurnHandle",
+    "TurnResult", "TurnStarted", "Usage", "__version__", "connect",
+]

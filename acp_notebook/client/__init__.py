@@ -1,0 +1,1 @@
+"""The anyio side: the agent process, the JSON-RPC peer, sessions, turns, client methods."""

@@ -1,0 +1,71 @@
+"""File parts of a prompt: read local files, store data URLs in the workspace, build blocks."""
+
+from __future__ import annotations
+
+import hashlib
+import mimetypes
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from ..errors import PromptError
+from ..protocol import content
+
+
+async def load_parts(parts: list[content.Part], caps: content.PromptCaps, cwd: str,
+                     attachment_dir: Path) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for part in parts:
+        if not isinstance(part, content.FilePart):
+            blocks.append(part)
+        elif part.is_remote:
+            blocks.append(content.link_block(part.url, part.media_type, part.filename))
+        else:
+            path, data, mime = await _read(part, cwd, attachment_dir)
+            # A stored data URL is named by its path relative to the workspace root.
+            name = part.filename or (_relative(path, cwd) if part.is_data_url else None)
+            blocks.append(content.file_block(path, data, mime, caps, name))
+    return content.filter_blocks(blocks, caps)
+
+
+async def _read(part: content.FilePart, cwd: str, attachment_dir: Path) -> tuple[Path, bytes, str]:
+    if part.is_data_url:
+        data, mime = content.decode_data_url(part.url)
+        mime = part.media_type or mime
+        path = await store_attachment(data, mime, part.filename, attachment_dir)
+        return path, data, mime
+    raw = part.url.removeprefix("file://")
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        path = Path(cwd) / path
+    try:
+        data = await anyio.Path(path).read_bytes()
+    except FileNotFoundError:
+        raise PromptError(f"attached file not found: {path}") from None
+    except IsADirectoryError:
+        raise PromptError(f"attached path is a directory: {path}") from None
+    except OSError as exc:
+        raise PromptError(f"cannot read attached file {path}: {exc}") from None
+    return path.resolve(), data, content.guess_type(path.name, part.media_type)
+
+
+async def store_attachment(data: bytes, mime: str, filename: str | None,
+                           attachment_dir: Path) -> Path:
+    """Write decoded data-URL bytes under the session's attachment folder, named by content."""
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    suffix = Path(filename).suffix if filename else (mimetypes.guess_extension(mime) or ".bin")
+    stem = Path(filename).stem if filename else "attachment"
+    safe_stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in stem)[:60] or "file"
+    target = anyio.Path(attachment_dir) / f"{safe_stem}-{digest}{suffix}"
+    await target.parent.mkdir(parents=True, exist_ok=True)
+    if not await target.exists():
+        await target.write_bytes(data)
+    return Path(target)
+
+
+def _relative(path: Path, cwd: str) -> str:
+    try:
+        return str(path.relative_to(Path(cwd).resolve()))
+    except ValueError:
+        return str(path)

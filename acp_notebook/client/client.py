@@ -1,0 +1,439 @@
+"""The client: one agent process (restarted when needed), its sessions, and `connect()`."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections import deque
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from .. import __version__
+from ..errors import (
+    AgentExitedError,
+    AgentStartError,
+    AuthRequiredError,
+    CapabilityError,
+    ClientClosedError,
+    ProtocolError,
+    RequestError,
+)
+from ..protocol import jsonrpc as rpc
+from ..protocol import schema
+from .connection import Connection, RpcError
+from .permissions import PermissionHandler, PermissionPolicy
+from .process import AgentProcess
+from .session import Session
+
+log = logging.getLogger("acp_notebook")
+
+PROTOCOL_VERSION = 1
+_ORPHAN_LIMIT = 10_000  # updates kept for session ids we do not know (yet)
+
+
+@dataclass
+class ClientOptions:
+    """How the client behaves; every field has a keyword of the same name in `connect()`."""
+
+    fs: bool = True  # offer fs/read_text_file and fs/write_text_file, confined to the workspace
+    terminal: bool = False  # offer terminal/* (agents then run commands through the client)
+    permission_policy: PermissionPolicy = field(default_factory=PermissionPolicy)
+    permission_handler: PermissionHandler | None = None
+    protected_paths: Sequence[str | os.PathLike[str]] = ()
+    cancel_grace: float = 5.0
+    max_retries: int = 5
+    retry_backoff: float = 0.25
+    initialize_timeout: float = 60.0
+    stderr_limit: int = 64 * 1024
+    auth_method: str | None = None  # authenticate with this method when session/new needs it
+    client_name: str = "acp_notebook"
+
+
+class Client:
+    """A connection to one ACP agent command. Use `connect()` to get one."""
+
+    def __init__(self, command: Sequence[str], env: Mapping[str, str | None] | None = None,
+                 cwd: str | os.PathLike[str] | None = None,
+                 options: ClientOptions | None = None) -> None:
+        self.command = [str(c) for c in command]
+        self.env = dict(env or {})
+        self.cwd = str(Path(cwd or os.getcwd()).resolve())
+        self.options = options or ClientOptions()
+        self.agent_info: dict[str, Any] = {}
+        self.agent_capabilities: dict[str, Any] = {}
+        self.auth_methods: list[dict[str, Any]] = []
+        self.protocol_version: int | None = None
+        self._tg: anyio.abc.TaskGroup = None  # type: ignore[assignment]  # set in __aenter__
+        self._process: AgentProcess | None = None
+        self._connection: Connection | None = None
+        self._epoch = 0
+        self._restart_lock = anyio.Lock()
+        self._sessions: dict[str, Session] = {}
+        self._orphans: dict[str, deque[Any]] = {}
+        self._killed_for_cancel = False
+        self._authenticated = False
+        self._closed = False
+        self.processes_started = 0
+        self.protocol_errors: deque[str] = deque(maxlen=100)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Client:
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        try:
+            await self._live_connection()
+        except BaseException:
+            # Exit the task group cleanly and raise the error itself, not an exception group.
+            await self._shutdown()
+            await self._tg.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        await self._shutdown()
+        return await self._tg.__aexit__(*exc_info)
+
+    async def aclose(self) -> None:
+        await self._shutdown()
+
+    async def _shutdown(self) -> None:
+        with anyio.CancelScope(shield=True):
+            if not self._closed:
+                self._closed = True
+                for session in list(self._sessions.values()):
+                    with anyio.move_on_after(self.options.cancel_grace + 5):
+                        await session.close()
+            await self._stop_process()
+            self._tg.cancel_scope.cancel()
+
+    async def _stop_process(self) -> None:
+        process, conn = self._process, self._connection
+        if process is not None:
+            await process.aclose(grace=2.0)
+        if conn is not None:
+            conn.close(ClientClosedError("the client was closed"))
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def agent_name(self) -> str:
+        return str(self.agent_info.get("title") or self.agent_info.get("name")
+                   or Path(self.command[0]).name)
+
+    @property
+    def session_capabilities(self) -> dict[str, Any]:
+        caps = self.agent_capabilities.get("sessionCapabilities")
+        return caps if isinstance(caps, dict) else {}
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    @property
+    def stderr_tail(self) -> str:
+        return self._process.stderr.text() if self._process else ""
+
+    # -- the agent process -----------------------------------------------------------------------
+
+    async def _live_connection(self) -> Connection:
+        """The current connection, starting a fresh agent process if the last one is gone."""
+        if self._closed:
+            raise ClientClosedError("the client is closed")
+        conn = self._connection
+        if conn is not None and conn.closed is None:
+            return conn
+        async with self._restart_lock:
+            conn = self._connection
+            if conn is not None and conn.closed is None:
+                return conn
+            if self._process is not None:
+                await self._process.aclose(grace=0.5)
+            return await self._start()
+
+    async def _start(self) -> Connection:
+        self._killed_for_cancel = False
+        self._authenticated = False
+        process = AgentProcess(self.command, self.env, self.cwd, self.options.stderr_limit)
+        await process.start(self._tg)
+        self.processes_started += 1
+        conn = Connection(process, on_update=self._on_update, on_request=self._on_request,
+                          on_protocol_error=self._on_protocol_error)
+        self._process, self._connection = process, conn
+        self._tg.start_soon(conn.run, self._tg, name=f"acp reader {process.pid}")
+        self._tg.start_soon(self._watch_exit, process, conn, name=f"acp exit {process.pid}")
+        schema.models()  # load the schema models now, not inside the first turn
+        params = {
+            "protocolVersion": PROTOCOL_VERSION,
+            "clientCapabilities": {
+                "fs": {"readTextFile": self.options.fs, "writeTextFile": self.options.fs},
+                "terminal": self.options.terminal,
+                "session": {"configOptions": {"boolean": {}}},
+            },
+            "clientInfo": {"name": self.options.client_name, "title": "acp_notebook",
+                           "version": __version__},
+        }
+        try:
+            response = await conn.request("initialize", params,
+                                          timeout=self.options.initialize_timeout)
+        except TimeoutError:
+            await process.aclose(grace=0.5)
+            raise AgentStartError(
+                f"the agent did not answer initialize within "
+                f"{self.options.initialize_timeout:g} s (command: {process.display})"
+                + _tail(process)) from None
+        except AgentExitedError as exc:
+            raise AgentStartError(f"the agent exited during initialize (command: "
+                                  f"{process.display}): {exc}") from None
+        except RequestError as exc:
+            await process.aclose(grace=0.5)
+            raise AgentStartError(f"the agent refused initialize: {exc}") from None
+        if not isinstance(response, dict):
+            await process.aclose(grace=0.5)
+            raise ProtocolError(f"the agent's initialize answer is not an object: {response!r}")
+        version = response.get("protocolVersion")
+        if version != PROTOCOL_VERSION:
+            await process.aclose(grace=0.5)
+            raise ProtocolError(
+                f"the agent speaks ACP protocol version {version!r}; acp_notebook speaks "
+                f"version {PROTOCOL_VERSION}. Use an agent release that supports version 1.")
+        if conn.malformed:
+            log.warning("agent wrote %d malformed lines before initialize", conn.malformed)
+        self.protocol_version = version
+        self.agent_info = _obj(response.get("agentInfo"))
+        self.agent_capabilities = _obj(response.get("agentCapabilities"))
+        self.auth_methods = [m for m in response.get("authMethods") or [] if isinstance(m, dict)]
+        self._epoch += 1
+        return conn
+
+    async def _watch_exit(self, process: AgentProcess, conn: Connection) -> None:
+        # If the agent dies but a child of it keeps stdout open, the reader never sees EOF:
+        # close the connection shortly after the exit anyway, so turns end within a second.
+        await process.proc.wait()
+        with anyio.move_on_after(0.5):
+            await conn.closed_event.wait()
+            return
+        tail = process.stderr.text()
+        conn.close(AgentExitedError(
+            f"the agent process exited with code {process.returncode}"
+            + (f"; its last stderr output:\n{tail}" if tail else ""),
+            returncode=process.returncode, stderr_tail=tail))
+
+    def _kill_for_cancel(self) -> None:
+        if self._process is not None:
+            self._killed_for_cancel = True
+            self._process.kill()
+
+    async def _request(self, method: str, params: Any, timeout: float | None = None) -> Any:
+        conn = await self._live_connection()
+        return await conn.request(method, params, timeout=timeout)
+
+    # -- routing ---------------------------------------------------------------------------------
+
+    def _on_update(self, params: Any) -> None:
+        sid = params.get("sessionId") if isinstance(params, dict) else None
+        session = self._sessions.get(sid) if isinstance(sid, str) else None
+        if session is not None:
+            session._on_update(params.get("update"))
+            return
+        if not isinstance(sid, str):
+            self._on_protocol_error(f"session/update without a sessionId: {rpc.excerpt(repr(params))}")
+            return
+        # Updates may come before the session/new answer is handled: keep them for the session.
+        queue = self._orphans.setdefault(sid, deque(maxlen=_ORPHAN_LIMIT))
+        queue.append(params.get("update"))
+
+    async def _on_request(self, method: str, params: Any) -> Any:
+        sid = params.get("sessionId") if isinstance(params, dict) else None
+        session = self._sessions.get(sid) if isinstance(sid, str) else None
+        if session is None:
+            if method in _SESSION_METHODS:
+                raise RpcError(rpc.INVALID_PARAMS, f"unknown session: {sid!r}")
+            raise RpcError(rpc.METHOD_NOT_FOUND, f"method not found: {method}")
+        return await session.handle(method, params)
+
+    def _on_protocol_error(self, message: str) -> None:
+        self.protocol_errors.append(message)
+        log.warning("acp_notebook: %s", message)
+        # Attach it where the user will see it: the running turns of this agent.
+        for session in self._sessions.values():
+            if session.running is not None:
+                session._fold.add_error(message)
+
+    def _register(self, session: Session, old_id: str | None = None) -> None:
+        if old_id is not None and self._sessions.get(old_id) is session:
+            del self._sessions[old_id]
+        self._sessions[session.id] = session
+        for update in self._orphans.pop(session.id, ()):
+            session._on_update(update)
+
+    def _forget(self, session: Session) -> None:
+        if self._sessions.get(session.id) is session:
+            del self._sessions[session.id]
+
+    @property
+    def sessions(self) -> list[Session]:
+        return list(self._sessions.values())
+
+    # -- sessions --------------------------------------------------------------------------------
+
+    def _session_cwd(self, cwd: str | os.PathLike[str] | None) -> str:
+        return str(Path(cwd).resolve()) if cwd is not None else self.cwd
+
+    async def _open_new(self, cwd: str, mcp_servers: list[dict[str, Any]],
+                        additional_directories: list[str]) -> tuple[str, dict[str, Any]]:
+        params: dict[str, Any] = {"cwd": cwd, "mcpServers": mcp_servers}
+        if additional_directories:
+            params["additionalDirectories"] = additional_directories
+        try:
+            response = await self._request("session/new", params)
+        except RequestError as exc:
+            if exc.code != rpc.AUTH_REQUIRED:
+                raise
+            if self.options.auth_method is None or self._authenticated:
+                raise AuthRequiredError(exc.method, exc.code, exc.message, exc.data,
+                                        self.auth_methods) from None
+            await self.authenticate(self.options.auth_method)
+            response = await self._request("session/new", params)
+        response = _obj(response)
+        sid = response.get("sessionId")
+        if not isinstance(sid, str):
+            raise ProtocolError(f"session/new answered without a sessionId: {response!r}")
+        return sid, response
+
+    async def new_session(self, cwd: str | os.PathLike[str] | None = None, *,
+                          mcp_servers: list[dict[str, Any]] | None = None,
+                          additional_directories: Sequence[str] = ()) -> Session:
+        """`session/new`. The session's workspace (for fs and terminals) is `cwd` plus
+        `additional_directories`."""
+        path = self._session_cwd(cwd)
+        dirs = [str(Path(d).resolve()) for d in additional_directories]
+        servers = list(mcp_servers or [])
+        sid, response = await self._open_new(path, servers, dirs)
+        return self._adopt(sid, path, dirs, servers, response)
+
+    def _adopt(self, sid: str, cwd: str, dirs: list[str], servers: list[dict[str, Any]],
+               response: Any) -> Session:
+        session = Session(self, sid, cwd, dirs, servers)
+        response = _obj(response)
+        session._fold.set_modes(response.get("modes"))
+        session._fold.set_config_options(response.get("configOptions"))
+        self._register(session)
+        return session
+
+    async def load_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None, *,
+                           mcp_servers: list[dict[str, Any]] | None = None,
+                           additional_directories: Sequence[str] = ()) -> Session:
+        """`session/load`: the agent replays the conversation, which becomes `session.history`."""
+        if not self.agent_capabilities.get("loadSession"):
+            raise CapabilityError(f"{self.agent_name} cannot load sessions (no loadSession)")
+        path = self._session_cwd(cwd)
+        dirs = [str(Path(d).resolve()) for d in additional_directories]
+        servers = list(mcp_servers or [])
+        session = Session(self, session_id, path, dirs, servers)
+        session._fold.begin_replay()
+        self._register(session)  # replayed updates arrive before the answer
+        params: dict[str, Any] = {"sessionId": session_id, "cwd": path, "mcpServers": servers}
+        if dirs:
+            params["additionalDirectories"] = dirs
+        try:
+            response = await self._request("session/load", params)
+        except BaseException:
+            self._forget(session)
+            session._closed = True
+            session._wake.set()
+            raise
+        session._fold.end_replay()
+        response = _obj(response)
+        session._fold.set_modes(response.get("modes"))
+        session._fold.set_config_options(response.get("configOptions"))
+        return session
+
+    async def resume_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None, *,
+                             mcp_servers: list[dict[str, Any]] | None = None,
+                             additional_directories: Sequence[str] = ()) -> Session:
+        """`session/resume`: continue a session without replaying it."""
+        if self.session_capabilities.get("resume") is None:
+            raise CapabilityError(f"{self.agent_name} cannot resume sessions")
+        path = self._session_cwd(cwd)
+        dirs = [str(Path(d).resolve()) for d in additional_directories]
+        servers = list(mcp_servers or [])
+        params: dict[str, Any] = {"sessionId": session_id, "cwd": path, "mcpServers": servers}
+        if dirs:
+            params["additionalDirectories"] = dirs
+        response = await self._request("session/resume", params)
+        return self._adopt(session_id, path, dirs, servers, response)
+
+    async def list_sessions(self, cwd: str | os.PathLike[str] | None = None,
+                            limit: int = 1000) -> list[dict[str, Any]]:
+        """`session/list`, following cursors; each item has sessionId, cwd, title?, updatedAt?."""
+        if self.session_capabilities.get("list") is None:
+            raise CapabilityError(f"{self.agent_name} cannot list sessions")
+        out: list[dict[str, Any]] = []
+        cursor: str | None = None
+        while len(out) < limit:
+            params: dict[str, Any] = {}
+            if cwd is not None:
+                params["cwd"] = self._session_cwd(cwd)
+            if cursor is not None:
+                params["cursor"] = cursor
+            response = _obj(await self._request("session/list", params))
+            out.extend(s for s in response.get("sessions") or [] if isinstance(s, dict))
+            cursor = response.get("nextCursor")
+            if not isinstance(cursor, str) or not cursor:
+                break
+        return out[:limit]
+
+    async def authenticate(self, method_id: str) -> None:
+        known = {m.get("id") for m in self.auth_methods}
+        if method_id not in known:
+            raise ValueError(f"unknown auth method {method_id!r}; the agent offers: "
+                             f"{', '.join(str(k) for k in known) or 'none'}")
+        method = next(m for m in self.auth_methods if m.get("id") == method_id)
+        if method.get("type") not in (None, "agent"):
+            raise CapabilityError(
+                f"auth method {method_id!r} is of type {method.get('type')!r}: run the agent's "
+                "login in a terminal, then reconnect")
+        await self._request("authenticate", {"methodId": method_id})
+        self._authenticated = True
+
+    def __repr__(self) -> str:
+        return f"<Client {self.agent_name!r} pid={self.pid} sessions={len(self._sessions)}>"
+
+
+_SESSION_METHODS = frozenset({"session/request_permission", "fs/read_text_file",
+                              "fs/write_text_file", "terminal/create", "terminal/output",
+                              "terminal/wait_for_exit", "terminal/kill", "terminal/release"})
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _tail(process: AgentProcess) -> str:
+    tail = process.stderr.text()
+    return f"; its last stderr output:\n{tail}" if tail else ""
+
+
+@contextlib.asynccontextmanager
+async def connect(command: Sequence[str], env: Mapping[str, str | None] | None = None,
+                  cwd: str | os.PathLike[str] | None = None, **options: Any
+                  ) -> AsyncIterator[Client]:
+    """Start an ACP agent and connect to it; the agent process ends with the block.
+
+    `command` is the agent's argv (a list). `env` adds to (None removes from) the full
+    environment. `options` are the fields of `ClientOptions` (fs, terminal, permission_policy,
+    cancel_grace, max_retries, ...).
+    """
+    if isinstance(command, str):
+        raise TypeError("command must be a list of strings, e.g. ['gemini', '--acp']")
+    async with Client(command, env, cwd, ClientOptions(**options)) as client:
+        yield client

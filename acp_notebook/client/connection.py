@@ -1,0 +1,251 @@
+"""A JSON-RPC peer over the agent's stdio, on anyio.
+
+Incoming notifications are handled inline, in order, by synchronous callbacks: the last chunks of
+a turn are folded before the `session/prompt` response that follows them is seen, and there is no
+task per message. Incoming requests (permission, fs, terminal) each run in their own task so a
+permission prompt waiting for a click never blocks the stream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from ..errors import AgentExitedError, ProtocolError, RequestError
+from ..protocol import jsonrpc as rpc
+from .process import AgentProcess
+
+
+class RpcError(Exception):
+    """Raised by a request handler to answer with a JSON-RPC error."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+RequestHandler = Callable[[str, Any], Awaitable[Any]]
+
+
+@dataclass(eq=False)
+class _Pending:
+    method: str
+    done: anyio.Event = field(default_factory=anyio.Event)
+    result: Any = None
+    error: BaseException | None = None
+
+
+@dataclass(eq=False)
+class _Incoming:
+    scope: anyio.CancelScope
+    cancelled_by_peer: bool = False
+
+
+class Connection:
+    def __init__(
+        self,
+        process: AgentProcess,
+        *,
+        on_update: Callable[[Any], None],
+        on_request: RequestHandler,
+        on_protocol_error: Callable[[str], None],
+        on_closed: Callable[[BaseException], None] | None = None,
+    ) -> None:
+        self.process = process
+        self._on_update = on_update
+        self._on_request = on_request
+        self._on_protocol_error = on_protocol_error
+        self._on_closed = on_closed
+        self._next_id = 0
+        self._pending: dict[int, _Pending] = {}
+        self._incoming: dict[Any, _Incoming] = {}
+        self._tg: anyio.abc.TaskGroup | None = None
+        self.closed: BaseException | None = None  # why, once closed
+        self.closed_event = anyio.Event()
+        self.malformed = 0
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    async def run(self, task_group: anyio.abc.TaskGroup) -> None:
+        """Read until the agent closes stdout; then fail whatever is still waiting."""
+        self._tg = task_group
+        splitter = rpc.LineSplitter()
+        loads = json.loads
+        on_update = self._on_update
+        try:
+            while True:
+                try:
+                    data = await self.process.receive()
+                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    break
+                for line in splitter.feed(data):
+                    # Hot path: a well-formed session/update notification goes straight to the fold.
+                    try:
+                        obj = loads(line)
+                    except ValueError:  # includes UnicodeDecodeError
+                        if line.strip():
+                            self._malformed(rpc.decode(line))
+                        continue
+                    if (type(obj) is dict and obj.get("method") == "session/update"
+                            and "id" not in obj):
+                        on_update(obj.get("params"))
+                    else:
+                        self._dispatch(rpc.classify(obj, line))
+            rest = splitter.flush()
+            if rest.strip():
+                self._dispatch(rpc.decode(rest))
+        finally:
+            await self._closed_by_agent()
+
+    def _dispatch(self, frame: rpc.Frame) -> None:
+        if isinstance(frame, rpc.Notification):
+            if frame.method == "session/update":
+                self._on_update(frame.params)
+            elif frame.method == rpc.CANCEL_REQUEST_METHOD:
+                self._peer_cancelled(frame.params)
+            # Other notifications, known or not, need nothing from us (the spec says ignore).
+        elif isinstance(frame, rpc.Request):
+            assert self._tg is not None
+            self._tg.start_soon(self._serve, frame, name=f"acp request {frame.method}")
+        elif isinstance(frame, rpc.Response):
+            self._resolve(frame)
+        else:
+            self._malformed(frame)
+
+    def _malformed(self, frame: rpc.Frame) -> None:
+        self.malformed += 1
+        assert isinstance(frame, rpc.Malformed)
+        self._on_protocol_error(f"the agent sent {frame.reason}: {frame.line}")
+
+    def _resolve(self, frame: rpc.Response) -> None:
+        pending = self._pending.pop(frame.id, None) if isinstance(frame.id, int) else None
+        if pending is None:
+            self._on_protocol_error(f"the agent answered an unknown or already answered "
+                                    f"request id {frame.id!r}")
+            return
+        if frame.error is not None:
+            err = frame.error
+            code = err.get("code")
+            pending.error = RequestError(
+                pending.method, code if isinstance(code, int) else rpc.INTERNAL_ERROR,
+                str(err.get("message", "unknown error")), err.get("data"))
+        else:
+            pending.result = frame.result
+        pending.done.set()
+
+    async def _closed_by_agent(self) -> None:
+        with anyio.CancelScope(shield=True):
+            code = await self.process.wait(1.0)
+        tail = self.process.stderr.text()
+        if self.process.killed_by_us:
+            message = "the agent process was stopped"
+        elif code is None:
+            message = "the agent closed its output"
+        else:
+            message = f"the agent process exited with code {code}"
+        if tail:
+            message += f"; its last stderr output:\n{tail}"
+        self.close(AgentExitedError(message, returncode=code, stderr_tail=tail))
+
+    def close(self, reason: BaseException) -> None:
+        """Fail every waiting request with `reason`; later requests fail at once."""
+        if self.closed is not None:
+            return
+        self.closed = reason
+        self.closed_event.set()
+        for pending in self._pending.values():
+            pending.error = reason
+            pending.done.set()
+        self._pending.clear()
+        for incoming in self._incoming.values():
+            incoming.scope.cancel()
+        if self._on_closed is not None:
+            self._on_closed(reason)
+
+    # -- requests from the agent -----------------------------------------------------------------
+
+    async def _serve(self, request: rpc.Request) -> None:
+        scope = anyio.CancelScope()
+        incoming = _Incoming(scope)
+        if request.id in self._incoming:
+            self._on_protocol_error(f"the agent reused request id {request.id!r} while it was "
+                                    "still pending")
+        self._incoming[request.id] = incoming
+        reply: bytes | None = None
+        try:
+            with scope:
+                try:
+                    result = await self._on_request(request.method, request.params)
+                    reply = rpc.encode_result(request.id, {} if result is None else result)
+                except RpcError as exc:
+                    reply = rpc.encode_error(request.id, exc.code, exc.message, exc.data)
+                except Exception as exc:  # a bug of ours must not kill the connection
+                    reply = rpc.encode_error(request.id, rpc.INTERNAL_ERROR,
+                                             f"client error: {type(exc).__name__}: {exc}")
+            if reply is None and incoming.cancelled_by_peer:
+                reply = rpc.encode_error(request.id, rpc.REQUEST_CANCELLED, "request cancelled")
+        finally:
+            if self._incoming.get(request.id) is incoming:
+                del self._incoming[request.id]
+        if reply is not None and self.closed is None:
+            with anyio.CancelScope(shield=True):
+                await self._send(reply)
+
+    def _peer_cancelled(self, params: Any) -> None:
+        rid = params.get("requestId") if isinstance(params, dict) else None
+        incoming = self._incoming.get(rid)
+        if incoming is not None:  # already answered: the spec says ignore the cancel
+            incoming.cancelled_by_peer = True
+            incoming.scope.cancel()
+
+    # -- requests to the agent -------------------------------------------------------------------
+
+    async def request(self, method: str, params: Any, timeout: float | None = None) -> Any:
+        """Send a request and wait for its result; raises `RequestError` or `AgentExitedError`.
+
+        If the caller is cancelled (or times out) while waiting, the agent is told with
+        `$/cancel_request` and the late answer is ignored.
+        """
+        if self.closed is not None:
+            raise self.closed
+        self._next_id += 1
+        rid = self._next_id
+        pending = _Pending(method)
+        self._pending[rid] = pending
+        try:
+            await self._send(rpc.encode_request(rid, method, params))
+            with anyio.fail_after(timeout if timeout is not None else math.inf):
+                await pending.done.wait()
+        except BaseException:
+            if self._pending.pop(rid, None) is not None and self.closed is None:
+                with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                    await self._send(rpc.encode_notification(rpc.CANCEL_REQUEST_METHOD,
+                                                             {"requestId": rid}))
+            raise
+        if pending.error is not None:
+            raise pending.error
+        return pending.result
+
+    async def notify(self, method: str, params: Any) -> None:
+        if self.closed is None:
+            await self._send(rpc.encode_notification(method, params))
+
+    async def _send(self, data: bytes) -> None:
+        try:
+            await self.process.send(data)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            # The reader sees the EOF and closes with the exit code: report that, not EPIPE.
+            with anyio.move_on_after(1.0):
+                await self.closed_event.wait()
+            if self.closed is not None:
+                raise self.closed from None
+            raise ProtocolError(f"could not write to the agent: {exc}") from None

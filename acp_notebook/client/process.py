@@ -1,0 +1,169 @@
+"""The agent subprocess: spawn, drain stderr, stop without leaving anything behind."""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import shlex
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+
+import anyio
+import anyio.abc
+
+from ..errors import AgentStartError
+
+
+class StderrTail:
+    """The last `limit` bytes an agent wrote to stderr; older output is dropped, never blocks."""
+
+    def __init__(self, limit: int = 64 * 1024) -> None:
+        self.limit = limit
+        self._chunks: collections.deque[bytes] = collections.deque()
+        self._size = 0
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self._chunks.append(data)
+        self._size += len(data)
+        self.total += len(data)
+        while self._size > self.limit and len(self._chunks) > 1:
+            self._size -= len(self._chunks.popleft())
+
+    def text(self, max_chars: int = 2000) -> str:
+        data = b"".join(self._chunks)[-self.limit:]
+        text = data.decode("utf-8", "replace").strip()
+        if len(text) > max_chars:
+            text = "…" + text[-max_chars:]
+        return text
+
+
+def child_env(extra: Mapping[str, str | None] | None) -> dict[str, str]:
+    """The full environment by default (agents need their API keys), plus per-agent values.
+
+    A value of None removes a variable.
+    """
+    env = dict(os.environ)
+    for key, value in (extra or {}).items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = str(value)
+    return env
+
+
+class AgentProcess:
+    """One running agent. Owns its process group, so a wrapper (npx, uvx) and its children go too."""
+
+    def __init__(self, command: Sequence[str], env: Mapping[str, str | None] | None = None,
+                 cwd: str | os.PathLike[str] | None = None, stderr_limit: int = 64 * 1024) -> None:
+        if not command:
+            raise AgentStartError("no agent command given")
+        self.command = [str(c) for c in command]
+        self.env = env
+        self.cwd = cwd
+        self.stderr = StderrTail(stderr_limit)
+        self._proc: anyio.abc.Process | None = None
+        self._send_lock = anyio.Lock()
+        self.killed_by_us = False
+
+    @property
+    def display(self) -> str:
+        return shlex.join(self.command)
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.returncode if self._proc else None
+
+    @property
+    def proc(self) -> anyio.abc.Process:
+        assert self._proc is not None, "agent process not started"
+        return self._proc
+
+    async def start(self, task_group: anyio.abc.TaskGroup) -> None:
+        try:
+            self._proc = await anyio.open_process(
+                self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, env=child_env(self.env), cwd=self.cwd,
+                start_new_session=True)
+        except FileNotFoundError:
+            raise AgentStartError(
+                f"agent command not found: {self.command[0]!r} (command: {self.display}). "
+                "Install the agent or give its full path.") from None
+        except PermissionError:
+            raise AgentStartError(f"agent command is not executable: {self.command[0]!r}") from None
+        except OSError as exc:
+            raise AgentStartError(f"could not start agent {self.display!r}: {exc}") from None
+        task_group.start_soon(self._drain_stderr, name=f"acp stderr {self.pid}")
+
+    async def _drain_stderr(self) -> None:
+        # Always read stderr: an agent that logs more than a pipe buffer must never block.
+        stream = self.proc.stderr
+        assert stream is not None
+        with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError,
+                                 anyio.BrokenResourceError):
+            while True:
+                self.stderr.feed(await stream.receive(65536))
+
+    async def send(self, data: bytes) -> None:
+        stdin = self.proc.stdin
+        assert stdin is not None
+        async with self._send_lock:
+            await stdin.send(data)
+
+    async def receive(self) -> bytes:
+        """The next bytes of stdout; raises `anyio.EndOfStream` when the agent closed it."""
+        stdout = self.proc.stdout
+        assert stdout is not None
+        return await stdout.receive(262144)
+
+    async def wait(self, timeout: float) -> int | None:
+        """The exit code, if the process exits within `timeout` seconds."""
+        if self._proc is None:
+            return None
+        with anyio.move_on_after(timeout):
+            return await self._proc.wait()
+        return self._proc.returncode
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group, now."""
+        if self._proc is None or self._proc.returncode is not None:
+            return
+        self.killed_by_us = True
+        _signal_group(self._proc.pid, signal.SIGKILL)
+
+    async def aclose(self, grace: float = 2.0) -> None:
+        """Close stdin, give the agent `grace` seconds to exit, then SIGTERM, then SIGKILL.
+
+        Shielded: it runs to the end even when the caller is being cancelled, so no agent is left.
+        """
+        proc = self._proc
+        if proc is None:
+            return
+        with anyio.CancelScope(shield=True):
+            if proc.stdin is not None:
+                with contextlib.suppress(Exception):
+                    await proc.stdin.aclose()
+            if proc.returncode is None and await self.wait(grace) is None:
+                self.killed_by_us = True
+                _signal_group(proc.pid, signal.SIGTERM)
+                if await self.wait(2.0) is None:
+                    _signal_group(proc.pid, signal.SIGKILL)
+                    await self.wait(5.0)
+            # Children of the agent that outlived it (its own group) get the same end.
+            _signal_group(proc.pid, signal.SIGKILL)
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    with contextlib.suppress(Exception):
+                        await stream.aclose()
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)

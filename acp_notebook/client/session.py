@@ -1,0 +1,537 @@
+"""A session: its state, its turns, and the agent's requests that belong to it."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ..errors import (
+    AgentExitedError,
+    CapabilityError,
+    ClientClosedError,
+    ProtocolError,
+    RequestError,
+)
+from ..protocol import content
+from ..protocol import jsonrpc as rpc
+from ..protocol.fold import SessionFold
+from ..protocol.mutations import (
+    Delta,
+    Mutation,
+    RequestWarning,
+    SessionChanged,
+    TurnFinished,
+    TurnStarted,
+)
+from ..protocol.result import TurnRecord, TurnResult, finish
+from ..protocol.state import PermissionPart, TerminalView, Usage
+from .attachments import load_parts
+from .connection import RpcError
+from .permissions import PermissionHandler, PermissionPolicy, PermissionRequest, pick_option
+from .terminal import Terminals
+from .turn import TurnHandle
+from .workspace import Workspace
+
+if TYPE_CHECKING:
+    from .client import Client
+
+log = logging.getLogger("acp_notebook")
+
+Subscriber = Callable[[Mutation], None]
+
+
+class Session:
+    """An ACP session. Create it with `client.new_session()`, `load_session()` or `resume_session()`.
+
+    `prompt()` assigns input to a turn and returns its handle; `subscribe()` streams what happens;
+    `stop()` cancels the running turn. The Python object outlives agent restarts: if the agent
+    process dies, the next prompt starts a fresh one and resumes (or reloads, or recreates) the
+    session on it.
+    """
+
+    def __init__(self, client: Client, session_id: str, cwd: str,
+                 additional_directories: list[str], mcp_servers: list[dict[str, Any]]) -> None:
+        self._client = client
+        self._id = session_id
+        self._epoch = client._epoch
+        self.cwd = cwd
+        self.additional_directories = additional_directories
+        self.mcp_servers = mcp_servers
+        self._fold = SessionFold()
+        self._subscribers: list[Subscriber] = []
+        opts = client.options
+        self.permission_policy: PermissionPolicy = opts.permission_policy
+        self.permission_handler: PermissionHandler | None = opts.permission_handler
+        self.workspace = Workspace([cwd, *additional_directories], opts.protected_paths)
+        self.terminals = (Terminals(client._tg, self.workspace, cwd, self._terminal_output)
+                          if opts.terminal else None)
+        self._next: TurnHandle | None = None
+        self._running: TurnHandle | None = None
+        self._wake = anyio.Event()
+        self._permissions: dict[str, tuple[PermissionPart, anyio.CancelScope]] = {}
+        self._muted = False  # while a reopen replays history we already have
+        self._closed = False
+        self._last_mode: str | None = None
+        client._tg.start_soon(self._worker, name=f"acp session {session_id}")
+
+    # -- state -----------------------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        """The agent's session id (it changes if the agent had to start a new session)."""
+        return self._id
+
+    @property
+    def client(self) -> Client:
+        return self._client
+
+    @property
+    def mode(self) -> str | None:
+        return self._fold.current_mode_id
+
+    @property
+    def modes(self) -> list[dict[str, Any]]:
+        return self._fold.modes
+
+    @property
+    def config_options(self) -> list[dict[str, Any]]:
+        return self._fold.config_options
+
+    @property
+    def commands(self) -> list[dict[str, Any]]:
+        return self._fold.commands
+
+    @property
+    def title(self) -> str | None:
+        title = self._fold.info.get("title")
+        return title if isinstance(title, str) else None
+
+    @property
+    def info(self) -> dict[str, Any]:
+        return self._fold.info
+
+    @property
+    def usage(self) -> Usage | None:
+        return self._fold.usage
+
+    @property
+    def history(self) -> list[TurnRecord]:
+        """Every finished turn, including turns replayed by `session/load`."""
+        return self._fold.history
+
+    @property
+    def ambient(self) -> TurnRecord:
+        """Updates that arrived outside any turn."""
+        return self._fold.ambient
+
+    @property
+    def running(self) -> TurnHandle | None:
+        return self._running
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def terminal_views(self) -> dict[str, TerminalView]:
+        return self.terminals.views if self.terminals else {}
+
+    # -- subscribers -----------------------------------------------------------------------------
+
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        """Call `callback(mutation)` for everything that happens; returns `unsubscribe()`.
+
+        Callbacks run inline, in order, on the event loop: keep them quick.
+        """
+        self._subscribers.append(callback)
+        self._fold.emit = self._publish
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                self._subscribers.remove(callback)
+            if not self._subscribers:
+                self._fold.emit = None
+
+        return unsubscribe
+
+    def _publish(self, mutation: Mutation) -> None:
+        for callback in tuple(self._subscribers):
+            try:
+                callback(mutation)
+            except Exception:  # a broken renderer must not break the stream
+                log.exception("acp_notebook subscriber %r failed", callback)
+
+    def _on_update(self, update: Any) -> None:
+        if not self._muted:
+            self._fold.apply(update)
+
+    # -- prompting -------------------------------------------------------------------------------
+
+    async def prompt(self, query: str | list[Any]) -> TurnHandle:
+        """Assign input to a turn and return its handle at once.
+
+        If a turn is running, the input joins the next turn (two calls may get the same handle).
+        `query` is a string or a list of parts: text, `{"type": "context", "tag", "context"}`,
+        `{"type": "file", "url": path or data URL}`, or ACP content blocks.
+        """
+        if self._closed:
+            raise ClientClosedError("the session is closed")
+        parts = content.normalize(query)
+        caps = content.PromptCaps.from_wire(
+            (self._client.agent_capabilities or {}).get("promptCapabilities"))
+        blocks = await load_parts(parts, caps, self.cwd, self._attachment_dir())
+        if self._next is not None:
+            self._next.merge(blocks)
+            return self._next
+        self._next = TurnHandle(self, blocks)
+        self._wake.set()
+        return self._next
+
+    def _attachment_dir(self) -> Path:
+        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in self._id)[:80]
+        return Path(self.cwd) / ".acp_notebook" / safe / "attachments"
+
+    async def _worker(self) -> None:
+        while not self._closed:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            while self._next is not None:
+                turn, self._next = self._next, None
+                self._running = turn
+                try:
+                    await self._run(turn)
+                finally:
+                    self._running = None
+
+    async def _run(self, turn: TurnHandle) -> None:
+        fold = self._fold
+        opts = self._client.options
+        record = fold.begin_turn(turn.id, turn.prompt)
+        record.terminals = {}
+        self._emit(TurnStarted(turn.id))
+        stop_reason: str | None = None
+        error: str | None = None
+        tokens: dict[str, Any] | None = None
+        max_attempts = opts.max_retries + 1
+        attempt = 0
+        while True:
+            attempt += 1
+            retryable = False
+            if turn.cancel_requested:
+                stop_reason = "cancelled"
+                break
+            try:
+                await self._ensure_live()
+                response = await self._client._request(
+                    "session/prompt", {"sessionId": self._id, "prompt": turn.prompt})
+                response = response if isinstance(response, dict) else {}
+                stop_reason = str(response.get("stopReason") or "end_turn")
+                if isinstance(response.get("usage"), dict):
+                    tokens = response["usage"]
+                break
+            except RequestError as exc:
+                if turn.cancel_requested:  # a cancellation-looking error is a cancellation
+                    stop_reason = "cancelled"
+                    break
+                error = str(exc)
+                retryable = exc.code == rpc.INTERNAL_ERROR
+            except (AgentExitedError, ProtocolError) as exc:
+                if turn.cancel_requested:
+                    stop_reason = "cancelled"
+                    if self._client._killed_for_cancel:
+                        error = (f"the agent did not answer session/cancel within "
+                                 f"{opts.cancel_grace:g} s and was stopped; the next prompt "
+                                 "starts a fresh agent process")
+                    break
+                error = str(exc)
+                retryable = True
+            except ClientClosedError as exc:
+                error = str(exc)
+            will_retry = (retryable and not fold.visible_output and attempt < max_attempts
+                          and not turn.cancel_requested)
+            self._emit(RequestWarning(error or "request failed", "model_request", turn.id,
+                                      attempt, max_attempts, will_retry))
+            if not will_retry:
+                break
+            fold.add_error(f"attempt {attempt} of {max_attempts} failed, retrying: {error}",
+                           "warning")
+            error = None
+            await anyio.sleep(opts.retry_backoff * attempt)
+        if error is not None:
+            fold.add_error(error)
+        self._resolve_pending_permissions(None, "cancel")
+        if self.terminals is not None:
+            record.terminals = {tid: v for tid, v in self.terminals.views.items()
+                                if tid in _terminal_ids(record)}
+        fold.end_turn()
+        result = finish(record, stop_reason=stop_reason, error=error, usage=fold.usage,
+                        session_id=self._id, agent=self._client.agent_name, tokens=tokens)
+        turn._resolve(result)
+        self._emit(TurnFinished(turn.id, result))
+
+    def _emit(self, mutation: Mutation) -> None:
+        if self._subscribers:
+            self._publish(mutation)
+
+    # -- cancellation ----------------------------------------------------------------------------
+
+    async def stop(self) -> TurnResult | None:
+        """Cancel the running turn (and input queued behind it); returns the turn's result.
+
+        Sends `session/cancel`, marks unfinished tool calls cancelled, answers pending permission
+        requests with `cancelled`, and waits for the agent's answer. An agent that does not answer
+        within the grace period (`cancel_grace`, 5 s by default) is killed.
+        """
+        queued, running = self._next, self._running
+        if queued is not None:
+            await self._cancel_turn(queued)
+        if running is None:
+            return None
+        await self._cancel_turn(running)
+        return await running.wait()
+
+    async def _cancel_turn(self, turn: TurnHandle) -> None:
+        if turn.result is not None or turn.cancel_requested:
+            return
+        turn.cancel_requested = True
+        if turn is self._next:  # never sent: it ends cancelled without reaching the agent
+            self._next = None
+            record = TurnRecord(turn_id=turn.id, prompt=turn.prompt)
+            result = finish(record, stop_reason="cancelled", error=None, usage=self.usage,
+                            session_id=self._id, agent=self._client.agent_name)
+            turn._resolve(result)
+            self._emit(TurnFinished(turn.id, result))
+            return
+        if turn is not self._running:
+            return
+        self._fold.mark_cancelled()
+        self._resolve_pending_permissions(None, "cancel")
+        conn = self._client._connection
+        if conn is not None and conn.closed is None and self._epoch == self._client._epoch:
+            with contextlib.suppress(Exception):
+                await conn.notify("session/cancel", {"sessionId": self._id})
+            self._client._tg.start_soon(self._cancel_watchdog, turn, conn)
+
+    async def _cancel_watchdog(self, turn: TurnHandle, conn: Any) -> None:
+        with anyio.move_on_after(self._client.options.cancel_grace):
+            await turn._done.wait()
+            return
+        if turn.result is None and conn is self._client._connection:
+            self._client._kill_for_cancel()
+
+    # -- requests from the agent -----------------------------------------------------------------
+
+    async def handle(self, method: str, params: Any) -> Any:
+        if method == "session/request_permission":
+            return await self._request_permission(params)
+        if method == "fs/read_text_file" and self._client.options.fs:
+            return await self.workspace.read(params)
+        if method == "fs/write_text_file" and self._client.options.fs:
+            return await self.workspace.write(params)
+        if method.startswith("terminal/") and self.terminals is not None:
+            handler = {
+                "terminal/create": self.terminals.create,
+                "terminal/output": self.terminals.output,
+                "terminal/wait_for_exit": self.terminals.wait_for_exit,
+                "terminal/kill": self.terminals.kill,
+                "terminal/release": self.terminals.release,
+            }.get(method)
+            if handler is not None:
+                result = await handler(params)
+                if method == "terminal/create":
+                    self._track_terminal(result["terminalId"])
+                return result
+        raise RpcError(rpc.METHOD_NOT_FOUND, f"method not found: {method}")
+
+    async def _request_permission(self, params: Any) -> dict[str, Any]:
+        params = params if isinstance(params, dict) else {}
+        options = [o for o in params.get("options") or [] if isinstance(o, dict)]
+        tool_call = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
+        part = self._fold.add_permission(tool_call, options)
+        call = self._fold.target.tool_calls.get(part.tool_call_id)
+        kind = call.tool_kind if call else "other"
+        running = self._running
+        if running is not None and running.cancel_requested:
+            self._fold.resolve_permission(part, None, "cancel")
+            return _outcome(None)
+        decision = self.permission_policy.decide(kind)
+        option_id: str | None = None
+        by = "policy"
+        if decision == "ask" and self.permission_handler is not None:
+            scope = anyio.CancelScope()
+            self._permissions[part.part_id] = (part, scope)
+            try:
+                with scope:
+                    option_id = await self.permission_handler(
+                        PermissionRequest(part, kind, tool_call, self._id))
+                    by = "user"
+                    if option_id is not None and option_id not in {o.get("optionId")
+                                                                    for o in options}:
+                        raise RpcError(rpc.INVALID_PARAMS, f"unknown option id {option_id!r}")
+                    if option_id is None:
+                        option_id = pick_option(options, "reject")
+                if scope.cancelled_caught:  # stop() or the agent's $/cancel_request
+                    if part.outcome == "pending":
+                        self._fold.resolve_permission(part, None, "cancel")
+                    return _outcome(None)
+            finally:
+                self._permissions.pop(part.part_id, None)
+        elif decision == "allow":
+            option_id = pick_option(options, "allow")
+        else:
+            # "reject", or "ask" with nobody to ask: fail closed.
+            option_id = pick_option(options, "reject")
+            by = "policy" if decision == "reject" else "policy (nobody to ask)"
+        self._fold.resolve_permission(part, option_id, by)
+        return _outcome(option_id)
+
+    def _resolve_pending_permissions(self, option_id: str | None, by: str) -> None:
+        for part, scope in list(self._permissions.values()):
+            if part.outcome == "pending":
+                self._fold.resolve_permission(part, option_id, by)
+            scope.cancel()
+
+    def _track_terminal(self, terminal_id: str) -> None:
+        record = self._fold.turn
+        if record is not None and self.terminals is not None:
+            record.terminals[terminal_id] = self.terminals.views[terminal_id]
+
+    def _terminal_output(self, view: TerminalView, text: str) -> None:
+        if self._subscribers:
+            turn_id = self._fold.turn.turn_id if self._fold.turn else None
+            self._publish(Delta(turn_id, view.terminal_id, "terminal", text))
+
+    # -- session operations ----------------------------------------------------------------------
+
+    async def set_mode(self, mode_id: str) -> None:
+        """`session/set_mode` (legacy modes; prefer config options where the agent has them)."""
+        if not self.modes and not self.mode:
+            raise CapabilityError("the agent offers no session modes")
+        known = {m.get("id") for m in self.modes}
+        if known and mode_id not in known:
+            raise ValueError(f"unknown mode {mode_id!r}; the agent offers: "
+                             f"{', '.join(sorted(str(k) for k in known))}")
+        await self._ensure_live()
+        await self._client._request("session/set_mode", {"sessionId": self._id, "modeId": mode_id})
+        self._fold.current_mode_id = mode_id
+        self._last_mode = mode_id
+        self._emit(SessionChanged("mode"))
+
+    async def set_config_option(self, config_id: str, value: str | bool) -> list[dict[str, Any]]:
+        """`session/set_config_option`; returns (and keeps) the complete new option list."""
+        option = next((o for o in self.config_options if o.get("id") == config_id), None)
+        if option is None:
+            raise ValueError(f"unknown config option {config_id!r}; the agent offers: "
+                             f"{', '.join(str(o.get('id')) for o in self.config_options) or 'none'}")
+        params: dict[str, Any] = {"sessionId": self._id, "configId": config_id, "value": value}
+        if option.get("type") == "boolean" or isinstance(value, bool):
+            if not isinstance(value, bool):
+                raise ValueError(f"config option {config_id!r} takes true or false")
+            params["type"] = "boolean"
+        else:
+            allowed = _select_values(option)
+            if allowed and value not in allowed:
+                raise ValueError(f"{value!r} is not a value of {config_id!r}; choose from: "
+                                 f"{', '.join(sorted(allowed))}")
+        await self._ensure_live()
+        response = await self._client._request("session/set_config_option", params)
+        if isinstance(response, dict):
+            self._fold.set_config_options(response.get("configOptions"))
+        return self.config_options
+
+    async def close(self) -> None:
+        """End the session: cancel its turn, kill its terminals, `session/close` if supported."""
+        if self._closed:
+            return
+        with anyio.CancelScope(shield=True):
+            if self._running is not None or self._next is not None:
+                with anyio.move_on_after(self._client.options.cancel_grace + 2):
+                    await self.stop()
+            self._closed = True
+            self._wake.set()
+            if self.terminals is not None:
+                await self.terminals.aclose()
+            caps = self._client.session_capabilities
+            conn = self._client._connection
+            if (caps.get("close") is not None and conn is not None and conn.closed is None
+                    and self._epoch == self._client._epoch):
+                with anyio.move_on_after(5), contextlib.suppress(Exception):
+                    await self._client._request("session/close", {"sessionId": self._id})
+            self._client._forget(self)
+
+    # -- agent restarts --------------------------------------------------------------------------
+
+    async def _ensure_live(self) -> None:
+        await self._client._live_connection()
+        if self._epoch != self._client._epoch:
+            await self._reopen()
+
+    async def _reopen(self) -> None:
+        """Re-establish this session on a fresh agent process."""
+        client = self._client
+        old = self._id
+        base = {"sessionId": old, "cwd": self.cwd, "mcpServers": self.mcp_servers}
+        if self.additional_directories:
+            base["additionalDirectories"] = self.additional_directories
+        response: Any = None
+        try:
+            if client.session_capabilities.get("resume") is not None:
+                response = await client._request("session/resume", base)
+            elif client.agent_capabilities.get("loadSession"):
+                self._muted = True  # the replay is history we already hold
+                try:
+                    response = await client._request("session/load", base)
+                finally:
+                    self._muted = False
+            else:
+                raise CapabilityError("no resume")
+        except (CapabilityError, RequestError):
+            new_id, response = await client._open_new(self.cwd, self.mcp_servers,
+                                                       self.additional_directories)
+            self._id = new_id
+            self._fold.add_error("the agent was restarted and cannot resume sessions: this is a "
+                                 "new session, without the earlier conversation", "warning")
+            self._emit(SessionChanged("session_id"))
+        self._epoch = client._epoch
+        client._register(self, old)
+        if isinstance(response, dict):
+            self._fold.set_modes(response.get("modes"))
+            self._fold.set_config_options(response.get("configOptions"))
+        if self._last_mode is not None and self._last_mode != self.mode:
+            with contextlib.suppress(RequestError):
+                await client._request("session/set_mode",
+                                      {"sessionId": self._id, "modeId": self._last_mode})
+
+    def __repr__(self) -> str:
+        return f"<Session {self._id} agent={self._client.agent_name!r} cwd={self.cwd!r}>"
+
+
+def _outcome(option_id: str | None) -> dict[str, Any]:
+    if option_id is None:
+        return {"outcome": {"outcome": "cancelled"}}
+    return {"outcome": {"outcome": "selected", "optionId": option_id}}
+
+
+def _select_values(option: dict[str, Any]) -> set[str]:
+    values: set[str] = set()
+    for item in option.get("options") or []:
+        if isinstance(item, dict) and "value" in item:
+            values.add(str(item["value"]))
+        elif isinstance(item, dict):  # a group
+            values.update(str(o.get("value")) for o in item.get("options") or []
+                          if isinstance(o, dict))
+    return values
+
+
+def _terminal_ids(record: TurnRecord) -> set[str]:
+    ids = set(record.terminals)
+    for call in record.tool_calls.values():
+        for item in call.content:
+            if item.get("type") == "terminal" and isinstance(item.get("terminalId"), str):
+                ids.add(item["terminalId"])
+    return ids

@@ -1,0 +1,166 @@
+"""JSON-RPC 2.0 framing for ACP's stdio transport: pure functions, no I/O.
+
+One message per line, compact, UTF-8. The reader side splits a byte stream into lines
+(`LineSplitter`) and classifies each decoded frame (`classify`). Nothing here raises on bad input
+from the agent: malformed frames come back as `Malformed` so the caller can attach a protocol error
+to the session instead of crashing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Final
+
+JSONRPC: Final = "2.0"
+
+# Error codes, JSON-RPC's and ACP's own.
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
+AUTH_REQUIRED: Final = -32000
+RESOURCE_NOT_FOUND: Final = -32002
+REQUEST_CANCELLED: Final = -32800
+
+CANCEL_REQUEST_METHOD: Final = "$/cancel_request"
+
+RequestId = int | str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    id: RequestId
+    method: str
+    params: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    method: str
+    params: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    id: RequestId
+    result: Any = None
+    error: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Malformed:
+    """A frame that is not valid JSON-RPC; `reason` is for humans, `line` is a bounded excerpt."""
+
+    reason: str
+    line: str
+
+
+Frame = Request | Notification | Response | Malformed
+
+_EXCERPT = 200
+
+
+def excerpt(data: bytes | str, limit: int = _EXCERPT) -> str:
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text)} chars)"
+
+
+def decode(line: bytes) -> Frame:
+    """Parse one line into a frame; never raises."""
+    try:
+        obj = json.loads(line)
+    except UnicodeDecodeError:
+        return Malformed("invalid UTF-8", excerpt(line))
+    except ValueError:
+        return Malformed("invalid JSON", excerpt(line))
+    return classify(obj, line)
+
+
+def classify(obj: Any, line: bytes | str = b"") -> Frame:
+    if not isinstance(obj, dict):
+        return Malformed("not a JSON-RPC object", excerpt(line or repr(obj)))
+    method = obj.get("method")
+    if method is not None:
+        if not isinstance(method, str):
+            return Malformed("method is not a string", excerpt(line or repr(obj)))
+        if "id" in obj:
+            rid = obj["id"]
+            if (rid is not None and not isinstance(rid, int | str)) or isinstance(rid, bool):
+                return Malformed("invalid request id", excerpt(line or repr(obj)))
+            return Request(rid, method, obj.get("params"))
+        return Notification(method, obj.get("params"))
+    if "id" in obj and ("result" in obj or "error" in obj):
+        error = obj.get("error")
+        if error is not None and not isinstance(error, dict):
+            error = {"code": INTERNAL_ERROR, "message": str(error)}
+        return Response(obj["id"], obj.get("result"), error)
+    return Malformed("neither request, notification nor response", excerpt(line or repr(obj)))
+
+
+def _dumps(obj: dict[str, Any]) -> bytes:
+    # Compact, and never an embedded newline: json escapes control characters in strings.
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+def encode_request(rid: int, method: str, params: Any) -> bytes:
+    return _dumps({"jsonrpc": JSONRPC, "id": rid, "method": method, "params": params})
+
+
+def encode_notification(method: str, params: Any) -> bytes:
+    return _dumps({"jsonrpc": JSONRPC, "method": method, "params": params})
+
+
+def encode_result(rid: RequestId, result: Any) -> bytes:
+    return _dumps({"jsonrpc": JSONRPC, "id": rid, "result": result})
+
+
+def encode_error(rid: RequestId, code: int, message: str, data: Any = None) -> bytes:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return _dumps({"jsonrpc": JSONRPC, "id": rid, "error": error})
+
+
+class LineSplitter:
+    """Splits a byte stream into lines of any length.
+
+    Pieces of an unfinished line are kept in a list and joined once, so a 50 MB line arriving
+    in 64 KiB reads costs linear time, not quadratic.
+    """
+
+    __slots__ = ("_pending", "_pending_size")
+
+    def __init__(self) -> None:
+        self._pending: list[bytes] = []
+        self._pending_size = 0
+
+    @property
+    def buffered(self) -> int:
+        return self._pending_size
+
+    def feed(self, data: bytes) -> list[bytes]:
+        if b"\n" not in data:
+            if data:
+                self._pending.append(data)
+                self._pending_size += len(data)
+            return []
+        lines = data.split(b"\n")
+        tail = lines.pop()
+        if self._pending:
+            self._pending.append(lines[0])
+            lines[0] = b"".join(self._pending)
+            self._pending = []
+            self._pending_size = 0
+        if tail:
+            self._pending.append(tail)
+            self._pending_size = len(tail)
+        return lines
+
+    def flush(self) -> bytes:
+        """What is left at end of stream: an unterminated last line, if any."""
+        rest = b"".join(self._pending)
+        self._pending = []
+        self._pending_size = 0
+        return rest

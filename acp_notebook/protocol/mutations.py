@@ -1,0 +1,65 @@
+"""What subscribers receive while a session runs.
+
+Small frozen records, in the spirit of the turn-handle API this project follows:
+`Delta` appends visible text, reasoning or raw tool input; `PartUpdated` carries the complete state
+of one part (message, tool call, plan, permission request, unknown update); `TurnFinished` lines up
+with `turn.finished`; `RequestWarning` reports a failed attempt (and whether another follows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from .result import TurnResult
+    from .state import Part
+
+Channel = Literal["text", "thought", "user", "tool_input", "terminal"]
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    turn_id: str | None
+    part_id: str
+    channel: Channel
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class PartUpdated:
+    turn_id: str | None
+    part: Part
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStarted:
+    turn_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFinished:
+    turn_id: str
+    result: TurnResult
+
+
+@dataclass(frozen=True, slots=True)
+class SessionChanged:
+    """A session-wide snapshot changed: mode, config_options, commands, info, usage or session_id."""
+
+    field: str
+
+
+@dataclass(frozen=True, slots=True)
+class RequestWarning:
+    """A failed request to the agent (kind `model_request` for a turn's attempt)."""
+
+    message: str
+    kind: str = "model_request"
+    turn_id: str | None = None
+    attempt: int = 0
+    max_attempts: int = 0
+    will_retry: bool = False
+
+
+Mutation = Delta | PartUpdated | TurnStarted | TurnFinished | SessionChanged | RequestWarning

@@ -1,0 +1,144 @@
+"""The turn record (live) and the turn result (final, immutable)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .state import (
+    ErrorPart,
+    MessagePart,
+    Part,
+    PermissionPart,
+    PlanEntry,
+    PlanPart,
+    RawPart,
+    TerminalView,
+    ToolCallPart,
+    Usage,
+)
+
+#: Stop reasons that mean the agent finished the work it was given.
+SUCCESS_STOP_REASONS = frozenset({"end_turn"})
+
+
+@dataclass(slots=True, eq=False)
+class TurnRecord:
+    """Everything one turn produced, in arrival order. Mutated by the fold while the turn runs."""
+
+    turn_id: str
+    prompt: list[dict[str, Any]] = field(default_factory=list)  # the ACP blocks sent
+    parts: list[Part] = field(default_factory=list)
+    tool_calls: dict[str, ToolCallPart] = field(default_factory=dict)
+    plan: PlanPart | None = None
+    terminals: dict[str, TerminalView] = field(default_factory=dict)
+    usage_at_start: Usage | None = None
+    started_at: float = field(default_factory=time.time)
+    replay: bool = False  # history replayed by session/load
+
+    def messages(self, role: str) -> list[MessagePart]:
+        return [p for p in self.parts if isinstance(p, MessagePart) and p.role == role]
+
+    def joined(self, role: str) -> str:
+        return "\n\n".join(t for t in (m.text for m in self.messages(role)) if t)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"turnId": self.turn_id, "prompt": self.prompt,
+                "parts": [p.to_json() for p in self.parts], "replay": self.replay}
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """What `await turn.finished` gives: always a result, never an exception.
+
+    Check `success`: a turn that was cancelled, refused, or failed (agent exit, protocol error,
+    timeout) resolves too, with `error` saying why and `stop_reason` set when the agent gave one.
+    """
+
+    turn_id: str
+    success: bool
+    text: str
+    error: str | None = None
+    stop_reason: str | None = None
+    usage: Usage | None = None
+    cost: float | None = None  # this turn's share of the cumulative cost, when the agent sent it
+    plan: tuple[PlanEntry, ...] = ()
+    tool_calls: tuple[ToolCallPart, ...] = ()
+    thoughts: str = ""
+    permissions: tuple[PermissionPart, ...] = ()
+    unknown_updates: tuple[RawPart, ...] = ()
+    errors: tuple[str, ...] = ()
+    session_id: str | None = None
+    agent: str | None = None
+    prompt: tuple[dict[str, Any], ...] = ()
+    parts: tuple[Part, ...] = ()
+    duration: float = 0.0
+    tokens: dict[str, Any] | None = None  # PromptResponse.usage (unstable), when sent
+    terminals: tuple[dict[str, Any], ...] = ()  # what each client terminal printed
+
+    @property
+    def cancelled(self) -> bool:
+        return self.stop_reason == "cancelled"
+
+    def to_json(self) -> dict[str, Any]:
+        """The turn's transcript: plain JSON, enough to render and replay it without the agent."""
+        return {
+            "turnId": self.turn_id, "sessionId": self.session_id, "agent": self.agent,
+            "success": self.success, "stopReason": self.stop_reason, "error": self.error,
+            "text": self.text, "thoughts": self.thoughts,
+            "usage": self.usage.to_json() if self.usage else None, "cost": self.cost,
+            "tokens": self.tokens,
+            "plan": [e.to_json() for e in self.plan],
+            "prompt": list(self.prompt),
+            "terminals": list(self.terminals),
+            "parts": [p.to_json() for p in self.parts],
+            "duration": round(self.duration, 3),
+        }
+
+    def __repr__(self) -> str:
+        state = "ok" if self.success else f"failed: {self.error or self.stop_reason}"
+        text = self.text if len(self.text) <= 60 else self.text[:57] + "..."
+        return f"<TurnResult {self.turn_id} {state} stop_reason={self.stop_reason!r} text={text!r}>"
+
+
+def finish(
+    record: TurnRecord,
+    *,
+    stop_reason: str | None,
+    error: str | None,
+    usage: Usage | None,
+    session_id: str | None,
+    agent: str | None,
+    tokens: dict[str, Any] | None = None,
+) -> TurnResult:
+    """Freeze a turn record into its result. Parts are copied: late updates must not change it."""
+    parts = tuple(dataclasses.replace(p) if not isinstance(p, MessagePart) else p
+                  for p in record.parts)
+    cost = None
+    if usage is not None and usage.cost_amount is not None:
+        before = record.usage_at_start.cost_amount if record.usage_at_start else None
+        cost = usage.cost_amount - (before or 0.0)
+    return TurnResult(
+        turn_id=record.turn_id,
+        success=error is None and stop_reason in SUCCESS_STOP_REASONS,
+        text=record.joined("agent"),
+        error=error,
+        stop_reason=stop_reason,
+        usage=usage,
+        cost=cost,
+        plan=tuple(record.plan.entries) if record.plan else (),
+        tool_calls=tuple(p for p in parts if isinstance(p, ToolCallPart)),
+        thoughts=record.joined("thought"),
+        permissions=tuple(p for p in parts if isinstance(p, PermissionPart)),
+        unknown_updates=tuple(p for p in parts if isinstance(p, RawPart)),
+        errors=tuple(p.message for p in parts if isinstance(p, ErrorPart)),
+        session_id=session_id,
+        agent=agent,
+        prompt=tuple(record.prompt),
+        parts=parts,
+        duration=time.time() - record.started_at,
+        tokens=tokens,
+        terminals=tuple(t.to_json() for t in record.terminals.values()),
+    )
