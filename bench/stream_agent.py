@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""A minimal ACP agent for benchmarks: stdlib only, newline-delimited JSON-RPC on stdio.
+
+    python bench/stream_agent.py [N] [S]
+
+Answers `initialize` (protocol version 1), `session/new`, and `session/prompt`. A prompt streams
+N `session/update` notifications of kind `agent_message_chunk`, each carrying S bytes of ASCII
+text, then answers `{"stopReason": "end_turn"}`. N and S default to argv (20000 and 20); a prompt
+whose text is "N S" (two integers) overrides them for that turn. Any number of prompts, in any
+number of sessions, per process. The concatenated text of a turn is `expected_text(N, S)`.
+
+The agent must not be the bottleneck: each distinct (session, S) chunk line is encoded once, and a
+turn is written in large buffered writes (about 256 KiB each) straight to the stdout file.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+WRITE_BATCH = 256 * 1024
+
+
+def chunk_text(size: int) -> str:
+    """S bytes of JSON-safe ASCII text (the same for every chunk of a turn)."""
+    return (ALPHABET * (size // len(ALPHABET) + 1))[:size]
+
+
+def expected_text(n: int, size: int) -> str:
+    return chunk_text(size) * n
+
+
+def _line(obj: dict) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+
+
+def _parse_counts(params: dict, default: tuple[int, int]) -> tuple[int, int]:
+    text = " ".join(b.get("text", "") for b in params.get("prompt") or []
+                    if isinstance(b, dict) and b.get("type") == "text")
+    words = text.split()
+    if len(words) == 2 and all(w.isdigit() for w in words):
+        return int(words[0]), int(words[1])
+    return default
+
+
+def main() -> None:
+    default = (int(sys.argv[1]) if len(sys.argv) > 1 else 20000,
+               int(sys.argv[2]) if len(sys.argv) > 2 else 20)
+    out = sys.stdout.buffer
+    stdin = sys.stdin.buffer
+    chunk_lines: dict[tuple[str, int], bytes] = {}
+    sessions = 0
+
+    def reply(rid, result=None, error=None) -> None:
+        msg = {"jsonrpc": "2.0", "id": rid}
+        if error is not None:
+            msg["error"] = error
+        else:
+            msg["result"] = result
+        out.write(_line(msg))
+        out.flush()
+
+    for raw in stdin:
+        try:
+            msg = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(msg, dict) or "method" not in msg:
+            continue  # responses and junk: nothing to do
+        method, rid, params = msg["method"], msg.get("id"), msg.get("params") or {}
+        if rid is None:
+            continue  # notifications (session/cancel...): nothing to cancel, turns are instant
+        if method == "initialize":
+            reply(rid, {"protocolVersion": 1,
+                        "agentCapabilities": {"loadSession": False,
+                                              "promptCapabilities": {"image": False,
+                                                                     "audio": False,
+                                                                     "embeddedContext": False}},
+                        "agentInfo": {"name": "stream-agent", "version": "1"},
+                        "authMethods": []})
+        elif method == "session/new":
+            sessions += 1
+            reply(rid, {"sessionId": f"bench-{sessions}"})
+        elif method == "session/prompt":
+            sid = str(params.get("sessionId"))
+            n, size = _parse_counts(params, default)
+            line = chunk_lines.get((sid, size))
+            if line is None:
+                line = chunk_lines[(sid, size)] = _line({
+                    "jsonrpc": "2.0", "method": "session/update",
+                    "params": {"sessionId": sid, "update": {
+                        "sessionUpdate": "agent_message_chunk",
+                        "content": {"type": "text", "text": chunk_text(size)}}}})
+            per_batch = max(1, WRITE_BATCH // len(line))
+            batch = line * per_batch
+            full, rest = divmod(n, per_batch)
+            for _ in range(full):
+                out.write(batch)
+            out.write(line * rest)
+            out.write(_line({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": "end_turn"}}))
+            out.flush()
+        else:
+            reply(rid, error={"code": -32601, "message": f"method not found: {method}"})
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except (BrokenPipeError, KeyboardInterrupt):
+        pass
