@@ -98,6 +98,12 @@ class Client:
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
         await self._shutdown()
+        if isinstance(exc_info[1], Exception):
+            # An error raised in the `async with` body must reach the caller as itself: handing
+            # it to the task group would wrap it in an ExceptionGroup (`except ValueError` in
+            # user code would then miss it). Cancellations still go through the task group.
+            await self._tg.__aexit__(None, None, None)
+            return None
         return await self._tg.__aexit__(*exc_info)
 
     async def aclose(self) -> None:

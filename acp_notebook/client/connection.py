@@ -8,6 +8,7 @@ permission prompt waiting for a click never blocks the stream.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import math
@@ -67,6 +68,9 @@ class Connection:
         self._on_closed = on_closed
         self._next_id = 0
         self._pending: dict[int, _Pending] = {}
+        # Requests we stopped waiting for ($/cancel_request sent): the agent still answers
+        # them, as the spec requires, and that late answer is not a protocol error.
+        self._abandoned: collections.deque[int] = collections.deque(maxlen=1000)
         self._incoming: dict[Any, _Incoming] = {}
         self._tg: anyio.abc.TaskGroup | None = None
         self.closed: BaseException | None = None  # why, once closed
@@ -129,6 +133,9 @@ class Connection:
     def _resolve(self, frame: rpc.Response) -> None:
         pending = self._pending.pop(frame.id, None) if isinstance(frame.id, int) else None
         if pending is None:
+            if frame.id in self._abandoned:
+                self._abandoned.remove(frame.id)
+                return
             self._on_protocol_error(f"the agent answered an unknown or already answered "
                                     f"request id {frame.id!r}")
             return
@@ -192,7 +199,13 @@ class Connection:
                     reply = rpc.encode_error(request.id, rpc.INTERNAL_ERROR,
                                              f"client error: {type(exc).__name__}: {exc}")
             if reply is None and incoming.cancelled_by_peer:
-                reply = rpc.encode_error(request.id, rpc.REQUEST_CANCELLED, "request cancelled")
+                if request.method == "session/request_permission":
+                    # The spec's answer to a cancelled permission request is the `cancelled`
+                    # outcome (-32800 is for the other requests); agents wait for an outcome.
+                    reply = rpc.encode_result(request.id, {"outcome": {"outcome": "cancelled"}})
+                else:
+                    reply = rpc.encode_error(request.id, rpc.REQUEST_CANCELLED,
+                                             "request cancelled")
         finally:
             if self._incoming.get(request.id) is incoming:
                 del self._incoming[request.id]
@@ -227,6 +240,7 @@ class Connection:
                 await pending.done.wait()
         except BaseException:
             if self._pending.pop(rid, None) is not None and self.closed is None:
+                self._abandoned.append(rid)
                 with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
                     await self._send(rpc.encode_notification(rpc.CANCEL_REQUEST_METHOD,
                                                              {"requestId": rid}))

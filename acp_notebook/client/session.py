@@ -205,6 +205,12 @@ class Session:
                 self._running = turn
                 try:
                     await self._run(turn)
+                except BaseException as exc:
+                    # The worker itself was cancelled (the client's task group is torn down by an
+                    # outer cancel scope or an interrupt) or hit a bug: the turn must still end,
+                    # or stop(), close() and anyone awaiting `turn.finished` would wait forever.
+                    self._abandon(turn, exc)
+                    raise
                 finally:
                     self._running = None
 
@@ -271,6 +277,20 @@ class Session:
         fold.end_turn()
         result = finish(record, stop_reason=stop_reason, error=error, usage=fold.usage,
                         session_id=self._id, agent=self._client.agent_name, tokens=tokens)
+        turn._resolve(result)
+        self._emit(TurnFinished(turn.id, result))
+
+    def _abandon(self, turn: TurnHandle, exc: BaseException) -> None:
+        if turn.result is not None:
+            return
+        self._resolve_pending_permissions(None, "cancel")
+        cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
+        record = self._fold.end_turn() or TurnRecord(turn_id=turn.id, prompt=turn.prompt)
+        result = finish(record, stop_reason="cancelled" if cancelled else None,
+                        error=("the client was closed while the turn ran" if cancelled
+                               else f"client error: {type(exc).__name__}: {exc}"),
+                        usage=self._fold.usage, session_id=self._id,
+                        agent=self._client.agent_name)
         turn._resolve(result)
         self._emit(TurnFinished(turn.id, result))
 
@@ -375,10 +395,17 @@ class Session:
                         raise RpcError(rpc.INVALID_PARAMS, f"unknown option id {option_id!r}")
                     if option_id is None:
                         option_id = pick_option(options, "reject")
-                if scope.cancelled_caught:  # stop() or the agent's $/cancel_request
+                if scope.cancelled_caught:  # stop()
                     if part.outcome == "pending":
                         self._fold.resolve_permission(part, None, "cancel")
                     return _outcome(None)
+            except anyio.get_cancelled_exc_class():
+                # Cancelled from outside this scope (the agent's $/cancel_request, the
+                # connection closing): the connection answers `cancelled`; record it so too,
+                # instead of leaving the request "pending" in the turn forever.
+                if part.outcome == "pending":
+                    self._fold.resolve_permission(part, None, "cancel")
+                raise
             finally:
                 self._permissions.pop(part.part_id, None)
         elif decision == "allow":
@@ -429,10 +456,14 @@ class Session:
             raise ValueError(f"unknown config option {config_id!r}; the agent offers: "
                              f"{', '.join(str(o.get('id')) for o in self.config_options) or 'none'}")
         params: dict[str, Any] = {"sessionId": self._id, "configId": config_id, "value": value}
-        if option.get("type") == "boolean" or isinstance(value, bool):
+        if option.get("type") == "boolean":
             if not isinstance(value, bool):
                 raise ValueError(f"config option {config_id!r} takes true or false")
             params["type"] = "boolean"
+        elif isinstance(value, bool):
+            # A bool for a select option used to be sent as a boolean change, which the agent
+            # can only refuse: a bad value is a ValueError before anything is sent.
+            raise ValueError(f"config option {config_id!r} takes one of its values, not {value!r}")
         else:
             allowed = _select_values(option)
             if allowed and value not in allowed:

@@ -1,0 +1,158 @@
+"""Agents as data: the built-in registry, user entries from traitlets config and a TOML file.
+
+An entry is a command line plus optional environment and working directory. `--agent NAME` picks
+an entry; `--agent "any command line"` runs that command as an ACP agent. Nothing here starts a
+process.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEMO = "demo"
+ENV_DEFAULT = "ACP_NOTEBOOK_AGENT"
+ENV_AGENTS_FILE = "ACP_NOTEBOOK_AGENTS_FILE"
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    name: str
+    command: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    description: str = ""
+    source: str = "built-in"
+
+    @property
+    def command_line(self) -> str:
+        return shlex.join(self.command)
+
+    @property
+    def available(self) -> bool:
+        """Whether the program can be found (not whether it speaks ACP)."""
+        exe = self.command[0]
+        return bool(shutil.which(exe)) or (os.path.isabs(exe) and os.access(exe, os.X_OK))
+
+
+def builtin_agents() -> dict[str, AgentSpec]:
+    """The well-known ACP agents; flags as their projects document them today."""
+    entries = [
+        AgentSpec(DEMO, (sys.executable, "-m", "acp_notebook.demo_agent"),
+                  description="embedded demo agent: no network, no key"),
+        AgentSpec("gemini", ("gemini", "--acp"), description="Gemini CLI"),
+        AgentSpec("claude", ("npx", "-y", "@agentclientprotocol/claude-agent-acp"),
+                  description="Claude Code through its ACP adapter"),
+        AgentSpec("codex", ("npx", "-y", "@agentclientprotocol/codex-acp"),
+                  description="Codex through its ACP adapter"),
+        AgentSpec("opencode", ("opencode", "acp"), description="OpenCode"),
+        AgentSpec("goose", ("goose", "acp"), description="goose"),
+        AgentSpec("fast-agent", ("fast-agent-acp",), description="fast-agent"),
+    ]
+    return {a.name: a for a in entries}
+
+
+class ConfigError(ValueError):
+    """A user agent entry is malformed; the message names the entry and the field."""
+
+
+def parse_entry(name: str, entry: Any, source: str) -> AgentSpec:
+    """One user entry: `{command = "x" | ["x", ...], args = [...], env = {...}, cwd = "..."}`."""
+    if isinstance(entry, str | list):
+        entry = {"command": entry}
+    if not isinstance(entry, Mapping):
+        raise ConfigError(f"agent {name!r} in {source}: expected a table, got {entry!r}")
+    unknown = set(entry) - {"command", "args", "env", "cwd", "description"}
+    if unknown:
+        raise ConfigError(f"agent {name!r} in {source}: unknown field(s) "
+                          f"{', '.join(sorted(unknown))} (command, args, env, cwd, description)")
+    command = entry.get("command")
+    if isinstance(command, str):
+        argv = shlex.split(command)
+    elif isinstance(command, list) and all(isinstance(c, str) for c in command):
+        argv = list(command)
+    else:
+        raise ConfigError(f"agent {name!r} in {source}: command must be a string or a list "
+                          "of strings")
+    args = entry.get("args", [])
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise ConfigError(f"agent {name!r} in {source}: args must be a list of strings")
+    if not argv:
+        raise ConfigError(f"agent {name!r} in {source}: command is empty")
+    env = entry.get("env", {})
+    if not isinstance(env, Mapping) or not all(isinstance(k, str) for k in env):
+        raise ConfigError(f"agent {name!r} in {source}: env must be a table of strings")
+    cwd = entry.get("cwd")
+    if cwd is not None and not isinstance(cwd, str):
+        raise ConfigError(f"agent {name!r} in {source}: cwd must be a string")
+    return AgentSpec(name, tuple(argv + args), {k: str(v) for k, v in env.items()},
+                     os.path.expanduser(cwd) if cwd else None,
+                     str(entry.get("description", "")), source)
+
+
+def default_agents_file() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "acp_notebook" / "agents.toml"
+
+
+def load_agents_file(path: Path) -> tuple[dict[str, AgentSpec], str | None]:
+    """`[agents.NAME]` tables, and an optional top-level `default = "NAME"`."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}, None
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+    agents = data.get("agents", {})
+    if not isinstance(agents, dict):
+        raise ConfigError(f"{path}: [agents] must be a table of agent tables")
+    default = data.get("default")
+    return ({n: parse_entry(n, e, str(path)) for n, e in agents.items()},
+            default if isinstance(default, str) else None)
+
+
+@dataclass
+class Registry:
+    agents: dict[str, AgentSpec]
+    default: str | None = None
+
+    @classmethod
+    def build(cls, config_agents: Mapping[str, Any] | None = None,
+              config_default: str | None = None, agents_file: str | None = None) -> Registry:
+        """Built-ins, then the TOML file, then traitlets config: later entries win by name."""
+        agents = builtin_agents()
+        path = Path(agents_file or os.environ.get(ENV_AGENTS_FILE) or default_agents_file())
+        file_agents, file_default = load_agents_file(path)
+        agents.update(file_agents)
+        for name, entry in (config_agents or {}).items():
+            agents[name] = parse_entry(name, entry, "config (AcpNotebook.agents)")
+        default = os.environ.get(ENV_DEFAULT) or config_default or file_default
+        return cls(agents, default or None)
+
+    def resolve(self, name_or_command: str | None) -> tuple[AgentSpec, str]:
+        """The spec for `--agent` (or the default), and a note for the user when one is due."""
+        note = ""
+        if not name_or_command:
+            if self.default:
+                name_or_command = self.default
+            else:
+                return self.agents[DEMO], (
+                    "No agent is configured, so this runs the embedded demo agent. Choose one "
+                    f"with --agent NAME, the {ENV_DEFAULT} environment variable, or "
+                    "c.AcpNotebook.default_agent.")
+        if name_or_command in self.agents:
+            return self.agents[name_or_command], note
+        argv = shlex.split(name_or_command)
+        if len(argv) == 1 and not (shutil.which(argv[0]) or os.path.sep in argv[0]):
+            raise ConfigError(
+                f"unknown agent {name_or_command!r}. Known agents: "
+                f"{', '.join(sorted(self.agents))}; or give a full command line, e.g. "
+                "--agent \"my-agent --acp\"")
+        return AgentSpec(name_or_command, tuple(argv), source="command line"), note

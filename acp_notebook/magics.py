@@ -1,0 +1,222 @@
+"""`%%agent` and `%agent`: argument parsing, configuration, wiring. The work is elsewhere.
+
+Cells run on the kernel's event loop, and a magic is a plain call: a coroutine it returns is not
+run. So an input transformer rewrites `%%agent` cells (and top-level `%agent` lines) into
+`await get_ipython().run_cell_magic(...)`: the cell then awaits the turn, every streamed display
+update lands in that cell, Run All waits for it, its value becomes `Out[n]`, and widget clicks
+(Stop, permissions) are handled meanwhile (ipykernel >= 7.4).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import shlex
+from collections.abc import Coroutine
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, List, Unicode
+
+from .config import ConfigError, Registry
+
+_CELL_RE = re.compile(r"%%agent(?:\s|$)")
+_LINE_RE = re.compile(r"%agent(?:\s|$)")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error instead of exiting the kernel's process."""
+
+    def error(self, message: str) -> Any:
+        raise UsageError(f"{message}\n\n{self.format_usage().strip()}")
+
+    def exit(self, status: int = 0, message: str | None = None) -> Any:
+        raise UsageError(message or self.format_help())
+
+
+def _config_pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value.strip()
+
+
+def _kinds(text: str) -> list[str]:
+    return [k for k in re.split(r"[,\s]+", text) if k]
+
+
+def cell_parser() -> _Parser:
+    p = _Parser(prog="%%agent", add_help=True,
+                description="Send the cell's body as a prompt to an ACP agent.")
+    p.add_argument("--agent", "-a", help="agent name (see %%agent list) or a full command line")
+    p.add_argument("--session", "-s", help="session name (default: one per agent)")
+    p.add_argument("--new", action="store_true", help="start a new session for this name")
+    p.add_argument("--mode", help="set the session mode first")
+    p.add_argument("--config", action="append", type=_config_pair, default=[],
+                   metavar="KEY=VALUE", help="set a session config option first (repeatable)")
+    p.add_argument("--out", metavar="NAME", help="also bind the turn result to NAME")
+    p.add_argument("--background", "--bg", action="store_true",
+                   help="return the turn handle at once; the output keeps streaming")
+    p.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="cancel the turn after SECONDS and fail the cell")
+    p.add_argument("--allow", action="append", type=_kinds, default=[], metavar="KINDS",
+                   help="tool kinds to allow without asking, e.g. read,search")
+    p.add_argument("--deny", action="append", type=_kinds, default=[], metavar="KINDS",
+                   help="tool kinds to reject without asking, e.g. execute,delete")
+    p.add_argument("--file", "-f", action="append", default=[], metavar="PATH",
+                   help="attach a file (repeatable)")
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="no live output; only the final record")
+    return p
+
+
+@magics_class
+class AcpNotebook(Magics):
+    """ACP agents in notebooks. Configure with `c.AcpNotebook.<option>` in ipython_kernel_config.py."""
+
+    agents = Dict(help="Agent entries by name: {command, args, env, cwd}.").tag(config=True)
+    default_agent = Unicode("", help="Agent used when a cell names none "
+                            "(the ACP_NOTEBOOK_AGENT environment variable wins).").tag(config=True)
+    agents_file = Unicode("", help="TOML file of [agents.NAME] entries (default: "
+                          "$XDG_CONFIG_HOME/acp_notebook/agents.toml).").tag(config=True)
+    allow = List(Unicode(), help="Tool kinds allowed without asking.").tag(config=True)
+    deny = List(Unicode(), help="Tool kinds always rejected.").tag(config=True)
+    permission_default = CaselessStrEnum(
+        ["ask", "allow", "reject"], "ask",
+        help="Other tool kinds: ask (buttons; rejected when nobody can be asked), "
+             "allow, or reject.").tag(config=True)
+    interactive = CaselessStrEnum(
+        ["auto", "yes", "no"], "auto",
+        help="Whether someone can click buttons: auto detects a widget front-end "
+             "(headless runs such as nbclient have none).").tag(config=True)
+    cancel_grace = Float(5.0, help="Seconds an agent gets to answer session/cancel before it "
+                         "is killed.").tag(config=True)
+    timeout = Float(0.0, help="Default --timeout in seconds (0: none).").tag(config=True)
+    terminal = Bool(False, help="Offer client terminals (terminal/*) to agents.").tag(config=True)
+    fs = Bool(True, help="Offer workspace-confined fs/read_text_file and "
+              "fs/write_text_file.").tag(config=True)
+    max_retries = Int(5, help="Retries of a turn that fails before any output.").tag(config=True)
+    max_update_rate = Float(25.0, help="Display updates per second while a turn "
+                            "streams.").tag(config=True)
+
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        from .notebook.runtime import Runtime
+
+        self.runtime = Runtime()
+
+    # -- configuration ---------------------------------------------------------------------------
+
+    def registry(self) -> Registry:
+        try:
+            return Registry.build(self.agents, self.default_agent or None,
+                                  self.agents_file or None)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+
+    def client_options(self) -> dict[str, Any]:
+        from .client.permissions import PermissionPolicy
+
+        return {
+            "fs": self.fs, "terminal": self.terminal, "cancel_grace": self.cancel_grace,
+            "max_retries": self.max_retries,
+            "permission_policy": PermissionPolicy(self.allow, self.deny,
+                                                  self.permission_default),  # type: ignore[arg-type]
+            "protected_paths": _notebook_paths(),
+        }
+
+    def is_interactive(self) -> bool:
+        if self.interactive != "auto":
+            return bool(self.interactive == "yes")
+        from ipywidgets import Widget
+
+        # A widget front-end (JupyterLab, Notebook 7, VS Code) opens the widget control comm
+        # when it connects; nbclient, papermill and `jupyter execute` never do.
+        return getattr(Widget, "_control_comm", None) is not None
+
+    # -- %%agent ---------------------------------------------------------------------------------
+
+    @cell_magic
+    def agent(self, line: str, cell: str) -> Coroutine[Any, Any, Any]:  # noqa: D401
+        """Send the cell body as a prompt. Options: %%agent --help."""
+        args = _parse(cell_parser(), line)
+        return self._run_cell(args, cell)
+
+    async def _run_cell(self, args: argparse.Namespace, body: str) -> Any:
+        from .notebook import session_cell
+
+        return await session_cell.run(self, args, body)
+
+    # -- %agent ----------------------------------------------------------------------------------
+
+    @line_magic("agent")
+    def agent_line(self, line: str) -> Coroutine[Any, Any, Any]:
+        """%agent [list|status|sessions|resume|load|mode|config|stop|restart|close|help] ..."""
+        from .notebook import commands
+
+        return commands.run(self, line)
+
+
+def _parse(parser: _Parser, line: str) -> argparse.Namespace:
+    try:
+        argv = shlex.split(line)
+    except ValueError as exc:
+        raise UsageError(f"cannot parse options: {exc}") from None
+    return parser.parse_args(argv)
+
+
+def _notebook_paths() -> list[str]:
+    """The notebook being executed, when the front-end says which: agents may not write it."""
+    import os
+
+    paths = [os.environ.get(k, "") for k in ("JPY_SESSION_NAME", "PAPERMILL_INPUT_PATH",
+                                             "PAPERMILL_OUTPUT_PATH")]
+    return [p for p in paths if p and p.endswith(".ipynb")]
+
+
+# -- the input transformer ------------------------------------------------------------------------
+
+def transform_agent_cells(lines: list[str]) -> list[str]:
+    """Make `%%agent` cells and top-level `%agent` lines awaited (see the module docstring)."""
+    if not lines:
+        return lines
+    if _CELL_RE.match(lines[0]):
+        line = lines[0][len("%%agent"):].strip()
+        body = "".join(lines[1:])
+        return [f"await get_ipython().run_cell_magic('agent', {line!r}, {body!r})\n"]
+    if not any(_LINE_RE.match(x) for x in lines):
+        return lines
+    out = []
+    for x in lines:
+        if _LINE_RE.match(x):
+            rest = x[len("%agent"):].strip()
+            x = f"await get_ipython().run_line_magic('agent', {rest!r})\n"
+        out.append(x)
+    return out
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    magics = AcpNotebook(shell=ipython, parent=ipython)
+    ipython.register_magics(magics)
+    if transform_agent_cells not in ipython.input_transformers_cleanup:
+        ipython.input_transformers_cleanup.append(transform_agent_cells)
+    _register_formatters(ipython)
+    ipython._acp_notebook = magics
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    if transform_agent_cells in ipython.input_transformers_cleanup:
+        ipython.input_transformers_cleanup.remove(transform_agent_cells)
+    magics = getattr(ipython, "_acp_notebook", None)
+    if magics is not None:
+        loop = asyncio.get_event_loop()
+        task = loop.create_task(magics.runtime.close_all())
+        magics._closing = task  # keep a reference until it is done
+
+
+def _register_formatters(ipython: Any) -> None:
+    from .notebook.display import register
+
+    register(ipython)

@@ -1,0 +1,152 @@
+"""Running one `%%agent` cell: pick the session, send the prompt, stream, and end loudly or not.
+
+A failed turn raises `TurnFailed` so nbclient, papermill and Run All stop on it; a Stop pressed by
+the user does not raise. The kernel's interrupt cancels the turn (the agent gets session/cancel),
+then propagates so the run stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from ..client.permissions import PermissionPolicy
+from ..client.session import Session
+from ..client.turn import TurnHandle
+from ..config import AgentSpec
+from ..errors import AcpError, AgentStartError
+from ..protocol.result import TurnResult
+from .live import LiveView
+from .runtime import Runtime
+
+
+class TurnFailed(AcpError):
+    """A `%%agent` turn failed: the agent errored, exited, timed out, or refused."""
+
+    def __init__(self, message: str, result: TurnResult | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython shows this instead of a Python traceback: the paragraph is the whole story.
+        return [f"\x1b[31mTurnFailed\x1b[0m: {self.args[0]}"]
+
+
+@dataclass
+class CellOptions:
+    agent: str | None = None
+    session: str | None = None
+    new: bool = False
+    mode: str | None = None
+    config: list[tuple[str, str | bool]] = field(default_factory=list)
+    out: str | None = None
+    background: bool = False
+    timeout: float | None = None
+    allow: list[str] = field(default_factory=list)
+    deny: list[str] = field(default_factory=list)
+    quiet: bool = False
+    files: list[str] = field(default_factory=list)
+
+
+async def open_session(runtime: Runtime, spec: AgentSpec, name: str, new: bool,
+                       client_options: dict[str, Any]) -> Session:
+    entry = runtime.find(name)
+    if entry is not None and entry.agent != spec.name:
+        raise ValueError(f"session {name!r} belongs to agent {entry.agent!r}; pick another "
+                         f"--session name, or close it with %agent close --session {name}")
+    if entry is not None and not new:
+        runtime.last_session = name
+        return entry.session
+    if entry is not None:
+        await runtime.close_session(name)
+    client = await runtime.client(spec, client_options)
+    session = await client.new_session()
+    runtime.add(name, spec.name, session)
+    return session
+
+
+async def apply_settings(session: Session, opts: CellOptions) -> None:
+    if opts.mode:
+        await session.set_mode(opts.mode)
+    for key, value in opts.config:
+        option = next((o for o in session.config_options if o.get("id") == key), None)
+        if option is not None and option.get("type") == "boolean" and isinstance(value, str):
+            value = value.lower() in {"1", "true", "yes", "on"}
+        await session.set_config_option(key, value)
+
+
+def policy_for(opts: CellOptions, base: PermissionPolicy) -> PermissionPolicy:
+    if not opts.allow and not opts.deny:
+        return base
+    return PermissionPolicy(allow=set(base.allow) | set(opts.allow),
+                            deny=set(base.deny) | set(opts.deny), default=base.default)
+
+
+async def wait_turn(turn: TurnHandle, timeout: float | None,
+                    grace: float) -> tuple[TurnResult, bool]:
+    """Wait for the turn; on timeout cancel it and say so in the result. Returns (result, timed out)."""
+    if timeout is None:
+        return await turn.finished, False
+    with anyio.move_on_after(timeout):
+        return await turn.finished, False
+    with anyio.CancelScope(shield=True), anyio.move_on_after(grace + 3):
+        await turn.cancel()
+    result = turn.result
+    message = f"the turn did not finish within --timeout {timeout:g} s and was cancelled"
+    if result is None:  # the agent did not even die in time; nothing more to wait for
+        return TurnResult(turn_id=turn.id, success=False, text="", error=message,
+                          stop_reason="cancelled"), True
+    return dataclasses.replace(result, success=False, error=message), True
+
+
+def failure_message(result: TurnResult, spec: AgentSpec, stderr_tail: str) -> str:
+    """One paragraph: what failed, where, the agent's last words, and what to try."""
+    what = result.error or f"the agent stopped with {result.stop_reason!r}"
+    parts = [f"The turn with agent {spec.name!r} ({spec.command_line}) failed: {what}."]
+    if stderr_tail and stderr_tail not in what:
+        parts.append(f"Last stderr lines of the agent:\n{_last_lines(stderr_tail)}")
+    parts.append("What to try: " + _advice(result))
+    return "\n".join(parts)
+
+
+def _advice(result: TurnResult) -> str:
+    error = (result.error or "").lower()
+    if result.stop_reason == "refusal":
+        return "the agent refused and dropped this prompt from its context; rephrase it."
+    if result.stop_reason in {"max_tokens", "max_turn_requests"}:
+        return "ask for less in one turn, or raise the agent's limits in its configuration."
+    if "timeout" in error or "did not finish" in error:
+        return "raise --timeout, or split the task."
+    if "exited" in error or "stopped" in error:
+        return ("check the agent's stderr above (authentication, API key, network), then run "
+                "the cell again: a fresh agent process starts.")
+    return "run the cell again; if it keeps failing, check the agent's setup and logs."
+
+
+def _last_lines(text: str, n: int = 12) -> str:
+    return "\n".join(text.strip().splitlines()[-n:])
+
+
+def start_error_message(exc: BaseException, spec: AgentSpec) -> str:
+    what = str(exc).rstrip(".")
+    advice = ("install the agent or fix its command (see %agent list), or pick another with "
+              "--agent" if isinstance(exc, AgentStartError) else "check the agent's setup")
+    return f"Could not start agent {spec.name!r} ({spec.command_line}): {what}.\nWhat to try: {advice}."
+
+
+async def interrupted(turn: TurnHandle, view: LiveView | None, grace: float) -> None:
+    """The kernel's interrupt: cancel the turn, show how it ended, then let the interrupt go on."""
+    with anyio.CancelScope(shield=True):
+        with anyio.move_on_after(grace + 3):
+            await turn.cancel()
+        if view is not None and turn.result is not None:
+            view.finish(turn.result, keep_record=True)
+            await view.aclose()
+
+
+def is_interrupt(exc: BaseException) -> bool:
+    return isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)

@@ -1,0 +1,142 @@
+"""A turn streaming into a cell: one display, updated through its display id, coalesced.
+
+Mutations from the session only mark the view dirty; a render task redraws at most `max_rate`
+times a second and always once more at the end. So a 20,000-chunk turn costs a few dozen display
+messages, not 20,000.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Any
+
+from IPython.display import DisplayHandle, display
+
+from ..client.permissions import PermissionRequest
+from ..client.session import Session
+from ..client.turn import TurnHandle
+from ..protocol.mutations import Mutation, SessionChanged, TurnFinished
+from ..protocol.result import TurnRecord, TurnResult
+from ..render import render_bundle
+
+
+def live_transcript(session: Session, record: TurnRecord | None, turn: TurnHandle,
+                    note: str = "") -> dict[str, Any]:
+    """The transcript shape of `TurnResult.to_json()`, built from a turn still running."""
+    usage = session.usage
+    out: dict[str, Any] = {
+        "turnId": turn.id, "sessionId": session.id, "agent": session.client.agent_name,
+        "success": None, "stopReason": None, "error": None,
+        "usage": usage.to_json() if usage else None, "prompt": turn.prompt,
+        "parts": [], "plan": [], "terminals": [], "text": "", "thoughts": "",
+    }
+    if record is not None:
+        out["parts"] = [p.to_json() for p in record.parts]
+        out["plan"] = [e.to_json() for e in record.plan.entries] if record.plan else []
+        out["text"] = record.joined("agent")
+        out["thoughts"] = record.joined("thought")
+        views = session.terminal_views
+        ids = {c.get("terminalId") for p in record.tool_calls.values() for c in p.content
+               if c.get("type") == "terminal"}
+        out["terminals"] = [views[t].to_json() for t in ids if t in views]
+        out["duration"] = time.time() - record.started_at
+    if note:
+        out["note"] = note
+    return out
+
+
+def final_transcript(result: TurnResult, note: str = "") -> dict[str, Any]:
+    out = result.to_json()
+    if note:
+        out["note"] = note
+    return out
+
+
+class LiveView:
+    """Streams one turn into the current cell's output."""
+
+    def __init__(self, session: Session, turn: TurnHandle, *, max_rate: float = 25.0,
+                 controls: Any = None, note: str = "", show: bool = True) -> None:
+        self.session = session
+        self.turn = turn
+        self.note = note
+        self.controls = controls
+        self.show = show
+        self.min_interval = 1.0 / max_rate
+        self.updates = 0  # display messages sent, for the benchmark and tests
+        self._dirty = asyncio.Event()
+        self._done = False
+        self._handle: DisplayHandle | None = None
+        self._controls_handle: DisplayHandle | None = None
+        self._unsubscribe = session.subscribe(self._on_mutation)
+        self._task: asyncio.Task[None] | None = None
+        self._previous_handler = session.permission_handler
+
+    def start(self) -> None:
+        if self.controls is not None:
+            self._controls_handle = display(self.controls.box, display_id=True)
+            self.session.permission_handler = self._ask
+        if self.show:
+            self._handle = display(self._bundle(), raw=True, display_id=True)
+            self.updates += 1
+        self._task = asyncio.get_running_loop().create_task(self._render_loop())
+
+    async def _ask(self, request: PermissionRequest) -> str | None:
+        assert self.controls is not None
+        self._dirty.set()
+        result: str | None = await self.controls.ask(request)
+        return result
+
+    def _on_mutation(self, mutation: Mutation) -> None:
+        turn_id = getattr(mutation, "turn_id", self.turn.id)
+        if turn_id == self.turn.id or isinstance(mutation, SessionChanged):
+            self._dirty.set()
+        if isinstance(mutation, TurnFinished) and mutation.turn_id == self.turn.id:
+            self._dirty.set()
+
+    def _record(self) -> TurnRecord | None:
+        record = self.session._fold.turn
+        return record if record is not None and record.turn_id == self.turn.id else None
+
+    def _bundle(self) -> dict[str, Any]:
+        return render_bundle(live_transcript(self.session, self._record(), self.turn, self.note),
+                             live=True)
+
+    async def _render_loop(self) -> None:
+        while not self._done:
+            await self._dirty.wait()
+            self._dirty.clear()
+            if self._done:
+                break
+            if self._handle is not None and self.turn.result is None:
+                self._handle.update(self._bundle(), raw=True)
+                self.updates += 1
+            await asyncio.sleep(self.min_interval)
+
+    def finish(self, result: TurnResult, *, keep_record: bool) -> None:
+        """Final update: the static record (or nothing, when the cell's value will show it)."""
+        self._done = True
+        self._dirty.set()
+        self._unsubscribe()
+        if self.controls is not None:
+            if self.session.permission_handler == self._ask:
+                self.session.permission_handler = self._previous_handler
+            self.controls.close()
+            if self._controls_handle is not None:
+                self._controls_handle.update({"text/plain": ""}, raw=True)
+        if self._handle is not None:
+            bundle = (render_bundle(final_transcript(result, self.note)) if keep_record
+                      else {"text/plain": ""})
+            self._handle.update(bundle, raw=True)
+            self.updates += 1
+        elif keep_record:
+            display(render_bundle(final_transcript(result, self.note)), raw=True)
+
+    async def aclose(self) -> None:
+        self._done = True
+        self._dirty.set()
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task

@@ -1,0 +1,160 @@
+"""What one kernel holds: a connection per agent, named sessions, and their clean-up.
+
+Each agent's client lives in its own task on the kernel's event loop (`AgentHost`), because
+`connect()` is a context manager and a cell only runs for a while: the host task enters it,
+waits until asked to close, and so keeps the task group that runs the reader and the sessions'
+turns alive between cells.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import os
+import signal
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+from ..client.client import Client, connect
+from ..client.session import Session
+from ..config import AgentSpec
+
+
+class AgentHost:
+    """One agent's client, alive until `close()`."""
+
+    def __init__(self, spec: AgentSpec, options: dict[str, Any]) -> None:
+        self.spec = spec
+        self.options = options
+        self.client: Client | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done() and self.client is not None
+
+    async def start(self) -> Client:
+        if self.running:
+            assert self.client is not None
+            return self.client
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[Client] = loop.create_future()
+        self._stop = asyncio.Event()
+        self._task = loop.create_task(self._main(ready, self._stop),
+                                      name=f"acp_notebook agent {self.spec.name}")
+        return await ready
+
+    async def _main(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
+        try:
+            async with connect(list(self.spec.command), dict(self.spec.env),
+                               self.spec.cwd, **self.options) as client:
+                self.client = client
+                ready.set_result(client)
+                await stop.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            elif not isinstance(exc, asyncio.CancelledError | Exception):
+                raise
+        finally:
+            self.client = None
+
+    async def close(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+        if self._task is not None:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(self._task), 30)
+        self._task = None
+
+    def pids(self) -> list[int]:
+        pid = self.client.pid if self.client else None
+        return [pid] if pid else []
+
+
+@dataclass
+class NamedSession:
+    name: str
+    agent: str
+    session: Session
+
+
+class Runtime:
+    """The kernel's agents and sessions. One per IPython shell."""
+
+    def __init__(self) -> None:
+        self.hosts: dict[str, AgentHost] = {}
+        self.sessions: dict[str, NamedSession] = {}
+        self.last_session: str | None = None  # what %agent status/stop mean without --session
+        _RUNTIMES.add(self)
+
+    async def client(self, spec: AgentSpec, options: dict[str, Any]) -> Client:
+        host = self.hosts.get(spec.name)
+        if host is not None and host.spec != spec:
+            await self.close_agent(spec.name)
+            host = None
+        if host is None:
+            host = self.hosts[spec.name] = AgentHost(spec, options)
+        try:
+            return await host.start()
+        except BaseException:
+            self.hosts.pop(spec.name, None)
+            raise
+
+    def find(self, name: str) -> NamedSession | None:
+        entry = self.sessions.get(name)
+        if entry is not None and (entry.session.closed or entry.session.client.closed):
+            del self.sessions[name]
+            return None
+        return entry
+
+    def add(self, name: str, agent: str, session: Session) -> NamedSession:
+        entry = self.sessions[name] = NamedSession(name, agent, session)
+        self.last_session = name
+        return entry
+
+    async def close_session(self, name: str) -> bool:
+        entry = self.sessions.pop(name, None)
+        if entry is None:
+            return False
+        await entry.session.close()
+        return True
+
+    async def close_agent(self, agent: str) -> None:
+        for name in [n for n, e in self.sessions.items() if e.agent == agent]:
+            self.sessions.pop(name, None)
+        host = self.hosts.pop(agent, None)
+        if host is not None:
+            await host.close()
+
+    async def restart_agent(self, agent: str) -> None:
+        """Kill the agent process; sessions come back on a fresh process at their next prompt."""
+        host = self.hosts.get(agent)
+        client = host.client if host else None
+        if client is not None and client._process is not None:
+            client._process.kill()
+
+    async def close_all(self) -> None:
+        self.sessions.clear()
+        for agent in list(self.hosts):
+            await self.close_agent(agent)
+
+    def kill_all_now(self) -> None:
+        """Synchronous last resort at interpreter exit: SIGKILL every agent process group."""
+        for host in self.hosts.values():
+            for pid in host.pids():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pid, signal.SIGKILL)
+
+
+_RUNTIMES: weakref.WeakSet[Runtime] = weakref.WeakSet()
+
+
+@atexit.register
+def _kill_agents_at_exit() -> None:
+    # A kernel shutting down or restarting exits the interpreter: no agent may outlive it.
+    for runtime in list(_RUNTIMES):
+        runtime.kill_all_now()

@@ -1,0 +1,56 @@
+"""Pure rendering of a turn transcript into a Jupyter mimebundle. No I/O, no IPython.
+
+    bundle = render_bundle(result.to_json())              # a finished turn
+    bundle = render_bundle(live_transcript, live=True)    # while it streams
+
+The bundle holds `text/markdown` (the answer, then a compact record), `text/html` (the rich
+view), `text/plain`, and the transcript itself under `MIME_TRANSCRIPT`, so a saved notebook can
+be read, diffed and replayed. The transcript may be malformed (a saved notebook, an older
+version): rendering never raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from html import escape
+from typing import Any
+
+from .html import render_html
+from .markdown import render_markdown
+from .model import Turn, read_turn
+from .text import render_text
+
+__all__ = [
+    "MIME_TRANSCRIPT",
+    "read_turn",
+    "render_bundle",
+    "render_html",
+    "render_markdown",
+    "render_text",
+]
+
+MIME_TRANSCRIPT = "application/vnd.acp-notebook.turn+json"
+
+
+def render_bundle(transcript: dict[str, Any], *, live: bool = False) -> dict[str, Any]:
+    """The mimebundle for one turn: markdown, HTML, plain text and the transcript."""
+    try:
+        turn = read_turn(transcript, live=live)
+    except Exception as exc:  # read_turn is total; this guards a display against a bug in it
+        turn = read_turn({"error": f"could not read the transcript: {exc!r}"}, live=live)
+    return {
+        "text/plain": _safely(render_text, turn, lambda e: f"(could not render the turn: {e!r})"),
+        "text/markdown": _safely(render_markdown, turn,
+                                 lambda e: f"*could not render the turn: {type(e).__name__}*"),
+        "text/html": _safely(render_html, turn,
+                             lambda e: f"<pre>could not render the turn: {escape(repr(e))}</pre>"),
+        MIME_TRANSCRIPT: transcript if isinstance(transcript, dict) else {},
+    }
+
+
+def _safely(view: Callable[[Turn], str], turn: Turn,
+            fallback: Callable[[Exception], str]) -> str:
+    try:
+        return view(turn)
+    except Exception as exc:  # a display must not take the cell down; the tests keep this unused
+        return fallback(exc)

@@ -1,0 +1,90 @@
+"""Bounding what is drawn: the head or the tail of long text, and terminal escape codes.
+
+The transcript keeps everything; only the views are clipped, with a note saying how much.
+Work is proportional to what is kept, not to the input: outputs may be megabytes long and are
+re-rendered many times a second while a turn streams.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: Lines of a terminal's output kept (its tail), of a diff (its head), of a text block (its head).
+TERMINAL_LINES = 200
+DIFF_LINES = 400
+TEXT_LINES = 200
+#: A cap on characters too, for output made of a few enormous lines.
+MAX_CHARS = 40_000
+#: JSON shown in collapsed sections (raw input, unknown updates).
+JSON_CHARS = 20_000
+
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+@dataclass(frozen=True, slots=True)
+class Clipped:
+    text: str
+    note: str = ""  # "… 1,234 more lines", or "" when nothing was left out
+
+
+def _lines(n: int, adjective: str) -> str:
+    return f"{n:,} {adjective} line" + ("" if n == 1 else "s")
+
+
+def head(text: str, max_lines: int, max_chars: int = MAX_CHARS) -> Clipped:
+    """The first lines of `text`, with a "… N more lines" note when some were left out."""
+    body = text[:-1] if text.endswith("\n") else text
+    if len(body) <= max_chars and body.count("\n") < max_lines:
+        return Clipped(body)
+    window = body[:max_chars]
+    lines = window.split("\n", max_lines)
+    if len(lines) > max_lines:
+        del lines[max_lines:]  # the last piece is the rest of the text
+    elif len(window) < len(body):
+        if len(lines) == 1:  # one enormous line
+            return Clipped(window, f"… {len(body) - len(window):,} more characters")
+        lines.pop()  # the last line was cut by the character cap: drop it whole
+    omitted = body.count("\n") + 1 - len(lines)
+    return Clipped("\n".join(lines), f"… {_lines(omitted, 'more')}")
+
+
+def tail(text: str, max_lines: int, max_chars: int = MAX_CHARS) -> Clipped:
+    """The last lines of `text`, with a "… N earlier lines not shown" note."""
+    body = text[:-1] if text.endswith("\n") else text
+    if len(body) <= max_chars and body.count("\n") < max_lines:
+        return Clipped(body)
+    window = body[-max_chars:]
+    lines = window.rsplit("\n", max_lines)
+    if len(lines) > max_lines:
+        del lines[0]  # the first piece is the start of the text
+    elif len(window) < len(body):
+        if len(lines) == 1:
+            return Clipped(window, f"… {len(body) - len(window):,} earlier characters not shown")
+        del lines[0]  # the first line was cut by the character cap
+    omitted = body.count("\n") + 1 - len(lines)
+    return Clipped("\n".join(lines), f"… {_lines(omitted, 'earlier')} not shown")
+
+
+def chars(text: str, limit: int) -> Clipped:
+    if len(text) <= limit:
+        return Clipped(text)
+    return Clipped(text[:limit], f"… {len(text) - limit:,} more characters")
+
+
+def terminal_text(text: str) -> str:
+    """Terminal output as plain text: escape sequences and stray control characters removed."""
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+        # A carriage return redraws the line: keep what was drawn last.
+        text = "\n".join(_last_drawn(line) if "\r" in line else line
+                         for line in text.split("\n"))
+    return _CONTROL.sub("", text)
+
+
+def _last_drawn(line: str) -> str:
+    drawn = [s for s in line.split("\r") if s]
+    return drawn[-1] if drawn else ""

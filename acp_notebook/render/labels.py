@@ -1,0 +1,193 @@
+"""The words and glyphs every format shares: statuses, kinds, decisions, stop reasons, numbers.
+
+All functions return plain (unescaped) text; each format escapes it its own way.
+"""
+
+from __future__ import annotations
+
+from .model import Permission, Terminal, Turn, UsageInfo
+
+KIND_ICONS: dict[str, str] = {
+    "read": "📖", "edit": "✏️", "delete": "🗑️", "move": "📦", "search": "🔍",
+    "execute": "▶️", "think": "💭", "fetch": "🌐", "switch_mode": "🔀", "other": "🔧",
+}
+
+TOOL_STATUS: dict[str, tuple[str, str]] = {
+    "pending": ("○", "pending"),
+    "in_progress": ("◐", "running"),
+    "completed": ("✓", "completed"),
+    "failed": ("✗", "failed"),
+    "cancelled": ("⊘", "cancelled"),
+}
+
+PLAN_STATUS: dict[str, tuple[str, str]] = {
+    "pending": ("○", "pending"),
+    "in_progress": ("◐", "in progress"),
+    "completed": ("✓", "completed"),
+}
+
+STOP_REASONS: dict[str, str] = {
+    "end_turn": "done",
+    "max_tokens": "stopped: the token limit was reached",
+    "max_turn_requests": "stopped: too many model requests in one turn",
+    "refusal": "refused",
+    "cancelled": "cancelled",
+}
+
+REFUSAL = "The agent refused this prompt and discarded it: it is not part of the conversation."
+
+_OPTION_VERBS: dict[str, str] = {
+    "allow_once": "allowed once",
+    "allow_always": "always allowed",
+    "reject_once": "rejected",
+    "reject_always": "always rejected",
+}
+
+
+def kind_icon(kind: str) -> str:
+    return KIND_ICONS.get(kind, KIND_ICONS["other"])
+
+
+def tool_status(status: str) -> tuple[str, str]:
+    """(glyph, word) for a tool call status; an unknown status is shown as it is."""
+    return TOOL_STATUS.get(status, ("•", status or "unknown"))
+
+
+def plan_status(status: str) -> tuple[str, str]:
+    return PLAN_STATUS.get(status, ("•", status or "unknown"))
+
+
+def decision(p: Permission, *, live: bool = False) -> str:
+    """How a permission request was answered: "allowed once by policy", "cancelled", ..."""
+    by = p.decided_by or ""
+    if p.outcome == "pending":
+        return "waiting for a decision…" if live else "never answered"
+    if p.outcome == "cancelled" or (p.outcome == "selected" and p.option_id is None):
+        if by == "cancel":
+            return "cancelled (the turn was stopped)"
+        if by == "agent":
+            return "cancelled by the agent"
+        if by.startswith("policy"):
+            return "rejected by policy (no option to reject; request cancelled)"
+        return "cancelled" + _by(by)
+    chosen = p.chosen
+    if chosen is None:
+        verb = f"chose unknown option {p.option_id!r}"
+    else:
+        verb = _OPTION_VERBS.get(chosen.kind) or f"chose “{chosen.name or chosen.option_id}”"
+    return verb + _by(by)
+
+
+def _by(by: str) -> str:
+    if not by:
+        return ""
+    if by == "policy (nobody to ask)":
+        return " (nobody to ask)"
+    if by == "user":
+        return " by the user"
+    return f" by {by}"
+
+
+def stop_reason(turn: Turn) -> str:
+    if turn.stop_reason is not None:
+        return STOP_REASONS.get(turn.stop_reason, f"stopped: {turn.stop_reason}")
+    if turn.live:
+        return "running…"
+    if turn.error is not None or turn.success is False:
+        return "failed"
+    return ""
+
+
+def compact(n: int) -> str:
+    """12345 → "12.3k", 200000 → "200k"."""
+    for limit, suffix in ((1_000_000_000, "G"), (1_000_000, "M"), (1_000, "k")):
+        if abs(n) >= limit:
+            value = f"{n / limit:.1f}".removesuffix(".0")
+            return value + suffix
+    return str(n)
+
+
+def percent(fraction: float) -> str:
+    pct = fraction * 100
+    return f"{pct:.0f}%" if pct >= 1 or pct == 0 else f"{pct:.1f}%"
+
+
+def context(usage: UsageInfo) -> str:
+    """ "context 45% (90k / 200k)" or what of it is known."""
+    frac = usage.fraction
+    if frac is not None and usage.used is not None and usage.size is not None:
+        return f"context {percent(frac)} ({compact(usage.used)} / {compact(usage.size)})"
+    if usage.used is not None:
+        return f"context {compact(usage.used)} tokens"
+    return ""
+
+
+def money(amount: float, currency: str | None) -> str:
+    cur = (currency or "").strip()
+    digits = 2 if abs(amount) >= 0.1 or amount == 0 else 4
+    value = f"{amount:.{digits}f}"
+    if cur.upper() in ("USD", "$", ""):
+        return ("-$" + value[1:]) if value.startswith("-") else "$" + value
+    return f"{value} {cur}"
+
+
+def cost(turn: Turn) -> str:
+    """ "cost $0.0123 this turn, $0.53 in total" or what of it is known."""
+    currency = turn.usage.currency if turn.usage else None
+    total = turn.usage.cost if turn.usage else None
+    pieces = []
+    if turn.cost is not None:
+        pieces.append(f"{money(turn.cost, currency)} this turn")
+    if total is not None:
+        pieces.append(f"{money(total, currency)} in total")
+    return ("cost " + ", ".join(pieces)) if pieces else ""
+
+
+def tokens(turn: Turn) -> str:
+    t = turn.tokens
+    pieces = []
+    if "inputTokens" in t:
+        pieces.append(f"{compact(t['inputTokens'])} in")
+    if "outputTokens" in t:
+        pieces.append(f"{compact(t['outputTokens'])} out")
+    if "thoughtTokens" in t:
+        pieces.append(f"{compact(t['thoughtTokens'])} thinking")
+    if not pieces and "totalTokens" in t:
+        pieces.append(f"{compact(t['totalTokens'])}")
+    return ("tokens " + " / ".join(pieces)) if pieces else ""
+
+
+def duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
+
+
+def exit_status(term: Terminal, *, live: bool) -> str:
+    if term.signal is not None:
+        return f"killed by {term.signal}"
+    if term.exit_code is not None:
+        return f"exit {term.exit_code}"
+    return "running…" if live else "no exit status"
+
+
+def footer(turn: Turn) -> list[str]:
+    """The footer's pieces in order, shared by the plain and Markdown views."""
+    pieces = []
+    if turn.agent:
+        pieces.append(turn.agent)
+    if turn.usage is not None and (ctx := context(turn.usage)):
+        pieces.append(ctx)
+    if c := cost(turn):
+        pieces.append(c)
+    if tk := tokens(turn):
+        pieces.append(tk)
+    if turn.duration is not None and turn.duration > 0:
+        pieces.append(duration(turn.duration))
+    if sr := stop_reason(turn):
+        pieces.append(sr)
+    return pieces

@@ -1,0 +1,84 @@
+"""The turn view's stylesheet: one `<style>` block, every rule scoped under `.acpnb-turn`.
+
+JupyterLab theme variables with fallbacks, and translucent colours that read on light and dark
+backgrounds. The markup does not depend on it: GitHub strips `<style>` and the view stays legible.
+"""
+
+from __future__ import annotations
+
+_RULES = """
+.acpnb-turn{font-family:var(--jp-content-font-family,system-ui,-apple-system,sans-serif);
+ font-size:var(--jp-content-font-size1,14px);line-height:1.5;
+ color:var(--jp-content-font-color1,inherit);max-width:100%}
+.acpnb-turn .acpnb-answer>:first-child{margin-top:0}
+.acpnb-turn .acpnb-answer>:last-child{margin-bottom:.4em}
+.acpnb-turn pre{background:var(--jp-layout-color2,rgba(127,127,127,.1));
+ color:var(--jp-content-font-color1,inherit);padding:6px 8px;margin:4px 0;border-radius:4px;
+ overflow:auto;max-height:32em;font-family:var(--jp-code-font-family,ui-monospace,monospace);
+ font-size:var(--jp-code-font-size,12px);line-height:1.4;white-space:pre}
+.acpnb-turn pre.acpnb-out{white-space:pre-wrap;word-break:break-word}
+.acpnb-turn code{font-family:var(--jp-code-font-family,ui-monospace,monospace);font-size:.92em}
+.acpnb-turn table{border-collapse:collapse;margin:4px 0}
+.acpnb-turn th,.acpnb-turn td{border:1px solid var(--jp-border-color2,rgba(127,127,127,.35));
+ padding:2px 8px}
+.acpnb-turn details>summary{cursor:pointer}
+.acpnb-turn .acpnb-muted{color:var(--jp-ui-font-color2,rgba(127,127,127,.95))}
+.acpnb-turn .acpnb-thought{margin:4px 0;color:var(--jp-ui-font-color2,inherit)}
+.acpnb-turn .acpnb-thought>div{border-left:3px solid var(--jp-border-color2,rgba(127,127,127,.4));
+ padding-left:8px;font-style:italic}
+.acpnb-turn .acpnb-user{border-left:3px solid var(--jp-brand-color2,rgba(33,150,243,.6));
+ padding-left:8px;margin:6px 0}
+.acpnb-turn .acpnb-plan{border:1px solid var(--jp-border-color2,rgba(127,127,127,.35));
+ border-radius:6px;padding:4px 10px;margin:6px 0}
+.acpnb-turn .acpnb-plan ul{list-style:none;padding-left:4px;margin:2px 0}
+.acpnb-turn .acpnb-plan li{margin:1px 0}
+.acpnb-turn .acpnb-plan .acpnb-completed{color:var(--jp-ui-font-color2,inherit);
+ text-decoration:line-through}
+.acpnb-turn .acpnb-plan .acpnb-in_progress{font-weight:600}
+.acpnb-turn .acpnb-prio{font-size:.8em;border-radius:8px;padding:0 6px;margin-left:6px;
+ border:1px solid rgba(127,127,127,.45);color:var(--jp-ui-font-color2,inherit)}
+.acpnb-turn .acpnb-prio-high{border-color:rgba(229,57,53,.6);color:var(--jp-error-color1,#c62828)}
+.acpnb-turn .acpnb-tool,.acpnb-turn .acpnb-perm,.acpnb-turn .acpnb-raw{
+ border:1px solid var(--jp-border-color2,rgba(127,127,127,.35));border-radius:6px;
+ margin:6px 0;padding:3px 10px;background:var(--jp-layout-color1,transparent)}
+.acpnb-turn .acpnb-tool>summary,.acpnb-turn .acpnb-raw>summary{padding:2px 0}
+.acpnb-turn .acpnb-tool[open]>summary{border-bottom:1px solid
+ var(--jp-border-color3,rgba(127,127,127,.2));margin-bottom:4px}
+.acpnb-turn .acpnb-kind{display:inline-block;width:1.5em;text-align:center}
+.acpnb-turn .acpnb-badge{font-size:.8em;border-radius:9px;padding:0 7px;margin-left:6px;
+ border:1px solid currentColor;white-space:nowrap;vertical-align:1px}
+.acpnb-turn .acpnb-st-completed{color:var(--jp-success-color1,#2e7d32)}
+.acpnb-turn .acpnb-st-failed{color:var(--jp-error-color1,#c62828)}
+.acpnb-turn .acpnb-st-cancelled{color:var(--jp-ui-font-color2,#757575)}
+.acpnb-turn .acpnb-st-pending,.acpnb-turn .acpnb-st-in_progress{
+ color:var(--jp-brand-color1,#1976d2)}
+.acpnb-turn .acpnb-locs{font-size:.85em;margin:2px 0}
+.acpnb-turn .acpnb-note{font-size:.85em;font-style:italic;color:var(--jp-ui-font-color2,inherit)}
+.acpnb-turn .acpnb-diff span{display:inline-block;min-width:100%}
+.acpnb-turn .acpnb-add{background:rgba(46,160,67,.2)}
+.acpnb-turn .acpnb-del{background:rgba(248,81,73,.2)}
+.acpnb-turn .acpnb-hunk{color:var(--jp-brand-color1,#1976d2)}
+.acpnb-turn .acpnb-file{font-weight:600}
+.acpnb-turn .acpnb-perm ul{margin:2px 0;padding-left:20px}
+.acpnb-turn .acpnb-chosen{font-weight:600}
+.acpnb-turn .acpnb-alert{border-left:4px solid var(--jp-error-color1,#c62828);
+ background:rgba(229,57,53,.1);padding:6px 10px;margin:6px 0;border-radius:0 4px 4px 0}
+.acpnb-turn .acpnb-warning{border-left-color:var(--jp-warn-color1,#ef6c00);
+ background:rgba(255,152,0,.1)}
+.acpnb-turn .acpnb-info{border-left-color:var(--jp-ui-font-color2,#757575);
+ background:rgba(127,127,127,.1)}
+.acpnb-turn .acpnb-footer{font-size:.85em;color:var(--jp-ui-font-color2,inherit);
+ border-top:1px solid var(--jp-border-color3,rgba(127,127,127,.25));margin-top:6px;
+ padding-top:3px}
+.acpnb-turn .acpnb-meter{display:inline-block;width:60px;height:6px;border-radius:3px;
+ background:var(--jp-layout-color3,rgba(127,127,127,.3));vertical-align:middle;overflow:hidden;
+ margin:0 4px}
+.acpnb-turn .acpnb-meter>span{display:block;height:100%;background:var(--jp-brand-color1,#1976d2)}
+.acpnb-turn .acpnb-meter.acpnb-high>span{background:var(--jp-warn-color1,#ef6c00)}
+.acpnb-turn .acpnb-running{color:var(--jp-brand-color1,#1976d2);font-weight:600;
+ animation:acpnb-pulse 1.4s ease-in-out infinite}
+@keyframes acpnb-pulse{50%{opacity:.4}}
+"""
+
+STYLE = "<style>" + "".join((" " if line.startswith(" ") else "\n") + line.strip()
+                            for line in _RULES.strip().splitlines()) + "\n</style>"

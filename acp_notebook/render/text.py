@@ -1,0 +1,63 @@
+"""The `text/plain` view: the answer as written, then one line per plan entry, tool call,
+permission, unknown update and error, then the footer. For terminals, logs and `repr`."""
+
+from __future__ import annotations
+
+from . import labels
+from .diff import unified
+from .model import DiffContent, Error, Permission, Raw, TerminalContent, ToolCall, Turn
+
+
+def render_text(turn: Turn) -> str:
+    blocks: list[str] = []
+    if turn.text.strip():
+        blocks.append(turn.text.strip("\n"))
+    record: list[str] = []
+    if turn.plan:
+        record.append("Plan:")
+        for e in turn.plan:
+            glyph, _ = labels.plan_status(e.status)
+            prio = f" ({_one_line(e.priority)})" if e.priority else ""
+            record.append(f"  {glyph} {_one_line(e.content)}{prio}")
+    for p in turn.parts:
+        if isinstance(p, ToolCall):
+            record.append(_tool_call(p, turn))
+        elif isinstance(p, Permission):
+            title = _one_line(p.title) or "a tool call"
+            record.append(f"🔐 permission: {title} → {labels.decision(p, live=turn.live)}")
+        elif isinstance(p, Raw):
+            problem = f" ({_one_line(p.problem)})" if p.problem else ""
+            record.append(f"❔ unknown update {_one_line(p.kind)}{problem}")
+        elif isinstance(p, Error):
+            record.append(f"⚠ {p.level}: {_one_line(p.message)}")
+    if turn.stop_reason == "refusal":
+        record.append(f"⛔ refused: {labels.REFUSAL}")
+    if turn.error and turn.error not in {e.message for e in turn.errors}:
+        record.append(f"✗ failed: {_one_line(turn.error)}")
+    footer = labels.footer(turn)
+    if turn.live and turn.stop_reason is None:
+        footer = ["running…", *(p for p in footer if p != "running…")]
+    if footer:
+        record.append("— " + " · ".join(_one_line(p) for p in footer))
+    if record:
+        blocks.append("\n".join(record))
+    return "\n\n".join(blocks)
+
+
+def _tool_call(call: ToolCall, turn: Turn) -> str:
+    glyph, word = labels.tool_status(call.status)
+    title = _one_line(call.title) or _one_line(call.kind)
+    extra = []
+    diffs = [unified(c.path, c.old, c.new) for c in call.content if isinstance(c, DiffContent)]
+    if diffs:
+        extra.append(f"+{sum(d.added for d in diffs)} −{sum(d.removed for d in diffs)}")
+    for c in call.content:
+        if isinstance(c, TerminalContent) and (term := turn.terminals.get(c.terminal_id)):
+            extra.append(labels.exit_status(term, live=turn.live))
+    more = f" ({', '.join(_one_line(x) for x in extra)})" if extra else ""
+    return f"{glyph} {_one_line(call.kind)}: {title} — {_one_line(word)}{more}"
+
+
+def _one_line(s: str) -> str:
+    line = " ".join(s.split())
+    return line if len(line) <= 200 else line[:199] + "…"

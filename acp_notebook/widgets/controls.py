@@ -1,0 +1,83 @@
+"""Live controls of a running turn: a Stop button and permission choices.
+
+Only what needs the kernel is a widget. The record of the turn is a plain display (Markdown, HTML,
+text, JSON), so a saved or converted notebook keeps it; these controls are closed when the turn
+ends and leave nothing behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as w
+
+from ..client.permissions import PermissionRequest
+
+_STYLE = {
+    "allow_once": "success",
+    "allow_always": "info",
+    "reject_once": "warning",
+    "reject_always": "danger",
+}
+
+
+class TurnControls:
+    """A Stop button, a status line, and one row of buttons per pending permission request."""
+
+    def __init__(self, on_stop: Callable[[], None], label: str) -> None:
+        self.stop_button = w.Button(description="Stop", icon="stop", button_style="danger",
+                                    tooltip="Cancel this turn (sends session/cancel)",
+                                    layout=w.Layout(width="90px"))
+        self.status = w.HTML(value=f"<span>{html.escape(label)}</span>")
+        self.requests = w.VBox()
+        self.box = w.VBox([w.HBox([self.stop_button, self.status]), self.requests])
+        self.box.add_class("acpnb-controls")
+        self._on_stop = on_stop
+        self.stop_button.on_click(self._clicked_stop)
+
+    def _clicked_stop(self, _button: Any) -> None:
+        self.stop_button.disabled = True
+        self.stop_button.description = "Stopping…"
+        self._on_stop()
+
+    def set_status(self, text: str) -> None:
+        self.status.value = f"<span>{html.escape(text)}</span>"
+
+    async def ask(self, request: PermissionRequest) -> str | None:
+        """Show the options as buttons and wait for a click; returns the chosen option id."""
+        loop = asyncio.get_running_loop()
+        chosen: asyncio.Future[str | None] = loop.create_future()
+        title = request.part.title or request.part.tool_call_id
+        buttons = []
+        for option in request.options:
+            button = w.Button(description=str(option.get("name") or option.get("optionId")),
+                              button_style=_STYLE.get(str(option.get("kind")), ""),
+                              tooltip=str(option.get("kind") or ""))
+            button.add_class("acpnb-permission-option")
+
+            def click(_b: Any, option_id: Any = option.get("optionId")) -> None:
+                if not chosen.done():
+                    chosen.set_result(str(option_id))
+
+            button.on_click(click)
+            buttons.append(button)
+        label = w.HTML(value=f"<b>Permission requested</b> ({html.escape(request.tool_kind)}): "
+                             f"{html.escape(title)}")
+        row = w.VBox([label, w.HBox(buttons)])
+        row.add_class("acpnb-permission")
+        self.requests.children = (*self.requests.children, row)
+        try:
+            return await chosen
+        finally:
+            self.requests.children = tuple(c for c in self.requests.children if c is not row)
+            for widget in (*buttons, label, row):
+                widget.close()
+
+    def close(self) -> None:
+        for child in self.requests.children:
+            child.close()
+        for widget in (self.stop_button, self.status, self.requests, self.box):
+            widget.close()
