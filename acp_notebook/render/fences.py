@@ -8,10 +8,9 @@ so a streaming answer only re-converts its last chunk.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
-_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$", re.M)
-#: A blank line followed by a line that starts at the margin: a top-level block starts there.
-_BOUNDARY = re.compile(r"\n[ \t]*\n(?=[^ \t\n])")
+_FENCE_RUN = re.compile(r"```+|~~~+")
 
 
 def fence_spans(text: str) -> list[tuple[int, int, str]]:
@@ -22,17 +21,28 @@ def fence_spans(text: str) -> list[tuple[int, int, str]]:
     """
     if "```" not in text and "~~~" not in text:
         return []
+    return _fence_spans(text)
+
+
+@lru_cache(maxsize=8)
+def _fence_spans(text: str) -> list[tuple[int, int, str]]:
     spans: list[tuple[int, int, str]] = []
     open_at = -1
     marker = ""
-    for m in _FENCE_LINE.finditer(text):
-        run, rest = m.group(1), m.group(2)
+    for m in _FENCE_RUN.finditer(text):
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if m.start() - line_start > 3 or text[line_start:m.start()].strip(" "):
+            continue  # not at the start of a line
+        line_end = text.find("\n", m.end())
+        if line_end < 0:
+            line_end = len(text)
+        run, rest = m.group(0), text[m.end():line_end]
         if open_at < 0:
             if run[0] == "`" and "`" in rest:
                 continue  # not a fence: an info string may not hold a backtick
-            open_at, marker = m.start(), run
+            open_at, marker = line_start, run
         elif run[0] == marker[0] and len(run) >= len(marker) and not rest.strip():
-            spans.append((open_at, m.end(), marker))
+            spans.append((open_at, line_end, marker))
             open_at = -1
     if open_at >= 0:
         spans.append((open_at, len(text), marker))
@@ -40,18 +50,26 @@ def fence_spans(text: str) -> list[tuple[int, int, str]]:
 
 
 def chunks(text: str) -> list[str]:
-    """`text` cut at blank lines outside fenced code where the next line is at the margin."""
+    """`text` cut after blank lines (outside fenced code) followed by a line at the margin.
+
+    The chunks concatenate back to `text`.
+    """
     spans = fence_spans(text)
     out: list[str] = []
     pos = 0
     k = 0
-    for m in _BOUNDARY.finditer(text):
-        cut = m.start()
-        while k < len(spans) and spans[k][1] <= cut:
-            k += 1
-        if k < len(spans) and spans[k][0] <= cut:
-            continue  # inside a fenced block
-        out.append(text[pos:cut])
-        pos = m.end()
+    find = text.find
+    cut = find("\n\n")
+    while cut >= 0:
+        after = cut + 2
+        while after < len(text) and text[after] == "\n":
+            after += 1
+        if after < len(text) and text[after] not in " \t":
+            while k < len(spans) and spans[k][1] <= cut:
+                k += 1
+            if not (k < len(spans) and spans[k][0] <= cut):  # not inside a fenced block
+                out.append(text[pos:after])
+                pos = after
+        cut = find("\n\n", after)
     out.append(text[pos:])
     return out

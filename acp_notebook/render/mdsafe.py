@@ -10,8 +10,9 @@ what follows the answer is not swallowed into a code block.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
-from .fences import fence_spans
+from .fences import chunks, fence_spans
 from .urls import safe_url
 
 _CODE_SPAN = re.compile(r"`(`*)[^\n]+?(?<!`)`\1(?!`)")
@@ -23,6 +24,20 @@ _DOLLAR = re.compile(r"(?<!\\)\$")
 def neutralize(md: str, *, dollars: bool = False) -> str:
     """`md` with raw HTML and unsafe links defused; `dollars` also escapes `$` (no math)."""
     md = md.replace("\x00", "")
+    if len(md) < 2000:
+        text, open_fence = _neutralize(md, dollars)
+    else:
+        # Chunk by chunk, memoised: a streaming answer only re-does its last chunk.
+        done = [_neutralize(chunk, dollars) for chunk in chunks(md)]
+        text, open_fence = "".join(t for t, _ in done), done[-1][1]
+    if open_fence:
+        text += ("" if text.endswith("\n") else "\n") + open_fence
+    return text
+
+
+@lru_cache(maxsize=4096)
+def _neutralize(md: str, dollars: bool) -> tuple[str, str]:
+    """The defused text, and the marker of a fence left open at its end ("" if none)."""
     out: list[str] = []
     pos = 0
     spans = fence_spans(md)
@@ -31,9 +46,10 @@ def neutralize(md: str, *, dollars: bool = False) -> str:
         out.append(md[start:end])
         pos = end
     out.append(_prose_with_code(md[pos:], dollars))
+    open_fence = ""
     if spans and spans[-1][1] == len(md) and not _closes(md, spans[-1]):
-        out.append(("" if md.endswith("\n") else "\n") + spans[-1][2])
-    return "".join(out)
+        open_fence = spans[-1][2]
+    return "".join(out), open_fence
 
 
 def inline(text: str) -> str:
