@@ -107,6 +107,12 @@ class AcpNotebook(Magics):
 
         self.runtime = Runtime()
 
+    @property
+    def user_ns(self) -> dict[str, Any]:
+        assert self.shell is not None, "the magics are registered with a shell"
+        ns: dict[str, Any] = self.shell.user_ns
+        return ns
+
     # -- configuration ---------------------------------------------------------------------------
 
     def registry(self) -> Registry:
@@ -123,7 +129,7 @@ class AcpNotebook(Magics):
             "fs": self.fs, "terminal": self.terminal, "cancel_grace": self.cancel_grace,
             "max_retries": self.max_retries,
             "permission_policy": PermissionPolicy(self.allow, self.deny,
-                                                  self.permission_default),  # type: ignore[arg-type]
+                                                  self.permission_default),
             "protected_paths": _notebook_paths(),
         }
 
@@ -151,7 +157,7 @@ class AcpNotebook(Magics):
 
     # -- %agent ----------------------------------------------------------------------------------
 
-    @line_magic("agent")
+    @line_magic("agent")  # type: ignore[arg-type]  # IPython's stubs reject a renamed method
     def agent_line(self, line: str) -> Coroutine[Any, Any, Any]:
         """%agent [list|status|sessions|resume|load|mode|config|stop|restart|close|help] ..."""
         from .notebook import commands
@@ -202,7 +208,7 @@ def load_ipython_extension(ipython: Any) -> None:
     ipython.register_magics(magics)
     if transform_agent_cells not in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.append(transform_agent_cells)
-    _register_formatters(ipython)
+    _register_formatters(ipython, magics)
     ipython._acp_notebook = magics
 
 
@@ -216,7 +222,7 @@ def unload_ipython_extension(ipython: Any) -> None:
         magics._closing = task  # keep a reference until it is done
 
 
-def _register_formatters(ipython: Any) -> None:
+def _register_formatters(ipython: Any, magics: AcpNotebook) -> None:
     from .notebook.display import register
 
-    register(ipython)
+    register(ipython, magics.runtime.redactor)

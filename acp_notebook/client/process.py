@@ -14,13 +14,15 @@ import anyio
 import anyio.abc
 
 from ..errors import AgentStartError
+from ..protocol.redact import Redactor, secret_values
 
 
 class StderrTail:
     """The last `limit` bytes an agent wrote to stderr; older output is dropped, never blocks."""
 
-    def __init__(self, limit: int = 64 * 1024) -> None:
+    def __init__(self, limit: int = 64 * 1024, redactor: Redactor | None = None) -> None:
         self.limit = limit
+        self.redactor = redactor
         self._chunks: collections.deque[bytes] = collections.deque()
         self._size = 0
         self.total = 0
@@ -37,7 +39,7 @@ class StderrTail:
         text = data.decode("utf-8", "replace").strip()
         if len(text) > max_chars:
             text = "…" + text[-max_chars:]
-        return text
+        return self.redactor.text(text) if self.redactor else text
 
 
 def child_env(extra: Mapping[str, str | None] | None) -> dict[str, str]:
@@ -64,7 +66,9 @@ class AgentProcess:
         self.command = [str(c) for c in command]
         self.env = env
         self.cwd = cwd
-        self.stderr = StderrTail(stderr_limit)
+        # Error messages quote stderr; the agent's API keys must not be quoted with it.
+        self.redactor = Redactor(secret_values(child_env(env)))
+        self.stderr = StderrTail(stderr_limit, self.redactor)
         self._proc: anyio.abc.Process | None = None
         self._send_lock = anyio.Lock()
         self.killed_by_us = False

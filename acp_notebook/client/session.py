@@ -241,13 +241,13 @@ class Session:
                     tokens = response["usage"]
                 break
             except RequestError as exc:
-                if turn.cancel_requested:  # a cancellation-looking error is a cancellation
+                if turn.cancelling():  # a cancellation-looking error is a cancellation
                     stop_reason = "cancelled"
                     break
                 error = str(exc)
                 retryable = exc.code == rpc.INTERNAL_ERROR
             except (AgentExitedError, ProtocolError) as exc:
-                if turn.cancel_requested:
+                if turn.cancelling():
                     stop_reason = "cancelled"
                     if self._client._killed_for_cancel:
                         error = (f"the agent did not answer session/cancel within "
@@ -259,7 +259,7 @@ class Session:
             except ClientClosedError as exc:
                 error = str(exc)
             will_retry = (retryable and not fold.visible_output and attempt < max_attempts
-                          and not turn.cancel_requested)
+                          and not turn.cancelling())
             self._emit(RequestWarning(error or "request failed", "model_request", turn.id,
                                       attempt, max_attempts, will_retry))
             if not will_retry:
@@ -272,8 +272,10 @@ class Session:
             fold.add_error(error)
         self._resolve_pending_permissions(None, "cancel")
         if self.terminals is not None:
-            record.terminals = {tid: v for tid, v in self.terminals.views.items()
-                                if tid in _terminal_ids(record)}
+            ids = _terminal_ids(record)
+            if stop_reason != "end_turn" or error is not None:
+                self.terminals.kill_many(ids)
+            record.terminals = {tid: v for tid, v in self.terminals.views.items() if tid in ids}
         fold.end_turn()
         result = finish(record, stop_reason=stop_reason, error=error, usage=fold.usage,
                         session_id=self._id, agent=self._client.agent_name, tokens=tokens)

@@ -130,6 +130,17 @@ class Terminals:
         del self._live[terminal.view.terminal_id]
         return {}
 
+    def kill_many(self, terminal_ids: set[str]) -> None:
+        """Kill these terminals if still running; they stay valid for output and release.
+
+        Agents often abandon their terminals when a turn is cancelled (fast-agent sends no
+        terminal/kill or release then), so the turn's end must not leave their commands running.
+        """
+        for tid in terminal_ids:
+            terminal = self._live.get(tid)
+            if terminal is not None:
+                _kill(terminal)
+
     async def aclose(self) -> None:
         """Kill every terminal still running (the agent should have released them)."""
         with anyio.CancelScope(shield=True):

@@ -32,6 +32,11 @@ class TurnHandle:
         self.cancel_requested = False
         self._done = anyio.Event()
 
+    def cancelling(self) -> bool:
+        """Whether cancellation was asked for (a call, so checks after an await are not
+        narrowed away by the type checker: the flag changes while the turn awaits)."""
+        return self.cancel_requested
+
     def merge(self, blocks: list[dict[str, Any]]) -> None:
         """Input sent while the previous turn ran joins this (not yet started) turn."""
         self.prompt.extend(blocks)

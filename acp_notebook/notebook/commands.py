@@ -109,7 +109,7 @@ async def _status(magics: AcpNotebook, args: argparse.Namespace) -> None:
     }
     lines = [f"**{entry.name}** — agent `{entry.agent}` ({client.agent_name}), pid {client.pid}",
              f"- session `{session.id}`" + (f": {session.title}" if session.title else ""),
-             f"- mode: `{session.mode}`" + (f" (of {', '.join(map(str, status['modes']))})"
+             f"- mode: `{session.mode}`" + (f" (of {', '.join(str(m.get('id')) for m in session.modes)})"
                                            if session.modes else "")]
     for option in session.config_options:
         lines.append(f"- {option.get('name') or option.get('id')} (`{option.get('id')}`): "
@@ -124,7 +124,7 @@ async def _status(magics: AcpNotebook, args: argparse.Namespace) -> None:
     lines.append(f"- turns: {len(session.history)}"
                  + (" (one running)" if session.running else ""))
     _md("\n".join(lines))
-    magics.shell.user_ns["_agent_status"] = status  # the same facts as data
+    magics.user_ns["_agent_status"] = status  # the same facts as data
 
 
 async def _client(magics: AcpNotebook, args: argparse.Namespace) -> Any:

@@ -18,6 +18,7 @@ from ..client.permissions import PermissionRequest
 from ..client.session import Session
 from ..client.turn import TurnHandle
 from ..protocol.mutations import Mutation, SessionChanged, TurnFinished
+from ..protocol.redact import Redactor
 from ..protocol.result import TurnRecord, TurnResult
 from ..render import render_bundle
 
@@ -58,8 +59,10 @@ class LiveView:
     """Streams one turn into the current cell's output."""
 
     def __init__(self, session: Session, turn: TurnHandle, *, max_rate: float = 25.0,
-                 controls: Any = None, note: str = "", show: bool = True) -> None:
+                 controls: Any = None, note: str = "", show: bool = True,
+                 redactor: Redactor | None = None) -> None:
         self.session = session
+        self.redactor = redactor or Redactor()
         self.turn = turn
         self.note = note
         self.controls = controls
@@ -100,15 +103,18 @@ class LiveView:
         record = self.session._fold.turn
         return record if record is not None and record.turn_id == self.turn.id else None
 
+    def _finished(self) -> bool:
+        return self._done
+
     def _bundle(self) -> dict[str, Any]:
-        return render_bundle(live_transcript(self.session, self._record(), self.turn, self.note),
-                             live=True)
+        transcript = live_transcript(self.session, self._record(), self.turn, self.note)
+        return render_bundle(self.redactor.obj(transcript), live=True)
 
     async def _render_loop(self) -> None:
-        while not self._done:
+        while not self._finished():
             await self._dirty.wait()
             self._dirty.clear()
-            if self._done:
+            if self._finished():  # finish() sets it while we waited
                 break
             if self._handle is not None and self.turn.result is None:
                 self._handle.update(self._bundle(), raw=True)
@@ -127,12 +133,13 @@ class LiveView:
             if self._controls_handle is not None:
                 self._controls_handle.update({"text/plain": ""}, raw=True)
         if self._handle is not None:
-            bundle = (render_bundle(final_transcript(result, self.note)) if keep_record
-                      else {"text/plain": ""})
+            bundle = (render_bundle(self.redactor.obj(final_transcript(result, self.note)))
+                      if keep_record else {"text/plain": ""})
             self._handle.update(bundle, raw=True)
             self.updates += 1
         elif keep_record:
-            display(render_bundle(final_transcript(result, self.note)), raw=True)
+            display(render_bundle(self.redactor.obj(final_transcript(result, self.note))),
+                    raw=True)
 
     async def aclose(self) -> None:
         self._done = True

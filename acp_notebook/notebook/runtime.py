@@ -20,6 +20,7 @@ from typing import Any
 from ..client.client import Client, connect
 from ..client.session import Session
 from ..config import AgentSpec
+from ..protocol.redact import Redactor, secret_values
 
 
 class AgentHost:
@@ -89,6 +90,8 @@ class Runtime:
         self.hosts: dict[str, AgentHost] = {}
         self.sessions: dict[str, NamedSession] = {}
         self.last_session: str | None = None  # what %agent status/stop mean without --session
+        # Everything this kernel shows or saves of a turn passes through it.
+        self.redactor = Redactor(secret_values(os.environ))
         _RUNTIMES.add(self)
 
     async def client(self, spec: AgentSpec, options: dict[str, Any]) -> Client:
@@ -98,6 +101,7 @@ class Runtime:
             host = None
         if host is None:
             host = self.hosts[spec.name] = AgentHost(spec, options)
+            self.redactor.add(secret_values(spec.env))
         try:
             return await host.start()
         except BaseException:

@@ -76,7 +76,7 @@ async def run(magics: AcpNotebook, args: argparse.Namespace, body: str) -> Any:
         label = f"{spec.name} · session {session.id[:12]} · running…"
         controls = TurnControls(lambda: _spawn(turn.cancel()), label)
     view = LiveView(session, turn, max_rate=magics.max_update_rate, controls=controls,
-                    note=note, show=not opts.quiet)
+                    note=note, show=not opts.quiet, redactor=magics.runtime.redactor)
     if opts.quiet and note:
         display(Markdown(f"*{note}*"))
     view.start()
@@ -105,7 +105,8 @@ async def run(magics: AcpNotebook, args: argparse.Namespace, body: str) -> Any:
     await view.aclose()
     if failed:
         client = session.client
-        raise TurnFailed(failure_message(result, spec, client.stderr_tail), result)
+        message = failure_message(result, spec, client.stderr_tail)
+        raise TurnFailed(magics.runtime.redactor.text(message), result)
     return result
 
 
@@ -122,7 +123,7 @@ async def _session(magics: AcpNotebook, spec: AgentSpec, opts: CellOptions,
 
 def _bind(magics: AcpNotebook, opts: CellOptions, result: TurnResult) -> None:
     if opts.out:
-        magics.shell.user_ns[opts.out] = result
+        magics.user_ns[opts.out] = result
 
 
 _TASKS: set[Any] = set()

@@ -60,6 +60,8 @@ def dump(model: Any) -> dict[str, Any]:
 
 
 def describe(exc: ValidationError) -> str:
-    first = exc.errors()[0] if exc.errors() else {}
-    where = ".".join(str(x) for x in first.get("loc", ()))
-    return f"invalid {where or 'update'}: {first.get('msg', str(exc))}"
+    errors = exc.errors()
+    if not errors:
+        return f"invalid update: {exc}"
+    where = ".".join(str(x) for x in errors[0]["loc"])
+    return f"invalid {where or 'update'}: {errors[0]['msg']}"
