@@ -145,7 +145,7 @@ class AcpNotebook(Magics):
     # -- %%agent ---------------------------------------------------------------------------------
 
     @cell_magic
-    def agent(self, line: str, cell: str) -> Coroutine[Any, Any, Any]:  # noqa: D401
+    def agent(self, line: str, cell: str) -> Coroutine[Any, Any, Any]:
         """Send the cell body as a prompt. Options: %%agent --help."""
         args = _parse(cell_parser(), line)
         return self._run_cell(args, cell)

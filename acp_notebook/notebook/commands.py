@@ -27,6 +27,7 @@ USAGE = """\
 %agent stop [-s NAME]                cancel the running turn
 %agent restart [-a AGENT]            restart the agent process (sessions resume on it)
 %agent close [-s NAME | -a AGENT | --all]  close sessions and stop agents
+%agent chat [-s NAME] [-a AGENT]     a chat widget on the session
 """
 
 
@@ -230,6 +231,21 @@ async def _close(magics: AcpNotebook, args: argparse.Namespace) -> None:
         _md(f"Closed session `{entry.name}`.")
 
 
+async def _chat(magics: AcpNotebook, args: argparse.Namespace) -> Any:
+    from ..widgets.chat import ChatWidget
+    from .cell import open_session
+
+    spec, _ = magics.registry().resolve(args.agent or _agent_of_last(magics))
+    name = args.session or spec.name
+    try:
+        session = await open_session(magics.runtime, spec, name, False, magics.client_options())
+    except AcpError as exc:
+        raise UsageError(start_error_message(exc, spec)) from None
+    chat = ChatWidget(session, redactor=magics.runtime.redactor)
+    display(chat.box)
+    return None
+
+
 def _agent_of_last(magics: AcpNotebook) -> str | None:
     name = magics.runtime.last_session
     entry = magics.runtime.find(name) if name else None
@@ -239,5 +255,5 @@ def _agent_of_last(magics: AcpNotebook) -> str | None:
 _COMMANDS = {
     "list": _list, "agents": _list, "status": _status, "sessions": _sessions,
     "resume": _resume, "load": _load, "mode": _mode, "config": _config, "stop": _stop,
-    "restart": _restart, "close": _close,
+    "restart": _restart, "close": _close, "chat": _chat,
 }

@@ -9,50 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from typing import Any
 
 from IPython.display import DisplayHandle, display
 
 from ..client.permissions import PermissionRequest
 from ..client.session import Session
+from ..client.transcript import final_transcript, live_transcript
 from ..client.turn import TurnHandle
 from ..protocol.mutations import Mutation, SessionChanged, TurnFinished
 from ..protocol.redact import Redactor
 from ..protocol.result import TurnRecord, TurnResult
 from ..render import render_bundle
-
-
-def live_transcript(session: Session, record: TurnRecord | None, turn: TurnHandle,
-                    note: str = "") -> dict[str, Any]:
-    """The transcript shape of `TurnResult.to_json()`, built from a turn still running."""
-    usage = session.usage
-    out: dict[str, Any] = {
-        "turnId": turn.id, "sessionId": session.id, "agent": session.client.agent_name,
-        "success": None, "stopReason": None, "error": None,
-        "usage": usage.to_json() if usage else None, "prompt": turn.prompt,
-        "parts": [], "plan": [], "terminals": [], "text": "", "thoughts": "",
-    }
-    if record is not None:
-        out["parts"] = [p.to_json() for p in record.parts]
-        out["plan"] = [e.to_json() for e in record.plan.entries] if record.plan else []
-        out["text"] = record.joined("agent")
-        out["thoughts"] = record.joined("thought")
-        views = session.terminal_views
-        ids = {c.get("terminalId") for p in record.tool_calls.values() for c in p.content
-               if c.get("type") == "terminal"}
-        out["terminals"] = [views[t].to_json() for t in ids if t in views]
-        out["duration"] = time.time() - record.started_at
-    if note:
-        out["note"] = note
-    return out
-
-
-def final_transcript(result: TurnResult, note: str = "") -> dict[str, Any]:
-    out = result.to_json()
-    if note:
-        out["note"] = note
-    return out
 
 
 class LiveView:

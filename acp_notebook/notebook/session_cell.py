@@ -77,7 +77,10 @@ async def run(magics: AcpNotebook, args: argparse.Namespace, body: str) -> Any:
         controls = TurnControls(lambda: _spawn(turn.cancel()), label)
     view = LiveView(session, turn, max_rate=magics.max_update_rate, controls=controls,
                     note=note, show=not opts.quiet, redactor=magics.runtime.redactor)
-    if opts.quiet and note:
+    # Shown for every turn, not only with --quiet: a successful turn's live display is cleared
+    # (the cell's value shows the record, and the renderers do not draw the transcript's "note"),
+    # so this line is the only place a saved notebook tells that the demo agent answered.
+    if note:
         display(Markdown(f"*{note}*"))
     view.start()
     timeout = opts.timeout if opts.timeout is not None else (magics.timeout or None)

@@ -24,16 +24,60 @@ _STYLE = {
 }
 
 
+class PermissionPrompts:
+    """One row of buttons per pending permission request; `ask()` waits for a click."""
+
+    def __init__(self) -> None:
+        self.box = w.VBox()
+
+    async def ask(self, request: PermissionRequest) -> str | None:
+        loop = asyncio.get_running_loop()
+        chosen: asyncio.Future[str | None] = loop.create_future()
+        title = request.part.title or request.part.tool_call_id
+        buttons = []
+        for option in request.options:
+            button = w.Button(description=str(option.get("name") or option.get("optionId")),
+                              button_style=_STYLE.get(str(option.get("kind")), ""),
+                              tooltip=str(option.get("kind") or ""))
+            button.add_class("acpnb-permission-option")
+            button.on_click(_chooser(chosen, str(option.get("optionId"))))
+            buttons.append(button)
+        label = w.HTML(value=f"<b>Permission requested</b> ({html.escape(request.tool_kind)}): "
+                             f"{html.escape(title)}")
+        row = w.VBox([label, w.HBox(buttons)])
+        row.add_class("acpnb-permission")
+        self.box.children = (*self.box.children, row)
+        try:
+            return await chosen
+        finally:
+            self.box.children = tuple(c for c in self.box.children if c is not row)
+            for widget in (*buttons, label, row):
+                widget.close()
+
+    def close(self) -> None:
+        for child in self.box.children:
+            child.close()
+        self.box.close()
+
+
+def _chooser(chosen: asyncio.Future[str | None], option_id: str) -> Callable[[Any], None]:
+    def click(_button: Any) -> None:
+        if not chosen.done():
+            chosen.set_result(option_id)
+
+    return click
+
+
 class TurnControls:
-    """A Stop button, a status line, and one row of buttons per pending permission request."""
+    """A Stop button, a status line, and the turn's permission prompts."""
 
     def __init__(self, on_stop: Callable[[], None], label: str) -> None:
         self.stop_button = w.Button(description="Stop", icon="stop", button_style="danger",
                                     tooltip="Cancel this turn (sends session/cancel)",
                                     layout=w.Layout(width="90px"))
         self.status = w.HTML(value=f"<span>{html.escape(label)}</span>")
-        self.requests = w.VBox()
-        self.box = w.VBox([w.HBox([self.stop_button, self.status]), self.requests])
+        self.prompts = PermissionPrompts()
+        self.box = w.VBox([w.HBox([self.stop_button, self.status]), self.prompts.box])
         self.box.add_class("acpnb-controls")
         self._on_stop = on_stop
         self.stop_button.on_click(self._clicked_stop)
@@ -48,36 +92,9 @@ class TurnControls:
 
     async def ask(self, request: PermissionRequest) -> str | None:
         """Show the options as buttons and wait for a click; returns the chosen option id."""
-        loop = asyncio.get_running_loop()
-        chosen: asyncio.Future[str | None] = loop.create_future()
-        title = request.part.title or request.part.tool_call_id
-        buttons = []
-        for option in request.options:
-            button = w.Button(description=str(option.get("name") or option.get("optionId")),
-                              button_style=_STYLE.get(str(option.get("kind")), ""),
-                              tooltip=str(option.get("kind") or ""))
-            button.add_class("acpnb-permission-option")
-
-            def click(_b: Any, option_id: Any = option.get("optionId")) -> None:
-                if not chosen.done():
-                    chosen.set_result(str(option_id))
-
-            button.on_click(click)
-            buttons.append(button)
-        label = w.HTML(value=f"<b>Permission requested</b> ({html.escape(request.tool_kind)}): "
-                             f"{html.escape(title)}")
-        row = w.VBox([label, w.HBox(buttons)])
-        row.add_class("acpnb-permission")
-        self.requests.children = (*self.requests.children, row)
-        try:
-            return await chosen
-        finally:
-            self.requests.children = tuple(c for c in self.requests.children if c is not row)
-            for widget in (*buttons, label, row):
-                widget.close()
+        return await self.prompts.ask(request)
 
     def close(self) -> None:
-        for child in self.requests.children:
-            child.close()
-        for widget in (self.stop_button, self.status, self.requests, self.box):
+        self.prompts.close()
+        for widget in (self.stop_button, self.status, self.box):
             widget.close()

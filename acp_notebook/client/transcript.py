@@ -1,0 +1,46 @@
+"""Transcripts: the JSON shape of `TurnResult.to_json()`, for a turn running or finished.
+
+Renderers take this one shape, so a live turn, a finished one and a turn read back from a saved
+notebook are drawn by the same code.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..protocol.result import TurnRecord, TurnResult
+from .session import Session
+from .turn import TurnHandle
+
+
+def live_transcript(session: Session, record: TurnRecord | None, turn: TurnHandle,
+                    note: str = "") -> dict[str, Any]:
+    """The transcript shape of `TurnResult.to_json()`, built from a turn still running."""
+    usage = session.usage
+    out: dict[str, Any] = {
+        "turnId": turn.id, "sessionId": session.id, "agent": session.client.agent_name,
+        "success": None, "stopReason": None, "error": None,
+        "usage": usage.to_json() if usage else None, "prompt": turn.prompt,
+        "parts": [], "plan": [], "terminals": [], "text": "", "thoughts": "",
+    }
+    if record is not None:
+        out["parts"] = [p.to_json() for p in record.parts]
+        out["plan"] = [e.to_json() for e in record.plan.entries] if record.plan else []
+        out["text"] = record.joined("agent")
+        out["thoughts"] = record.joined("thought")
+        views = session.terminal_views
+        ids = {c.get("terminalId") for p in record.tool_calls.values() for c in p.content
+               if c.get("type") == "terminal"}
+        out["terminals"] = [views[t].to_json() for t in ids if t in views]
+        out["duration"] = time.time() - record.started_at
+    if note:
+        out["note"] = note
+    return out
+
+
+def final_transcript(result: TurnResult, note: str = "") -> dict[str, Any]:
+    out = result.to_json()
+    if note:
+        out["note"] = note
+    return out

@@ -1,0 +1,146 @@
+"""A chat with a session, as a widget: type, send, watch the turn stream, stop it.
+
+`%agent chat` shows one. It talks to the same session as the cells (`--session`), so a
+conversation can move between cells and the chat. Each turn is drawn with the same renderer as
+a cell's record, redrawn at most `max_rate` times a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import ipywidgets as w
+
+from ..client.session import Session
+from ..client.transcript import final_transcript, live_transcript
+from ..client.turn import TurnHandle
+from ..protocol.mutations import Mutation, SessionChanged
+from ..protocol.redact import Redactor
+from ..render import render_bundle
+from .controls import PermissionPrompts
+
+
+class ChatWidget:
+    def __init__(self, session: Session, *, redactor: Redactor | None = None,
+                 max_rate: float = 10.0) -> None:
+        self.session = session
+        self.redactor = redactor or Redactor()
+        self.min_interval = 1.0 / max_rate
+        self.log = w.VBox(layout=w.Layout(max_height="480px", overflow_y="auto"))
+        self.input = w.Textarea(placeholder="Message the agent…", rows=3,
+                                layout=w.Layout(width="100%"))
+        self.send_button = w.Button(description="Send", icon="paper-plane",
+                                    button_style="primary")
+        self.stop_button = w.Button(description="Stop", icon="stop", button_style="danger",
+                                    disabled=True)
+        self.status = w.HTML()
+        self.prompts = PermissionPrompts()
+        self.box = w.VBox([self.log, self.prompts.box,
+                           w.HBox([self.input, w.VBox([self.send_button, self.stop_button])]),
+                           self.status])
+        self.box.add_class("acpnb-chat")
+        self._views: dict[str, w.HTML] = {}
+        self._final: set[str] = set()
+        self._closed = False
+        self._turns: dict[str, TurnHandle] = {}
+        self._dirty = asyncio.Event()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._unsubscribe = session.subscribe(self._on_mutation)
+        self.send_button.on_click(lambda _b: self._spawn(self.send()))
+        self.stop_button.on_click(lambda _b: self._spawn(self.session.stop()))
+        self._spawn(self._render_loop())
+        self._set_status()
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def send(self, text: str | None = None) -> TurnHandle | None:
+        """Send the input box's text (or `text`) as a prompt; returns the turn it joined."""
+        text = self.input.value if text is None else text
+        if not text.strip():
+            self.status.value = "<i>Nothing to send.</i>"
+            return None
+        self.input.value = ""
+        turn = await self.session.prompt(text)
+        if turn.id not in self._views:
+            view = w.HTML()
+            self._views[turn.id] = view
+            self._turns[turn.id] = turn
+            self.log.children = (*self.log.children, view)
+        previous = self.session.permission_handler
+        self.session.permission_handler = self.prompts.ask
+        self.stop_button.disabled = False
+        self._dirty.set()
+        try:
+            await turn.finished
+        finally:
+            if self.session.permission_handler == self.prompts.ask:
+                self.session.permission_handler = previous
+            self.stop_button.disabled = self.session.running is None
+            self._dirty.set()
+        return turn
+
+    def _on_mutation(self, mutation: Mutation) -> None:
+        if isinstance(mutation, SessionChanged) or getattr(mutation, "turn_id", None) in self._views:
+            self._dirty.set()
+
+    async def _render_loop(self) -> None:
+        while not self.closed():
+            await self._dirty.wait()
+            self._dirty.clear()
+            if self.closed():  # close() sets it while we waited
+                return
+            self._redraw()
+            await asyncio.sleep(self.min_interval)
+
+    def _redraw(self) -> None:
+        record = self.session._fold.turn
+        for turn_id, view in self._views.items():
+            turn = self._turns[turn_id]
+            if turn.result is not None:
+                if turn_id in self._final:
+                    continue
+                transcript = final_transcript(turn.result)
+                self._final.add(turn_id)
+            elif record is not None and record.turn_id == turn_id:
+                transcript = live_transcript(self.session, record, turn)
+            else:
+                transcript = live_transcript(self.session, None, turn)
+            bundle = render_bundle(self.redactor.obj(transcript), live=turn.result is None)
+            view.value = bundle["text/html"]
+        self._set_status()
+
+    def _set_status(self) -> None:
+        usage = self.session.usage
+        parts = [f"session <code>{self.session.id}</code>"]
+        if self.session.mode:
+            parts.append(f"mode <code>{self.session.mode}</code>")
+        if usage is not None:
+            parts.append(f"context {usage.used:,}/{usage.size:,}")
+            if usage.cost_amount is not None:
+                parts.append(f"cost {usage.cost_amount:.4f} {usage.cost_currency}")
+        if self.session.running is not None:
+            parts.append("<b>running…</b>")
+        self.status.value = "<small>" + " · ".join(parts) + "</small>"
+
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        self._closed = True
+        self._dirty.set()
+        self._unsubscribe()
+        self.prompts.close()
+        for view in self._views.values():
+            view.close()
+        for widget in (self.log, self.input, self.send_button, self.stop_button, self.status,
+                       self.box):
+            widget.close()
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.box)
