@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
-from IPython.display import Markdown, display
+from IPython.display import display
 
 from ..config import ConfigError
 from ..errors import AcpError
@@ -49,7 +49,7 @@ async def run(magics: AcpNotebook, line: str) -> Any:
 
     args = _parse(_parser(), line)  # type: ignore[arg-type]
     if args.help or args.command == "help":
-        display(Markdown(f"```\n{USAGE}```"))
+        _md(f"```\n{USAGE}```")
         return None
     handler = _COMMANDS.get(args.command)
     if handler is None:
@@ -78,7 +78,8 @@ def _session(magics: AcpNotebook, args: argparse.Namespace) -> NamedSession:
 
 
 def _md(text: str) -> None:
-    display(Markdown(text))
+    # The Markdown is also the plain text: it reads well in a terminal or a diff of the notebook.
+    display({"text/markdown": text, "text/plain": text}, raw=True)
 
 
 async def _list(magics: AcpNotebook, args: argparse.Namespace) -> None:
@@ -136,7 +137,7 @@ async def _client(magics: AcpNotebook, args: argparse.Namespace) -> Any:
         raise UsageError(start_error_message(exc, spec)) from None
 
 
-async def _sessions(magics: AcpNotebook, args: argparse.Namespace) -> list[dict[str, Any]]:
+async def _sessions(magics: AcpNotebook, args: argparse.Namespace) -> None:
     spec, client = await _client(magics, args)
     try:
         sessions: list[dict[str, Any]] = await client.list_sessions()
@@ -147,7 +148,7 @@ async def _sessions(magics: AcpNotebook, args: argparse.Namespace) -> list[dict[
         rows.append(f"| `{s.get('sessionId')}` | {s.get('title') or ''} | "
                     f"{s.get('updatedAt') or ''} | `{s.get('cwd')}` |")
     _md("\n".join(rows) if sessions else f"`{spec.name}` has no stored sessions.")
-    return sessions
+    magics.user_ns["_agent_sessions"] = sessions  # the same list as data
 
 
 async def _open(magics: AcpNotebook, args: argparse.Namespace, how: str) -> None:
