@@ -91,13 +91,26 @@ class Connection:
                     data = await self.process.receive()
                 except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                     break
-                for line in splitter.feed(data):
+                lines = splitter.feed(data)
+                if not lines:
+                    continue
+                # Decode a whole read at once: json.loads(str) skips the per-line encoding
+                # detection and decode that json.loads(bytes) does (about a third of parse time).
+                # Invalid UTF-8 anywhere falls back to lines as bytes, so only that line fails.
+                batch: list[bytes] | list[str]
+                try:
+                    batch = b"\n".join(lines).decode("utf-8").split("\n")
+                except UnicodeDecodeError:
+                    batch = lines
+                for line in batch:
                     # Hot path: a well-formed session/update notification goes straight to the fold.
                     try:
                         obj = loads(line)
                     except ValueError:  # includes UnicodeDecodeError
                         if line.strip():
-                            self._malformed(rpc.decode(line))
+                            raw = line.encode("utf-8", "surrogateescape") if isinstance(
+                                line, str) else line
+                            self._malformed(rpc.decode(raw))
                         continue
                     if (type(obj) is dict and obj.get("method") == "session/update"
                             and "id" not in obj):

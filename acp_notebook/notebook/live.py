@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from typing import Any
 
 from IPython.display import DisplayHandle, display
@@ -17,10 +18,10 @@ from ..client.permissions import PermissionRequest
 from ..client.session import Session
 from ..client.transcript import final_transcript, live_transcript
 from ..client.turn import TurnHandle
-from ..protocol.mutations import Mutation, SessionChanged, TurnFinished
+from ..protocol.mutations import Mutation, SessionChanged
 from ..protocol.redact import Redactor
 from ..protocol.result import TurnRecord, TurnResult
-from ..render import render_bundle
+from ..render import LIVE_FORMATS, render_bundle
 
 
 class LiveView:
@@ -61,10 +62,11 @@ class LiveView:
         return result
 
     def _on_mutation(self, mutation: Mutation) -> None:
-        turn_id = getattr(mutation, "turn_id", self.turn.id)
-        if turn_id == self.turn.id or isinstance(mutation, SessionChanged):
-            self._dirty.set()
-        if isinstance(mutation, TurnFinished) and mutation.turn_id == self.turn.id:
+        # Called for every streamed chunk: once a redraw is due, there is nothing more to do.
+        if self._dirty.is_set():
+            return
+        if (isinstance(mutation, SessionChanged)
+                or getattr(mutation, "turn_id", None) == self.turn.id):
             self._dirty.set()
 
     def _record(self) -> TurnRecord | None:
@@ -76,7 +78,7 @@ class LiveView:
 
     def _bundle(self) -> dict[str, Any]:
         transcript = live_transcript(self.session, self._record(), self.turn, self.note)
-        return render_bundle(self.redactor.obj(transcript), live=True)
+        return render_bundle(self.redactor.obj(transcript), live=True, formats=LIVE_FORMATS)
 
     async def _render_loop(self) -> None:
         while not self._finished():
@@ -84,10 +86,15 @@ class LiveView:
             self._dirty.clear()
             if self._finished():  # finish() sets it while we waited
                 break
+            cost = 0.0
             if self._handle is not None and self.turn.result is None:
+                started = time.perf_counter()
                 self._handle.update(self._bundle(), raw=True)
                 self.updates += 1
-            await asyncio.sleep(self.min_interval)
+                cost = time.perf_counter() - started
+            # Redrawing runs on the loop that also reads the agent: a large turn, costly to
+            # draw, is redrawn less often, so drawing never takes more than a quarter of it.
+            await asyncio.sleep(max(self.min_interval, 3 * cost))
 
     def finish(self, result: TurnResult, *, keep_record: bool) -> None:
         """Final update: the static record (or nothing, when the cell's value will show it)."""

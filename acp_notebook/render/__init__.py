@@ -21,6 +21,8 @@ from .model import Turn, read_turn
 from .text import render_text
 
 __all__ = [
+    "ALL_FORMATS",
+    "LIVE_FORMATS",
     "MIME_TRANSCRIPT",
     "read_turn",
     "render_bundle",
@@ -32,20 +34,32 @@ __all__ = [
 MIME_TRANSCRIPT = "application/vnd.acp-notebook.turn+json"
 
 
-def render_bundle(transcript: dict[str, Any], *, live: bool = False) -> dict[str, Any]:
+#: What a streaming update carries: enough to watch. The final update adds Markdown and the
+#: transcript, which would otherwise be re-sent whole (with the text twice) every redraw.
+LIVE_FORMATS = ("text/plain", "text/html")
+ALL_FORMATS = ("text/plain", "text/markdown", "text/html", MIME_TRANSCRIPT)
+
+
+def render_bundle(transcript: dict[str, Any], *, live: bool = False,
+                  formats: tuple[str, ...] = ALL_FORMATS) -> dict[str, Any]:
     """The mimebundle for one turn: markdown, HTML, plain text and the transcript."""
     try:
         turn = read_turn(transcript, live=live)
     except Exception as exc:  # read_turn is total; this guards a display against a bug in it
         turn = read_turn({"error": f"could not read the transcript: {exc!r}"}, live=live)
-    return {
-        "text/plain": _safely(render_text, turn, lambda e: f"(could not render the turn: {e!r})"),
-        "text/markdown": _safely(render_markdown, turn,
-                                 lambda e: f"*could not render the turn: {type(e).__name__}*"),
-        "text/html": _safely(render_html, turn,
-                             lambda e: f"<pre>could not render the turn: {escape(repr(e))}</pre>"),
-        MIME_TRANSCRIPT: transcript if isinstance(transcript, dict) else {},
-    }
+    bundle: dict[str, Any] = {}
+    if "text/plain" in formats:
+        bundle["text/plain"] = _safely(render_text, turn,
+                                       lambda e: f"(could not render the turn: {e!r})")
+    if "text/markdown" in formats:
+        bundle["text/markdown"] = _safely(
+            render_markdown, turn, lambda e: f"*could not render the turn: {type(e).__name__}*")
+    if "text/html" in formats:
+        bundle["text/html"] = _safely(
+            render_html, turn, lambda e: f"<pre>could not render the turn: {escape(repr(e))}</pre>")
+    if MIME_TRANSCRIPT in formats:
+        bundle[MIME_TRANSCRIPT] = transcript if isinstance(transcript, dict) else {}
+    return bundle
 
 
 def _safely(view: Callable[[Turn], str], turn: Turn,

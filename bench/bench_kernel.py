@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""Kernel benchmark: the 20,000-chunk turn of bench_stream.py, run through `%%agent` in a kernel.
+
+    .venv/bin/python bench/bench_kernel.py [--reps 5] [--chunks 20000] [--size 20] [--profile]
+
+One kernel (this venv's `python3`, which loads acp_notebook through
+.venv/etc/ipython/ipython_kernel_config.json) is started with nbclient; cells are executed one
+by one in it. Both sides run in that kernel, on its event loop, each with its own
+bench/stream_agent.py process started before any timing:
+
+  a   the bare reader of bench_stream.py (asyncio subprocess, 256 KiB reads, split lines,
+      json.loads, append the text), in a cell `await bare.turn(N, S)`.
+  b   a `%%agent --agent "<python> bench/stream_agent.py" --out _bench_r` cell whose body is
+      "N S": the live display is on (not --quiet), as a user would run it. nbclient has no
+      widget front-end, so there are no Stop/permission widgets.
+
+Each side is timed inside the kernel from the start to the end of its cell (IPython's
+pre_run_cell / post_run_cell events, time.perf_counter); the bare cell's own turn time is kept
+too. One warm-up turn each (the %%agent warm-up starts the agent and the session, which later
+cells reuse), then --reps rounds of a and b, in alternating order. Text is checked against the
+expected text after each timed cell, in an untimed cell.
+
+Display messages: every iopub message of the %%agent cell passes through nbclient's
+`process_message` (nbclient 0.11 has no per-output hook; this subclass overrides it), which
+counts `display_data` and `update_display_data` and their payload sizes. The rate is that count
+divided by the turn's streaming time (`TurnResult.duration`).
+
+Targets: b/a <= 2 (median of per-round ratios) and <= 40 display messages per second (every
+turn). Nothing is asserted. --profile runs one more %%agent turn under cProfile in the kernel
+and prints the top functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import statistics
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from nbclient import NotebookClient
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+MARK = "BENCH-JSON "
+DISPLAY_TYPES = ("display_data", "update_display_data")
+
+
+class CountingClient(NotebookClient):
+    """NotebookClient that tallies the iopub messages of each cell (type, count, bytes)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.counts: dict[int, Counter[str]] = defaultdict(Counter)
+        self.sizes: dict[int, Counter[str]] = defaultdict(Counter)
+        self.mimes: dict[int, Counter[str]] = defaultdict(Counter)  # display payload by MIME type
+
+    def process_message(self, msg: dict[str, Any], cell: Any, cell_index: int) -> Any:
+        msg_type = msg["msg_type"]
+        self.counts[cell_index][msg_type] += 1
+        if msg_type in DISPLAY_TYPES or msg_type == "execute_result":
+            data = msg["content"].get("data") or {}
+            for mime, value in data.items():
+                size = len(value) if isinstance(value, str) else len(json.dumps(value))
+                self.sizes[cell_index][msg_type] += size
+                if msg_type in DISPLAY_TYPES:
+                    self.mimes[cell_index][mime] += size
+        return super().process_message(msg, cell, cell_index)
+
+
+class Kernel:
+    """Runs cells one at a time in one kernel and reads back what they print after MARK."""
+
+    def __init__(self, client: CountingClient) -> None:
+        self.client = client
+        self.nb = client.nb
+
+    def run(self, source: str) -> int:
+        cell = nbformat.v4.new_code_cell(source)  # type: ignore[no-untyped-call]
+        self.nb.cells.append(cell)
+        index = len(self.nb.cells) - 1
+        self.client.execute_cell(cell, index)
+        return index
+
+    def ask(self, source: str) -> Any:
+        """Run a cell that prints MARK + json; return the decoded value."""
+        index = self.run(source)
+        for out in self.nb.cells[index].outputs:
+            if out.get("output_type") == "stream":
+                for line in out.get("text", "").splitlines():
+                    if line.startswith(MARK):
+                        return json.loads(line[len(MARK):])
+        outputs = self.nb.cells[index].outputs
+        raise RuntimeError(f"no result from cell:\n{source}\noutputs: {outputs}")
+
+
+SETUP = """\
+import asyncio, contextlib, gc, json, sys, time
+sys.path.insert(0, {bench!r})
+import bench_stream
+from stream_agent import expected_text
+
+_bench = {{"expected": expected_text({n}, {size}), "cells": [], "t0": 0.0}}
+
+def _bench_pre(info=None):
+    _bench["t0"] = time.perf_counter()
+
+def _bench_post(result=None):
+    _bench["cells"].append(time.perf_counter() - _bench["t0"])
+
+get_ipython().events.register("pre_run_cell", _bench_pre)
+get_ipython().events.register("post_run_cell", _bench_post)
+_bench_stack = contextlib.AsyncExitStack()
+_bench_bare = bench_stream.BareReader()
+_t = time.perf_counter()
+await _bench_bare.start(_bench_stack)
+print({mark!r} + json.dumps({{
+    "startup_ms": 1000 * (time.perf_counter() - _t),
+    "agent_magic": "agent" in get_ipython().magics_manager.magics["cell"],
+    "python": sys.version.split()[0], "executable": sys.executable}}))
+"""
+
+BARE = """\
+_t = time.perf_counter()
+_bench_text = await _bench_bare.turn({n}, {size})
+_bench["inner"] = time.perf_counter() - _t
+"""
+
+BARE_CHECK = """\
+print({mark!r} + json.dumps({{"cell": _bench["cells"][-1], "inner": _bench["inner"],
+                              "ok": _bench_text == _bench["expected"]}}))
+del _bench_text
+gc.collect()
+"""
+
+AGENT = """\
+%%agent --agent {agent} --out _bench_r
+{n} {size}
+"""
+
+AGENT_QUIET = """\
+%%agent --agent {agent} --quiet --out _bench_r
+{n} {size}
+"""
+
+AGENT_CHECK = """\
+print({mark!r} + json.dumps({{"cell": _bench["cells"][-1], "duration": _bench_r.duration,
+                              "success": _bench_r.success,
+                              "ok": _bench_r.text == _bench["expected"]}}))
+del _bench_r
+gc.collect()
+"""
+
+PROFILE_START = """\
+import cProfile, pstats, io
+gc.collect()
+_bench_prof = cProfile.Profile()
+_bench_prof.enable()
+"""
+
+PROFILE_REPORT = """\
+_bench_prof.disable()
+_s = io.StringIO()
+_st = pstats.Stats(_bench_prof, stream=_s).sort_stats({sort!r})
+_st.print_stats({top})
+print(_s.getvalue())
+"""
+
+TEARDOWN = """\
+await _bench_stack.aclose()
+print({mark!r} + json.dumps({{"closed": True}}))
+"""
+
+
+def run(args: argparse.Namespace) -> None:
+    n, size = args.chunks, args.size
+    agent_cmd = shlex.join([sys.executable, str(HERE / "stream_agent.py")])
+    fmt = {"n": n, "size": size, "mark": MARK, "bench": str(HERE), "agent": shlex.quote(agent_cmd)}
+    nb = nbformat.v4.new_notebook()  # type: ignore[no-untyped-call]
+    client = CountingClient(nb, kernel_name="python3", timeout=args.timeout,
+                            resources={"metadata": {"path": str(REPO)}})
+    kernel = Kernel(client)
+    bare_cell: list[float] = []
+    bare_inner: list[float] = []
+    agent_cell: list[float] = []
+    agent_dur: list[float] = []
+    quiet_cell: list[float] = []
+    quiet_dur: list[float] = []
+    displays: list[int] = []
+    disp_bytes: list[int] = []
+    rates: list[float] = []
+    t_start = time.perf_counter()
+    with client.setup_kernel():
+        info = kernel.ask(SETUP.format(**fmt))
+        if not info["agent_magic"]:
+            raise SystemExit("the kernel has no %%agent magic: is the extension configured?")
+        print(f"kernel: Python {info['python']} ({info['executable']}); agent: {agent_cmd}; "
+              f"{n} chunks x {size} B = {n * size} B per turn; {args.reps} rounds after 1 warm-up")
+        print(f"bare reader startup (spawn + initialize + session/new): "
+              f"{info['startup_ms']:.1f} ms, untimed")
+
+        def bare() -> None:
+            kernel.run(BARE.format(**fmt))
+            r = kernel.ask(BARE_CHECK.format(**fmt))
+            if not r["ok"]:
+                raise RuntimeError("bare reader: wrong text")
+            bare_cell.append(r["cell"])
+            bare_inner.append(r["inner"])
+
+        def agent(quiet: bool = False) -> tuple[float, float, Counter[str], Counter[str]]:
+            index = kernel.run((AGENT_QUIET if quiet else AGENT).format(**fmt))
+            r = kernel.ask(AGENT_CHECK.format(**fmt))
+            if not (r["ok"] and r["success"]):
+                raise RuntimeError(f"%%agent turn: wrong text or failed: {r}; "
+                                   f"outputs: {str(nb.cells[index].outputs)[:2000]}")
+            return r["cell"], r["duration"], client.counts[index], client.sizes[index]
+
+        t0 = time.perf_counter()
+        cell, dur, _, _ = agent()  # warm-up: starts the agent process and the session
+        print(f"%%agent warm-up turn (agent start + session/new + turn): cell {1000 * cell:.1f} ms "
+              f"(seen from here {1000 * (time.perf_counter() - t0):.1f} ms), untimed")
+        bare()  # warm-up
+        bare_cell.clear()
+        bare_inner.clear()
+        counts_seen: Counter[str] = Counter()
+        mimes_seen: Counter[str] = Counter()
+        if args.with_quiet:
+            agent(quiet=True)  # warm-up of the --quiet variant
+        sides = ["a", "b"] + (["q"] if args.with_quiet else [])
+        for rep in range(args.reps):
+            k = rep % len(sides)
+            for side in sides[k:] + sides[:k]:
+                if side == "a":
+                    bare()
+                    continue
+                if side == "q":
+                    cell, dur, _, _ = agent(quiet=True)
+                    quiet_cell.append(cell)
+                    quiet_dur.append(dur)
+                    continue
+                cell, dur, counts, sizes = agent()
+                agent_cell.append(cell)
+                agent_dur.append(dur)
+                shown = sum(counts[t] for t in DISPLAY_TYPES)
+                displays.append(shown)
+                disp_bytes.append(sum(sizes[t] for t in DISPLAY_TYPES))
+                rates.append(shown / dur if dur > 0 else float("inf"))
+                counts_seen.update(counts)
+                mimes_seen.update(client.mimes[len(nb.cells) - 2])
+            if args.verbose:
+                print(f"  round {rep + 1}: a {1000 * bare_cell[-1]:.1f} ms, "
+                      f"b {1000 * agent_cell[-1]:.1f} ms (turn {1000 * agent_dur[-1]:.1f} ms, "
+                      f"{displays[-1]} display msgs)"
+                      + (f", b --quiet {1000 * quiet_cell[-1]:.1f} ms" if quiet_cell else ""))
+        if args.profile:
+            kernel.run(PROFILE_START)
+            kernel.run(AGENT.format(**fmt))
+            index = kernel.run(PROFILE_REPORT.format(sort=args.profile_sort, top=args.profile_top))
+            text = "".join(o.get("text", "") for o in nb.cells[index].outputs
+                           if o.get("output_type") == "stream")
+            print(f"cProfile of one more %%agent turn (kernel main thread, sorted by "
+                  f"{args.profile_sort}):")
+            print(text)
+        kernel.ask(TEARDOWN.format(**fmt))
+    wall = time.perf_counter() - t_start
+
+    def line(label: str, ts: list[float], note: str = "") -> None:
+        med = statistics.median(ts)
+        print(f"  {label:44s} {1000 * med:8.1f}   ({1000 * min(ts):.1f}..{1000 * max(ts):.1f})"
+              f"   {1e6 * med / n:6.2f} us/chunk{note}")
+
+    print(f"time in the kernel, ms (median of {args.reps}; min..max):")
+    line("a  bare reader, cell", bare_cell)
+    line("   bare reader, turn alone", bare_inner)
+    line("b  %%agent cell (live display)", agent_cell)
+    line("   %%agent turn (TurnResult.duration)", agent_dur)
+    if quiet_cell:
+        line("b' %%agent --quiet cell (no live display)", quiet_cell)
+        line("   %%agent --quiet turn (TurnResult.duration)", quiet_dur)
+    per_round = statistics.median(b / a for a, b in zip(bare_cell, agent_cell, strict=True))
+    of_medians = statistics.median(agent_cell) / statistics.median(bare_cell)
+    per_round_turn = statistics.median(b / a for a, b in zip(bare_inner, agent_dur, strict=True))
+    print("ratio b/a (of medians | median of per-round ratios):")
+    print(f"  cells           {of_medians:5.2f} | {per_round:5.2f}   target <= 2      "
+          f"{'PASS' if per_round <= 2 else 'FAIL'}")
+    if quiet_cell:
+        q_round = statistics.median(q / a for a, q in zip(bare_cell, quiet_cell, strict=True))
+        q_medians = statistics.median(quiet_cell) / statistics.median(bare_cell)
+        print(f"  --quiet cells   {q_medians:5.2f}"
+              f" | {q_round:5.2f}   (b' / a, no live display; for information)")
+    print(f"  turns alone     {statistics.median(agent_dur) / statistics.median(bare_inner):5.2f}"
+          f" | {per_round_turn:5.2f}   (TurnResult.duration / bare turn; for information)")
+    print(f"display messages per %%agent turn (display_data + update_display_data): "
+          f"{displays}, median {statistics.median(displays):g}, "
+          f"median {statistics.median(disp_bytes) / 1e6:.1f} MB of payload per turn")
+    print(f"  per second of streaming (count / TurnResult.duration): median "
+          f"{statistics.median(rates):.1f}, max {max(rates):.1f}   target <= 40 (every turn)   "
+          f"{'PASS' if max(rates) <= 40 else 'FAIL'}")
+    if args.verbose:
+        print(f"  all iopub messages of the timed %%agent cells, by type: {dict(counts_seen)}")
+        print("  display payload per turn by MIME type, MB (mean): " + ", ".join(
+            f"{m} {v / args.reps / 1e6:.2f}" for m, v in mimes_seen.most_common()))
+    print(f"(whole run {wall:.1f} s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--chunks", type=int, default=20000)
+    parser.add_argument("--size", type=int, default=20)
+    parser.add_argument("--timeout", type=int, default=600, help="per cell, seconds")
+    parser.add_argument("--verbose", action="store_true",
+                        help="per-round figures, iopub message types, payload by MIME type")
+    parser.add_argument("--with-quiet", action="store_true",
+                        help="also time a `%%%%agent --quiet` cell each round (no live display)")
+    parser.add_argument("--profile", action="store_true",
+                        help="cProfile one more %%agent turn inside the kernel")
+    parser.add_argument("--profile-sort", default="cumulative",
+                        help="pstats sort key (cumulative, tottime, ...)")
+    parser.add_argument("--profile-top", type=int, default=40)
+    run(parser.parse_args())
+
+
+if __name__ == "__main__":
+    main()
