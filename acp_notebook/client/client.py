@@ -35,6 +35,9 @@ log = logging.getLogger("acp_notebook")
 
 PROTOCOL_VERSION = 1
 _ORPHAN_LIMIT = 10_000  # updates kept for session ids we do not know (yet)
+# Session ids whose updates are kept: an agent sending updates for ever new unknown ids would
+# otherwise grow the buffer without bound (10,000 updates per id, for any number of ids).
+_ORPHAN_SESSIONS = 16
 
 
 @dataclass
@@ -254,6 +257,8 @@ class Client:
             self._on_protocol_error(f"session/update without a sessionId: {rpc.excerpt(repr(params))}")
             return
         # Updates may come before the session/new answer is handled: keep them for the session.
+        if sid not in self._orphans and len(self._orphans) >= _ORPHAN_SESSIONS:
+            del self._orphans[next(iter(self._orphans))]  # the oldest unknown id goes
         queue = self._orphans.setdefault(sid, deque(maxlen=_ORPHAN_LIMIT))
         queue.append(params.get("update"))
 

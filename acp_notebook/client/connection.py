@@ -84,6 +84,7 @@ class Connection:
         self._tg = task_group
         splitter = rpc.LineSplitter()
         loads = json.loads
+        too_deep = rpc.too_deep
         on_update = self._on_update
         try:
             while True:
@@ -103,14 +104,27 @@ class Connection:
                 except UnicodeDecodeError:
                     batch = lines
                 for line in batch:
+                    if type(line) is bytes:
+                        # Never json.loads(bytes): it guesses UTF-16/32 from NUL bytes, so a
+                        # non-UTF-8 line could parse here but not in a read without bad bytes.
+                        try:
+                            line = line.decode("utf-8")
+                        except UnicodeDecodeError:
+                            if line.strip():
+                                self._dispatch(rpc.decode(line))
+                            continue
                     # Hot path: a well-formed session/update notification goes straight to the fold.
                     try:
                         obj = loads(line)
-                    except ValueError:  # includes UnicodeDecodeError
+                    except (ValueError, RecursionError):  # RecursionError: "[[[[..." nested deep
                         if line.strip():
-                            raw = line.encode("utf-8", "surrogateescape") if isinstance(
-                                line, str) else line
-                            self._malformed(rpc.decode(raw))
+                            # _dispatch, not _malformed: whatever decode() says, nothing asserts.
+                            # (It used to assert, and a UTF-16 line that json.loads(bytes)
+                            # accepted raised AssertionError and killed the client.)
+                            self._dispatch(rpc.decode(line.encode("utf-8", "surrogateescape")))
+                        continue
+                    if too_deep(line, obj):
+                        self._dispatch(rpc.Malformed("JSON nested too deeply", rpc.excerpt(line)))
                         continue
                     if (type(obj) is dict and obj.get("method") == "session/update"
                             and "id" not in obj):
@@ -144,9 +158,10 @@ class Connection:
         self._on_protocol_error(f"the agent sent {frame.reason}: {frame.line}")
 
     def _resolve(self, frame: rpc.Response) -> None:
-        pending = self._pending.pop(frame.id, None) if isinstance(frame.id, int) else None
+        # type() is int, not isinstance: an id of `true` would otherwise answer request 1.
+        pending = self._pending.pop(frame.id, None) if type(frame.id) is int else None
         if pending is None:
-            if frame.id in self._abandoned:
+            if type(frame.id) is int and frame.id in self._abandoned:
                 self._abandoned.remove(frame.id)
                 return
             self._on_protocol_error(f"the agent answered an unknown or already answered "
@@ -228,6 +243,8 @@ class Connection:
 
     def _peer_cancelled(self, params: Any) -> None:
         rid = params.get("requestId") if isinstance(params, dict) else None
+        if type(rid) not in (int, str):  # a list or object id is unhashable: TypeError
+            return
         incoming = self._incoming.get(rid)
         if incoming is not None:  # already answered: the spec says ignore the cancel
             incoming.cancelled_by_peer = True

@@ -275,6 +275,9 @@ class Session:
             ids = _terminal_ids(record)
             if stop_reason != "end_turn" or error is not None:
                 self.terminals.kill_many(ids)
+                # Killed commands exit within milliseconds: wait so the record shows how.
+                with anyio.move_on_after(1.0):
+                    await self.terminals.wait_exited(ids)
             record.terminals = {tid: v for tid, v in self.terminals.views.items() if tid in ids}
         fold.end_turn()
         result = finish(record, stop_reason=stop_reason, error=error, usage=fold.usage,
@@ -465,7 +468,8 @@ class Session:
         elif isinstance(value, bool):
             # A bool for a select option used to be sent as a boolean change, which the agent
             # can only refuse: a bad value is a ValueError before anything is sent.
-            raise ValueError(f"config option {config_id!r} takes one of its values, not {value!r}")
+            raise ValueError(f"config option {config_id!r} takes one of its values, "
+                             f"not {value!r}")
         else:
             allowed = _select_values(option)
             if allowed and value not in allowed:

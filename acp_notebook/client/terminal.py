@@ -141,6 +141,12 @@ class Terminals:
             if terminal is not None:
                 _kill(terminal)
 
+    async def wait_exited(self, terminal_ids: set[str]) -> None:
+        for tid in terminal_ids:
+            terminal = self._live.get(tid)
+            if terminal is not None:
+                await terminal.done.wait()
+
     async def aclose(self) -> None:
         """Kill every terminal still running (the agent should have released them)."""
         with anyio.CancelScope(shield=True):
