@@ -162,10 +162,11 @@ class AgentProcess:
                     await self.wait(5.0)
             # Children of the agent that outlived it (its own group) get the same end.
             _signal_group(proc.pid, signal.SIGKILL)
-            for stream in (proc.stdout, proc.stderr):
-                if stream is not None:
-                    with contextlib.suppress(Exception):
-                        await stream.aclose()
+            # anyio's Process.aclose also closes the pipe transports; closing only the streams
+            # left a pipe that a grandchild held open as a live transport after we were done
+            # ("Event loop is closed" when it was collected after the loop ended).
+            with anyio.move_on_after(1), contextlib.suppress(Exception):
+                await proc.aclose()
 
 
 def _signal_group(pid: int, sig: int) -> None:
