@@ -15,7 +15,7 @@ TERMINAL_LINES = 200
 DIFF_LINES = 400
 TEXT_LINES = 200
 #: A cap on characters too, for output made of a few enormous lines.
-MAX_CHARS = 40_000
+MAX_CHARS = 20_000
 #: JSON shown in collapsed sections (raw input, unknown updates).
 JSON_CHARS = 20_000
 

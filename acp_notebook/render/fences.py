@@ -54,6 +54,30 @@ def chunks(text: str) -> list[str]:
 
     The chunks concatenate back to `text`.
     """
+    result: tuple[str, ...] | None = None
+    for prev_text, prev in _recent:
+        if prev_text == text:
+            result = prev
+            break
+        if len(prev) > 1 and text.startswith(prev_text):
+            # A streaming answer only grows: the chunks before the last one stay as they were
+            # (each ends outside fenced code, so what follows cannot change them).
+            start = len(prev_text) - len(prev[-1])
+            result = prev[:-1] + _chunks(text[start:])
+            break
+    if result is None:
+        result = _chunks(text)
+    # Most recent first; a few texts grow side by side (the answer, the thoughts).
+    _recent[:] = [(text, result), *(r for r in _recent if r[0] != text)][:_RECENT]
+    return list(result)
+
+
+_RECENT = 4
+_recent: list[tuple[str, tuple[str, ...]]] = []
+
+
+@lru_cache(maxsize=8)
+def _chunks(text: str) -> tuple[str, ...]:
     spans = fence_spans(text)
     out: list[str] = []
     pos = 0
@@ -72,4 +96,32 @@ def chunks(text: str) -> list[str]:
                 pos = after
         cut = find("\n\n", after)
     out.append(text[pos:])
-    return out
+    return tuple(out)
+
+
+_TICKS = re.compile(r"`+")
+
+
+def code_spans(text: str) -> list[tuple[int, int, int]]:
+    """(start, end, ticks) of each inline code span: a backtick run up to the next run of the
+    same length (CommonMark). Linear: no regex backtracking over long runs of backticks."""
+    if "`" not in text:
+        return []
+    runs = [(m.start(), m.end()) for m in _TICKS.finditer(text)]
+    by_length: dict[int, list[int]] = {}
+    for i in range(len(runs) - 1, -1, -1):  # reversed, so each list pops from the left end
+        by_length.setdefault(runs[i][1] - runs[i][0], []).append(i)
+    spans: list[tuple[int, int, int]] = []
+    i = 0
+    while i < len(runs):
+        start, end = runs[i]
+        same = by_length[end - start]
+        while same and same[-1] <= i:
+            same.pop()
+        if not same:
+            i += 1  # no closing run: the backticks are literal
+            continue
+        j = same.pop()
+        spans.append((start, runs[j][1], end - start))
+        i = j + 1
+    return spans

@@ -1,43 +1,20 @@
 """The rich `text/html` view of a turn: parts in arrival order, then alerts and a footer.
 
-Everything from the agent is escaped here or by `minimd`. The markup reads without the stylesheet
-(GitHub strips it): statuses are words and glyphs, not colours alone.
+Everything from the agent is escaped (here, in `htmlbits`, `cards` and `minimd`). The markup
+reads without the stylesheet (GitHub strips it): statuses are words and glyphs, not colours.
 """
 
 from __future__ import annotations
 
-import re
 from html import escape
 from typing import Any
 
-from . import clip, labels
-from .diff import unified
-from .jsondump import dump
+from . import labels
+from .cards import permission, raw, tool_call
+from .htmlbits import block, css_class
 from .minimd import inline, to_html
-from .model import (
-    BlockContent,
-    DiffContent,
-    Error,
-    Message,
-    Permission,
-    Plan,
-    PlanItem,
-    Raw,
-    TerminalContent,
-    TextContent,
-    ToolCall,
-    Turn,
-    mapping,
-    text,
-)
+from .model import Error, Message, Permission, Plan, PlanItem, Raw, ToolCall, Turn
 from .style import STYLE
-from .urls import safe_url
-
-_CLASS_SAFE = re.compile(r"[^a-z0-9_]")
-_BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*\Z")
-_MARKDOWNISH = re.compile(r"^ {0,3}(?:#{1,6} |```|~~~|[-*+] \S|\d{1,3}[.)] \S|> |\|.*\|)"
-                          r"|\*\*\S|\]\(", re.M)
-_INLINE_IMAGES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 
 
 def render_html(turn: Turn) -> str:
@@ -47,13 +24,13 @@ def render_html(turn: Turn) -> str:
         if isinstance(part, Message):
             _message(out, part, thinking=turn.live and i == last)
         elif isinstance(part, ToolCall):
-            _tool_call(out, part, turn)
+            tool_call(out, part, turn)
         elif isinstance(part, Permission):
-            _permission(out, part, turn.live)
+            permission(out, part, turn.live)
         elif isinstance(part, Plan):
             _plan(out, part.entries)
         elif isinstance(part, Raw):
-            _raw(out, part)
+            raw(out, part)
         elif isinstance(part, Error):
             _alert(out, part.level, "⚠ Error" if part.level == "error" else "⚠ Warning",
                    part.message)
@@ -63,15 +40,8 @@ def render_html(turn: Turn) -> str:
     return "".join(out)
 
 
-def _cls(value: str) -> str:
-    return _CLASS_SAFE.sub("", value.lower())[:40] or "other"
-
-
 def _multiline(s: str) -> str:
     return escape(s, quote=False).replace("\n", "<br>\n")
-
-
-# -- messages -----------------------------------------------------------------------------------
 
 
 def _message(out: list[str], m: Message, *, thinking: bool) -> None:
@@ -79,12 +49,14 @@ def _message(out: list[str], m: Message, *, thinking: bool) -> None:
         if not m.text and not m.blocks:
             return
         label = "Thinking…" if thinking else "Thoughts"
-        words = len(m.text.split())
+        words = m.text.count(" ") + m.text.count("\n") + 1  # about: split() costs more
         out.append(f'<details class="acpnb-thought"><summary>💭 {label} '
-                   f'<span class="acpnb-muted">({words:,} words)</span></summary><div>')
+                   f'<span class="acpnb-muted">(~{words:,} words)</span></summary><div>')
         out.append(to_html(m.text))
         _blocks(out, m.blocks)
         out.append("</div></details>")
+        return
+    if not m.text.strip() and not m.blocks:
         return
     cls = "acpnb-user" if m.role == "user" else "acpnb-answer"
     out.append(f'<div class="{cls}">')
@@ -96,51 +68,8 @@ def _message(out: list[str], m: Message, *, thinking: bool) -> None:
 
 
 def _blocks(out: list[str], blocks: tuple[dict[Any, Any], ...] | list[dict[Any, Any]]) -> None:
-    for block in blocks:
-        out.append(_block(block))
-
-
-def _block(b: dict[Any, Any]) -> str:
-    """A non-text ACP content block (image, audio, resource link, embedded resource)."""
-    kind = text(b.get("type"))
-    mime = text(b.get("mimeType"))
-    if kind == "text":
-        return f'<div>{to_html(text(b.get("text")))}</div>'
-    if kind == "image":
-        data = b.get("data")
-        if (mime in _INLINE_IMAGES and isinstance(data, str) and 0 < len(data) < 8_000_000
-                and _BASE64.match(data)):
-            return (f'<div><img alt="image from the agent" style="max-width:100%" '
-                    f'src="data:{mime};base64,{escape("".join(data.split()))}"></div>')
-        return f'<div class="acpnb-note">🖼 image {escape(mime)}</div>'
-    if kind == "audio":
-        return f'<div class="acpnb-note">🔊 audio {escape(mime)}</div>'
-    if kind == "resource_link":
-        uri = text(b.get("uri"))
-        name = text(b.get("name")) or text(b.get("title")) or uri
-        return f'<div>🔗 {_link(uri, name)} <code>{escape(uri)}</code></div>'
-    if kind == "resource":
-        res = mapping(b.get("resource"))
-        uri = text(res.get("uri"))
-        body = res.get("text")
-        if isinstance(body, str):
-            clipped = clip.head(body, clip.TEXT_LINES)
-            return (f'<details><summary>📎 <code>{escape(uri)}</code></summary>'
-                    f'<pre>{escape(clipped.text, quote=False)}</pre>{_note(clipped.note)}'
-                    f'</details>')
-        return f'<div class="acpnb-note">📎 <code>{escape(uri)}</code> {escape(mime)}</div>'
-    return _json_details(f"content block {kind or '?'}", b)
-
-
-def _link(url: str, label: str) -> str:
-    safe = safe_url(url)
-    if not safe or not safe.lower().startswith(("http://", "https://")):
-        return escape(label, quote=False)
-    return (f'<a href="{escape(safe)}" target="_blank" rel="noopener noreferrer nofollow">'
-            f'{escape(label, quote=False)}</a>')
-
-
-# -- plan ---------------------------------------------------------------------------------------
+    for b in blocks:
+        out.append(block(b))
 
 
 def _plan(out: list[str], entries: tuple[PlanItem, ...]) -> None:
@@ -153,156 +82,11 @@ def _plan(out: list[str], entries: tuple[PlanItem, ...]) -> None:
         glyph, word = labels.plan_status(e.status)
         prio = ""
         if e.priority:
-            prio = (f' <span class="acpnb-prio acpnb-prio-{_cls(e.priority)}" '
+            prio = (f' <span class="acpnb-prio acpnb-prio-{css_class(e.priority)}" '
                     f'title="priority">{escape(e.priority)}</span>')
-        out.append(f'<li class="acpnb-{_cls(e.status)}"><span title="{escape(word)}">{glyph}'
+        out.append(f'<li class="acpnb-{css_class(e.status)}"><span title="{escape(word)}">{glyph}'
                    f'</span> {inline(e.content)}{prio}</li>')
     out.append("</ul></div>")
-
-
-# -- tool calls ---------------------------------------------------------------------------------
-
-
-def _tool_call(out: list[str], call: ToolCall, turn: Turn) -> None:
-    glyph, word = labels.tool_status(call.status)
-    status_cls = _cls(call.status)
-    diffs = [c for c in call.content if isinstance(c, DiffContent)]
-    is_open = (call.status == "failed" or bool(diffs)
-               or any(isinstance(c, TerminalContent) for c in call.content))
-    title = inline(" ".join(call.title.split())) if call.title.strip() else escape(call.kind)
-    stats = ""
-    if diffs:
-        added = removed = 0
-        for d in diffs:
-            u = unified(d.path, d.old, d.new)
-            added, removed = added + u.added, removed + u.removed
-        stats = f' <span class="acpnb-muted">+{added} −{removed}</span>'
-    out.append(f'<details class="acpnb-tool acpnb-tool-{status_cls}"{" open" if is_open else ""}>'
-               f'<summary><span class="acpnb-kind" title="{escape(call.kind)}">'
-               f'{labels.kind_icon(call.kind)}</span> {title} '
-               f'<span class="acpnb-badge acpnb-st-{status_cls}">{glyph} {escape(word)}</span>'
-               f'{stats}</summary>')
-    if call.locations:
-        locs = ", ".join(
-            f"<code>{escape(loc.path)}{f':{loc.line}' if loc.line is not None else ''}</code>"
-            for loc in call.locations[:20])
-        more = f" … {len(call.locations) - 20} more" if len(call.locations) > 20 else ""
-        out.append(f'<div class="acpnb-locs">📄 {locs}{more}</div>')
-    for c in call.content:
-        if isinstance(c, TextContent):
-            _tool_text(out, c.text)
-        elif isinstance(c, DiffContent):
-            _diff(out, c)
-        elif isinstance(c, TerminalContent):
-            _terminal(out, c.terminal_id, turn)
-        elif isinstance(c, BlockContent):
-            out.append(_block(c.block))
-    if call.has_raw_input:
-        out.append(_json_details("Input", call.raw_input))
-    if call.has_raw_output:
-        out.append(_json_details("Raw output", call.raw_output))
-    out.append("</details>")
-
-
-def _tool_text(out: list[str], body: str) -> None:
-    """A tool's text output: Markdown when it looks like Markdown, else kept as it is laid out."""
-    clipped = clip.head(body, clip.TEXT_LINES)
-    if _MARKDOWNISH.search(clipped.text):
-        out.append(f"<div>{to_html(clipped.text)}</div>")
-    else:
-        out.append(f'<pre class="acpnb-out">{escape(clipped.text, quote=False)}</pre>')
-    out.append(_note(clipped.note))
-
-
-def _diff(out: list[str], c: DiffContent) -> None:
-    d = unified(c.path, c.old, c.new)
-    tag = " (new file)" if d.new_file else ""
-    out.append(f'<div class="acpnb-file">📝 <code>{escape(c.path or "?")}</code>'
-               f'<span class="acpnb-muted">{tag} +{d.added} −{d.removed}</span></div>')
-    if not d.lines:
-        out.append(_note("no changes"))
-        return
-    shown = d.lines[:clip.DIFF_LINES]
-    body: list[str] = []
-    budget = clip.MAX_CHARS
-    for k, line in enumerate(shown):
-        budget -= len(line)
-        if budget < 0:
-            shown = shown[:k]
-            break
-        body.append(_diff_line(line, header=k < 2))
-    out.append(f'<pre class="acpnb-diff">{"".join(body)}</pre>')
-    if len(shown) < len(d.lines):
-        out.append(_note(f"… {len(d.lines) - len(shown):,} more lines"))
-
-
-def _diff_line(line: str, *, header: bool) -> str:
-    esc = escape(line, quote=False)
-    if header:
-        return f'<span class="acpnb-muted">{esc}</span>\n'
-    first = line[:1]
-    if first == "+":
-        return f'<span class="acpnb-add">{esc}</span>\n'
-    if first == "-":
-        return f'<span class="acpnb-del">{esc}</span>\n'
-    if first == "@":
-        return f'<span class="acpnb-hunk">{esc}</span>\n'
-    return f"<span>{esc}</span>\n"
-
-
-def _terminal(out: list[str], terminal_id: str, turn: Turn) -> None:
-    term = turn.terminals.get(terminal_id)
-    if term is None:
-        out.append(_note(f"terminal {terminal_id or '?'}: no output recorded"))
-        return
-    clipped = clip.tail(term.output, clip.TERMINAL_LINES)
-    shown = clip.terminal_text(clipped.text)
-    notes = [clipped.note] if clipped.note else []
-    if term.truncated:
-        notes.append("(the client kept only the end of the output)")
-    if notes:
-        out.append(_note(" ".join(notes)))
-    command = f"$ {term.command}\n" if term.command else ""
-    out.append(f"<pre>{escape(command + shown, quote=False)}</pre>")
-    status = labels.exit_status(term, live=turn.live)
-    failed = term.signal is not None or (term.exit_code not in (None, 0))
-    cls = "acpnb-st-failed" if failed else "acpnb-st-completed" if term.exited else ""
-    out.append(f'<div class="acpnb-note {cls}">{escape(status)}</div>')
-
-
-# -- permissions, unknown updates, alerts -------------------------------------------------------
-
-
-def _permission(out: list[str], p: Permission, live: bool) -> None:
-    title = inline(" ".join(p.title.split())) if p.title.strip() else "a tool call"
-    options = []
-    chosen = p.chosen
-    for o in p.options:
-        name = escape(o.name or o.option_id or o.kind or "?", quote=False)
-        if chosen is not None and o is chosen:
-            options.append(f'<strong class="acpnb-chosen">✓ {name}</strong>')
-        else:
-            options.append(name)
-    decision = labels.decision(p, live=live)
-    waiting = p.outcome == "pending" and live
-    out.append(f'<div class="acpnb-perm">🔐 <strong>Permission</strong>: {title}')
-    if options:
-        out.append(f'<div class="acpnb-muted">options: {" · ".join(options)}</div>')
-    out.append(f'<div>{"⏳" if waiting else "→"} <strong>{escape(decision)}</strong></div></div>')
-
-
-def _raw(out: list[str], r: Raw) -> None:
-    problem = f' <span class="acpnb-muted">({escape(r.problem)})</span>' if r.problem else ""
-    out.append(f'<details class="acpnb-raw"><summary>❔ Unknown update '
-               f'<code>{escape(r.kind)}</code>{problem}</summary>')
-    clipped = dump(r.raw)
-    out.append(f"<pre>{escape(clipped.text, quote=False)}</pre>{_note(clipped.note)}</details>")
-
-
-def _json_details(label: str, value: Any) -> str:
-    clipped = dump(value)
-    return (f'<details><summary class="acpnb-muted">{escape(label)}</summary>'
-            f'<pre>{escape(clipped.text, quote=False)}</pre>{_note(clipped.note)}</details>')
 
 
 def _alert(out: list[str], level: str, heading: str, message: str) -> None:
@@ -310,10 +94,6 @@ def _alert(out: list[str], level: str, heading: str, message: str) -> None:
     body = f" {_multiline(message)}" if message else ""
     out.append(f'<div class="acpnb-alert{cls}" role="alert"><strong>{escape(heading)}</strong>'
                f'{body}</div>')
-
-
-def _note(note: str) -> str:
-    return f'<div class="acpnb-note">{escape(note, quote=False)}</div>' if note else ""
 
 
 def _turn_alerts(out: list[str], turn: Turn) -> None:
@@ -334,6 +114,8 @@ def _footer(out: list[str], turn: Turn) -> None:
         pieces.append('<span class="acpnb-running">◌ running…</span>')
     if turn.agent:
         pieces.append(f"<strong>{escape(turn.agent)}</strong>")
+    if turn.note:
+        pieces.append(f"<em>{escape(turn.note)}</em>")
     usage = turn.usage
     if usage is not None and (ctx := labels.context(usage)):
         frac = usage.fraction
@@ -352,7 +134,7 @@ def _footer(out: list[str], turn: Turn) -> None:
     if turn.stop_reason is not None or not turn.live:
         reason = labels.stop_reason(turn)
         if reason:
-            strong = turn.stop_reason not in (None, "end_turn")
+            strong = reason != labels.STOP_REASONS["end_turn"]
             pieces.append(f"<strong>{escape(reason)}</strong>" if strong else escape(reason))
     if pieces:
         out.append(f'<div class="acpnb-footer">{" · ".join(pieces)}</div>')

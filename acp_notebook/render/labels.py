@@ -72,7 +72,7 @@ def decision(p: Permission, *, live: bool = False) -> str:
         return "cancelled" + _by(by)
     chosen = p.chosen
     if chosen is None:
-        verb = f"chose unknown option {p.option_id!r}"
+        verb = f"chose unknown option “{p.option_id}”"
     else:
         verb = _OPTION_VERBS.get(chosen.kind) or f"chose “{chosen.name or chosen.option_id}”"
     return verb + _by(by)
@@ -158,13 +158,14 @@ def tokens(turn: Turn) -> str:
 
 
 def duration(seconds: float) -> str:
+    """ "12.3 s", "2 min 5 s", "1 h 4 min", with no-break spaces (it is one item of a line)."""
     if seconds < 60:
-        return f"{seconds:.1f} s"
+        return f"{seconds:.1f}\u00a0s"
     minutes, secs = divmod(round(seconds), 60)
     if minutes < 60:
-        return f"{minutes} min {secs} s"
+        return f"{minutes}\u00a0min {secs}\u00a0s"
     hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min"
+    return f"{hours}\u00a0h {minutes}\u00a0min"
 
 
 def exit_status(term: Terminal, *, live: bool) -> str:
@@ -180,6 +181,8 @@ def footer(turn: Turn) -> list[str]:
     pieces = []
     if turn.agent:
         pieces.append(turn.agent)
+    if turn.note:
+        pieces.append(turn.note)
     if turn.usage is not None and (ctx := context(turn.usage)):
         pieces.append(ctx)
     if c := cost(turn):

@@ -7,10 +7,11 @@ The agent's text goes through `mdsafe`: raw HTML and unsafe links defused.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from . import clip, labels, mdsafe
 from .diff import unified
-from .model import DiffContent, Permission, TerminalContent, ToolCall, Turn
+from .model import DiffContent, Permission, Terminal, TerminalContent, ToolCall, Turn
 
 #: The Markdown view is a summary: diffs and terminal output are clipped harder than in HTML.
 DIFF_LINES = 80
@@ -38,7 +39,8 @@ def _record(turn: Turn) -> list[str]:
         for e in turn.plan:
             box = "x" if e.status == "completed" else " "
             glyph, word = labels.plan_status(e.status)
-            state = "" if e.status in ("completed", "pending") else f" {glyph} *{word}*"
+            state = ("" if e.status in ("completed", "pending")
+                     else f" {glyph} *{mdsafe.inline(word)}*")
             prio = f" · {mdsafe.inline(e.priority)}" if e.priority else ""
             lines.append(f"- [{box}] {mdsafe.inline(e.content) or '…'}{state}{prio}")
         out.append("\n".join(lines))
@@ -82,21 +84,31 @@ def _tool_call(call: ToolCall, turn: Turn) -> list[str]:
     lines = [f"- {glyph} {labels.kind_icon(call.kind)} {title} — {word}{extra}"]
     for c in call.content:
         if isinstance(c, DiffContent):
-            d = unified(c.path, c.old, c.new)
-            if d.lines:
-                body = "\n".join(d.lines[:DIFF_LINES])
-                note = (f"… {len(d.lines) - DIFF_LINES:,} more lines"
-                        if len(d.lines) > DIFF_LINES else "")
-                lines.extend(_fenced(body, "diff", note))
+            lines.extend(_diff_block(c.path, c.old, c.new))
         elif isinstance(c, TerminalContent):
             term = turn.terminals.get(c.terminal_id)
             if term is not None:
-                clipped = clip.tail(term.output, TERMINAL_LINES, 8_000)
-                shown = clip.terminal_text(clipped.text)
-                command = f"$ {term.command}\n" if term.command else ""
-                lines.extend(_fenced(command + shown, "", clipped.note))
-                lines.append(f"  {mdsafe.inline(labels.exit_status(term, live=turn.live))}")
+                lines.extend(_terminal_block(term, turn.live))
     return lines
+
+
+@lru_cache(maxsize=64)
+def _terminal_block(term: Terminal, live: bool) -> tuple[str, ...]:
+    clipped = clip.tail(term.output, TERMINAL_LINES, 8_000)
+    shown = clip.terminal_text(clipped.text)
+    command = f"$ {term.command}\n" if term.command else ""
+    return (*_fenced(command + shown, "", clipped.note),
+            f"  {mdsafe.inline(labels.exit_status(term, live=live))}")
+
+
+@lru_cache(maxsize=256)
+def _diff_block(path: str, old: str | None, new: str) -> tuple[str, ...]:
+    d = unified(path, old, new)
+    if not d.lines:
+        return ()
+    body = "\n".join(d.lines[:DIFF_LINES])
+    note = f"… {len(d.lines) - DIFF_LINES:,} more lines" if len(d.lines) > DIFF_LINES else ""
+    return tuple(_fenced(body, "diff", note))
 
 
 def _permission(p: Permission, turn: Turn) -> str:

@@ -12,10 +12,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from .fences import chunks, fence_spans
+from .fences import chunks, code_spans, fence_spans
 from .urls import safe_url
 
-_CODE_SPAN = re.compile(r"`(`*)[^\n]+?(?<!`)`\1(?!`)")
 _LINK_DEST = re.compile(r"(\]\(\s*)(<[^>\n]*>|[^\s)]*)")
 _REF_DEF = re.compile(r"^( {0,3}\[[^\]\n]+\]:[ \t]*)(<[^>\n]*>|\S+)", re.M)
 _DOLLAR = re.compile(r"(?<!\\)\$")
@@ -73,10 +72,10 @@ def _prose_with_code(s: str, dollars: bool) -> str:
         return _prose(s, dollars)
     pieces = []
     pos = 0
-    for m in _CODE_SPAN.finditer(s):
-        pieces.append(_prose(s[pos:m.start()], dollars))
-        pieces.append(m.group(0))
-        pos = m.end()
+    for start, end, _ in code_spans(s):
+        pieces.append(_prose(s[pos:start], dollars))
+        pieces.append(s[start:end])
+        pos = end
     pieces.append(_prose(s[pos:], dollars))
     return "".join(pieces)
 

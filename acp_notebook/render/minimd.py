@@ -15,10 +15,13 @@ from functools import lru_cache
 from html import escape
 
 from . import fences
+from .emphasis import emphasis
 from .urls import safe_url
 
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})\s*([^`\s]*)[^`]*$")
-_HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+# A fence: the info string of a backtick fence may not hold a backtick.
+_FENCE = re.compile(r" {0,3}(?:(`{3,})([^`]*)|(~{3,})(.*))$")
+_LANG_UNSAFE = re.compile(r"[^A-Za-z0-9_+.#-]")
+_HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]|$)")
 _RULE = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
 _QUOTE = re.compile(r" {0,3}> ?(.*)$")
 _ITEM = re.compile(r"([ \t]*)([-*+]|\d{1,9}[.)])([ \t]+|$)(.*)$")
@@ -27,17 +30,11 @@ _TASK = re.compile(r"\[([ xX])\][ \t]+")
 
 # Inline patterns begin with a literal where they can: the regex engine then skips ahead to it
 # instead of trying every position (a large difference on a 100 KB answer).
-_CODE_SPAN = re.compile(r"`(`*)(.+?)(?<!`)`\1(?!`)", re.S)
-_LINK = re.compile(r"\[([^\]\n]*)\]\(\s*<?([^\s()<>]*(?:\([^\s()]*\)[^\s()<>]*)*)>?"
+_LINK = re.compile(r"\[([^\]\n]{0,500})\]\(\s*<?([^\s()<>]*(?:\([^\s()]*\)[^\s()<>]*)*)>?"
                    r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\s*\)")
 _AUTOLINK = re.compile(r"<((?:https?|mailto):[^\s<>]+)>")
 _BARE_URL = re.compile(r"https?://[^\s<>()\[\]`]*[^\s<>()\[\]`.,;:!?'\"*_~]")
 _ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
-_STRONG_STAR = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
-_STRONG_UNDER = re.compile(r"__(?<!\w__)(?=\S)(.+?)(?<=\S)__(?!\w)")
-_EM_STAR = re.compile(r"\*(?<![*\w]\*)(?=[^\s*])(.+?)(?<=[^\s*])\*(?![*\w])")
-_EM_UNDER = re.compile(r"_(?<![_\w]_)(?=[^\s_])(.+?)(?<=[^\s_])_(?![_\w])")
-_STRIKE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
 _HARD_BREAK = re.compile(r"(?: {2,}|\\)\n")
 _PLAIN = re.compile(r"[^`\\\[\]<>&*_~:\n\x00]*")
 _TOKEN = re.compile(r"\x00(\d+)\x00")
@@ -45,6 +42,11 @@ _TOKEN = re.compile(r"\x00(\d+)\x00")
 
 def to_html(src: str) -> str:
     """The Markdown `src` as safe HTML."""
+    return _to_html(src)
+
+
+@lru_cache(maxsize=32)
+def _to_html(src: str) -> str:
     if "\r" in src:
         src = src.replace("\r\n", "\n").replace("\r", "\n")
     if "\x00" in src:
@@ -114,7 +116,11 @@ def _blocks(lines: list[str], out: list[str]) -> None:
         elif m := _HEADING.match(line):
             flush()
             level = len(m.group(1))
-            out.append(f"<h{level}>{inline(m.group(2) or '')}</h{level}>\n")
+            title = line[m.end():].strip()
+            closing = title.rstrip("#")  # an optional closing run of #s, after a space
+            if not closing or closing[-1] in " \t":
+                title = closing.strip()
+            out.append(f"<h{level}>{inline(title)}</h{level}>\n")
             i += 1
         elif _RULE.match(line):
             flush()
@@ -142,8 +148,9 @@ def _blocks(lines: list[str], out: list[str]) -> None:
 
 
 def _fence(lines: list[str], i: int, m: re.Match[str], out: list[str]) -> int:
-    marker = m.group(1)
-    lang = m.group(2)
+    marker = m.group(1) or m.group(3)
+    info = (m.group(2) if m.group(1) else m.group(4)).split()
+    lang = _LANG_UNSAFE.sub("", info[0])[:30] if info else ""
     indent = _indent(lines[i])
     body = []
     i += 1
@@ -293,7 +300,7 @@ def inline(src: str) -> str:
         return src  # nothing to convert and nothing to escape: the common table cell, title
     s = src.replace("\x00", "")
     if "`" in s:
-        s = _CODE_SPAN.sub(lambda m: stash(f"<code>{_code(m.group(2))}</code>"), s)
+        s = _code_spans(s, stash)
     if "\\" in s:
         s = _ESCAPED.sub(lambda m: stash(escape(m.group(1))), s)
     if "](" in s:
@@ -302,7 +309,7 @@ def inline(src: str) -> str:
         s = _AUTOLINK.sub(lambda m: stash(_anchor(m.group(1), escape(m.group(1)))), s)
     if "://" in s:
         s = _BARE_URL.sub(lambda m: _bare_url(m, stash), s)
-    s = _emphasis(escape(s, quote=False))
+    s = emphasis(escape(s, quote=False))
     if "  \n" in s or "\\\n" in s:
         s = _HARD_BREAK.sub("<br>\n", s)
     if tokens:
@@ -312,18 +319,15 @@ def inline(src: str) -> str:
     return s
 
 
-def _emphasis(s: str) -> str:
-    if "**" in s:
-        s = _STRONG_STAR.sub(r"<strong>\1</strong>", s)
-    if "__" in s:
-        s = _STRONG_UNDER.sub(r"<strong>\1</strong>", s)
-    if "*" in s:
-        s = _EM_STAR.sub(r"<em>\1</em>", s)
-    if "_" in s:
-        s = _EM_UNDER.sub(r"<em>\1</em>", s)
-    if "~~" in s:
-        s = _STRIKE.sub(r"<del>\1</del>", s)
-    return s
+def _code_spans(s: str, stash: Callable[[str], str]) -> str:
+    out: list[str] = []
+    pos = 0
+    for start, end, ticks in fences.code_spans(s):
+        out.append(s[pos:start])
+        out.append(stash(f"<code>{_code(s[start + ticks:end - ticks])}</code>"))
+        pos = end
+    out.append(s[pos:])
+    return "".join(out)
 
 
 def _code(body: str) -> str:
@@ -344,7 +348,7 @@ def _links(s: str, stash: Callable[[str], str]) -> str:
         out.append(s[pos:start - 1] if image else s[pos:start])
         label, url = m.group(1), m.group(2)
         # The label may hold stashed code spans: they are resolved with the rest by `inline`.
-        text = _emphasis(escape(label, quote=False)) if label else escape(url, quote=False)
+        text = emphasis(escape(label, quote=False)) if label else escape(url, quote=False)
         if image:
             # Images are not loaded (a remote image could track the reader): they are linked.
             text = "🖼 " + (text or "image")

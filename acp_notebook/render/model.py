@@ -222,6 +222,7 @@ class Turn:
     cost: float | None  # this turn's
     tokens: dict[str, int]
     duration: float | None
+    note: str = ""  # the client's word on the turn ("replayed history"), not the agent's
 
     @property
     def tool_calls(self) -> list[ToolCall]:
@@ -248,23 +249,26 @@ def read_turn(transcript: Any, *, live: bool = False) -> Turn:
     parts = [p for p in (_part(d) for d in dicts(t.get("parts"))) if p is not None]
 
     # The parts are the source; the top-level text, thoughts and plan stand in when the parts
-    # lack them (a hand-made or trimmed transcript), so nothing shown twice and nothing lost.
-    answer = "\n\n".join(p.text for p in parts
-                         if isinstance(p, Message) and p.role == "agent" and p.text)
-    top_text = text(t.get("text"))
-    if not any(isinstance(p, Message) and p.role == "agent" for p in parts) and top_text:
-        parts.insert(0, Message("agent", top_text))
-        answer = top_text
+    # lack them (a hand-made or trimmed transcript): nothing is shown twice and nothing lost.
+    # Stand-ins go first, in the order a turn produces them: thoughts, plan, answer.
+    stand_ins: list[Part] = []
     thoughts = "\n\n".join(p.text for p in parts
                            if isinstance(p, Message) and p.role == "thought" and p.text)
     top_thoughts = text(t.get("thoughts"))
     if not thoughts and top_thoughts:
-        parts.insert(0, Message("thought", top_thoughts))
+        stand_ins.append(Message("thought", top_thoughts))
         thoughts = top_thoughts
     plans = [p for p in parts if isinstance(p, Plan)]
     plan = plans[-1].entries if plans else _plan_items(t.get("plan"))
     if not plans and plan:
-        parts.insert(0, Plan(plan))
+        stand_ins.append(Plan(plan))
+    answer = "\n\n".join(p.text for p in parts
+                         if isinstance(p, Message) and p.role == "agent" and p.text)
+    top_text = text(t.get("text"))
+    if not any(isinstance(p, Message) and p.role == "agent" for p in parts) and top_text:
+        stand_ins.append(Message("agent", top_text))
+        answer = top_text
+    parts[:0] = stand_ins
 
     terminals: dict[str, Terminal] = {}
     for d in dicts(t.get("terminals")):
@@ -280,7 +284,7 @@ def read_turn(transcript: Any, *, live: bool = False) -> Turn:
         success=success if isinstance(success, bool) else None,
         stop_reason=opt_text(t.get("stopReason")),
         error=opt_text(t.get("error")),
-        text=answer or top_text,
+        text=answer,
         thoughts=thoughts,
         parts=tuple(parts),
         plan=plan,
@@ -289,6 +293,7 @@ def read_turn(transcript: Any, *, live: bool = False) -> Turn:
         cost=number(t.get("cost")),
         tokens=_tokens(t.get("tokens")),
         duration=number(t.get("duration")),
+        note=text(t.get("note")),
     )
 
 

@@ -1,0 +1,185 @@
+"""The boxes of the turn view: tool call cards (with diffs and terminal output), permission
+requests and unknown updates. Heavy pieces (diffs, terminal tails) are memoised: a live turn
+redraws the same ones many times a second."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from html import escape
+
+from . import clip, labels
+from .diff import unified
+from .htmlbits import block, css_class, json_details, note
+from .jsondump import dump
+from .minimd import inline, to_html
+from .model import (
+    BlockContent,
+    DiffContent,
+    Permission,
+    Raw,
+    Terminal,
+    TerminalContent,
+    TextContent,
+    ToolCall,
+    Turn,
+)
+
+_MARKDOWNISH = re.compile(r"^ {0,3}(?:#{1,6} |```|~~~|[-*+] \S|\d{1,3}[.)] \S|> |\|.*\|)"
+                          r"|\*\*\S|\]\(", re.M)
+
+
+def tool_call(out: list[str], call: ToolCall, turn: Turn) -> None:
+    """A collapsible card: kind icon, title, status badge; locations, content, raw input.
+
+    Open when there is something to look at (a diff, a terminal) or the call failed.
+    """
+    glyph, word = labels.tool_status(call.status)
+    status_cls = css_class(call.status)
+    diffs = [c for c in call.content if isinstance(c, DiffContent)]
+    is_open = (call.status == "failed" or bool(diffs)
+               or any(isinstance(c, TerminalContent) for c in call.content))
+    title = inline(" ".join(call.title.split())) if call.title.strip() else escape(call.kind)
+    stats = ""
+    if diffs:
+        added = removed = 0
+        for d in diffs:
+            u = unified(d.path, d.old, d.new)
+            added, removed = added + u.added, removed + u.removed
+        stats = f' <span class="acpnb-muted">+{added} −{removed}</span>'
+    out.append(f'<details class="acpnb-tool acpnb-tool-{status_cls}"{" open" if is_open else ""}>'
+               f'<summary><span class="acpnb-kind" title="{escape(call.kind)}">'
+               f'{labels.kind_icon(call.kind)}</span> {title} '
+               f'<span class="acpnb-badge acpnb-st-{status_cls}">{glyph} {escape(word)}</span>'
+               f'{stats}</summary>')
+    if call.locations:
+        locs = ", ".join(
+            f"<code>{escape(loc.path)}{f':{loc.line}' if loc.line is not None else ''}</code>"
+            for loc in call.locations[:20])
+        more = f" … {len(call.locations) - 20} more" if len(call.locations) > 20 else ""
+        out.append(f'<div class="acpnb-locs">📄 {locs}{more}</div>')
+    for c in call.content:
+        if isinstance(c, TextContent):
+            _tool_text(out, c.text)
+        elif isinstance(c, DiffContent):
+            _diff(out, c)
+        elif isinstance(c, TerminalContent):
+            _terminal(out, c.terminal_id, turn)
+        elif isinstance(c, BlockContent):
+            out.append(block(c.block))
+    if call.has_raw_input:
+        out.append(json_details("Input", call.raw_input))
+    if call.has_raw_output:
+        out.append(json_details("Raw output", call.raw_output))
+    out.append("</details>")
+
+
+def _tool_text(out: list[str], body: str) -> None:
+    out.append(_tool_text_html(body))
+
+
+@lru_cache(maxsize=256)
+def _tool_text_html(body: str) -> str:
+    """A tool's text output: Markdown when it looks like Markdown, else kept as it is laid out."""
+    clipped = clip.head(body, clip.TEXT_LINES)
+    if _MARKDOWNISH.search(clipped.text):
+        html = f"<div>{to_html(clipped.text)}</div>"
+    else:
+        html = f'<pre class="acpnb-out">{escape(clipped.text, quote=False)}</pre>'
+    return html + note(clipped.note)
+
+
+def _diff(out: list[str], c: DiffContent) -> None:
+    out.append(_diff_html(c.path, c.old, c.new))
+
+
+@lru_cache(maxsize=256)
+def _diff_html(path: str, old: str | None, new: str) -> str:
+    """One file's diff: a header line, then its head as coloured unified-diff lines."""
+    d = unified(path, old, new)
+    tag = " (new file)" if d.new_file else ""
+    out = [f'<div class="acpnb-file">📝 <code>{escape(path or "?")}</code>'
+           f'<span class="acpnb-muted">{tag} +{d.added} −{d.removed}</span></div>']
+    if not d.lines:
+        out.append(note("no changes"))
+        return "".join(out)
+    shown = d.lines[:clip.DIFF_LINES]
+    body: list[str] = []
+    budget = clip.MAX_CHARS
+    for k, line in enumerate(shown):
+        budget -= len(line)
+        if budget < 0:
+            shown = shown[:k]
+            break
+        body.append(_diff_line(line, header=k < 2))
+    out.append(f'<pre class="acpnb-diff">{"".join(body)}</pre>')
+    if len(shown) < len(d.lines):
+        out.append(note(f"… {len(d.lines) - len(shown):,} more lines"))
+    return "".join(out)
+
+
+def _diff_line(line: str, *, header: bool) -> str:
+    esc = escape(line, quote=False)
+    if header:
+        return f'<span class="acpnb-muted">{esc}</span>\n'
+    first = line[:1]
+    if first == "+":
+        return f'<span class="acpnb-add">{esc}</span>\n'
+    if first == "-":
+        return f'<span class="acpnb-del">{esc}</span>\n'
+    if first == "@":
+        return f'<span class="acpnb-hunk">{esc}</span>\n'
+    return f"<span>{esc}</span>\n"
+
+
+def _terminal(out: list[str], terminal_id: str, turn: Turn) -> None:
+    term = turn.terminals.get(terminal_id)
+    if term is None:
+        out.append(note(f"terminal {terminal_id or '?'}: no output recorded"))
+    else:
+        out.append(_terminal_html(term, turn.live))
+
+
+@lru_cache(maxsize=64)
+def _terminal_html(term: Terminal, live: bool) -> str:
+    """The command and the tail of what it printed, then how it ended."""
+    clipped = clip.tail(term.output, clip.TERMINAL_LINES)
+    shown = clip.terminal_text(clipped.text)
+    notes = [clipped.note] if clipped.note else []
+    if term.truncated:
+        notes.append("(the client kept only the end of the output)")
+    command = f"$ {term.command}\n" if term.command else ""
+    status = labels.exit_status(term, live=live)
+    failed = term.signal is not None or (term.exit_code not in (None, 0))
+    cls = "acpnb-st-failed" if failed else "acpnb-st-completed" if term.exited else ""
+    return (f'{note(" ".join(notes))}<pre>{escape(command + shown, quote=False)}</pre>'
+            f'<div class="acpnb-note {cls}">{escape(status)}</div>')
+
+
+def permission(out: list[str], p: Permission, live: bool) -> None:
+    """The request, its options (the chosen one marked) and how it was decided."""
+    title = inline(" ".join(p.title.split())) if p.title.strip() else "a tool call"
+    options = []
+    chosen = p.chosen
+    for o in p.options:
+        name = escape(o.name or o.option_id or o.kind or "?", quote=False)
+        if chosen is not None and o is chosen:
+            options.append(f'<strong class="acpnb-chosen">✓ {name}</strong>')
+        else:
+            options.append(name)
+    decision = labels.decision(p, live=live)
+    waiting = p.outcome == "pending" and live
+    out.append(f'<div class="acpnb-perm">🔐 <strong>Permission</strong>: {title}')
+    if options:
+        out.append(f'<div class="acpnb-muted">options: {" · ".join(options)}</div>')
+    out.append(f'<div>{"⏳" if waiting else "→"} <strong>{escape(decision)}</strong></div></div>')
+
+
+def raw(out: list[str], r: Raw) -> None:
+    """An update this renderer does not know, kept as collapsed JSON."""
+    problem = f' <span class="acpnb-muted">({escape(r.problem)})</span>' if r.problem else ""
+    out.append(f'<details class="acpnb-raw"><summary>❔ Unknown update '
+               f'<code>{escape(r.kind)}</code>{problem}</summary>')
+    clipped = dump(r.raw)
+    out.append(f'<pre class="acpnb-out">{escape(clipped.text, quote=False)}</pre>'
+               f'{note(clipped.note)}</details>')

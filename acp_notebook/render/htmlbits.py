@@ -1,0 +1,85 @@
+"""Small pieces of HTML the turn view is made of: notes, collapsed JSON, content blocks.
+
+Everything from the agent is escaped here: text with `html.escape`, Markdown by `minimd`, and
+only http(s) links and base64 raster images become attributes.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from html import escape
+from typing import Any
+
+from . import clip
+from .jsondump import dump
+from .minimd import to_html
+from .model import mapping, text
+from .urls import safe_url
+
+_CLASS_SAFE = re.compile(r"[^a-z0-9_]")
+_BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*\Z")
+_INLINE_IMAGES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+
+
+def css_class(value: str) -> str:
+    """`value` reduced to a safe class-name suffix."""
+    return _CLASS_SAFE.sub("", value.lower())[:40] or "other"
+
+
+def note(message: str) -> str:
+    """A small muted line ("… 12 more lines"); nothing for an empty message."""
+    return f'<div class="acpnb-note">{escape(message, quote=False)}</div>' if message else ""
+
+
+def json_details(label: str, value: Any) -> str:
+    """`value` as JSON in a collapsed section."""
+    clipped = dump(value)
+    return (f'<details><summary class="acpnb-muted">{escape(label)}</summary>'
+            f'<pre class="acpnb-out">{escape(clipped.text, quote=False)}</pre>'
+            f'{note(clipped.note)}</details>')
+
+
+def block(b: dict[Any, Any]) -> str:
+    """A non-text ACP content block (image, audio, resource link, embedded resource)."""
+    kind = text(b.get("type"))
+    mime = text(b.get("mimeType"))
+    if kind == "text":
+        return f'<div>{to_html(text(b.get("text")))}</div>'
+    if kind == "image":
+        data = b.get("data")
+        return _image(mime, data if isinstance(data, str) else "")
+    if kind == "audio":
+        return f'<div class="acpnb-note">🔊 audio {escape(mime)}</div>'
+    if kind == "resource_link":
+        uri = text(b.get("uri"))
+        name = text(b.get("name")) or text(b.get("title")) or uri
+        return f'<div>🔗 {_link(uri, name)} <code>{escape(uri)}</code></div>'
+    if kind == "resource":
+        res = mapping(b.get("resource"))
+        uri = text(res.get("uri"))
+        body = res.get("text")
+        if isinstance(body, str):
+            clipped = clip.head(body, clip.TEXT_LINES)
+            return (f'<details><summary>📎 <code>{escape(uri)}</code></summary>'
+                    f'<pre>{escape(clipped.text, quote=False)}</pre>{note(clipped.note)}'
+                    f'</details>')
+        return f'<div class="acpnb-note">📎 <code>{escape(uri)}</code> {escape(mime)}</div>'
+    return json_details(f"content block {kind or '?'}", b)
+
+
+@lru_cache(maxsize=32)
+def _image(mime: str, data: str) -> str:
+    """An image the agent sent, inline when it is a plain raster image in valid base64."""
+    if mime in _INLINE_IMAGES and 0 < len(data) < 8_000_000 and _BASE64.match(data):
+        return (f'<div><img alt="image from the agent" style="max-width:100%" '
+                f'src="data:{mime};base64,{"".join(data.split())}"></div>')
+    return f'<div class="acpnb-note">🖼 image {escape(mime)}</div>'
+
+
+def _link(url: str, label: str) -> str:
+    safe = safe_url(url)
+    if not safe or not safe.lower().startswith(("http://", "https://")):
+        return escape(label, quote=False)
+    return (f'<a href="{escape(safe)}" target="_blank" rel="noopener noreferrer nofollow">'
+            f'{escape(label, quote=False)}</a>')
