@@ -74,7 +74,7 @@ def cell_parser() -> _Parser:
 
 @magics_class
 class AcpNotebook(Magics):
-    """ACP agents in notebooks. Configure with `c.AcpNotebook.<option>` in ipython_kernel_config.py."""
+    """ACP agents in notebooks. Configure with `c.AcpNotebook.<option>` (ipython_kernel_config)."""
 
     agents = Dict(help="Agent entries by name: {command, args, env, cwd}.").tag(config=True)
     default_agent = Unicode("", help="Agent used when a cell names none "
@@ -204,17 +204,42 @@ def transform_agent_cells(lines: list[str]) -> list[str]:
 
 
 def load_ipython_extension(ipython: Any) -> None:
+    # Not lazy, on purpose: importing ipywidgets registers the "jupyter.widget.control" comm
+    # target, which JupyterLab opens once when it connects to the kernel. Imported later (at the
+    # first %%agent), that open had already been refused, so is_interactive() never saw a
+    # widget front-end and Lab got no Stop or permission buttons (permissions were rejected).
+    import ipywidgets  # noqa: F401
+
     magics = AcpNotebook(shell=ipython, parent=ipython)
     ipython.register_magics(magics)
     if transform_agent_cells not in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.append(transform_agent_cells)
     _register_formatters(ipython, magics)
+    if _reset_last_traceback not in ipython.events.callbacks["pre_run_cell"]:
+        ipython.events.register("pre_run_cell", _reset_last_traceback)
     ipython._acp_notebook = magics
+
+
+def _reset_last_traceback(info: Any = None) -> None:
+    # ipykernel's shell sets `_last_traceback` in its run_cell(), which a cell with top-level
+    # await (every %%agent cell, see transform_agent_cells) bypasses; its execute handler then
+    # reads the attribute for the reply. So a UsageError (which shows no traceback) in the first
+    # failing %%agent cell of a kernel crashed the handler with AttributeError and sent no
+    # reply: the cell hung forever. Later ones replied with an older cell's traceback. Reset
+    # both attributes before every cell, as ipykernel's run_cell() does.
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is not None:
+        shell._last_traceback = None
+        shell._last_traceback_during_displayhook = False
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     if transform_agent_cells in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(transform_agent_cells)
+    if _reset_last_traceback in ipython.events.callbacks["pre_run_cell"]:
+        ipython.events.unregister("pre_run_cell", _reset_last_traceback)
     magics = getattr(ipython, "_acp_notebook", None)
     if magics is not None:
         loop = asyncio.get_event_loop()

@@ -38,6 +38,7 @@ _ORPHAN_LIMIT = 10_000  # updates kept for session ids we do not know (yet)
 # Session ids whose updates are kept: an agent sending updates for ever new unknown ids would
 # otherwise grow the buffer without bound (10,000 updates per id, for any number of ids).
 _ORPHAN_SESSIONS = 16
+_NOT_ACP_GRACE = 5.0  # seconds to answer initialize once the agent wrote non-JSON-RPC to stdout
 
 
 @dataclass
@@ -174,8 +175,17 @@ class Client:
         process = AgentProcess(self.command, self.env, self.cwd, self.options.stderr_limit)
         await process.start(self._tg)
         self.processes_started += 1
+        garbage: list[str] = []  # what the agent wrote to stdout that is not JSON-RPC
+        not_acp = anyio.Event()
+
+        def on_protocol_error(message: str) -> None:
+            if not garbage:
+                garbage.append(message)
+                not_acp.set()
+            self._on_protocol_error(message)
+
         conn = Connection(process, on_update=self._on_update, on_request=self._on_request,
-                          on_protocol_error=self._on_protocol_error)
+                          on_protocol_error=on_protocol_error)
         self._process, self._connection = process, conn
         self._tg.start_soon(conn.run, self._tg, name=f"acp reader {process.pid}")
         self._tg.start_soon(self._watch_exit, process, conn, name=f"acp exit {process.pid}")
@@ -190,9 +200,29 @@ class Client:
             "clientInfo": {"name": self.options.client_name, "title": "acp_notebook",
                            "version": __version__},
         }
+        # A command that is not an ACP agent (a CLI without its --acp flag, a wrapper printing a
+        # banner) writes text to stdout and then waits for a human: that used to hang for the
+        # whole initialize_timeout (60 s). Stdout is for JSON-RPC only, so once it carries
+        # something else, the initialize answer gets a few seconds more, not a minute.
+        watchdog = anyio.CancelScope()
+
+        async def give_up_on_garbage() -> None:
+            with watchdog:
+                await not_acp.wait()
+                await anyio.sleep(_NOT_ACP_GRACE)
+                conn.close(ProtocolError(
+                    f"the agent did not answer initialize within {_NOT_ACP_GRACE:g} s after "
+                    f"writing output that is not ACP JSON-RPC to stdout ({garbage[0]}). Is this "
+                    f"the command of an ACP agent? Some need a flag such as --acp (command: "
+                    f"{process.display})"))
+
+        self._tg.start_soon(give_up_on_garbage, name=f"acp not-acp watchdog {process.pid}")
         try:
             response = await conn.request("initialize", params,
                                           timeout=self.options.initialize_timeout)
+        except ProtocolError as exc:  # from the watchdog
+            await process.aclose(grace=0.5)
+            raise AgentStartError(str(exc) + _tail(process)) from None
         except TimeoutError:
             await process.aclose(grace=0.5)
             raise AgentStartError(
@@ -200,11 +230,14 @@ class Client:
                 f"{self.options.initialize_timeout:g} s (command: {process.display})"
                 + _tail(process)) from None
         except AgentExitedError as exc:
+            wrote = f"; before that, {garbage[0]}" if garbage else ""
             raise AgentStartError(f"the agent exited during initialize (command: "
-                                  f"{process.display}): {exc}") from None
+                                  f"{process.display}): {exc}{wrote}") from None
         except RequestError as exc:
             await process.aclose(grace=0.5)
             raise AgentStartError(f"the agent refused initialize: {exc}") from None
+        finally:
+            watchdog.cancel()
         if not isinstance(response, dict):
             await process.aclose(grace=0.5)
             raise ProtocolError(f"the agent's initialize answer is not an object: {response!r}")
@@ -254,7 +287,8 @@ class Client:
             session._on_update(params.get("update"))
             return
         if not isinstance(sid, str):
-            self._on_protocol_error(f"session/update without a sessionId: {rpc.excerpt(repr(params))}")
+            self._on_protocol_error(
+                f"session/update without a sessionId: {rpc.excerpt(repr(params))}")
             return
         # Updates may come before the session/new answer is handled: keep them for the session.
         if sid not in self._orphans and len(self._orphans) >= _ORPHAN_SESSIONS:
@@ -272,6 +306,10 @@ class Client:
         return await session.handle(method, params)
 
     def _on_protocol_error(self, message: str) -> None:
+        # The message quotes the agent's own output, which may echo its API keys: it is logged
+        # (to the cell's stderr in a kernel) and kept, so mask them as the stderr tail is.
+        if self._process is not None:
+            message = self._process.redactor.text(message)
         self.protocol_errors.append(message)
         log.warning("acp_notebook: %s", message)
         # Attach it where the user will see it: the running turns of this agent.

@@ -57,7 +57,7 @@ def child_env(extra: Mapping[str, str | None] | None) -> dict[str, str]:
 
 
 class AgentProcess:
-    """One running agent. Owns its process group, so a wrapper (npx, uvx) and its children go too."""
+    """One running agent. Owns its process group; a wrapper (npx, uvx) and its children go too."""
 
     def __init__(self, command: Sequence[str], env: Mapping[str, str | None] | None = None,
                  cwd: str | os.PathLike[str] | None = None, stderr_limit: int = 64 * 1024) -> None:

@@ -46,7 +46,7 @@ Subscriber = Callable[[Mutation], None]
 
 
 class Session:
-    """An ACP session. Create it with `client.new_session()`, `load_session()` or `resume_session()`.
+    """An ACP session, from `client.new_session()`, `load_session()` or `resume_session()`.
 
     `prompt()` assigns input to a turn and returns its handle; `subscribe()` streams what happens;
     `stop()` cancels the running turn. The Python object outlives agent restarts: if the agent
@@ -458,8 +458,8 @@ class Session:
         """`session/set_config_option`; returns (and keeps) the complete new option list."""
         option = next((o for o in self.config_options if o.get("id") == config_id), None)
         if option is None:
-            raise ValueError(f"unknown config option {config_id!r}; the agent offers: "
-                             f"{', '.join(str(o.get('id')) for o in self.config_options) or 'none'}")
+            offered = ", ".join(str(o.get("id")) for o in self.config_options) or "none"
+            raise ValueError(f"unknown config option {config_id!r}; the agent offers: {offered}")
         params: dict[str, Any] = {"sessionId": self._id, "configId": config_id, "value": value}
         if option.get("type") == "boolean":
             if not isinstance(value, bool):

@@ -88,7 +88,7 @@ def policy_for(opts: CellOptions, base: PermissionPolicy) -> PermissionPolicy:
 
 async def wait_turn(turn: TurnHandle, timeout: float | None,
                     grace: float) -> tuple[TurnResult, bool]:
-    """Wait for the turn; on timeout cancel it and say so in the result. Returns (result, timed out)."""
+    """Wait for the turn; on timeout cancel it and say so. Returns (result, timed out)."""
     if timeout is None:
         return await turn.finished, False
     with anyio.move_on_after(timeout):
@@ -135,7 +135,8 @@ def start_error_message(exc: BaseException, spec: AgentSpec) -> str:
     what = str(exc).rstrip(".")
     advice = ("install the agent or fix its command (see %agent list), or pick another with "
               "--agent" if isinstance(exc, AgentStartError) else "check the agent's setup")
-    return f"Could not start agent {spec.name!r} ({spec.command_line}): {what}.\nWhat to try: {advice}."
+    return (f"Could not start agent {spec.name!r} ({spec.command_line}): {what}.\n"
+            f"What to try: {advice}.")
 
 
 async def interrupted(turn: TurnHandle, view: LiveView | None, grace: float) -> None:

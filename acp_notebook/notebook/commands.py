@@ -111,8 +111,9 @@ async def _status(magics: AcpNotebook, args: argparse.Namespace) -> None:
     }
     lines = [f"**{entry.name}** — agent `{entry.agent}` ({client.agent_name}), pid {client.pid}",
              f"- session `{session.id}`" + (f": {session.title}" if session.title else ""),
-             f"- mode: `{session.mode}`" + (f" (of {', '.join(str(m.get('id')) for m in session.modes)})"
-                                           if session.modes else "")]
+             f"- mode: `{session.mode}`"
+             + (f" (of {', '.join(str(m.get('id')) for m in session.modes)})"
+                if session.modes else "")]
     for option in session.config_options:
         lines.append(f"- {option.get('name') or option.get('id')} (`{option.get('id')}`): "
                      f"`{option.get('currentValue')}`")
@@ -143,7 +144,8 @@ async def _sessions(magics: AcpNotebook, args: argparse.Namespace) -> None:
         sessions: list[dict[str, Any]] = await client.list_sessions()
     except AcpError as exc:
         raise UsageError(str(exc)) from None
-    rows = [f"Sessions of `{spec.name}`:", "", "| id | title | updated | cwd |", "|---|---|---|---|"]
+    rows = [f"Sessions of `{spec.name}`:", "", "| id | title | updated | cwd |",
+            "|---|---|---|---|"]
     for s in sessions:
         rows.append(f"| `{s.get('sessionId')}` | {s.get('title') or ''} | "
                     f"{s.get('updatedAt') or ''} | `{s.get('cwd')}` |")

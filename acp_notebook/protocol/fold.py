@@ -96,7 +96,7 @@ class SessionFold:
             self.end_turn()
 
     def mark_cancelled(self) -> None:
-        """After `session/cancel`: unfinished tool calls show as cancelled (late updates still apply)."""
+        """After `session/cancel`: unfinished tool calls show as cancelled (late updates apply)."""
         record = self.target
         for call in record.tool_calls.values():
             if call.status in UNFINISHED:
@@ -183,6 +183,7 @@ class SessionFold:
     # -- tool calls and permissions --------------------------------------------------------------
 
     def tool_call(self, tool_call_id: str) -> ToolCallPart:
+        # An unknown id, in an update or a permission request, creates the call (the spec).
         record = self.target
         call = record.tool_calls.get(tool_call_id)
         if call is None:

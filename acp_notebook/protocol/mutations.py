@@ -47,7 +47,7 @@ class TurnFinished:
 
 @dataclass(frozen=True, slots=True)
 class SessionChanged:
-    """A session-wide snapshot changed: mode, config_options, commands, info, usage or session_id."""
+    """A session-wide snapshot changed: mode, config_options, commands, info, usage, session_id."""
 
     field: str
 

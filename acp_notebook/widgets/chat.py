@@ -84,7 +84,8 @@ class ChatWidget:
         return turn
 
     def _on_mutation(self, mutation: Mutation) -> None:
-        if isinstance(mutation, SessionChanged) or getattr(mutation, "turn_id", None) in self._views:
+        if (isinstance(mutation, SessionChanged)
+                or getattr(mutation, "turn_id", None) in self._views):
             self._dirty.set()
 
     async def _render_loop(self) -> None:
