@@ -1,0 +1,164 @@
+"""Build notebooks from cell sources, execute them with nbclient on real kernels, read outputs.
+
+The kernel is `python3` of the interpreter running the tests (the project's venv), so it loads
+acp_notebook through the venv's `etc/ipython/ipython_kernel_config.json`. Its environment is
+private: the demo agent runs without delays, `XDG_CONFIG_HOME` points into the test's tmp dir (no
+user agents file) and `ACP_NOTEBOOK_AGENT` is unset (no user default agent).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from nbclient import NotebookClient
+from nbformat import NotebookNode
+from nbformat.v4 import new_code_cell, new_notebook
+
+from tests.agents.script import agent_command, script
+
+MIME_TURN = "application/vnd.acp-notebook.turn+json"
+MIME_WIDGET = "application/vnd.jupyter.widget-view+json"
+KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+
+__all__ = ["MIME_TURN", "MIME_WIDGET", "RecordingClient", "agent_command", "data", "errors",
+           "execute", "kernel_env", "make_client", "new_nb", "outputs", "process_gone",
+           "script", "scripted", "text", "transcripts", "wait_until"]
+
+
+def new_nb(*sources: str) -> NotebookNode:
+    """A notebook with one code cell per source, for the python3 kernel."""
+    nb = new_notebook(cells=[new_code_cell(s) for s in sources])
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    return nb
+
+
+def kernel_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    for key in ("ACP_NOTEBOOK_AGENT", "ACP_NOTEBOOK_AGENTS_FILE"):
+        env.pop(key, None)
+    xdg = tmp_path / "xdg"
+    xdg.mkdir(exist_ok=True)
+    env.update({"ACP_NOTEBOOK_DEMO_SPEED": "0", "XDG_CONFIG_HOME": str(xdg), **extra})
+    return env
+
+
+class RecordingClient(NotebookClient):  # type: ignore[misc]
+    """A NotebookClient that also keeps every iopub message it processed, in order."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.messages: list[tuple[int, dict[str, Any]]] = []  # (cell index, message)
+        self.replies: dict[int, dict[str, Any]] = {}  # cell index -> execute_reply content
+        if self.on_cell_executed is None:
+            self.on_cell_executed = self._keep_reply
+
+    def _keep_reply(self, cell: NotebookNode, cell_index: int,
+                    execute_reply: dict[str, Any] | None) -> None:
+        if execute_reply is not None:
+            self.replies[cell_index] = execute_reply["content"]
+
+    def process_message(self, msg: dict[str, Any], cell: NotebookNode, cell_index: int) -> Any:
+        self.messages.append((cell_index, msg))
+        return super().process_message(msg, cell, cell_index)
+
+    def of_type(self, msg_type: str, cell_index: int | None = None) -> list[dict[str, Any]]:
+        return [m for i, m in self.messages
+                if m["msg_type"] == msg_type and (cell_index is None or i == cell_index)]
+
+
+def make_client(nb: NotebookNode, tmp_path: Path, *, timeout: int = 60,
+                **kwargs: Any) -> RecordingClient:
+    return RecordingClient(nb, kernel_name="python3", timeout=timeout, startup_timeout=60,
+                           resources={"metadata": {"path": str(tmp_path)}}, **kwargs)
+
+
+def execute(cells: NotebookNode | Iterable[str], tmp_path: Path, *, timeout: int = 60,
+            env: dict[str, str] | None = None, client_out: list[RecordingClient] | None = None,
+            **kwargs: Any) -> NotebookNode:
+    """Execute the notebook (or cell sources) in tmp_path; return the notebook as saved to disk.
+
+    nbclient's `CellExecutionError` propagates unless `allow_errors=True` is passed. Pass a list
+    as `client_out` to get the client (its iopub messages) back.
+    """
+    nb = cells if isinstance(cells, NotebookNode) else new_nb(*cells)
+    client = make_client(nb, tmp_path, timeout=timeout, **kwargs)
+    if client_out is not None:
+        client_out.append(client)
+    client.execute(env=env or kernel_env(tmp_path))
+    path = tmp_path / "executed.ipynb"
+    nbformat.write(nb, path)  # what a headless run saves; read back so the tests see that
+    saved = nbformat.read(path, as_version=4)
+    nbformat.validate(saved)
+    return saved
+
+
+def scripted(*flags: str) -> str:
+    """The `--agent` value that runs the scripted test agent with these flags."""
+    return shlex.quote(shlex.join(agent_command(*flags)))
+
+
+# -- reading outputs ------------------------------------------------------------------------------
+
+def outputs(cell: NotebookNode, mime: str | None = None) -> list[NotebookNode]:
+    """The cell's outputs; with `mime`, only display/result outputs that carry that type."""
+    outs = list(cell.get("outputs", []))
+    if mime is None:
+        return outs
+    return [o for o in outs if mime in o.get("data", {})]
+
+
+def data(cell: NotebookNode, mime: str) -> list[Any]:
+    return [o["data"][mime] for o in outputs(cell, mime)]
+
+
+def transcripts(cell: NotebookNode) -> list[dict[str, Any]]:
+    return data(cell, MIME_TURN)
+
+
+def text(cell: NotebookNode) -> str:
+    """Everything a terminal would show: streams, text/plain and error tracebacks."""
+    parts = []
+    for out in outputs(cell):
+        if out["output_type"] == "stream":
+            parts.append(out["text"])
+        elif out["output_type"] == "error":
+            parts.append("\n".join(out["traceback"]))
+        else:
+            parts.append(str(out.get("data", {}).get("text/plain", "")))
+    return "\n".join(parts)
+
+
+def errors(nb: NotebookNode) -> list[tuple[int, NotebookNode]]:
+    return [(i, o) for i, c in enumerate(nb.cells) for o in outputs(c)
+            if o["output_type"] == "error"]
+
+
+# -- observing processes outside the test -----------------------------------------------------
+
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str,
+               interval: float = 0.05) -> Any:
+    """Poll an external condition (another process) until it holds, or fail after timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+def process_gone(pid: int) -> bool:
+    """No such process, or only a zombie left (a container's init may not reap it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in {"Z", "X"}
+

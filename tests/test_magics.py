@@ -1,0 +1,449 @@
+"""%%agent and %agent in real kernels, executed headless with nbclient.
+
+Each test builds a small notebook, runs it in a fresh kernel (tests/nb_util.py) and asserts on
+what a saved notebook holds, or on the kernel's iopub messages. The agents are the embedded demo
+agent (no delays) and the scripted test agent (tests/agents/scripted_agent.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from nbclient.exceptions import CellExecutionError
+
+from tests.nb_util import (
+    MIME_TURN,
+    MIME_WIDGET,
+    data,
+    errors,
+    execute,
+    kernel_env,
+    make_client,
+    new_nb,
+    outputs,
+    process_gone,
+    script,
+    scripted,
+    text,
+    transcripts,
+    wait_until,
+)
+
+pytestmark = pytest.mark.timeout(90)
+
+INTERNAL_FRAME = re.compile(r"acp_notebook[/\\]\w+")
+
+
+def only_transcript(cell) -> dict:
+    found = transcripts(cell)
+    assert len(found) == 1, f"expected one turn record, got {len(found)}: {cell.outputs}"
+    return found[0]
+
+
+def permission_parts(transcript: dict) -> list[dict]:
+    return [p for p in transcript["parts"] if p.get("type") == "permission"]
+
+
+def tool_call(transcript: dict, kind: str) -> dict:
+    return next(p for p in transcript["parts"]
+                if p.get("type") == "tool_call" and p.get("kind") == kind)
+
+
+def last_json(cell) -> object:
+    """The last line a cell printed, as JSON."""
+    lines = [x for x in text(cell).splitlines() if x.strip()]
+    return json.loads(lines[-1])
+
+
+# -- one turn, saved ------------------------------------------------------------------------------
+
+@pytest.mark.timeout(60)
+def test_plain_turn_saves_static_record_and_binds_result(tmp_path: Path) -> None:
+    nb = execute([
+        "%%agent --out answer\nWhat does this project do?",
+        "import json\n"
+        "print(json.dumps({'under': [type(_).__name__, _.success, _.text],\n"
+        "                  'out': [type(Out[1]).__name__, Out[1] is _],\n"
+        "                  'named': [type(answer).__name__, answer is _]}))",
+    ], tmp_path)
+    cell = nb.cells[0]
+    assert cell.execution_count == 1  # so Out[1] above is this cell's value
+
+    record = only_transcript(cell)
+    assert record["success"] is True and record["stopReason"] == "end_turn"
+    assert "demo agent" in record["agent"]
+    result = next(o for o in outputs(cell) if o["output_type"] == "execute_result")
+    bundle = result["data"]
+    for mime in ("text/markdown", "text/html", "text/plain", MIME_TURN):
+        assert bundle.get(mime), f"the saved record lacks {mime}"
+    assert "What does this project do?" in bundle["text/markdown"]
+    assert record["text"].splitlines()[0] in bundle["text/markdown"]
+    assert "<" in bundle["text/html"] and "Edit demo_notes.md" in bundle["text/html"]
+
+    # Headless: no widget front-end, so no controls were shown, and none are left behind.
+    for c in nb.cells:
+        assert not outputs(c, MIME_WIDGET), c.outputs
+    assert "widgets" not in nb.metadata
+
+    # The user is told that the embedded demo agent answered, and how to pick a real one.
+    notes = [m for m in data(cell, "text/markdown") if "demo agent" in m and "--agent" in m]
+    assert notes, f"no note about the demo agent in {data(cell, 'text/markdown')}"
+
+    values = last_json(nb.cells[1])
+    assert values == {"under": ["TurnResult", True, record["text"]],
+                      "out": ["TurnResult", True], "named": ["TurnResult", True]}
+
+
+@pytest.mark.timeout(60)
+def test_display_updates_are_coalesced(tmp_path: Path) -> None:
+    # 100 bursts of 5 chunks, 10 ms apart: 500 chunks in about a second of streaming. Without
+    # the cap (max_update_rate = 1000) this cell sent about 180 display updates.
+    steps = []
+    for _ in range(100):
+        steps += [{"chunks": 5, "size": 4}, {"sleep": 0.01}]
+    steps.append({"say": "THE END"})
+    clients: list = []
+    nb = execute([f"%%agent --agent {scripted()}\n" + script(*steps)], tmp_path,
+                 client_out=clients)
+    assert only_transcript(nb.cells[0])["text"].endswith("THE END")
+
+    messages = clients[0].messages
+    first = next(m for i, m in messages if i == 0 and m["msg_type"] == "display_data"
+                 and (m["content"].get("transient") or {}).get("display_id"))
+    display_id = first["content"]["transient"]["display_id"]
+    updates = [m for i, m in messages if i == 0 and m["msg_type"] == "update_display_data"
+               and m["content"]["transient"]["display_id"] == display_id]
+    # The updates belong to the cell (nbclient attributed them to it) and show real streaming:
+    # the answer (the chunks' digits) grows through several intermediate states.
+    lengths = [max(map(len, re.findall(r"\d+", m["content"]["data"]["text/plain"])), default=0)
+               for m in updates[:-1]]
+    assert lengths == sorted(lengths)
+    assert len({n for n in lengths if 0 < n < 2000}) >= 3, lengths
+
+    def at(msg: dict) -> datetime:
+        date = msg["header"]["date"]
+        return date if isinstance(date, datetime) else datetime.fromisoformat(date)
+
+    seconds = (at(updates[-1]) - at(first)).total_seconds()
+    assert seconds > 0.5, seconds
+    # At most 25 a second (c.AcpNotebook.max_update_rate), plus the final one.
+    assert len(updates) <= 25 * seconds + 3, (len(updates), seconds)
+    assert len(updates) < 500 / 4  # far fewer messages than chunks
+
+
+# -- permissions, headless -----------------------------------------------------------------------
+
+@pytest.mark.timeout(60)
+def test_headless_permission_rejected_unless_allowed_and_deny_wins(tmp_path: Path) -> None:
+    notes = "import os\nprint(json.dumps(open('demo_notes.md').read().count('## Demo turn')\n" \
+            "                 if os.path.exists('demo_notes.md') else 0))"
+    nb = execute([
+        "import json",
+        "%%agent --session asked\nPlease edit the notes.",
+        notes,
+        "%%agent --session allowed --allow edit\nPlease edit the notes.",
+        notes,
+        "%%agent --session both --allow edit --deny edit\nPlease edit the notes.",
+        notes,
+    ], tmp_path)
+
+    asked = only_transcript(nb.cells[1])
+    assert asked["success"] is True  # a rejected tool call is not a failed turn
+    [perm] = permission_parts(asked)
+    assert perm["optionId"] == "reject" and "nobody to ask" in perm["decidedBy"]
+    assert tool_call(asked, "edit")["status"] == "failed"
+    assert last_json(nb.cells[2]) == 0  # failed closed: nothing written
+    html = data(nb.cells[1], "text/html")[0]
+    assert "reject" in html.lower()  # the record shows the decision
+
+    allowed = only_transcript(nb.cells[3])
+    [perm] = permission_parts(allowed)
+    assert perm["optionId"] == "allow" and perm["decidedBy"] == "policy"
+    assert tool_call(allowed, "edit")["status"] == "completed"
+    assert last_json(nb.cells[4]) == 1
+
+    both = only_transcript(nb.cells[5])
+    [perm] = permission_parts(both)
+    assert perm["optionId"] == "reject"
+    assert tool_call(both, "edit")["status"] == "failed"
+    assert last_json(nb.cells[6]) == 1  # unchanged
+
+
+# -- failures ------------------------------------------------------------------------------------
+
+def run_failing(tmp_path: Path, source: str, **kwargs) -> tuple[CellExecutionError, object]:
+    nb = new_nb(source)
+    with pytest.raises(CellExecutionError) as info:
+        execute(nb, tmp_path, **kwargs)
+    return info.value, nb.cells[0]
+
+
+def assert_one_paragraph(message: str) -> None:
+    assert "TurnFailed" in message
+    assert "Traceback" not in message and not INTERNAL_FRAME.search(
+        message.replace("acp_notebook.demo_agent", "")), message
+    assert "What to try:" in message
+
+
+@pytest.mark.timeout(60)
+def test_failed_demo_turn_raises_one_clear_message(tmp_path: Path) -> None:
+    exc, cell = run_failing(tmp_path, "%%agent\n/fail please")
+    message = str(exc)
+    assert_one_paragraph(message)
+    assert "'demo'" in message and "-32603" in message and "demo failure" in message
+    record = only_transcript(cell)  # the failed turn keeps its record in the cell
+    assert record["success"] is False
+
+
+@pytest.mark.timeout(60)
+def test_agent_exit_mid_turn_raises_with_exit_code_and_stderr(tmp_path: Path) -> None:
+    prompt = script({"say": "half an answer"}, {"stderr": 400}, {"exit": 3})
+    exc, cell = run_failing(tmp_path, f"%%agent --agent {scripted()}\n{prompt}")
+    message = str(exc)
+    assert_one_paragraph(message)
+    assert "scripted_agent.py" in message  # the agent, by its command line
+    assert "exited with code 3" in message
+    assert "stderr filler" in message  # the tail of its stderr
+    record = only_transcript(cell)
+    assert record["success"] is False and record["text"] == "half an answer"
+
+
+@pytest.mark.timeout(60)
+def test_timeout_cancels_the_turn_and_raises(tmp_path: Path) -> None:
+    log = tmp_path / "agent.jsonl"
+    prompt = script({"say": "working"}, {"sleep": 30})
+    started = time.monotonic()
+    exc, cell = run_failing(
+        tmp_path, f"%%agent --timeout 1 --agent {scripted('--record', str(log))}\n{prompt}")
+    assert time.monotonic() - started < 25  # not the agent's 30 s
+    message = str(exc)
+    assert_one_paragraph(message)
+    assert "--timeout 1" in message
+    methods = [json.loads(x).get("method") for x in log.read_text().splitlines()]
+    assert "session/cancel" in methods
+    record = only_transcript(cell)
+    assert record["stopReason"] == "cancelled" and record["success"] is False
+
+
+@pytest.mark.timeout(60)
+def test_bad_options_are_usage_errors(tmp_path: Path) -> None:
+    bad = {
+        "%%agent --nope\nhi": "unrecognized arguments: --nope",
+        "%%agent --timeout -1\nhi": "--timeout must be a positive",
+        "%%agent --timeout soon\nhi": "invalid float value",
+        "%%agent --allow bogus\nhi": "unknown tool kind(s): bogus",
+        "%%agent --agent no-such-agent\nhi": "unknown agent 'no-such-agent'",
+        "%%agent --out 1x\nhi": "--out needs a Python name",
+        "%%agent --config model\nhi": "expected KEY=VALUE",
+        "%agent frobnicate": "unknown %agent command 'frobnicate'",
+    }
+    clients: list = []
+    nb = execute(list(bad), tmp_path, allow_errors=True, client_out=clients)
+    replies = clients[0].replies
+    for index, (cell, expected) in enumerate(zip(nb.cells, bad.values(), strict=True)):
+        shown = text(cell)
+        assert "UsageError" in shown and expected in shown, (cell.source, shown)
+        assert "Traceback" not in shown and not INTERNAL_FRAME.search(shown), shown
+        assert not transcripts(cell)  # nothing was sent
+        assert replies[index]["status"] == "error", cell.source  # a headless run stops here
+
+
+# -- sessions, modes, config ----------------------------------------------------------------------
+
+@pytest.mark.timeout(60)
+def test_sessions_new_mode_and_config(tmp_path: Path) -> None:
+    nb = execute([
+        "%%agent --session a\nfirst",
+        "%%agent --session b\nsecond",
+        "%%agent --session a\nthird",
+        "%%agent --session a --new\nfourth",
+        "%%agent --session m --mode ask --config model=demo-thorough\nfifth",
+        "%agent status --session m\nimport json\nprint(json.dumps(_agent_status))",
+    ], tmp_path)
+    ids = [only_transcript(c)["sessionId"] for c in nb.cells[:5]]
+    a1, b, a2, a3, m = ids
+    assert a1 != b  # two names, two sessions
+    assert a2 == a1  # the same name continues its session
+    assert a3 not in (a1, b)  # --new starts another
+    assert m not in (a1, b, a3)
+    status = last_json(nb.cells[5])
+    assert status["session_id"] == m
+    assert status["mode"] == "ask"
+    assert status["config"]["model"] == "demo-thorough"
+    # In ask mode the demo agent does not edit: no permission was asked.
+    assert not permission_parts(only_transcript(nb.cells[4]))
+
+
+# -- background turns ----------------------------------------------------------------------------
+
+@pytest.mark.timeout(60)
+def test_background_returns_a_handle_and_finished_resolves(tmp_path: Path) -> None:
+    agent = scripted()
+    nb = execute([
+        f"%%agent --background --agent {agent}\n"
+        + script({"say": "from the background"}, {"sleep": 0.5}, {"say": " and done"}),
+        "h = _\nresult = await h.finished\n"
+        "import json\nprint(json.dumps([type(h).__name__, result.success, result.text]))",
+        f"%%agent --background --agent {agent}\n" + script({"say": "long"}, {"sleep": 30}),
+        "%agent stop",
+    ], tmp_path)
+    shown = data(nb.cells[0], "text/plain")
+    assert any("running in the background" in t for t in shown), shown  # returned at once
+    assert last_json(nb.cells[1]) == ["TurnHandle", True, "from the background and done"]
+    stopped = " ".join(data(nb.cells[3], "text/markdown"))
+    assert "Stopped turn" in stopped and "cancelled" in stopped
+
+
+# -- %agent --------------------------------------------------------------------------------------
+
+@pytest.mark.timeout(90)
+def test_line_commands(tmp_path: Path) -> None:
+    nb = execute([
+        "%agent list",                                    # 0
+        "%agent help",                                    # 1
+        "%%agent\nhello",                                 # 2
+        "%agent status",                                  # 3
+        "%agent sessions",                                # 4
+        "%agent mode ask",                                # 5
+        "%agent config model=demo-thorough",              # 6
+        "%agent status\nprint(_agent_status['mode'], _agent_status['config']['model'])",  # 7
+        "%agent stop",                                    # 8
+        "%agent status\nold_pid = _agent_status['pid']",  # 9
+        "%agent restart",                                 # 10
+        "%%agent\nafter the restart",                     # 11
+        "%agent status\nprint(_agent_status['pid'] != old_pid)",  # 12
+        "%agent close",                                   # 13
+        "%agent close --all",                             # 14
+    ], tmp_path)
+    md = [" ".join(data(c, "text/markdown")) for c in nb.cells]
+    assert "| `demo`" in md[0] and "`gemini`" in md[0] and "No default agent" in md[0]
+    assert "%agent status" in md[1] and "%agent close" in md[1]
+    assert "pid" in md[3] and "mode: `code`" in md[3] and "turns: 1" in md[3]
+    assert "Sessions of `demo`" in md[4] or "no stored sessions" in md[4]
+    assert "Mode of `demo`: `ask`" in md[5]
+    assert "`model` of `demo` is now `demo-thorough`" in md[6]
+    assert text(nb.cells[7]).split()[-2:] == ["ask", "demo-thorough"]
+    assert "No turn was running." in md[8]
+    assert "restarted" in md[10]
+    assert only_transcript(nb.cells[11])["success"] is True
+    assert text(nb.cells[12]).split()[-1] == "True"  # a fresh agent process
+    assert "Closed session `demo`" in md[13]
+    assert "Closed every session" in md[14]
+    assert not errors(nb)
+
+
+# -- kernel shutdown -----------------------------------------------------------------------------
+
+@pytest.mark.timeout(60)
+def test_kernel_shutdown_leaves_no_agent_process(tmp_path: Path) -> None:
+    nb = new_nb("%%agent\nhello", "%agent status\nprint(_agent_status['pid'])")
+    client = make_client(nb, tmp_path)
+    with client.setup_kernel(env=kernel_env(tmp_path)):
+        for index, cell in enumerate(nb.cells):
+            client.execute_cell(cell, index)
+        pid = int(text(nb.cells[1]).split()[-1])
+        assert not process_gone(pid), "the agent should be running while the kernel is"
+    # setup_kernel's exit shut the kernel down (gracefully, as nbclient does after a run).
+    wait_until(lambda: process_gone(pid), 10, f"agent pid {pid} to exit")
+
+
+# -- Stop and interrupt without a browser ---------------------------------------------------------
+
+async def poll(predicate, timeout: float, what: str):
+    """Wait for nbclient's view of the kernel (filled by the running cell's task) to change."""
+    deadline = time.monotonic() + timeout
+    while (value := predicate()) is None:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(0.02)
+    return value
+
+
+def stop_button(client) -> str | None:
+    for comm_id, state in client.widget_state.items():
+        if state.get("_model_name") == "ButtonModel" and state.get("description") == "Stop":
+            return comm_id
+    return None
+
+
+def click(client, comm_id: str) -> None:
+    kc = client.kc
+    kc.shell_channel.send(kc.session.msg("comm_msg", {
+        "comm_id": comm_id, "data": {"method": "custom", "content": {"event": "click"}}}))
+
+
+@pytest.mark.timeout(60)
+def test_stop_click_cancels_turn_without_raising(tmp_path: Path) -> None:
+    nb = new_nb('%config AcpNotebook.interactive = "yes"',
+                "%%agent\n/slow tell me a long story",
+                "print(_.stop_reason, _.success, len(_.text))")
+    client = make_client(nb, tmp_path)
+
+    async def main() -> float:
+        # Demo delays on: /slow streams for about 20 s unless stopped.
+        async with client.async_setup_kernel(env=kernel_env(tmp_path,
+                                                            ACP_NOTEBOOK_DEMO_SPEED="1")):
+            await client.async_execute_cell(nb.cells[0], 0)
+            started = time.monotonic()
+            running = asyncio.create_task(client.async_execute_cell(nb.cells[1], 1))
+            button = await poll(lambda: stop_button(client), 20, "the Stop button")
+            click(client, button)
+            await running  # a Stop is not a failure: no CellExecutionError
+            took = time.monotonic() - started
+            await client.async_execute_cell(nb.cells[2], 2)
+            return took
+
+    took = asyncio.run(main())
+    assert took < 15, took
+    reason, success, length = text(nb.cells[2]).split()
+    assert reason == "cancelled" and success == "False" and int(length) >= 0
+    cell = nb.cells[1]
+    record = only_transcript(cell)
+    assert record["stopReason"] == "cancelled"
+    # The controls were closed when the turn ended: nothing widget-only remains in the cell.
+    assert not outputs(cell, MIME_WIDGET), cell.outputs
+    assert not errors(nb)
+
+
+@pytest.mark.timeout(60)
+def test_kernel_interrupt_cancels_turn_and_kernel_stays_usable(tmp_path: Path) -> None:
+    log = tmp_path / "agent.jsonl"
+    agent = scripted("--record", str(log))
+    nb = new_nb(f"%%agent --agent {agent}\n" + script({"say": "streaming"}, {"sleep": 30}),
+                "print(6 * 7)",
+                f"%%agent --agent {agent}\nstill there?")
+    client = make_client(nb, tmp_path)
+
+    def said_streaming() -> bool | None:
+        return any(m["msg_type"] == "update_display_data"
+                   and "streaming" in m["content"]["data"].get("text/plain", "")
+                   for i, m in client.messages if i == 0) or None
+
+    async def main() -> float:
+        async with client.async_setup_kernel(env=kernel_env(tmp_path)):
+            started = time.monotonic()
+            running = asyncio.create_task(client.async_execute_cell(nb.cells[0], 0))
+            await poll(said_streaming, 20, "the turn to stream")
+            await client.km.interrupt_kernel()
+            with pytest.raises(CellExecutionError) as info:
+                await running
+            took = time.monotonic() - started
+            assert "KeyboardInterrupt" in str(info.value) or "Cancelled" in str(info.value)
+            await client.async_execute_cell(nb.cells[1], 1)
+            await client.async_execute_cell(nb.cells[2], 2)
+            return took
+
+    took = asyncio.run(main())
+    assert took < 20, took
+    methods = [json.loads(x).get("method") for x in log.read_text().splitlines()]
+    assert "session/cancel" in methods
+    assert text(nb.cells[1]).strip() == "42"
+    assert only_transcript(nb.cells[2])["text"].strip() == "echo: still there?"
+    record = only_transcript(nb.cells[0])  # the interrupted turn shows how it ended
+    assert record["stopReason"] == "cancelled"
