@@ -106,11 +106,18 @@ async def wait_turn(turn: TurnHandle, timeout: float | None,
 def failure_message(result: TurnResult, spec: AgentSpec, stderr_tail: str) -> str:
     """One paragraph: what failed, where, the agent's last words, and what to try."""
     what = result.error or f"the agent stopped with {result.stop_reason!r}"
-    parts = [f"The turn with agent {spec.name!r} ({spec.command_line}) failed: {what}."]
+    parts = [f"The turn with agent {_who(spec)} failed: {what}."]
     if stderr_tail and stderr_tail not in what:
         parts.append(f"Last stderr lines of the agent:\n{_last_lines(stderr_tail)}")
     parts.append("What to try: " + _advice(result))
     return "\n".join(parts)
+
+
+def _who(spec: AgentSpec) -> str:
+    # A raw --agent command line is its own name: say it once.
+    if spec.name == spec.command_line:
+        return repr(spec.name)
+    return f"{spec.name!r} ({spec.command_line})"
 
 
 def _advice(result: TurnResult) -> str:
@@ -135,7 +142,7 @@ def start_error_message(exc: BaseException, spec: AgentSpec) -> str:
     what = str(exc).rstrip(".")
     advice = ("install the agent or fix its command (see %agent list), or pick another with "
               "--agent" if isinstance(exc, AgentStartError) else "check the agent's setup")
-    return (f"Could not start agent {spec.name!r} ({spec.command_line}): {what}.\n"
+    return (f"Could not start agent {_who(spec)}: {what}.\n"
             f"What to try: {advice}.")
 
 

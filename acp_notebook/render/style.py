@@ -12,8 +12,11 @@ _RULES = """
  color:var(--jp-content-font-color1,inherit);max-width:100%}
 .acpnb-turn .acpnb-answer>:first-child{margin-top:0}
 .acpnb-turn .acpnb-answer>:last-child{margin-bottom:.4em}
-.acpnb-turn pre{background:var(--jp-layout-color2,rgba(127,127,127,.1));
- color:var(--jp-content-font-color1,inherit);padding:6px 8px;margin:4px 0;border-radius:4px;
+/* :not(#_) outranks JupyterLab's `.jp-ThemedContainer .jp-RenderedHTMLCommon pre`, which
+   clears the background, padding and margin of every <pre> in an HTML output. */
+div.acpnb-turn:not(#_) pre code{background:transparent}
+div.acpnb-turn:not(#_) pre{background:var(--jp-layout-color2,rgba(127,127,127,.1));
+ color:var(--jp-content-font-color1,inherit);padding:6px 8px;margin:.5em 0;border-radius:4px;
  overflow:auto;max-height:32em;font-family:var(--jp-code-font-family,ui-monospace,monospace);
  font-size:var(--jp-code-font-size,12px);line-height:1.4;white-space:pre}
 .acpnb-turn pre.acpnb-out{white-space:pre-wrap;word-break:break-word}
