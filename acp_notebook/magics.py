@@ -97,6 +97,8 @@ class AcpNotebook(Magics):
     terminal = Bool(False, help="Offer client terminals (terminal/*) to agents.").tag(config=True)
     fs = Bool(True, help="Offer workspace-confined fs/read_text_file and "
               "fs/write_text_file.").tag(config=True)
+    protect_notebooks = Bool(True, help="Refuse agents' fs/write_text_file to any *.ipynb (the "
+                             "notebook being run cannot always be told apart).").tag(config=True)
     max_retries = Int(5, help="Retries of a turn that fails before any output.").tag(config=True)
     max_update_rate = Float(25.0, help="Display updates per second while a turn "
                             "streams.").tag(config=True)
@@ -130,7 +132,8 @@ class AcpNotebook(Magics):
             "max_retries": self.max_retries,
             "permission_policy": PermissionPolicy(self.allow, self.deny,
                                                   self.permission_default),
-            "protected_paths": _notebook_paths(),
+            "protected_paths": _notebook_paths(self.user_ns),
+            "protect_notebooks": self.protect_notebooks,
         }
 
     def is_interactive(self) -> bool:
@@ -173,13 +176,33 @@ def _parse(parser: _Parser, line: str) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _notebook_paths() -> list[str]:
-    """The notebook being executed, when the front-end says which: agents may not write it."""
+def _notebook_paths(user_ns: dict[str, Any] | None = None) -> list[str]:
+    """The notebook being executed, when something says which: agents may not read or write it.
+
+    jupyter-server (JupyterLab, Notebook) sets JPY_SESSION_NAME in the kernel's environment
+    (ipykernel copies it to `__session__`); VS Code sets `__vsc_ipynb_file__`; papermill's
+    --inject-paths sets PAPERMILL_INPUT_PATH and PAPERMILL_OUTPUT_PATH as variables, not in the
+    environment. nbclient and `jupyter execute` say nothing: that is why writes to every notebook
+    are refused too (`protect_notebooks`).
+    """
     import os
 
-    paths = [os.environ.get(k, "") for k in ("JPY_SESSION_NAME", "PAPERMILL_INPUT_PATH",
-                                             "PAPERMILL_OUTPUT_PATH")]
-    return [p for p in paths if p and p.endswith(".ipynb")]
+    ns = user_ns or {}
+    found = [os.environ.get("JPY_SESSION_NAME"), ns.get("__session__"),
+             ns.get("__vsc_ipynb_file__"), ns.get("PAPERMILL_INPUT_PATH"),
+             ns.get("PAPERMILL_OUTPUT_PATH"), os.environ.get("PAPERMILL_INPUT_PATH"),
+             os.environ.get("PAPERMILL_OUTPUT_PATH")]
+    paths: list[str] = []
+    for path in found:
+        if not isinstance(path, str) or not path.endswith(".ipynb"):
+            continue
+        if os.path.isabs(path):
+            paths.append(path)
+        else:
+            # jupyter-server without a session name gives the path relative to its root and
+            # starts the kernel in the notebook's directory: protect both readings.
+            paths += [os.path.abspath(path), os.path.abspath(os.path.basename(path))]
+    return paths
 
 
 # -- the input transformer ------------------------------------------------------------------------

@@ -50,6 +50,7 @@ class ClientOptions:
     permission_policy: PermissionPolicy = field(default_factory=PermissionPolicy)
     permission_handler: PermissionHandler | None = None
     protected_paths: Sequence[str | os.PathLike[str]] = ()
+    protect_notebooks: bool = True  # refuse fs/write_text_file to any *.ipynb
     cancel_grace: float = 5.0
     max_retries: int = 5
     retry_backoff: float = 0.25

@@ -103,16 +103,18 @@ class Connection:
                     batch = b"\n".join(lines).decode("utf-8").split("\n")
                 except UnicodeDecodeError:
                     batch = lines
-                for line in batch:
-                    if type(line) is bytes:
+                for item in batch:
+                    if isinstance(item, bytes):
                         # Never json.loads(bytes): it guesses UTF-16/32 from NUL bytes, so a
                         # non-UTF-8 line could parse here but not in a read without bad bytes.
                         try:
-                            line = line.decode("utf-8")
+                            line = item.decode("utf-8")
                         except UnicodeDecodeError:
-                            if line.strip():
-                                self._dispatch(rpc.decode(line))
+                            if item.strip():
+                                self._dispatch(rpc.decode(item))
                             continue
+                    else:
+                        line = item
                     # Hot path: a well-formed session/update notification goes straight to the fold.
                     try:
                         obj = loads(line)

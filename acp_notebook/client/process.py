@@ -31,7 +31,9 @@ class StderrTail:
         self._chunks.append(data)
         self._size += len(data)
         self.total += len(data)
-        while self._size > self.limit and len(self._chunks) > 1:
+        # Drop a chunk only if the rest still holds `limit` bytes: dropping whenever over the
+        # limit left just a small last read (the 63 bytes of half a line) after a flood.
+        while len(self._chunks) > 1 and self._size - len(self._chunks[0]) >= self.limit:
             self._size -= len(self._chunks.popleft())
 
     def text(self, max_chars: int = 2000) -> str:

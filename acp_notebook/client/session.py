@@ -12,6 +12,7 @@ import anyio
 
 from ..errors import (
     AgentExitedError,
+    AgentStartError,
     CapabilityError,
     ClientClosedError,
     ProtocolError,
@@ -67,7 +68,8 @@ class Session:
         opts = client.options
         self.permission_policy: PermissionPolicy = opts.permission_policy
         self.permission_handler: PermissionHandler | None = opts.permission_handler
-        self.workspace = Workspace([cwd, *additional_directories], opts.protected_paths)
+        self.workspace = Workspace([cwd, *additional_directories], opts.protected_paths,
+                                   opts.protect_notebooks)
         self.terminals = (Terminals(client._tg, self.workspace, cwd, self._terminal_output)
                           if opts.terminal else None)
         self._next: TurnHandle | None = None
@@ -233,6 +235,12 @@ class Session:
                 break
             try:
                 await self._ensure_live()
+                if turn.cancelling():
+                    # stop() came while the agent (re)started or the session reopened: there
+                    # was nothing to send session/cancel on, so it was lost and the prompt went
+                    # out anyway. Not sending it is the cancellation.
+                    stop_reason = "cancelled"
+                    break
                 response = await self._client._request(
                     "session/prompt", {"sessionId": self._id, "prompt": turn.prompt})
                 response = response if isinstance(response, dict) else {}
@@ -256,7 +264,10 @@ class Session:
                     break
                 error = str(exc)
                 retryable = True
-            except ClientClosedError as exc:
+            except (ClientClosedError, AgentStartError) as exc:
+                # AgentStartError: the agent died and the fresh process cannot start (a bad
+                # key, a removed binary). It used to escape the worker and take down the client
+                # with every session; it fails this turn, and the next prompt tries again.
                 error = str(exc)
             will_retry = (retryable and not fold.visible_output and attempt < max_attempts
                           and not turn.cancelling())
@@ -270,6 +281,9 @@ class Session:
             await anyio.sleep(opts.retry_backoff * attempt)
         if error is not None:
             fold.add_error(error)
+            # The agent failed or died mid-turn: nothing will finish its tool calls, and the
+            # record (and a saved notebook) must not show them running forever.
+            fold.mark_unfinished("failed")
         self._resolve_pending_permissions(None, "cancel")
         if self.terminals is not None:
             ids = _terminal_ids(record)

@@ -2,7 +2,8 @@
 
 Every path is resolved (symlinks followed) before it is checked, so `..`, absolute paths elsewhere
 and links that point out are all refused the same way. Protected files (the notebook being run)
-can be neither read nor written by the agent.
+can be neither read nor written by the agent. Notebooks (`*.ipynb`) cannot be written by default:
+often nothing tells the kernel which notebook it runs (nbclient, papermill, `jupyter execute`).
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from .connection import RpcError
 
 class Workspace:
     def __init__(self, roots: Iterable[str | os.PathLike[str]],
-                 protected: Iterable[str | os.PathLike[str]] = ()) -> None:
+                 protected: Iterable[str | os.PathLike[str]] = (),
+                 protect_notebooks: bool = True) -> None:
         self.roots = [Path(r).resolve() for r in roots]
         self.protected = {Path(p).resolve() for p in protected}
+        self.protect_notebooks = protect_notebooks
 
     def resolve(self, path: Any) -> Path:
         if not isinstance(path, str) or not path:
@@ -60,6 +63,14 @@ class Workspace:
     async def write(self, params: Any) -> dict[str, Any]:
         params = params if isinstance(params, dict) else {}
         path = self.resolve(params.get("path"))
+        # The resolved path: a link to a notebook is a notebook. Under nbclient, papermill and
+        # `jupyter execute` the kernel cannot know which notebook runs, and an agent overwrote
+        # it (the run then saved over the agent's edit, or the other way round). Notebooks are
+        # the user's documents, not the agent's files: edits go through cells.
+        if self.protect_notebooks and path.suffix.lower() == ".ipynb":
+            raise RpcError(rpc.INVALID_PARAMS,
+                           f"access denied: {path} is a notebook; agents may not write notebooks "
+                           "(c.AcpNotebook.protect_notebooks, or protect_notebooks=False)")
         content = params.get("content")
         if not isinstance(content, str):
             raise RpcError(rpc.INVALID_PARAMS, "content must be a string")

@@ -165,16 +165,18 @@ async def _open(magics: AcpNotebook, args: argparse.Namespace, how: str) -> None
     except AcpError as exc:
         raise UsageError(str(exc)) from None
     magics.runtime.add(name, spec.name, session)
-    _md(f"Session `{session_id}` is now `--session {name}` ({how}d"
+    _md(f"Session `{session_id}` is now `--session {name}` ({how.rstrip('e')}ed"
         + (f", {len(session.history)} earlier turns" if how == "load" else "") + ").")
     if how == "load" and session.history:
         from ..render import render_bundle
 
+        redact = magics.runtime.redactor.obj  # replayed history may echo the agent's keys too
         for record in session.history:
-            display(render_bundle({"turnId": record.turn_id, "agent": client.agent_name,
-                                   "parts": [p.to_json() for p in record.parts],
-                                   "text": record.joined("agent"), "success": True,
-                                   "stopReason": "end_turn", "note": "replayed history"}),
+            display(render_bundle(redact({"turnId": record.turn_id, "agent": client.agent_name,
+                                          "parts": [p.to_json() for p in record.parts],
+                                          "text": record.joined("agent"), "success": True,
+                                          "stopReason": "end_turn",
+                                          "note": "replayed history"})),
                     raw=True)
 
 

@@ -97,10 +97,14 @@ class SessionFold:
 
     def mark_cancelled(self) -> None:
         """After `session/cancel`: unfinished tool calls show as cancelled (late updates apply)."""
+        self.mark_unfinished("cancelled")
+
+    def mark_unfinished(self, status: str) -> None:
+        """Give the target's unfinished tool calls `status` (`failed` when the agent died)."""
         record = self.target
         for call in record.tool_calls.values():
             if call.status in UNFINISHED:
-                call.status = "cancelled"
+                call.status = status
                 self._updated(call)
 
     def new_id(self, prefix: str) -> str:

@@ -67,14 +67,54 @@ def excerpt(data: bytes | str, limit: int = _EXCERPT) -> str:
     return text if len(text) <= limit else text[:limit] + f"… ({len(text)} chars)"
 
 
+# Deeper JSON than any ACP message needs breaks recursive code downstream: redaction, rendering
+# and nbformat's validation raised RecursionError (in the display, or when saving the notebook)
+# for a tool call's rawInput nested a few hundred levels. Such a frame is malformed.
+MAX_DEPTH: Final = 100
+
+
+def too_deep(text: str | bytes, obj: Any) -> bool:
+    """Whether `obj` (parsed from `text`) nests containers deeper than `MAX_DEPTH`."""
+    # Cheap test first (the hot path): every level needs an opening bracket.
+    if len(text) < 2 * MAX_DEPTH:
+        return False
+    if isinstance(text, str):
+        brackets = text.count("[") + text.count("{")
+    else:
+        brackets = text.count(b"[") + text.count(b"{")
+    if brackets < MAX_DEPTH:
+        return False
+    stack = [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if type(value) is dict:
+            children: Any = value.values()
+        elif type(value) is list:
+            children = value
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def decode(line: bytes) -> Frame:
     """Parse one line into a frame; never raises."""
+    # Strict UTF-8, as the transport requires: json.loads(bytes) would guess UTF-16 or UTF-32
+    # from NUL bytes and accept lines the connection's str fast path rejects.
     try:
-        obj = json.loads(line)
+        text = line.decode("utf-8")
     except UnicodeDecodeError:
         return Malformed("invalid UTF-8", excerpt(line))
+    try:
+        obj = json.loads(text)
     except ValueError:
         return Malformed("invalid JSON", excerpt(line))
+    except RecursionError:  # not a ValueError: it used to escape and kill the reader
+        return Malformed("JSON nested too deeply", excerpt(line))
+    if too_deep(text, obj):
+        return Malformed("JSON nested too deeply", excerpt(line))
     return classify(obj, line)
 
 
