@@ -156,7 +156,8 @@ class SdkClient:
                                           prompt=[self.acp.text_block(f"{n} {size}")])
         assert response.stop_reason == "end_turn", response
         # conn.prompt() waits for the session_update tasks it has seen; make sure of all of them.
-        while len(parts) < n:
+        # The SDK gives nothing to wait on here, so yield to its tasks until all chunks landed.
+        while len(parts) < n:  # noqa: ASYNC110
             await asyncio.sleep(0)
         return "".join(parts)
 
@@ -209,8 +210,8 @@ async def run_speed(args: argparse.Namespace) -> None:
         print(f"agent: {' '.join(Path(a).name for a in AGENT)}; {n} chunks x {size} B "
               f"= {n * size} B of text per turn; {args.reps} reps after 1 warm-up; "
               f"Python {sys.version.split()[0]}")
-        print("startup (spawn + initialize + session/new; the first of a library includes importing "
-              "it; not in the turn times):")
+        print("startup (spawn + initialize + session/new; the first of a library includes "
+              "importing it; not in the turn times):")
         for c in consumers:
             t0 = time.perf_counter()
             await c.start(stack)
@@ -230,7 +231,8 @@ async def run_speed(args: argparse.Namespace) -> None:
     # medians we give the median of the per-round ratios (a round runs every consumer back to
     # back, so both sides of a ratio saw the same machine); PASS/FAIL uses the per-round figure.
     def ratio(x: Any, y: Any) -> tuple[float, float]:
-        per_round = statistics.median(t / u for t, u in zip(times[x.name], times[y.name]))
+        pairs = zip(times[x.name], times[y.name], strict=True)
+        per_round = statistics.median(t / u for t, u in pairs)
         return med[x.name] / med[y.name], per_round
 
     a, b, c, cs = consumers
