@@ -6,8 +6,10 @@ import collections
 import contextlib
 import os
 import shlex
+import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 
 import anyio
@@ -58,6 +60,38 @@ def child_env(extra: Mapping[str, str | None] | None) -> dict[str, str]:
     return env
 
 
+# On Linux, the agent dies with the thread that started it, even when that process is SIGKILLed
+# (a kernel the notebook server had to kill), which no atexit hook survives. A tiny Python stub
+# asks for SIGKILL on its parent's death (prctl PR_SET_PDEATHSIG), checks that the parent did
+# not die first, and execs the agent: same pid, same pipes, and the setting survives the exec.
+_GUARD = (
+    "import ctypes,os,signal,sys\n"
+    "ctypes.CDLL(None).prctl(1, signal.SIGKILL)\n"
+    "if os.getppid() != int(sys.argv[1]): sys.exit(1)\n"
+    "os.execv(sys.argv[2], sys.argv[3:])\n"
+)
+
+
+def _guarded(argv: list[str], env: Mapping[str, str], cwd: str | os.PathLike[str] | None
+             ) -> list[str]:
+    if sys.platform != "linux" or not sys.executable:
+        return argv
+    # The stub cannot report a missing program the way a failed spawn does: look first.
+    exe = argv[0]
+    if os.sep in exe:
+        path = exe if os.path.isabs(exe) else os.path.join(cwd or os.getcwd(), exe)
+        if not os.path.exists(path):
+            raise FileNotFoundError(exe)
+        if not os.access(path, os.X_OK) or os.path.isdir(path):
+            raise PermissionError(exe)
+    else:
+        found = shutil.which(exe, path=env.get("PATH", os.defpath))
+        if found is None:
+            raise FileNotFoundError(exe)
+        path = found
+    return [sys.executable, "-I", "-S", "-c", _GUARD, str(os.getpid()), path, *argv]
+
+
 class AgentProcess:
     """One running agent. Owns its process group; a wrapper (npx, uvx) and its children go too."""
 
@@ -93,10 +127,11 @@ class AgentProcess:
         return self._proc
 
     async def start(self, task_group: anyio.abc.TaskGroup) -> None:
+        env = child_env(self.env)
         try:
             self._proc = await anyio.open_process(
-                self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, env=child_env(self.env), cwd=self.cwd,
+                _guarded(self.command, env, self.cwd), stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=self.cwd,
                 start_new_session=True)
         except FileNotFoundError:
             raise AgentStartError(
