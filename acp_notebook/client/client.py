@@ -312,11 +312,15 @@ class Client:
         if self._process is not None:
             message = self._process.redactor.text(message)
         self.protocol_errors.append(message)
-        log.warning("acp_notebook: %s", message)
-        # Attach it where the user will see it: the running turns of this agent.
+        # Shown where the user looks: the running turns of this agent. Only an error no turn
+        # shows is logged (in a kernel the log lands in whichever cell started the agent).
+        shown = False
         for session in self._sessions.values():
             if session.running is not None:
                 session._fold.add_error(message)
+                shown = True
+        if not shown:
+            log.warning("acp_notebook: %s", message)
 
     def _register(self, session: Session, old_id: str | None = None) -> None:
         if old_id is not None and self._sessions.get(old_id) is session:
