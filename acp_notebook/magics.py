@@ -65,6 +65,10 @@ def cell_parser() -> _Parser:
                    help="tool kinds to allow without asking, e.g. read,search")
     p.add_argument("--deny", action="append", type=_kinds, default=[], metavar="KINDS",
                    help="tool kinds to reject without asking, e.g. execute,delete")
+    p.add_argument("--with", "-w", dest="variables", action="append", default=[],
+                   metavar="NAME", help="give the agent a kernel variable as context: a "
+                   "DataFrame's shape, dtypes and head, a figure as PNG, else its repr "
+                   "(repeatable)")
     p.add_argument("--file", "-f", action="append", default=[], metavar="PATH",
                    help="attach a file (repeatable)")
     p.add_argument("--quiet", "-q", action="store_true",

@@ -50,6 +50,7 @@ class CellOptions:
     deny: list[str] = field(default_factory=list)
     quiet: bool = False
     files: list[str] = field(default_factory=list)
+    variables: list[str] = field(default_factory=list)
 
 
 async def open_session(runtime: Runtime, spec: AgentSpec, name: str, new: bool,

@@ -34,7 +34,8 @@ def options_from(args: argparse.Namespace) -> CellOptions:
         agent=args.agent, session=args.session, new=args.new, mode=args.mode,
         config=list(args.config), out=args.out, background=args.background,
         timeout=args.timeout, allow=[k for ks in args.allow for k in ks],
-        deny=[k for ks in args.deny for k in ks], quiet=args.quiet, files=list(args.file))
+        deny=[k for ks in args.deny for k in ks], quiet=args.quiet, files=list(args.file),
+        variables=list(args.variables))
 
 
 async def run(magics: AcpNotebook, args: argparse.Namespace, body: str) -> Any:
@@ -54,9 +55,9 @@ async def run(magics: AcpNotebook, args: argparse.Namespace, body: str) -> Any:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     prompt: str | list[Any] = body
-    if opts.files:
-        prompt = [{"type": "text", "text": body}] + [{"type": "file", "url": f}
-                                                     for f in opts.files]
+    if opts.files or opts.variables:
+        prompt = [*_variables(magics, opts.variables), {"type": "text", "text": body},
+                  *({"type": "file", "url": f} for f in opts.files)]
     session = await _session(magics, spec, opts, client_options)
     try:
         await apply_settings(session, opts)
@@ -123,6 +124,17 @@ async def _session(magics: AcpNotebook, spec: AgentSpec, opts: CellOptions,
         raise UsageError(str(exc)) from None
     except AcpError as exc:
         raise TurnFailed(start_error_message(exc, spec)) from None
+
+
+def _variables(magics: AcpNotebook, names: list[str]) -> list[dict[str, Any]]:
+    from .context import variable_parts
+
+    parts: list[dict[str, Any]] = []
+    for name in names:
+        if name not in magics.user_ns:
+            raise UsageError(f"--with {name}: no variable {name!r} in this kernel")
+        parts += variable_parts(name, magics.user_ns[name])
+    return parts
 
 
 def _bind(magics: AcpNotebook, opts: CellOptions, result: TurnResult) -> None:

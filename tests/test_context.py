@@ -1,0 +1,78 @@
+"""Kernel variables as prompt context (`%%agent --with NAME`)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acp_notebook.notebook.context import MAX_CHARS, variable_parts
+from tests.nb_util import execute, scripted, text
+from tests.nb_util import script as nb_script
+
+
+class FakeFrame:
+    """Duck-typed like a pandas DataFrame, so the test needs no pandas."""
+
+    shape = (3, 2)
+
+    class _Dtypes:
+        def to_string(self) -> str:
+            return "a    int64\nb    object"
+
+    dtypes = _Dtypes()
+
+    def head(self, n: int) -> FakeFrame:
+        self.asked = n
+        return self
+
+    def to_string(self) -> str:
+        return "   a  b\n0  1  x\n1  2  y\n2  3  z"
+
+
+class FakeFigure:
+    def savefig(self, buffer: Any, format: str, bbox_inches: str) -> None:
+        assert format == "png"
+        buffer.write(b"\x89PNG fake")
+
+
+def test_frame_is_described_by_shape_dtypes_and_head() -> None:
+    [part] = variable_parts("df", FakeFrame())
+    assert part["type"] == "context" and part["tag"] == "variable"
+    body = part["context"]
+    assert "name: df" in body and "shape: (3, 2)" in body
+    assert "a    int64" in body and "2  3  z" in body
+
+
+def test_figure_becomes_a_png_attachment() -> None:
+    context, attachment = variable_parts("fig", FakeFigure())
+    assert "fig.png" in context["context"]
+    assert attachment["type"] == "file" and attachment["media_type"] == "image/png"
+    assert base64.b64decode(attachment["url"].split(",", 1)[1]) == b"\x89PNG fake"
+
+
+def test_other_values_use_a_bounded_repr() -> None:
+    [small] = variable_parts("x", {"k": [1, 2]})
+    assert "type: builtins.dict" in small["context"] and "{'k': [1, 2]}" in small["context"]
+    [big] = variable_parts("s", "y" * (MAX_CHARS * 3))
+    assert len(big["context"]) < MAX_CHARS + 200 and "more characters" in big["context"]
+
+
+@pytest.mark.timeout(90)
+def test_with_sends_variables_before_the_prompt(tmp_path: Path) -> None:
+    nb = execute([
+        "data = {'rows': 3, 'note': '<b>&'}",
+        f"%%agent --agent {scripted()} --with data --out r\n" + nb_script({"echo_prompt": True}),
+        "import json\nprint(json.dumps(r.prompt))",
+        f"%%agent --agent {scripted()} --with missing\nhi",
+    ], tmp_path, allow_errors=True)
+    blocks = json.loads(text(nb.cells[2]).strip().splitlines()[-1])
+    first = blocks[0]["text"]
+    assert first.startswith("<variable>") and "name: data" in first
+    assert "&lt;b&gt;&amp;" in first  # the body is XML-escaped
+    assert blocks[1]["text"].startswith("#script")  # then the cell's own text
+    shown = text(nb.cells[3])  # a usage error: one line, no traceback
+    assert "UsageError" in shown and "no variable 'missing'" in shown, shown
