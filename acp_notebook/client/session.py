@@ -212,7 +212,9 @@ class Session:
                     # outer cancel scope or an interrupt) or hit a bug: the turn must still end,
                     # or stop(), close() and anyone awaiting `turn.finished` would wait forever.
                     self._abandon(turn, exc)
-                    raise
+                    if not isinstance(exc, Exception):
+                        raise  # cancellation goes on; a bug in one turn must not end the client
+                    log.exception("acp_notebook: turn %s failed inside the client", turn.id)
                 finally:
                     self._running = None
 
@@ -371,6 +373,8 @@ class Session:
         if method == "fs/read_text_file" and self._client.options.fs:
             return await self.workspace.read(params)
         if method == "fs/write_text_file" and self._client.options.fs:
+            # A turn that changed something must not be re-sent by a retry: it would act twice.
+            self._fold.visible_output = True
             return await self.workspace.write(params)
         if method.startswith("terminal/") and self.terminals is not None:
             handler = {
@@ -381,6 +385,8 @@ class Session:
                 "terminal/release": self.terminals.release,
             }.get(method)
             if handler is not None:
+                if method == "terminal/create":
+                    self._fold.visible_output = True  # a command ran: no retry either
                 result = await handler(params)
                 if method == "terminal/create":
                     self._track_terminal(result["terminalId"])

@@ -94,7 +94,10 @@ class Terminals:
                 self._on_output(terminal.view, data.decode("utf-8", "replace"))
         code = await terminal.process.wait()
         if code < 0:
-            terminal.view.signal = signal.Signals(-code).name
+            try:
+                terminal.view.signal = signal.Signals(-code).name
+            except ValueError:  # a real-time signal (SIGRTMIN+n) has no enum member
+                terminal.view.signal = f"SIG{-code}"
         else:
             terminal.view.exit_code = code
         terminal.done.set()

@@ -10,6 +10,7 @@ from IPython.display import display
 
 from ..config import ConfigError
 from ..errors import AcpError
+from ..render.mdsafe import inline
 from .cell import start_error_message
 from .runtime import NamedSession
 
@@ -56,7 +57,7 @@ async def run(magics: AcpNotebook, line: str) -> Any:
         raise UsageError(f"unknown %agent command {args.command!r}\n\n{USAGE}")
     try:
         return await handler(magics, args)
-    except (ValueError, ConfigError) as exc:
+    except (ValueError, ConfigError, AcpError) as exc:
         raise UsageError(str(exc)) from None
 
 
@@ -75,6 +76,10 @@ def _session(magics: AcpNotebook, args: argparse.Namespace) -> NamedSession:
         raise UsageError(f"no session {name!r}; open sessions: {known}" if name
                          else f"no session is open ({known})")
     return entry
+
+
+def _s(value: Any) -> str:
+    return inline(str(value))
 
 
 def _md(text: str) -> None:
@@ -109,21 +114,24 @@ async def _status(magics: AcpNotebook, args: argparse.Namespace) -> None:
         "usage": usage.to_json() if usage else None, "pid": client.pid,
         "turns": len(session.history), "running": session.running is not None,
     }
-    lines = [f"**{entry.name}** — agent `{entry.agent}` ({client.agent_name}), pid {client.pid}",
-             f"- session `{session.id}`" + (f": {session.title}" if session.title else ""),
-             f"- mode: `{session.mode}`"
-             + (f" (of {', '.join(str(m.get('id')) for m in session.modes)})"
+    # Everything the agent sent (ids, titles, names) is untrusted Markdown: defuse it.
+    lines = [f"**{_s(entry.name)}** — agent {_s(entry.agent)} ({_s(client.agent_name)}), "
+             f"pid {client.pid}",
+             f"- session {_s(session.id)}" + (f": {_s(session.title)}" if session.title else ""),
+             f"- mode: {_s(session.mode)}"
+             + (f" (of {', '.join(_s(m.get('id')) for m in session.modes)})"
                 if session.modes else "")]
     for option in session.config_options:
-        lines.append(f"- {option.get('name') or option.get('id')} (`{option.get('id')}`): "
-                     f"`{option.get('currentValue')}`")
+        lines.append(f"- {_s(option.get('name') or option.get('id'))} ({_s(option.get('id'))}): "
+                     f"{_s(option.get('currentValue'))}")
     if usage:
         pct = f" ({usage.fraction:.0%})" if usage.fraction is not None else ""
-        cost = (f", cost {usage.cost_amount:.4f} {usage.cost_currency}"
+        cost = (f", cost {usage.cost_amount:.4f} {_s(usage.cost_currency)}"
                 if usage.cost_amount is not None else "")
         lines.append(f"- context: {usage.used:,} / {usage.size:,} tokens{pct}{cost}")
     if session.commands:
-        lines.append("- commands: " + ", ".join(f"`/{c.get('name')}`" for c in session.commands))
+        lines.append("- commands: " + ", ".join(f"/{_s(c.get('name'))}"
+                                                 for c in session.commands))
     lines.append(f"- turns: {len(session.history)}"
                  + (" (one running)" if session.running else ""))
     _md("\n".join(lines))
@@ -147,8 +155,8 @@ async def _sessions(magics: AcpNotebook, args: argparse.Namespace) -> None:
     rows = [f"Sessions of `{spec.name}`:", "", "| id | title | updated | cwd |",
             "|---|---|---|---|"]
     for s in sessions:
-        rows.append(f"| `{s.get('sessionId')}` | {s.get('title') or ''} | "
-                    f"{s.get('updatedAt') or ''} | `{s.get('cwd')}` |")
+        cells = (s.get("sessionId"), s.get("title") or "", s.get("updatedAt") or "", s.get("cwd"))
+        rows.append("| " + " | ".join(_s(c).replace("|", "\\|") for c in cells) + " |")
     _md("\n".join(rows) if sessions else f"`{spec.name}` has no stored sessions.")
     magics.user_ns["_agent_sessions"] = sessions  # the same list as data
 

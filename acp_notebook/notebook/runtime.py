@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import logging
 import os
 import signal
 import weakref
@@ -58,7 +59,11 @@ class AgentHost:
         except BaseException as exc:
             if not ready.done():
                 ready.set_exception(exc)
-            elif not isinstance(exc, asyncio.CancelledError | Exception):
+            elif isinstance(exc, Exception):
+                # The client died after it started: its turns already ended with the error;
+                # the log keeps the cause (this task has no one awaiting it).
+                log.error("acp_notebook: agent %r stopped: %r", self.spec.name, exc)
+            elif not isinstance(exc, asyncio.CancelledError):
                 raise
         finally:
             self.client = None
@@ -153,6 +158,8 @@ class Runtime:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(pid, signal.SIGKILL)
 
+
+log = logging.getLogger("acp_notebook")
 
 _RUNTIMES: weakref.WeakSet[Runtime] = weakref.WeakSet()
 

@@ -61,8 +61,8 @@ async def run(magics: AcpNotebook, args: argparse.Namespace, body: str) -> Any:
     session = await _session(magics, spec, opts, client_options)
     try:
         await apply_settings(session, opts)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    except (ValueError, AcpError) as exc:  # unknown mode, no modes, the agent refused it
+        raise UsageError(f"cannot apply --mode/--config: {exc}") from None
     session.permission_policy = policy
     try:
         turn = await session.prompt(prompt)
@@ -105,7 +105,9 @@ async def run(magics: AcpNotebook, args: argparse.Namespace, body: str) -> Any:
         raise
     _bind(magics, opts, result)
     # A Stop pressed by the user is not a failure, even if the agent had to be killed for it.
-    failed = not result.success and not (result.cancelled and not timed_out)
+    # Only a cancel somebody asked for counts: a turn ended by a client failure is a failure.
+    failed = not result.success and not (result.cancelled and turn.cancel_requested
+                                         and not timed_out)
     view.finish(result, keep_record=failed)
     await view.aclose()
     if failed:

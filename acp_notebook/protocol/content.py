@@ -86,7 +86,7 @@ def normalize(query: str | list[Any] | tuple[Any, ...]) -> list[Part]:
                 raise PromptError(f"part {i}: a file part needs a url (a path or a data URL)")
             parts.append(FilePart(url, item.get("media_type"), item.get("filename")))
         elif kind in _PASSTHROUGH:
-            parts.append(dict(item))
+            parts.append(_checked_block(item, i))
         else:
             raise PromptError(f"part {i}: unknown part type {kind!r} "
                               "(text, context, file, or an ACP content block)")
@@ -94,6 +94,23 @@ def normalize(query: str | list[Any] | tuple[Any, ...]) -> list[Part]:
                for p in parts):
         raise PromptError("the prompt is empty: give at least one non-empty part")
     return parts
+
+
+_BLOCK_MODELS = {"image": "ImageContentBlock", "audio": "AudioContentBlock",
+                 "resource": "EmbeddedResourceContentBlock",
+                 "resource_link": "ResourceContentBlock"}
+
+
+def _checked_block(item: dict[str, Any], index: int) -> dict[str, Any]:
+    """An ACP content block given as input, validated and in its wire form (JSON-safe), so a
+    malformed one is a clear error here rather than a failure while sending the turn."""
+    from . import schema
+
+    model = getattr(schema.models(), _BLOCK_MODELS[item["type"]])
+    try:
+        return schema.dump(model.model_validate(item))
+    except schema.ValidationError as exc:
+        raise PromptError(f"part {index}: {schema.describe(exc)}") from None
 
 
 def context_text(tag: Any, body: Any, index: int = 0) -> str:

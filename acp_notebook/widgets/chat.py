@@ -8,6 +8,7 @@ a cell's record, redrawn at most `max_rate` times a second.
 from __future__ import annotations
 
 import asyncio
+import html
 from typing import Any
 
 import ipywidgets as w
@@ -116,13 +117,15 @@ class ChatWidget:
 
     def _set_status(self) -> None:
         usage = self.session.usage
-        parts = [f"session <code>{self.session.id}</code>"]
+        # Ids, modes and currencies come from the agent: escape them (this is innerHTML).
+        parts = [f"session <code>{html.escape(self.session.id)}</code>"]
         if self.session.mode:
-            parts.append(f"mode <code>{self.session.mode}</code>")
+            parts.append(f"mode <code>{html.escape(self.session.mode)}</code>")
         if usage is not None:
             parts.append(f"context {usage.used:,}/{usage.size:,}")
             if usage.cost_amount is not None:
-                parts.append(f"cost {usage.cost_amount:.4f} {usage.cost_currency}")
+                parts.append(f"cost {usage.cost_amount:.4f} "
+                             f"{html.escape(str(usage.cost_currency))}")
         if self.session.running is not None:
             parts.append("<b>running…</b>")
         self.status.value = "<small>" + " · ".join(parts) + "</small>"
