@@ -101,6 +101,30 @@ async def test_permission_policy_decides_by_tool_kind(agent: Agent) -> None:
 
 
 @pytest.mark.timeout(30)
+async def test_a_turns_own_policy_and_handler_apply_to_that_turn_only(agent: Agent) -> None:
+    asked = []
+
+    async def handler(request):
+        asked.append(request.tool_call["toolCallId"])
+        return "allow"
+
+    step = {"permission": {"toolCallId": "c1", "title": "an edit", "kind": "edit"}}
+    with anyio.fail_after(20):
+        async with agent.client() as client:
+            session = await client.new_session()
+            allowed = await (await session.prompt(
+                script(step), permission_policy=PermissionPolicy(allow={"edit"}))).finished
+            handled = await (await session.prompt(script(step),
+                                                  permission_handler=handler)).finished
+            plain = await (await session.prompt(script(step))).finished
+    decided = [(r.permissions[0].option_id, r.permissions[0].decided_by)
+               for r in (allowed, handled, plain)]
+    assert decided == [("allow", "policy"), ("allow", "user"),
+                       ("reject", "policy (nobody to ask)")]  # the session's own, untouched
+    assert asked == ["c1"]
+
+
+@pytest.mark.timeout(30)
 async def test_permission_handler_is_asked_and_its_answer_sent(agent: Agent) -> None:
     seen = []
 

@@ -174,12 +174,16 @@ class Session:
 
     # -- prompting -------------------------------------------------------------------------------
 
-    async def prompt(self, query: str | list[Any]) -> TurnHandle:
+    async def prompt(self, query: str | list[Any], *,
+                     permission_policy: PermissionPolicy | None = None,
+                     permission_handler: PermissionHandler | None = None) -> TurnHandle:
         """Assign input to a turn and return its handle at once.
 
         If a turn is running, the input joins the next turn (two calls may get the same handle).
         `query` is a string or a list of parts: text, `{"type": "context", "tag", "context"}`,
         `{"type": "file", "url": path or data URL}`, or ACP content blocks.
+        `permission_policy` and `permission_handler` apply to this turn only (default: the
+        session's); input merged into a turn that has its own keeps that turn's.
         """
         if self._closed:
             raise ClientClosedError("the session is closed")
@@ -187,12 +191,15 @@ class Session:
         caps = content.PromptCaps.from_wire(
             (self._client.agent_capabilities or {}).get("promptCapabilities"))
         blocks = await load_parts(parts, caps, self.cwd, self._attachment_dir())
-        if self._next is not None:
-            self._next.merge(blocks)
-            return self._next
-        self._next = TurnHandle(self, blocks)
-        self._wake.set()
-        return self._next
+        turn = self._next
+        if turn is not None:
+            turn.merge(blocks)
+        else:
+            turn = self._next = TurnHandle(self, blocks)
+            self._wake.set()
+        turn.permission_policy = turn.permission_policy or permission_policy
+        turn.permission_handler = turn.permission_handler or permission_handler
+        return turn
 
     def _attachment_dir(self) -> Path:
         safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in self._id)[:80]
@@ -404,16 +411,19 @@ class Session:
         if running is not None and running.cancel_requested:
             self._fold.resolve_permission(part, None, "cancel")
             return _outcome(None)
-        decision = self.permission_policy.decide(kind)
+        policy = (running.permission_policy if running is not None else None) \
+            or self.permission_policy
+        handler = (running.permission_handler if running is not None else None) \
+            or self.permission_handler
+        decision = policy.decide(kind)
         option_id: str | None = None
         by = "policy"
-        if decision == "ask" and self.permission_handler is not None:
+        if decision == "ask" and handler is not None:
             scope = anyio.CancelScope()
             self._permissions[part.part_id] = (part, scope)
             try:
                 with scope:
-                    option_id = await self.permission_handler(
-                        PermissionRequest(part, kind, tool_call, self._id))
+                    option_id = await handler(PermissionRequest(part, kind, tool_call, self._id))
                     by = "user"
                     if option_id is not None and option_id not in {o.get("optionId")
                                                                     for o in options}:

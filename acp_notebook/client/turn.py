@@ -11,6 +11,7 @@ import anyio
 from ..protocol.result import TurnResult
 
 if TYPE_CHECKING:
+    from .permissions import PermissionHandler, PermissionPolicy
     from .session import Session
 
 
@@ -30,6 +31,10 @@ class TurnHandle:
         self.inputs = 1
         self.result: TurnResult | None = None
         self.cancel_requested = False
+        # Who decides this turn's permission requests; None: the session's policy and handler.
+        # Per turn, so a cell's --allow or its buttons never apply to another cell's turn.
+        self.permission_policy: PermissionPolicy | None = None
+        self.permission_handler: PermissionHandler | None = None
         self._done = anyio.Event()
 
     def cancelling(self) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -79,7 +80,16 @@ def _session(magics: AcpNotebook, args: argparse.Namespace) -> NamedSession:
 
 
 def _s(value: Any) -> str:
+    """Agent text in Markdown prose: defused (no HTML, no links, one line)."""
     return inline(str(value))
+
+
+def _code(value: Any) -> str:
+    """An id as a code span, fenced with more backticks than it holds: nothing inside renders."""
+    text = " ".join(str(value).split())
+    fence = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _md(text: str) -> None:
@@ -115,22 +125,23 @@ async def _status(magics: AcpNotebook, args: argparse.Namespace) -> None:
         "turns": len(session.history), "running": session.running is not None,
     }
     # Everything the agent sent (ids, titles, names) is untrusted Markdown: defuse it.
-    lines = [f"**{_s(entry.name)}** — agent {_s(entry.agent)} ({_s(client.agent_name)}), "
+    lines = [f"**{_s(entry.name)}** — agent {_code(entry.agent)} ({_s(client.agent_name)}), "
              f"pid {client.pid}",
-             f"- session {_s(session.id)}" + (f": {_s(session.title)}" if session.title else ""),
-             f"- mode: {_s(session.mode)}"
+             f"- session {_code(session.id)}"
+             + (f": {_s(session.title)}" if session.title else ""),
+             f"- mode: {_code(session.mode)}"
              + (f" (of {', '.join(_s(m.get('id')) for m in session.modes)})"
                 if session.modes else "")]
     for option in session.config_options:
-        lines.append(f"- {_s(option.get('name') or option.get('id'))} ({_s(option.get('id'))}): "
-                     f"{_s(option.get('currentValue'))}")
+        lines.append(f"- {_s(option.get('name') or option.get('id'))} "
+                     f"({_code(option.get('id'))}): {_code(option.get('currentValue'))}")
     if usage:
         pct = f" ({usage.fraction:.0%})" if usage.fraction is not None else ""
         cost = (f", cost {usage.cost_amount:.4f} {_s(usage.cost_currency)}"
                 if usage.cost_amount is not None else "")
         lines.append(f"- context: {usage.used:,} / {usage.size:,} tokens{pct}{cost}")
     if session.commands:
-        lines.append("- commands: " + ", ".join(f"/{_s(c.get('name'))}"
+        lines.append("- commands: " + ", ".join(_code(f"/{c.get('name')}")
                                                  for c in session.commands))
     lines.append(f"- turns: {len(session.history)}"
                  + (" (one running)" if session.running else ""))

@@ -44,12 +44,11 @@ class LiveView:
         self._controls_handle: DisplayHandle | None = None
         self._unsubscribe = session.subscribe(self._on_mutation)
         self._task: asyncio.Task[None] | None = None
-        self._previous_handler = session.permission_handler
 
     def start(self) -> None:
         if self.controls is not None:
             self._controls_handle = display(self.controls.box, display_id=True)
-            self.session.permission_handler = self._ask
+            self.turn.permission_handler = self._ask
         if self.show:
             self._handle = display(self._bundle(), raw=True, display_id=True)
             self.updates += 1
@@ -102,8 +101,6 @@ class LiveView:
         self._dirty.set()
         self._unsubscribe()
         if self.controls is not None:
-            if self.session.permission_handler == self._ask:
-                self.session.permission_handler = self._previous_handler
             self.controls.close()
             if self._controls_handle is not None:
                 self._controls_handle.update({"text/plain": ""}, raw=True)

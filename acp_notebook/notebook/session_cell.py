@@ -63,9 +63,8 @@ async def run(magics: AcpNotebook, args: argparse.Namespace, body: str) -> Any:
         await apply_settings(session, opts)
     except (ValueError, AcpError) as exc:  # unknown mode, no modes, the agent refused it
         raise UsageError(f"cannot apply --mode/--config: {exc}") from None
-    session.permission_policy = policy
     try:
-        turn = await session.prompt(prompt)
+        turn = await session.prompt(prompt, permission_policy=policy)
     except PromptError as exc:
         raise UsageError(str(exc)) from None
 

@@ -65,21 +65,17 @@ class ChatWidget:
             self.status.value = "<i>Nothing to send.</i>"
             return None
         self.input.value = ""
-        turn = await self.session.prompt(text)
+        turn = await self.session.prompt(text, permission_handler=self.prompts.ask)
         if turn.id not in self._views:
             view = w.HTML()
             self._views[turn.id] = view
             self._turns[turn.id] = turn
             self.log.children = (*self.log.children, view)
-        previous = self.session.permission_handler
-        self.session.permission_handler = self.prompts.ask
         self.stop_button.disabled = False
         self._dirty.set()
         try:
             await turn.finished
         finally:
-            if self.session.permission_handler == self.prompts.ask:
-                self.session.permission_handler = previous
             self.stop_button.disabled = self.session.running is None
             self._dirty.set()
         return turn
