@@ -736,3 +736,14 @@ def test_odd_values(odd: dict[str, Any]) -> None:
     if odd.get("parts") and odd["parts"][0].get("raw") == {"self": None}:
         odd["parts"][0]["raw"]["self"] = odd  # a cycle
     _render_strictly(odd, False)
+
+
+def test_markdown_code_spans_cannot_smuggle_html_across_paragraphs() -> None:
+    # A "code span" across a blank line is two paragraphs to a Markdown renderer, and a
+    # backslash-escaped backtick opens nothing: the HTML between must come out escaped.
+    from acp_notebook.render.mdsafe import neutralize
+
+    for evil in ("see `a\n\n<img src=x onerror=alert(1)>\n\nb`",
+                 "see \\`<img src=x onerror=alert(1)>`"):
+        assert "<img" not in neutralize(evil), evil
+    assert neutralize("keep `a<b` as code") == "keep `a<b` as code"

@@ -73,11 +73,28 @@ def _prose_with_code(s: str, dollars: bool) -> str:
     pieces = []
     pos = 0
     for start, end, _ in code_spans(s):
+        if not _surely_code(s, start, end):
+            continue  # left to _prose with the text around it: escaped, so safe either way
         pieces.append(_prose(s[pos:start], dollars))
         pieces.append(s[start:end])
         pos = end
     pieces.append(_prose(s[pos:], dollars))
     return "".join(pieces)
+
+
+def _surely_code(s: str, start: int, end: int) -> bool:
+    """Whether a Markdown renderer will surely read s[start:end] as a code span, whose content
+    it shows verbatim. A span does not cross a blank line (a new paragraph), and a backtick after
+    an odd number of backslashes opens nothing. In doubt it is prose, and gets escaped."""
+    if _BLANK_LINE.search(s, start, end):
+        return False
+    slashes = 0
+    while start - slashes > 0 and s[start - slashes - 1] == "\\":
+        slashes += 1
+    return slashes % 2 == 0
+
+
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
 
 
 def _prose(s: str, dollars: bool) -> str:
