@@ -447,3 +447,16 @@ def test_kernel_interrupt_cancels_turn_and_kernel_stays_usable(tmp_path: Path) -
     assert only_transcript(nb.cells[2])["text"].strip() == "echo: still there?"
     record = only_transcript(nb.cells[0])  # the interrupted turn shows how it ended
     assert record["stopReason"] == "cancelled"
+
+
+@pytest.mark.timeout(90)
+def test_changed_settings_restart_the_agent_so_they_apply(tmp_path: Path) -> None:
+    nb = execute([
+        "%%agent --out a\nhello",
+        "%config AcpNotebook.fs = False",
+        "%%agent --out b\nhello again",
+        "print(a.session_id != b.session_id)",
+    ], tmp_path)
+    shown = " ".join(data(nb.cells[2], "text/plain"))
+    assert "Settings changed (fs)" in shown and "restarted" in shown, shown
+    assert text(nb.cells[3]).strip() == "True"

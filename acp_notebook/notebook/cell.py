@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from IPython.display import display
 
 from ..client.permissions import PermissionPolicy
 from ..client.session import Session
@@ -55,6 +56,15 @@ class CellOptions:
 
 async def open_session(runtime: Runtime, spec: AgentSpec, name: str, new: bool,
                        client_options: dict[str, Any]) -> Session:
+    changed = runtime.changed_options(spec.name, client_options)
+    if changed:
+        # fs, terminal, protection and the like are fixed when the agent starts (they are
+        # negotiated in initialize): a change takes a fresh agent, or it would silently not apply.
+        await runtime.close_agent(spec.name)
+        display({"text/markdown": f"*Settings changed ({', '.join(changed)}): agent "
+                                  f"`{spec.name}` restarted; its sessions start anew.*",
+                 "text/plain": f"Settings changed ({', '.join(changed)}): agent {spec.name} "
+                               "restarted; its sessions start anew."}, raw=True)
     entry = runtime.find(name)
     if entry is not None and entry.agent != spec.name:
         raise ValueError(f"session {name!r} belongs to agent {entry.agent!r}; pick another "

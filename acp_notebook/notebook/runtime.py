@@ -113,6 +113,15 @@ class Runtime:
             self.hosts.pop(spec.name, None)
             raise
 
+    def changed_options(self, agent: str, options: dict[str, Any]) -> list[str]:
+        """Options the running agent was started with that differ now (permission policy
+        aside: it applies per turn)."""
+        host = self.hosts.get(agent)
+        if host is None or not host.running:
+            return []
+        keys = (set(host.options) | set(options)) - {"permission_policy"}
+        return sorted(k for k in keys if host.options.get(k) != options.get(k))
+
     def find(self, name: str) -> NamedSession | None:
         entry = self.sessions.get(name)
         if entry is not None and (entry.session.closed or entry.session.client.closed):
