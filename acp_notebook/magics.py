@@ -95,6 +95,8 @@ class AcpNotebook(Magics):
         ["auto", "yes", "no"], "auto",
         help="Whether someone can click buttons: auto detects a widget front-end "
              "(headless runs such as nbclient have none).").tag(config=True)
+    permission_timeout = Float(600.0, help="Seconds a permission request waits for a click "
+                               "before it is rejected (0: no limit).").tag(config=True)
     cancel_grace = Float(5.0, help="Seconds an agent gets to answer session/cancel before it "
                          "is killed.").tag(config=True)
     timeout = Float(0.0, help="Default --timeout in seconds (0: none).").tag(config=True)

@@ -83,5 +83,6 @@ class PermissionRequest:
         return self.part.options
 
 
-#: Returns the chosen option id, or None to reject (a handler may also raise to cancel).
+#: Returns the chosen option id, or None to reject. A handler that raises rejects too, and the
+#: record says why (e.g. a TimeoutError when nobody answered in time).
 PermissionHandler = Callable[[PermissionRequest], Awaitable[str | None]]

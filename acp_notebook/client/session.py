@@ -423,8 +423,12 @@ class Session:
             self._permissions[part.part_id] = (part, scope)
             try:
                 with scope:
-                    option_id = await handler(PermissionRequest(part, kind, tool_call, self._id))
-                    by = "user"
+                    try:
+                        option_id = await handler(
+                            PermissionRequest(part, kind, tool_call, self._id))
+                        by = "user"
+                    except Exception as exc:  # the handler gave up (a timeout, a bug): fail closed
+                        option_id, by = None, f"rejected: {exc or type(exc).__name__}"
                     if option_id is not None and option_id not in {o.get("optionId")
                                                                     for o in options}:
                         raise RpcError(rpc.INVALID_PARAMS, f"unknown option id {option_id!r}")

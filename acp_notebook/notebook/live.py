@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from typing import Any
 
+import anyio
 from IPython.display import DisplayHandle, display
 
 from ..client.permissions import PermissionRequest
@@ -29,8 +31,9 @@ class LiveView:
 
     def __init__(self, session: Session, turn: TurnHandle, *, max_rate: float = 25.0,
                  controls: Any = None, note: str = "", show: bool = True,
-                 redactor: Redactor | None = None) -> None:
+                 redactor: Redactor | None = None, permission_timeout: float = 0) -> None:
         self.session = session
+        self.permission_timeout = permission_timeout
         self.redactor = redactor or Redactor()
         self.turn = turn
         self.note = note
@@ -57,8 +60,12 @@ class LiveView:
     async def _ask(self, request: PermissionRequest) -> str | None:
         assert self.controls is not None
         self._dirty.set()
-        result: str | None = await self.controls.ask(request)
-        return result
+        # A front-end that connected once may be gone (a closed tab during Run All): nobody
+        # would ever click, so the request is rejected after `permission_timeout`.
+        with anyio.move_on_after(self.permission_timeout or math.inf):
+            result: str | None = await self.controls.ask(request)
+            return result
+        raise TimeoutError(f"no answer within {self.permission_timeout:g} s")
 
     def _on_mutation(self, mutation: Mutation) -> None:
         # Called for every streamed chunk: once a redraw is due, there is nothing more to do.

@@ -77,7 +77,8 @@ async def run(magics: AcpNotebook, args: argparse.Namespace, body: str) -> Any:
         controls = TurnControls(lambda: _spawn(turn.cancel()), label)
     # The note is its own line above (see below), not repeated in the live footer.
     view = LiveView(session, turn, max_rate=magics.max_update_rate, controls=controls,
-                    show=not opts.quiet, redactor=magics.runtime.redactor)
+                    show=not opts.quiet, redactor=magics.runtime.redactor,
+                    permission_timeout=magics.permission_timeout)
     # Shown for every turn, not only with --quiet: a successful turn's live display is cleared
     # (the cell's value shows the record, and the renderers do not draw the transcript's "note"),
     # so this line is the only place a saved notebook tells that the demo agent answered.

@@ -48,7 +48,7 @@ class ChatWidget:
         self._dirty = asyncio.Event()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._unsubscribe = session.subscribe(self._on_mutation)
-        self.send_button.on_click(lambda _b: self._spawn(self.send()))
+        self.send_button.on_click(lambda _b: self._spawn(self._send_clicked()))
         self.stop_button.on_click(lambda _b: self._spawn(self.session.stop()))
         self._spawn(self._render_loop())
         self._set_status()
@@ -57,6 +57,13 @@ class ChatWidget:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def _send_clicked(self) -> None:
+        # A click has no caller to raise to: show what went wrong where the user looks.
+        try:
+            await self.send()
+        except Exception as exc:
+            self.status.value = f"<b>Could not send:</b> {html.escape(str(exc))}"
 
     async def send(self, text: str | None = None) -> TurnHandle | None:
         """Send the input box's text (or `text`) as a prompt; returns the turn it joined."""
