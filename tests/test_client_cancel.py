@@ -131,6 +131,27 @@ async def test_an_agent_that_ignores_cancel_is_killed_after_the_grace_period(age
 
 
 @pytest.mark.timeout(30)
+async def test_a_deaf_turn_is_given_up_not_killed_while_another_session_runs(
+        agent: Agent) -> None:
+    with anyio.fail_after(20):
+        async with agent.client(cancel_grace=0.5) as client:
+            deaf, busy = await client.new_session(), await client.new_session()
+            deaf_watch, busy_watch = Watcher(deaf), Watcher(busy)
+            await deaf.prompt(script({"ignore_cancel": True}, {"update": tool_call("c1")},
+                                     {"wait_cancel": True}))
+            other = await busy.prompt(script({"update": tool_call("c2")}, {"sleep": 1.5},
+                                             {"say": "still here"}))
+            await deaf_watch.tool_call("c1")
+            await busy_watch.tool_call("c2")
+            result = await deaf.stop()
+            finished = await other.finished
+            assert client.processes_started == 1  # nobody was killed
+    assert result is not None and result.stop_reason == "cancelled"
+    assert "given up" in (result.error or "")
+    assert finished.success and finished.text == "still here", finished
+
+
+@pytest.mark.timeout(30)
 async def test_cancelling_the_task_awaiting_the_turn_sends_session_cancel(agent: Agent) -> None:
     with anyio.fail_after(20):
         async with agent.client() as client:

@@ -250,8 +250,17 @@ class Session:
                     # out anyway. Not sending it is the cancellation.
                     stop_reason = "cancelled"
                     break
-                response = await self._client._request(
-                    "session/prompt", {"sessionId": self._id, "prompt": turn.prompt})
+                response = None
+                turn._abandon_scope = anyio.CancelScope()  # a scope is entered once: per attempt
+                with turn._abandon_scope:
+                    response = await self._client._request(
+                        "session/prompt", {"sessionId": self._id, "prompt": turn.prompt})
+                if turn._abandon_scope.cancelled_caught:
+                    stop_reason = "cancelled"
+                    error = (f"the agent did not answer session/cancel within "
+                             f"{opts.cancel_grace:g} s; the turn was given up (not the agent: "
+                             "other sessions are using it)")
+                    break
                 response = response if isinstance(response, dict) else {}
                 stop_reason = str(response.get("stopReason") or "end_turn")
                 if isinstance(response.get("usage"), dict):
@@ -370,7 +379,13 @@ class Session:
             await turn._done.wait()
             return
         if turn.result is None and conn is self._client._connection:
-            self._client._kill_for_cancel()
+            others = [s for s in self._client.sessions if s is not self and s.running]
+            if others:
+                # Killing the shared process would fail their turns too: give this one up
+                # ($/cancel_request goes out) and leave the agent to them.
+                turn._abandon_scope.cancel()
+            else:
+                self._client._kill_for_cancel()
 
     # -- requests from the agent -----------------------------------------------------------------
 

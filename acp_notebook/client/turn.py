@@ -36,6 +36,9 @@ class TurnHandle:
         self.permission_policy: PermissionPolicy | None = None
         self.permission_handler: PermissionHandler | None = None
         self._done = anyio.Event()
+        # Cancelled to give up waiting for an agent that ignores session/cancel, when killing
+        # it would take other sessions' turns down with this one.
+        self._abandon_scope = anyio.CancelScope()
 
     def cancelling(self) -> bool:
         """Whether cancellation was asked for (a call, so checks after an await are not
