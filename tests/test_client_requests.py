@@ -231,7 +231,7 @@ async def test_additional_directories_are_part_of_the_workspace(agent: Agent) ->
     extra.mkdir()
     (extra / "f.txt").write_text("extra file")
     with anyio.fail_after(20):
-        async with agent.client() as client:
+        async with agent.client("--additional-directories") as client:
             session = await client.new_session(additional_directories=[extra])
             result = await (await session.prompt(script(
                 req("fs/read_text_file", path=str(extra / "f.txt"))))).finished

@@ -19,7 +19,7 @@ async def test_new_session_sends_cwd_and_mcp_servers(agent: Agent) -> None:
     extra = agent.tmp / "extra"
     extra.mkdir()
     with anyio.fail_after(20):
-        async with agent.client() as client:
+        async with agent.client("--additional-directories") as client:
             session = await client.new_session()
             other = await client.new_session(agent.tmp, additional_directories=[extra])
             assert session.id != other.id
@@ -28,6 +28,15 @@ async def test_new_session_sends_cwd_and_mcp_servers(agent: Agent) -> None:
     assert first == {"cwd": str(agent.cwd), "mcpServers": []}
     assert second == {"cwd": str(agent.tmp), "mcpServers": [],
                       "additionalDirectories": [str(extra)]}
+
+
+@pytest.mark.timeout(30)
+async def test_additional_directories_need_the_agents_capability(agent: Agent) -> None:
+    with anyio.fail_after(20):
+        async with agent.client() as client:
+            with pytest.raises(CapabilityError, match="additional directories"):
+                await client.new_session(additional_directories=[agent.tmp])
+    assert not agent.sent("session/new")  # refused before anything was sent
 
 
 @pytest.mark.timeout(40)

@@ -339,6 +339,13 @@ class Client:
 
     # -- sessions --------------------------------------------------------------------------------
 
+    def _directories(self, additional: Sequence[str]) -> list[str]:
+        dirs = [str(Path(d).resolve()) for d in additional]
+        if dirs and self.session_capabilities.get("additionalDirectories") is None:
+            raise CapabilityError(f"{self.agent_name} does not take additional directories "
+                                  "(no sessionCapabilities.additionalDirectories)")
+        return dirs
+
     def _session_cwd(self, cwd: str | os.PathLike[str] | None) -> str:
         return str(Path(cwd).resolve()) if cwd is not None else self.cwd
 
@@ -369,7 +376,7 @@ class Client:
         """`session/new`. The session's workspace (for fs and terminals) is `cwd` plus
         `additional_directories`."""
         path = self._session_cwd(cwd)
-        dirs = [str(Path(d).resolve()) for d in additional_directories]
+        dirs = self._directories(additional_directories)
         servers = list(mcp_servers or [])
         sid, response = await self._open_new(path, servers, dirs)
         return self._adopt(sid, path, dirs, servers, response)
@@ -390,7 +397,7 @@ class Client:
         if not self.agent_capabilities.get("loadSession"):
             raise CapabilityError(f"{self.agent_name} cannot load sessions (no loadSession)")
         path = self._session_cwd(cwd)
-        dirs = [str(Path(d).resolve()) for d in additional_directories]
+        dirs = self._directories(additional_directories)
         servers = list(mcp_servers or [])
         session = Session(self, session_id, path, dirs, servers)
         session._fold.begin_replay()
@@ -418,7 +425,7 @@ class Client:
         if self.session_capabilities.get("resume") is None:
             raise CapabilityError(f"{self.agent_name} cannot resume sessions")
         path = self._session_cwd(cwd)
-        dirs = [str(Path(d).resolve()) for d in additional_directories]
+        dirs = self._directories(additional_directories)
         servers = list(mcp_servers or [])
         params: dict[str, Any] = {"sessionId": session_id, "cwd": path, "mcpServers": servers}
         if dirs:

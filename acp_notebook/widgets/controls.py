@@ -87,9 +87,6 @@ class TurnControls:
         self.stop_button.description = "Stopping…"
         self._on_stop()
 
-    def set_status(self, text: str) -> None:
-        self.status.value = f"<span>{html.escape(text)}</span>"
-
     async def ask(self, request: PermissionRequest) -> str | None:
         """Show the options as buttons and wait for a click; returns the chosen option id."""
         return await self.prompts.ask(request)

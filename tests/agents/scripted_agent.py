@@ -859,8 +859,11 @@ class Agent:
                 "promptCapabilities": {"image": "image" in caps, "audio": "audio" in caps,
                                        "embeddedContext": "embedded" in caps},
                 "mcpCapabilities": {"http": False, "sse": False},
-                "sessionCapabilities": {name: {} for name in ("resume", "list", "close", "delete")
-                                        if getattr(args, name)},
+                "sessionCapabilities": {
+                    name: {} for name, flag in (("resume", args.resume), ("list", args.list),
+                                                ("close", args.close), ("delete", args.delete),
+                                                ("additionalDirectories",
+                                                 args.additional_directories)) if flag},
             },
             "authMethods": [AUTH_METHOD] if args.auth_required else [],
             "agentInfo": {"name": args.agent_name, "version": VERSION},
@@ -993,6 +996,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--list-page-size", type=int, default=50, metavar="N")
     parser.add_argument("--close", action="store_true")
     parser.add_argument("--delete", action="store_true")
+    parser.add_argument("--additional-directories", action="store_true")
     parser.add_argument("--auth-required", action="store_true")
     parser.add_argument("--modes", action="store_true")
     parser.add_argument("--config-options", action="store_true")
