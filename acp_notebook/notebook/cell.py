@@ -82,7 +82,13 @@ async def open_session(runtime: Runtime, spec: AgentSpec, name: str, new: bool,
 
 async def apply_settings(session: Session, opts: CellOptions) -> None:
     if opts.mode:
-        await session.set_mode(opts.mode)
+        # The spec prefers a config option of category "mode" over the legacy modes API.
+        mode_option = next((o for o in session.config_options
+                            if o.get("category") == "mode"), None)
+        if mode_option is not None:
+            await session.set_config_option(str(mode_option.get("id")), opts.mode)
+        else:
+            await session.set_mode(opts.mode)
     for key, value in opts.config:
         option = next((o for o in session.config_options if o.get("id") == key), None)
         if option is not None and option.get("type") == "boolean" and isinstance(value, str):
