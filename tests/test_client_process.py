@@ -222,6 +222,21 @@ async def test_failure_before_output_is_retried_with_a_fresh_process(agent: Agen
 
 
 @pytest.mark.timeout(30)
+async def test_a_turn_that_wrote_a_file_is_not_retried(agent: Agent) -> None:
+    # Re-sending it would write twice: a side effect counts as output for the retry rule.
+    target = agent.cwd / "written.txt"
+    write = {"request": "fs/write_text_file",
+             "params": {"path": str(target), "content": "once"}, "quiet": True}
+    with anyio.fail_after(20):
+        async with agent.client() as client:
+            session = await client.new_session()
+            result = await (await session.prompt(script(write, {"exit": 3}))).finished
+            assert client.processes_started == 1  # no fresh process: no retry
+    assert result.success is False and "exited with code 3" in (result.error or "")
+    assert target.read_text() == "once"
+
+
+@pytest.mark.timeout(30)
 async def test_an_internal_error_answer_is_retried_too(agent: Agent) -> None:
     counter = agent.tmp / "counter"
     with anyio.fail_after(20):

@@ -11,7 +11,8 @@ Steps (one action key each; other keys are options):
   chunks N [size=20, message_id]         N agent_message_chunks, text = index zero-padded to size
   huge_say NBYTES                        one agent_message_chunk of NBYTES digits
   update {...} [session_id]              session/update carrying exactly this update
-  request METHOD [params, id, cancel_after]  call the client, report "RESPONSE <json>"
+  request METHOD [params, id, cancel_after, quiet]  call the client, report "RESPONSE <json>"
+                                             (not with quiet: true)
   permission {toolCall} [options, id, cancel_after]  same, session/request_permission, "PERMISSION "
   sleep SECONDS                          a session/cancel cuts it short: stopReason cancelled
   wait_cancel true [after_cancel: steps] block until session/cancel, run after_cancel, "cancelled"
@@ -532,6 +533,8 @@ class Turn:
                          step: JsonObj) -> None:
         request_id = step["id"] if "id" in step else _AUTO_ID
         answer = self.agent.call_client(method, params, step.get("cancel_after"), request_id)
+        if step.get("quiet"):  # no report: the call leaves no visible output of its own
+            return
         self.emit(chunk_update("agent_message_chunk", prefix + json.dumps(answer, sort_keys=True)))
 
     # -- steps (one method per action key; extra keys are options)
