@@ -460,3 +460,17 @@ def test_changed_settings_restart_the_agent_so_they_apply(tmp_path: Path) -> Non
     shown = " ".join(data(nb.cells[2], "text/plain"))
     assert "Settings changed (fs)" in shown and "restarted" in shown, shown
     assert text(nb.cells[3]).strip() == "True"
+
+
+@pytest.mark.timeout(90)
+def test_load_shows_the_replayed_history(tmp_path: Path) -> None:
+    nb = execute([
+        "%%agent --out a\nfirst question",
+        "%agent load {a.session_id} --session again",
+    ], tmp_path)
+    said = " ".join(data(nb.cells[1], "text/markdown"))
+    assert "is now `--session again` (loaded, 1 earlier turns)" in said, said
+    [replayed] = transcripts(nb.cells[1])
+    assert replayed["note"] == "replayed history"
+    roles = [p.get("role") for p in replayed["parts"] if p.get("type") == "message"]
+    assert roles[:1] == ["user"] and "agent" in roles, replayed["parts"]

@@ -190,7 +190,9 @@ class Client:
         self._process, self._connection = process, conn
         self._tg.start_soon(conn.run, self._tg, name=f"acp reader {process.pid}")
         self._tg.start_soon(self._watch_exit, process, conn, name=f"acp exit {process.pid}")
-        schema.models()  # load the schema models now, not inside the first turn
+        # Build the schema models (about a second, once) now rather than inside the first turn,
+        # and in a thread: the kernel's loop keeps serving widgets and other sessions meanwhile.
+        await anyio.to_thread.run_sync(schema.models)
         params = {
             "protocolVersion": PROTOCOL_VERSION,
             "clientCapabilities": {

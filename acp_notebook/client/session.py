@@ -304,7 +304,7 @@ class Session:
             fold.mark_unfinished("failed")
         self._resolve_pending_permissions(None, "cancel")
         if self.terminals is not None:
-            ids = _terminal_ids(record)
+            ids = record.terminal_ids()
             if stop_reason != "end_turn" or error is not None:
                 self.terminals.kill_many(ids)
                 # Killed commands exit within milliseconds: wait so the record shows how.
@@ -613,11 +613,3 @@ def _select_values(option: dict[str, Any]) -> set[str]:
                           if isinstance(o, dict))
     return values
 
-
-def _terminal_ids(record: TurnRecord) -> set[str]:
-    ids = set(record.terminals)
-    for call in record.tool_calls.values():
-        for item in call.content:
-            if item.get("type") == "terminal" and isinstance(item.get("terminalId"), str):
-                ids.add(item["terminalId"])
-    return ids

@@ -25,18 +25,24 @@ def live_transcript(session: Session, record: TurnRecord | None, turn: TurnHandl
         "parts": [], "plan": [], "terminals": [], "text": "", "thoughts": "",
     }
     if record is not None:
-        out["parts"] = [p.to_json() for p in record.parts]
-        out["plan"] = [e.to_json() for e in record.plan.entries] if record.plan else []
-        out["text"] = record.joined("agent")
-        out["thoughts"] = record.joined("thought")
-        views = session.terminal_views
-        ids = {c.get("terminalId") for p in record.tool_calls.values() for c in p.content
-               if c.get("type") == "terminal"}
-        out["terminals"] = [views[t].to_json() for t in ids if t in views]
-        out["duration"] = time.time() - record.started_at
+        out.update(record_transcript(record, session))
+        out["turnId"] = turn.id
     if note:
         out["note"] = note
     return out
+
+
+def record_transcript(record: TurnRecord, session: Session) -> dict[str, Any]:
+    """What a turn record holds, in transcript shape (a running or a replayed turn)."""
+    views = session.terminal_views
+    return {
+        "turnId": record.turn_id, "agent": session.client.agent_name,
+        "parts": [p.to_json() for p in record.parts],
+        "plan": [e.to_json() for e in record.plan.entries] if record.plan else [],
+        "text": record.joined("agent"), "thoughts": record.joined("thought"),
+        "terminals": [views[t].to_json() for t in record.terminal_ids() if t in views],
+        "duration": time.time() - record.started_at,
+    }
 
 
 def final_transcript(result: TurnResult, note: str = "") -> dict[str, Any]:

@@ -187,16 +187,15 @@ async def _open(magics: AcpNotebook, args: argparse.Namespace, how: str) -> None
     _md(f"Session `{session_id}` is now `--session {name}` ({how.rstrip('e')}ed"
         + (f", {len(session.history)} earlier turns" if how == "load" else "") + ").")
     if how == "load" and session.history:
+        from ..client.transcript import record_transcript
         from ..render import render_bundle
 
         redact = magics.runtime.redactor.obj  # replayed history may echo the agent's keys too
         for record in session.history:
-            display(render_bundle(redact({"turnId": record.turn_id, "agent": client.agent_name,
-                                          "parts": [p.to_json() for p in record.parts],
-                                          "text": record.joined("agent"), "success": True,
-                                          "stopReason": "end_turn",
-                                          "note": "replayed history"})),
-                    raw=True)
+            transcript = {**record_transcript(record, session), "success": True,
+                          "stopReason": "end_turn", "note": "replayed history"}
+            transcript.pop("duration")  # the replay's timing says nothing about the turn
+            display(render_bundle(redact(transcript)), raw=True)
 
 
 async def _resume(magics: AcpNotebook, args: argparse.Namespace) -> None:

@@ -44,6 +44,15 @@ class TurnRecord:
     def joined(self, role: str) -> str:
         return "\n\n".join(t for t in (m.text for m in self.messages(role)) if t)
 
+    def terminal_ids(self) -> set[str]:
+        """The client terminals this turn created or embedded in a tool call."""
+        ids = set(self.terminals)
+        for call in self.tool_calls.values():
+            for item in call.content:
+                if item.get("type") == "terminal" and isinstance(item.get("terminalId"), str):
+                    ids.add(item["terminalId"])
+        return ids
+
     def to_json(self) -> dict[str, Any]:
         return {"turnId": self.turn_id, "prompt": self.prompt,
                 "parts": [p.to_json() for p in self.parts], "replay": self.replay}
