@@ -245,24 +245,27 @@ def read_range(
     """Lines `line`.. (1-based) of `file`, at most `limit` of them, never more than `cap` bytes
     read into memory (and never a line more): past it, an error naming the limit."""
     _skip_lines(file, max((line or 1) - 1, 0), stop)
-    out = bytearray()
-    count = 0
+    pieces: list[bytes] = []  # joined once at the end: a growing buffer would copy itself
+    size = count = 0
     while limit is None or count < limit:
         if stop.is_set():
             raise Cancelled
-        # At most one byte past the cap: enough to know it is exceeded, and a single line
-        # (a 1 GB file without newlines) is cut there too.
-        piece = file.readline(cap - len(out) + 1)
+        # A chunk at a time (a long line is joined here, not in readline's own list), and at
+        # most one byte past the cap: enough to know it is exceeded, even within one line (a
+        # 1 GB file without newlines).
+        piece = file.readline(min(cap - size + 1, _CHUNK))
         if not piece:
             break
-        out += piece
-        if len(out) > cap:
+        pieces.append(piece)
+        size += len(piece)
+        if size > cap:
+            pieces.clear()  # not kept alive by the traceback while the error travels
             raise denied(
                 f"{shown}: the requested text is larger than {cap} bytes, the read "
                 "limit; ask for fewer lines with line and limit"
             )
         count += piece.endswith(b"\n")
-    return out.decode("utf-8", errors="replace")
+    return b"".join(pieces).decode("utf-8", errors="replace")
 
 
 def _skip_lines(file: BinaryIO, n: int, stop: threading.Event) -> None:
