@@ -239,7 +239,7 @@ async def test_a_hard_link_to_the_protected_notebook_is_the_notebook(ws: tuple[P
 async def test_roots_by_any_spelling_links_inside_and_dot_dot(
     ws: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    work, _ = ws
+    work, outside = ws
     alias = tmp_path / "alias"
     alias.symlink_to(work)
     extra = tmp_path / "extra"
@@ -255,6 +255,10 @@ async def test_roots_by_any_spelling_links_inside_and_dot_dot(
     assert await read(w, work / "sub" / ".." / "sub" / "./f.txt") == "f"
     assert await read(w, work / "to-extra" / "e.txt") == "extra"
     assert await read(w, work / "up" / "sub" / "f.txt") == "f"
+    # A spelling the workspace was not given (a link above the root) still finds the root.
+    assert await read(Workspace([work]), alias / "sub" / "f.txt") == "f"
+    (tmp_path / "alias-out").symlink_to(outside)
+    await refused(read(Workspace([work]), tmp_path / "alias-out" / "secret.txt"))
     await refused(read(w, work / ".." / "outside" / "secret.txt"))
     await refused(read(w, work / "to-extra" / ".." / "outside" / "secret.txt"))
     await refused(read(w, work), INVALID_PARAMS)

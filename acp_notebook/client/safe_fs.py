@@ -86,9 +86,12 @@ class _Walk:
 
     def enter(self, components: list[str], shown: str) -> list[str]:
         """Start again at the root this absolute path is in; the components left to walk."""
-        match = [
-            (r, len(s)) for r in self.roots for s in r.spellings if tuple(components[: len(s)]) == s
-        ]
+        match = self.match(components)
+        if not match:
+            # Another spelling of a root (a symlink above it): its real path picks the root and
+            # the components. Only the choice: the walk below still opens each one itself.
+            components = parts(os.path.realpath("/" + "/".join(components)))
+            match = self.match(components)
         if not match:
             raise denied(f"access denied: {shown} is outside the session's workspace")
         root, depth = min(match, key=lambda m: m[1])  # the outermost root: `..` may climb in it
@@ -101,6 +104,12 @@ class _Walk:
             ) from None
         self.stack, self.names, self.root = [fd], [], root
         return components[depth:]
+
+    def match(self, components: list[str]) -> list[tuple[Root, int]]:
+        """The roots `components` start with, and how many components name each."""
+        return [
+            (r, len(s)) for r in self.roots for s in r.spellings if tuple(components[: len(s)]) == s
+        ]
 
     def close(self) -> None:
         while self.stack:
