@@ -21,7 +21,7 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from acp_notebook.client import safe_fs
+from acp_notebook.client import safe_fs, workspace
 from acp_notebook.client.connection import RpcError
 from acp_notebook.client.workspace import Workspace
 from tests.agents.script import script
@@ -211,6 +211,35 @@ async def test_a_directory_swapped_for_a_symlink_during_reads_never_leaks(
         await anyio.to_thread.run_sync(flipper.join)
     assert answers.count("outside secret") == 0, answers.count("outside secret")
     assert set(answers) <= {"inside", f"error {INVALID_PARAMS}", f"error {NOT_FOUND}"}
+
+
+@pytest.mark.timeout(20)
+async def test_a_directory_moved_out_after_it_was_opened_is_refused(
+    ws: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other race: the walk is done, then the agent moves the directory out of the root
+    (the descriptor follows it). What the descriptor is now is checked, not what it was."""
+    work, outside = ws
+    real_locate = workspace.locate
+
+    def locate_then_move(*args: Any, **kwargs: Any) -> safe_fs.Spot:
+        spot = real_locate(*args, **kwargs)
+        os.rename(work / "d", outside / "d")
+        return spot
+
+    monkeypatch.setattr(workspace, "locate", locate_then_move)
+    w = Workspace([work])
+    for attempt in (
+        read(w, work / "d" / "f.txt"),
+        w.write({"path": str(work / "d" / "f.txt"), "content": "pwned"}),
+    ):
+        (work / "d").mkdir()
+        (work / "d" / "f.txt").write_text("moved")
+        assert "outside" in await refused(attempt)
+        assert (outside / "d" / "f.txt").read_text() == "moved"
+        os.rename(outside / "d", outside / "d.done")
+        (outside / "d.done" / "f.txt").unlink()
+        (outside / "d.done").rmdir()
 
 
 @pytest.mark.timeout(20)
