@@ -17,6 +17,7 @@ from ..errors import (
     ClientClosedError,
     ProtocolError,
     RequestError,
+    RequestTimeoutError,
 )
 from ..protocol import content
 from ..protocol import jsonrpc as rpc
@@ -263,7 +264,8 @@ class Session:
                 turn._abandon_scope = anyio.CancelScope()  # a scope is entered once: per attempt
                 with turn._abandon_scope:
                     response = await self._client._request(
-                        "session/prompt", {"sessionId": self._id, "prompt": turn.prompt})
+                        "session/prompt", {"sessionId": self._id, "prompt": turn.prompt},
+                        deadline=False)
                 if turn._abandon_scope.cancelled_caught:
                     stop_reason = "cancelled"
                     error = (f"the agent did not answer session/cancel within "
@@ -291,10 +293,11 @@ class Session:
                     break
                 error = str(exc)
                 retryable = True
-            except (ClientClosedError, AgentStartError) as exc:
+            except (ClientClosedError, AgentStartError, RequestTimeoutError) as exc:
                 # AgentStartError: the agent died and the fresh process cannot start (a bad
                 # key, a removed binary). It used to escape the worker and take down the client
                 # with every session; it fails this turn, and the next prompt tries again.
+                # RequestTimeoutError: reopening the session on a fresh agent was not answered.
                 error = str(exc)
             will_retry = (retryable and not fold.visible_output and attempt < max_attempts
                           and not turn.cancelling())
