@@ -209,6 +209,10 @@ IRREGULAR: list[tuple[str, dict, bool]] = [
                          "options": [{"optionId": "x", "name": "Allow", "kind": "allow_once"},
                                      {"optionId": "x", "name": "Reject", "kind": "reject_once"},
                                      *OPTS]}, True),
+    ("a thousand options", {"toolCall": {"toolCallId": "o6", "kind": "read"},
+                            "options": [*OPTS, *({"optionId": f"r{i}", "name": "No",
+                                                  "kind": "reject_once"} for i in range(998))]},
+     True),
     ("read showing a diff", {"toolCall": {"toolCallId": "d1", "kind": "read",
                                           "content": [DIFF]}}, True),
     ("read showing a terminal", {"toolCall": {"toolCallId": "d2", "kind": "read",
@@ -273,6 +277,7 @@ async def test_irregular_permission_requests_go_to_the_handler(agent: Agent) -> 
     # Only well-formed options are offered: never the bad or the shared ids.
     assert by_name["option id twice"][2] == ["allow", "reject"]
     assert by_name["unknown option kind"][2] == ["allow", "reject"]
+    assert len(by_name["a thousand options"][2]) == 16
     assert by_name["read showing a diff"][0] == "edit+read"
     assert by_name["malformed field"][1] == ("toolCall field 'title' is malformed",)
     assert by_name["read showing a terminal"][0] == "execute+read"

@@ -14,7 +14,7 @@ policy may only *allow* an explicit, well-formed request of a known kind:
   stated is unknown, not the spec's default `other`);
 - every option is an object with a string `optionId` and `name` and one of the four option
   kinds, and no two share an id (a shared id could mean "allow" and "reject" at once); bad
-  options are dropped, never offered;
+  options are dropped, never offered, and so are options beyond the first `MAX_OPTIONS`;
 - the tool call was not already asked about (a second request for a decided call is new
   information the user has not seen).
 
@@ -39,6 +39,7 @@ from ..protocol.state import PermissionPart, ToolCallPart
 Decision = Literal["allow", "reject", "ask"]
 TOOL_KINDS = frozenset({"read", "edit", "delete", "move", "search", "execute", "think", "fetch",
                         "switch_mode", "other"})
+MAX_OPTIONS = 16  # the spec has four option kinds; agents offer a handful
 OPTION_KINDS = frozenset({"allow_once", "allow_always", "reject_once", "reject_always"})
 _WRITING_KINDS = frozenset({"edit", "delete", "move"})  # kinds a diff may honestly belong to
 
@@ -238,6 +239,10 @@ def _good_options(raw: Any, problems: list[str]) -> list[dict[str, Any]]:
         problems.append(f"option ids offered twice, dropped: {', '.join(map(repr, shared))}"
                         [:300])
         good = [o for o in good if counts[o["optionId"]] == 1]
+    if len(good) > MAX_OPTIONS:  # one button each: thousands would stall the page and kernel
+        problems.append(f"{len(good) - MAX_OPTIONS} options beyond the first {MAX_OPTIONS} "
+                        "dropped")
+        good = good[:MAX_OPTIONS]
     return good
 
 
