@@ -218,14 +218,13 @@ IRREGULAR: list[tuple[str, dict, bool]] = [
     ("read showing a terminal", {"toolCall": {"toolCallId": "d2", "kind": "read",
                                               "content": [{"type": "terminal",
                                                            "terminalId": "t"}]}}, True),
-    ("asked again", {"toolCall": {"toolCallId": "again", "kind": "read"}}, True),
 ]
 DEFAULT_ALLOW = PermissionPolicy(default="allow")
 
 
 def irregular_steps() -> list[dict]:
-    # A regular request first: the policy does allow it, and "asked again" repeats its id.
-    first = req("session/request_permission", toolCall={"toolCallId": "again", "kind": "read"},
+    # A regular request first: the policy does allow that.
+    first = req("session/request_permission", toolCall={"toolCallId": "fine", "kind": "read"},
                 options=OPTS)
     return [first, *(req("session/request_permission", **{"options": OPTS, **params})
                      for _, params, _ in IRREGULAR)]
@@ -321,9 +320,13 @@ async def test_a_kind_changed_since_the_tool_call_counts_as_both(agent: Agent) -
                 {"update": {"sessionUpdate": "tool_call", "toolCallId": "c2",
                             "title": "cat x", "kind": "read"}},
                 {"permission": {"toolCallId": "c2"}},
+                # Asked again as a read after it was an execute: still an execute.
+                {"permission": {"toolCallId": "c3", "kind": "execute", "title": "rm -rf ~"}},
+                {"permission": {"toolCallId": "c3", "kind": "read", "title": "look"}},
             ))).finished
     answers = reports(result.text, "PERMISSION ")
-    assert [a["result"]["outcome"]["optionId"] for a in answers] == ["reject", "allow"]
+    assert [a["result"]["outcome"]["optionId"] for a in answers] == [
+        "reject", "allow", "reject", "reject"]
 
 
 @pytest.mark.timeout(30)

@@ -14,16 +14,17 @@ policy may only *allow* an explicit, well-formed request of a known kind:
   stated is unknown, not the spec's default `other`);
 - every option is an object with a string `optionId` and `name` and one of the four option
   kinds, and no two share an id (a shared id could mean "allow" and "reject" at once); bad
-  options are dropped, never offered, and so are options beyond the first `MAX_OPTIONS`;
-- the tool call was not already asked about (a second request for a decided call is new
-  information the user has not seen).
+  options are dropped, never offered, and so are options beyond the first `MAX_OPTIONS`.
 
 Anything else is irregular: asked (rejected with nobody to ask), never allowed. What the content
 shows outranks the name the agent chose: a diff is an edit, a terminal is an execute, whatever
 the `kind` says; a kind that changed since the tool call's earlier update counts as both. The
 policy decides on all the kinds a request is taken to be: rejected if any is denied, allowed only
 if all are allowed. The title is free text and is not read for a kind: guessing from prose
-would be a new way to be fooled; it is shown to whoever is asked.
+would be a new way to be fooled; it is shown to whoever is asked. A second request for a tool
+call already decided is decided afresh (no answer is remembered, not even an "always"), and the
+kinds the call was stated as before still count: it cannot shed a denied kind by asking again.
+(Not irregular in itself: fast-agent names every request's tool call "pending".)
 """
 
 from __future__ import annotations
@@ -128,12 +129,10 @@ class Assessment:
         return "+".join(sorted(self.kinds)) or "unknown"
 
 
-def assess(params: Any, earlier: ToolCallPart | None = None,
-           asked_before: bool = False) -> Assessment:
+def assess(params: Any, earlier: ToolCallPart | None = None) -> Assessment:
     """Read a `session/request_permission` request's params (see the module docstring).
 
-    `earlier`: the tool call as its earlier updates left it; `asked_before`: whether a
-    permission request for the same tool call id came already.
+    `earlier`: the tool call as its earlier updates (and permission requests) left it.
     """
     problems: list[str] = []
     if not isinstance(params, dict):
@@ -147,8 +146,6 @@ def assess(params: Any, earlier: ToolCallPart | None = None,
     if not isinstance(call_id, str) or not call_id:
         problems.append("toolCall has no toolCallId")
         call_id = None
-    elif asked_before:
-        problems.append(f"permission was already asked for tool call {call_id!r}")
     kinds = _stated_kinds(tool_call, earlier, problems)
     kinds |= _content_kinds(tool_call, earlier, kinds, problems)
     if tool_call:

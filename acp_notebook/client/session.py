@@ -52,7 +52,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("acp_notebook")
 
 Subscriber = Callable[[Mutation], None]
-_ASKED_LIMIT = 10_000  # tool call ids remembered per session for "asked before"
 
 
 class Session:
@@ -85,7 +84,6 @@ class Session:
         self._running: TurnHandle | None = None
         self._wake = anyio.Event()
         self._permissions: dict[str, tuple[PermissionPart, anyio.CancelScope]] = {}
-        self._asked_ids: dict[str, None] = {}  # tool call ids permission was asked for, in order
         self._muted = False  # while a reopen replays history we already have
         self._closed = False
         self._last_mode: str | None = None
@@ -433,7 +431,7 @@ class Session:
         raw_call = params.get("toolCall") if isinstance(params, dict) else None
         call_id = raw_call.get("toolCallId") if isinstance(raw_call, dict) else None
         earlier = self._fold.target.tool_calls.get(call_id) if isinstance(call_id, str) else None
-        request = assess(params, earlier, self._asked(call_id))
+        request = assess(params, earlier)
         options = request.options
         part = self._fold.add_permission(request.tool_call, options)
         if request.problems:
@@ -495,18 +493,6 @@ class Session:
             self._permissions.pop(part.part_id, None)
         self._fold.resolve_permission(part, option_id, by)
         return _outcome(option_id)
-
-    def _asked(self, call_id: Any) -> bool:
-        """Whether permission was asked for this tool call id before; remembers it (the last
-        `_ASKED_LIMIT` ids: an agent inventing ids must not grow this without bound)."""
-        if not isinstance(call_id, str) or not call_id:
-            return False
-        if call_id in self._asked_ids:
-            return True
-        self._asked_ids[call_id] = None
-        if len(self._asked_ids) > _ASKED_LIMIT:
-            del self._asked_ids[next(iter(self._asked_ids))]
-        return False
 
     def _resolve_pending_permissions(self, option_id: str | None, by: str) -> None:
         for part, scope in list(self._permissions.values()):
