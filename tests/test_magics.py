@@ -262,6 +262,22 @@ def test_timeout_covers_starting_the_agent_and_the_session(tmp_path: Path, metho
     assert "$/cancel_request" in methods
 
 
+@pytest.mark.timeout(90)
+def test_request_timeout_setting_bounds_session_start(tmp_path: Path) -> None:
+    marker = tmp_path / "hung"
+    agent = scripted("--hang-method", "session/new", "--hang-once-marker", str(marker))
+    nb = execute(["%config AcpNotebook.request_timeout = 1",
+                  f"%%agent --agent {agent}\nhello", f"%%agent --agent {agent}\nhello again"],
+                 tmp_path, allow_errors=True)
+    [(index, error)] = errors(nb)
+    assert index == 1 and error["ename"] == "TurnFailed"
+    message = "\n".join(error["traceback"])
+    assert "'scripted-agent' did not answer session/new within 1 s" in message, message
+    assert cell_seconds(nb.cells[1]) < 5, cell_seconds(nb.cells[1])
+    assert process_gone(int(marker.read_text()))
+    assert only_transcript(nb.cells[2])["text"].strip() == "echo: hello again"
+
+
 @pytest.mark.timeout(60)
 def test_bad_options_are_usage_errors(tmp_path: Path) -> None:
     bad = {
