@@ -127,7 +127,7 @@ async def _start(magics: AcpNotebook, spec: AgentSpec, opts: CellOptions,
     stopped, unless another named session uses it, so the next cell starts a fresh one.
     """
     name = opts.session or spec.name
-    doing = "start and open a session (initialize, session/new)"
+    doing = ""
     try:
         with anyio.fail_after(timeout):
             session = await _session(magics, spec, opts, client_options)
@@ -135,6 +135,9 @@ async def _start(magics: AcpNotebook, spec: AgentSpec, opts: CellOptions,
             await _settings(session, opts)
             return session
     except TimeoutError as exc:
+        host = magics.runtime.hosts.get(spec.name)
+        doing = doing or ("open a session (session/new)" if host is not None and host.running
+                          else "start (initialize)")
         stop = not magics.runtime.other_sessions(spec.name, name)
         if stop:
             with anyio.CancelScope(shield=True):
