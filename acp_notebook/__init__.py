@@ -18,12 +18,14 @@ from .errors import (
     AcpError,
     AgentExitedError,
     AgentStartError,
+    AgentStartTimeoutError,
     AuthRequiredError,
     CapabilityError,
     ClientClosedError,
     PromptError,
     ProtocolError,
     RequestError,
+    RequestTimeoutError,
 )
 from .protocol.mutations import (
     Delta,
@@ -72,9 +74,10 @@ def unload_ipython_extension(ipython: Any) -> None:
 
 
 __all__ = [
-    "AcpError", "AgentExitedError", "AgentStartError", "AuthRequiredError", "CapabilityError",
+    "AcpError", "AgentExitedError", "AgentStartError", "AgentStartTimeoutError",
+    "AuthRequiredError", "CapabilityError",
     "Client", "ClientClosedError", "ClientOptions", "Delta", "Mutation", "PartUpdated",
     "PermissionPolicy", "PermissionRequest", "PlanEntry", "PromptError", "ProtocolError",
-    "RequestError", "RequestWarning", "Session", "SessionChanged", "TurnFinished", "TurnHandle",
-    "TurnResult", "TurnStarted", "Usage", "__version__", "connect",
+    "RequestError", "RequestTimeoutError", "RequestWarning", "Session", "SessionChanged",
+    "TurnFinished", "TurnHandle", "TurnResult", "TurnStarted", "Usage", "__version__", "connect",
 ]

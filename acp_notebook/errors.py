@@ -18,6 +18,25 @@ class AgentStartError(AcpError):
     """The agent command could not be started (not found, not executable, exited at once)."""
 
 
+class RequestTimeoutError(AcpError, TimeoutError):
+    """The agent did not answer a request in time; it was told with `$/cancel_request`.
+
+    Also a `TimeoutError`, so `except TimeoutError` catches it. `method`, `agent` and `timeout`
+    say which request, to which agent, waited how long.
+    """
+
+    def __init__(self, method: str, agent: str, timeout: float, detail: str = "") -> None:
+        super().__init__(f"the agent {agent} did not answer {method} within {timeout:g} s"
+                         f"{detail}")
+        self.method = method
+        self.agent = agent
+        self.timeout = timeout
+
+
+class AgentStartTimeoutError(AgentStartError, RequestTimeoutError):
+    """`initialize` was not answered in time: the agent could not be started (and was stopped)."""
+
+
 class AgentExitedError(AcpError):
     """The agent process exited or closed its output while the client still needed it."""
 

@@ -100,6 +100,9 @@ class AcpNotebook(Magics):
     cancel_grace = Float(5.0, help="Seconds an agent gets to answer session/cancel before it "
                          "is killed.").tag(config=True)
     timeout = Float(0.0, help="Default --timeout in seconds (0: none).").tag(config=True)
+    request_timeout = Float(120.0, help="Seconds the agent has to answer any request but a "
+                            "prompt (session/new, session/load, set_mode...) before it is "
+                            "cancelled and the cell fails (0: no limit).").tag(config=True)
     terminal = Bool(False, help="Offer client terminals (terminal/*) to agents.").tag(config=True)
     fs = Bool(True, help="Offer workspace-confined fs/read_text_file and "
               "fs/write_text_file.").tag(config=True)
@@ -136,6 +139,7 @@ class AcpNotebook(Magics):
         return {
             "fs": self.fs, "terminal": self.terminal, "cancel_grace": self.cancel_grace,
             "max_retries": self.max_retries,
+            "request_timeout": self.request_timeout if self.request_timeout > 0 else None,
             "permission_policy": PermissionPolicy(self.allow, self.deny,
                                                   self.permission_default),
             "protected_paths": _notebook_paths(self.user_ns),

@@ -177,6 +177,177 @@ async def test_agent_cancel_request_cancels_a_pending_permission(agent: Agent) -
     assert agent.messages()[cancel_index]["result"] == {"outcome": {"outcome": "cancelled"}}
 
 
+# Hostile or sloppy permission requests under a policy that allows everything by default: none
+# may be allowed by the policy. Each case: (name, params of session/request_permission, whether
+# a handler can be asked: only if a well-formed option is left to choose from).
+OPTS = [{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+        {"optionId": "reject", "name": "Reject", "kind": "reject_once"}]
+DIFF = {"type": "diff", "path": "/etc/passwd", "oldText": "a", "newText": "b"}
+IRREGULAR: list[tuple[str, dict, bool]] = [
+    ("no toolCallId", {"toolCall": {"title": "run", "kind": "execute"}}, True),
+    ("empty toolCallId", {"toolCall": {"toolCallId": "", "kind": "execute"}}, True),
+    ("kind Execute", {"toolCall": {"toolCallId": "k1", "kind": "Execute"}}, True),
+    ("kind EXECUTE", {"toolCall": {"toolCallId": "k2", "kind": "EXECUTE"}}, True),
+    ("kind ' execute'", {"toolCall": {"toolCallId": "k3", "kind": " execute"}}, True),
+    ("kind not a string", {"toolCall": {"toolCallId": "k4", "kind": ["execute"]}}, True),
+    ("kind never stated", {"toolCall": {"toolCallId": "k5", "title": "ls"}}, True),
+    ("malformed field", {"toolCall": {"toolCallId": "k6", "kind": "read", "title": 5}}, True),
+    ("content not a list", {"toolCall": {"toolCallId": "k7", "kind": "read",
+                                         "content": "x"}}, True),
+    ("toolCall a string", {"toolCall": "execute"}, True),
+    ("toolCall a list", {"toolCall": [{"toolCallId": "k8", "kind": "read"}]}, True),
+    ("no options", {"toolCall": {"toolCallId": "o1", "kind": "read"}, "options": None}, False),
+    ("options an object", {"toolCall": {"toolCallId": "o2", "kind": "read"},
+                           "options": {"optionId": "allow", "kind": "allow_once"}}, False),
+    ("unknown option kind", {"toolCall": {"toolCallId": "o3", "kind": "read"},
+                             "options": [{"optionId": "yes", "name": "Yes", "kind": "allow"},
+                                         *OPTS]}, True),
+    ("option id not a string", {"toolCall": {"toolCallId": "o4", "kind": "read"},
+                                "options": [{"optionId": 1, "name": "Allow",
+                                             "kind": "allow_once"}, *OPTS]}, True),
+    ("option id twice", {"toolCall": {"toolCallId": "o5", "kind": "read"},
+                         "options": [{"optionId": "x", "name": "Allow", "kind": "allow_once"},
+                                     {"optionId": "x", "name": "Reject", "kind": "reject_once"},
+                                     *OPTS]}, True),
+    ("a thousand options", {"toolCall": {"toolCallId": "o6", "kind": "read"},
+                            "options": [*OPTS, *({"optionId": f"r{i}", "name": "No",
+                                                  "kind": "reject_once"} for i in range(998))]},
+     True),
+    ("read showing a diff", {"toolCall": {"toolCallId": "d1", "kind": "read",
+                                          "content": [DIFF]}}, True),
+    ("read showing a terminal", {"toolCall": {"toolCallId": "d2", "kind": "read",
+                                              "content": [{"type": "terminal",
+                                                           "terminalId": "t"}]}}, True),
+]
+DEFAULT_ALLOW = PermissionPolicy(default="allow")
+
+
+def irregular_steps() -> list[dict]:
+    # A regular request first: the policy does allow that.
+    first = req("session/request_permission", toolCall={"toolCallId": "fine", "kind": "read"},
+                options=OPTS)
+    return [first, *(req("session/request_permission", **{"options": OPTS, **params})
+                     for _, params, _ in IRREGULAR)]
+
+
+def not_allowed(answer: dict) -> bool:
+    outcome = answer.get("result", {}).get("outcome", {})
+    return outcome == {"outcome": "cancelled"} or outcome.get("optionId") == "reject"
+
+
+@pytest.mark.timeout(40)
+async def test_irregular_permission_requests_are_not_allowed_by_policy_headless(
+        agent: Agent) -> None:
+    with anyio.fail_after(30):
+        async with agent.client(permission_policy=DEFAULT_ALLOW) as client:
+            session = await client.new_session()
+            result = await (await session.prompt(script(*irregular_steps()))).finished
+    first, *answers = reports(result.text, "RESPONSE ")
+    assert first == {"result": {"outcome": {"outcome": "selected", "optionId": "allow"}}}
+    verdicts = {name: not_allowed(a) for (name, _, _), a in zip(IRREGULAR, answers, strict=True)}
+    assert verdicts == {name: True for name, _, _ in IRREGULAR}
+    decided = [p.decided_by for p in result.permissions[1:]]
+    assert decided == ["policy (nobody to ask)"] * len(IRREGULAR)
+    # The record says why the policy did not decide.
+    warnings = [e for e in result.errors if "cannot decide" in e]
+    assert len(warnings) == len(IRREGULAR)
+
+
+@pytest.mark.timeout(40)
+async def test_irregular_permission_requests_go_to_the_handler(agent: Agent) -> None:
+    asked: list[tuple[str, tuple[str, ...], list[str]]] = []
+
+    async def handler(request):
+        asked.append((request.tool_kind, request.problems,
+                      [o["optionId"] for o in request.options]))
+        return None  # the user rejects
+
+    with anyio.fail_after(30):
+        async with agent.client(permission_policy=DEFAULT_ALLOW,
+                                permission_handler=handler) as client:
+            session = await client.new_session()
+            result = await (await session.prompt(script(*irregular_steps()))).finished
+    _, *answers = reports(result.text, "RESPONSE ")
+    assert all(not_allowed(a) for a in answers)
+    askable = [name for name, _, can_ask in IRREGULAR if can_ask]
+    assert len(asked) == len(askable)
+    by_name = dict(zip(askable, asked, strict=True))
+    assert all(problems for _, problems, _ in asked)
+    # Only well-formed options are offered: never the bad or the shared ids.
+    assert by_name["option id twice"][2] == ["allow", "reject"]
+    assert by_name["unknown option kind"][2] == ["allow", "reject"]
+    assert len(by_name["a thousand options"][2]) == 16
+    assert by_name["read showing a diff"][0] == "edit+read"
+    assert by_name["malformed field"][1] == ("toolCall field 'title' is malformed",)
+    assert by_name["read showing a terminal"][0] == "execute+read"
+    assert by_name["kind EXECUTE"][0] == "execute"
+
+
+@pytest.mark.timeout(30)
+async def test_a_miscased_denied_kind_is_rejected_without_asking(agent: Agent) -> None:
+    asked = []
+
+    async def handler(request):
+        asked.append(request)
+        return "allow"
+
+    policy = PermissionPolicy(allow={"*"}, deny={"execute"}, default="allow")
+    with anyio.fail_after(20):
+        async with agent.client(permission_policy=policy, permission_handler=handler) as client:
+            session = await client.new_session()
+            result = await (await session.prompt(script(
+                {"permission": {"toolCallId": "c1", "kind": "EXECUTE", "title": "ls"}},
+                {"permission": {"toolCallId": "c2", "kind": "read", "title": "ls",
+                                "content": [{"type": "terminal", "terminalId": "t"}]}},
+            ))).finished
+    answers = reports(result.text, "PERMISSION ")
+    assert [a["result"]["outcome"] for a in answers] == [
+        {"outcome": "selected", "optionId": "reject"}] * 2
+    assert asked == [] and [p.decided_by for p in result.permissions] == ["policy"] * 2
+
+
+@pytest.mark.timeout(30)
+async def test_a_kind_changed_since_the_tool_call_counts_as_both(agent: Agent) -> None:
+    policy = PermissionPolicy(allow={"read"}, default="ask")
+    with anyio.fail_after(20):
+        async with agent.client(permission_policy=policy) as client:
+            session = await client.new_session()
+            result = await (await session.prompt(script(
+                {"update": {"sessionUpdate": "tool_call", "toolCallId": "c1",
+                            "title": "rm -rf build", "kind": "execute"}},
+                {"permission": {"toolCallId": "c1", "kind": "read", "title": "look"}},
+                # Stated only by the earlier update: that kind is the request's kind.
+                {"update": {"sessionUpdate": "tool_call", "toolCallId": "c2",
+                            "title": "cat x", "kind": "read"}},
+                {"permission": {"toolCallId": "c2"}},
+                # Asked again as a read after it was an execute: still an execute.
+                {"permission": {"toolCallId": "c3", "kind": "execute", "title": "rm -rf ~"}},
+                {"permission": {"toolCallId": "c3", "kind": "read", "title": "look"}},
+            ))).finished
+    answers = reports(result.text, "PERMISSION ")
+    assert [a["result"]["outcome"]["optionId"] for a in answers] == [
+        "reject", "allow", "reject", "reject"]
+
+
+@pytest.mark.timeout(30)
+async def test_policy_never_answers_with_an_option_of_the_other_kind(agent: Agent) -> None:
+    only_reject = [{"optionId": "no", "name": "No", "kind": "reject_once"}]
+    only_allow = [{"optionId": "yes", "name": "Yes", "kind": "allow_always"}]
+    with anyio.fail_after(20):
+        async with agent.client(permission_policy=PermissionPolicy(
+                allow={"read"}, deny={"execute"})) as client:
+            session = await client.new_session()
+            result = await (await session.prompt(script(
+                {"permission": {"toolCallId": "c1", "kind": "read"}, "options": only_reject},
+                {"permission": {"toolCallId": "c2", "kind": "execute"}, "options": only_allow},
+            ))).finished
+    answers = [a["result"]["outcome"] for a in reports(result.text, "PERMISSION ")]
+    # Allowed, but only "No" offered: not answered "No" as if it were a yes; rejected by the
+    # fail-closed path (which may pick "No", the reject it is). Denied with only "Yes": cancelled.
+    assert answers == [{"outcome": "selected", "optionId": "no"}, {"outcome": "cancelled"}]
+    assert [p.decided_by for p in result.permissions] == ["policy (nobody to ask)", "policy"]
+
+
 # -- fs ------------------------------------------------------------------------------------------
 
 

@@ -219,16 +219,63 @@ def test_timeout_cancels_the_turn_and_raises(tmp_path: Path) -> None:
     log = tmp_path / "agent.jsonl"
     prompt = script({"say": "working"}, {"sleep": 30})
     started = time.monotonic()
+    # 5 s, not 1: the --timeout now covers starting the agent too (about a second here).
     exc, cell = run_failing(
-        tmp_path, f"%%agent --timeout 1 --agent {scripted('--record', str(log))}\n{prompt}")
+        tmp_path, f"%%agent --timeout 5 --agent {scripted('--record', str(log))}\n{prompt}")
     assert time.monotonic() - started < 25  # not the agent's 30 s
     message = str(exc)
     assert_one_paragraph(message)
-    assert "--timeout 1" in message
+    assert "--timeout 5" in message
     methods = [json.loads(x).get("method") for x in log.read_text().splitlines()]
     assert "session/cancel" in methods
     record = only_transcript(cell)
     assert record["stopReason"] == "cancelled" and record["success"] is False
+
+
+def cell_seconds(cell) -> float:
+    """How long the kernel took on the cell (nbclient's timing metadata)."""
+    timing = cell.metadata["execution"]
+    start, end = (datetime.fromisoformat(timing[k].replace("Z", "+00:00"))
+                  for k in ("iopub.execute_input", "shell.execute_reply"))
+    return (end - start).total_seconds()
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("method", ["initialize", "session/new", "session/set_mode"])
+def test_timeout_covers_starting_the_agent_and_the_session(tmp_path: Path, method: str) -> None:
+    # The agent never answers `method`, once: the first process hangs, the next one answers.
+    marker, log = tmp_path / "hung", tmp_path / "agent.jsonl"
+    agent = scripted("--record", str(log), "--modes", "--hang-method", method,
+                     "--hang-once-marker", str(marker))
+    nb = execute([f"%%agent --agent {agent} --timeout 3 --mode code\nhello",
+                  f"%%agent --agent {agent} --timeout 30 --mode code\nhello again"],
+                 tmp_path, allow_errors=True)
+    [(index, error)] = errors(nb)
+    assert index == 0 and error["ename"] == "TurnFailed"
+    message = "\n".join(error["traceback"])
+    assert "--timeout 3" in message and method in message and "What to try:" in message
+    assert 3 <= cell_seconds(nb.cells[0]) < 6, cell_seconds(nb.cells[0])
+    pid = int(marker.read_text())
+    assert process_gone(pid), "the agent that hung must not outlive the cell"
+    assert only_transcript(nb.cells[1])["text"].strip() == "echo: hello again"
+    methods = [json.loads(x).get("method") for x in log.read_text().splitlines()]
+    assert "$/cancel_request" in methods
+
+
+@pytest.mark.timeout(90)
+def test_request_timeout_setting_bounds_session_start(tmp_path: Path) -> None:
+    marker = tmp_path / "hung"
+    agent = scripted("--hang-method", "session/new", "--hang-once-marker", str(marker))
+    nb = execute(["%config AcpNotebook.request_timeout = 1",
+                  f"%%agent --agent {agent}\nhello", f"%%agent --agent {agent}\nhello again"],
+                 tmp_path, allow_errors=True)
+    [(index, error)] = errors(nb)
+    assert index == 1 and error["ename"] == "TurnFailed"
+    message = "\n".join(error["traceback"])
+    assert "'scripted-agent' did not answer session/new within 1 s" in message, message
+    assert cell_seconds(nb.cells[1]) < 5, cell_seconds(nb.cells[1])
+    assert process_gone(int(marker.read_text()))
+    assert only_transcript(nb.cells[2])["text"].strip() == "echo: hello again"
 
 
 @pytest.mark.timeout(60)

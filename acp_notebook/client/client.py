@@ -16,13 +16,16 @@ import anyio.abc
 
 from .. import __version__
 from ..errors import (
+    AcpError,
     AgentExitedError,
     AgentStartError,
+    AgentStartTimeoutError,
     AuthRequiredError,
     CapabilityError,
     ClientClosedError,
     ProtocolError,
     RequestError,
+    RequestTimeoutError,
 )
 from ..protocol import jsonrpc as rpc
 from ..protocol import schema
@@ -55,9 +58,20 @@ class ClientOptions:
     max_retries: int = 5
     retry_backoff: float = 0.25
     initialize_timeout: float = 60.0
+    # Every other request but session/prompt (bounded by the caller: a cell's --timeout, a
+    # cancel) waits this long for its answer, then `$/cancel_request` and RequestTimeoutError.
+    # Generous: session/new and session/load may start MCP servers or replay a long history,
+    # and the spec lets agents take their time; what it must not do is never end. None: no limit.
+    request_timeout: float | None = 120.0
     stderr_limit: int = 64 * 1024
     auth_method: str | None = None  # authenticate with this method when session/new needs it
     client_name: str = "acp_notebook"
+
+    def __post_init__(self) -> None:
+        for name in ("initialize_timeout", "request_timeout"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:  # `not >`: NaN is refused too
+                raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
 
 
 class Client:
@@ -228,10 +242,9 @@ class Client:
             raise AgentStartError(str(exc) + _tail(process)) from None
         except TimeoutError:
             await process.aclose(grace=0.5)
-            raise AgentStartError(
-                f"the agent did not answer initialize within "
-                f"{self.options.initialize_timeout:g} s (command: {process.display})"
-                + _tail(process)) from None
+            raise AgentStartTimeoutError(
+                "initialize", repr(process.display), self.options.initialize_timeout,
+                " and was stopped" + _tail(process)) from None
         except AgentExitedError as exc:
             wrote = f"; before that, {garbage[0]}" if garbage else ""
             raise AgentStartError(f"the agent exited during initialize (command: "
@@ -277,9 +290,18 @@ class Client:
             self._killed_for_cancel = True
             self._process.kill()
 
-    async def _request(self, method: str, params: Any, timeout: float | None = None) -> Any:
+    async def _request(self, method: str, params: Any, *, deadline: bool = True) -> Any:
+        """A request on the live connection; `deadline=False` only for session/prompt, whose
+        end is the caller's (a cell's --timeout, stop()). Raises RequestTimeoutError."""
         conn = await self._live_connection()
-        return await conn.request(method, params, timeout=timeout)
+        timeout = self.options.request_timeout if deadline else None
+        try:
+            return await conn.request(method, params, timeout=timeout)
+        except TimeoutError as exc:
+            if isinstance(exc, AcpError) or timeout is None:
+                raise
+            raise RequestTimeoutError(method, repr(self.agent_name[:100]), timeout,
+                                      "; the request was cancelled") from None
 
     # -- routing ---------------------------------------------------------------------------------
 

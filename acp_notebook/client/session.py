@@ -17,6 +17,7 @@ from ..errors import (
     ClientClosedError,
     ProtocolError,
     RequestError,
+    RequestTimeoutError,
 )
 from ..protocol import content
 from ..protocol import jsonrpc as rpc
@@ -33,7 +34,14 @@ from ..protocol.result import TurnRecord, TurnResult, finish
 from ..protocol.state import PermissionPart, TerminalView, Usage
 from .attachments import load_parts
 from .connection import RpcError
-from .permissions import PermissionHandler, PermissionPolicy, PermissionRequest, pick_option
+from .permissions import (
+    Assessment,
+    PermissionHandler,
+    PermissionPolicy,
+    PermissionRequest,
+    assess,
+    pick_option,
+)
 from .terminal import Terminals
 from .turn import TurnHandle
 from .workspace import Workspace
@@ -254,7 +262,8 @@ class Session:
                 turn._abandon_scope = anyio.CancelScope()  # a scope is entered once: per attempt
                 with turn._abandon_scope:
                     response = await self._client._request(
-                        "session/prompt", {"sessionId": self._id, "prompt": turn.prompt})
+                        "session/prompt", {"sessionId": self._id, "prompt": turn.prompt},
+                        deadline=False)
                 if turn._abandon_scope.cancelled_caught:
                     stop_reason = "cancelled"
                     error = (f"the agent did not answer session/cancel within "
@@ -282,10 +291,11 @@ class Session:
                     break
                 error = str(exc)
                 retryable = True
-            except (ClientClosedError, AgentStartError) as exc:
+            except (ClientClosedError, AgentStartError, RequestTimeoutError) as exc:
                 # AgentStartError: the agent died and the fresh process cannot start (a bad
                 # key, a removed binary). It used to escape the worker and take down the client
                 # with every session; it fails this turn, and the next prompt tries again.
+                # RequestTimeoutError: reopening the session on a fresh agent was not answered.
                 error = str(exc)
             will_retry = (retryable and not fold.visible_output and attempt < max_attempts
                           and not turn.cancelling())
@@ -416,12 +426,17 @@ class Session:
         raise RpcError(rpc.METHOD_NOT_FOUND, f"method not found: {method}")
 
     async def _request_permission(self, params: Any) -> dict[str, Any]:
-        params = params if isinstance(params, dict) else {}
-        options = [o for o in params.get("options") or [] if isinstance(o, dict)]
-        tool_call = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
-        part = self._fold.add_permission(tool_call, options)
-        call = self._fold.target.tool_calls.get(part.tool_call_id)
-        kind = call.tool_kind if call else "other"
+        # The agent is not trusted: `assess` decides what the request is taken to be, and only
+        # a regular request of known kinds may be allowed by the policy (see permissions.py).
+        raw_call = params.get("toolCall") if isinstance(params, dict) else None
+        call_id = raw_call.get("toolCallId") if isinstance(raw_call, dict) else None
+        earlier = self._fold.target.tool_calls.get(call_id) if isinstance(call_id, str) else None
+        request = assess(params, earlier)
+        options = request.options
+        part = self._fold.add_permission(request.tool_call, options)
+        if request.problems:
+            self._fold.add_error("the policy cannot decide this permission request: "
+                                 + "; ".join(request.problems), "warning")
         running = self._running
         if running is not None and running.cancel_requested:
             self._fold.resolve_permission(part, None, "cancel")
@@ -430,44 +445,52 @@ class Session:
             or self.permission_policy
         handler = (running.permission_handler if running is not None else None) \
             or self.permission_handler
-        decision = policy.decide(kind)
-        option_id: str | None = None
+        decision = policy.judge(request)
+        option_id = pick_option(options, "allow") if decision == "allow" else None
+        if decision == "allow" and option_id is None:
+            decision = "ask"  # allowed, but no allow option offered: never pick another kind
         by = "policy"
-        if decision == "ask" and handler is not None:
-            scope = anyio.CancelScope()
-            self._permissions[part.part_id] = (part, scope)
-            try:
-                with scope:
-                    try:
-                        option_id = await handler(
-                            PermissionRequest(part, kind, tool_call, self._id))
-                        by = "user"
-                    except Exception as exc:  # the handler gave up (a timeout, a bug): fail closed
-                        option_id, by = None, f"rejected: {exc or type(exc).__name__}"
-                    if option_id is not None and option_id not in {o.get("optionId")
-                                                                    for o in options}:
-                        raise RpcError(rpc.INVALID_PARAMS, f"unknown option id {option_id!r}")
-                    if option_id is None:
-                        option_id = pick_option(options, "reject")
-                if scope.cancelled_caught:  # stop()
-                    if part.outcome == "pending":
-                        self._fold.resolve_permission(part, None, "cancel")
-                    return _outcome(None)
-            except anyio.get_cancelled_exc_class():
-                # Cancelled from outside this scope (the agent's $/cancel_request, the
-                # connection closing): the connection answers `cancelled`; record it so too,
-                # instead of leaving the request "pending" in the turn forever.
-                if part.outcome == "pending":
-                    self._fold.resolve_permission(part, None, "cancel")
-                raise
-            finally:
-                self._permissions.pop(part.part_id, None)
-        elif decision == "allow":
-            option_id = pick_option(options, "allow")
-        else:
-            # "reject", or "ask" with nobody to ask: fail closed.
+        if decision == "ask" and handler is not None and options:
+            return await self._ask(handler, request, part)
+        if decision != "allow":
+            # "reject", or "ask" with nobody to ask: fail closed. No reject option offered:
+            # `cancelled`, the one outcome that allows nothing.
             option_id = pick_option(options, "reject")
             by = "policy" if decision == "reject" else "policy (nobody to ask)"
+        self._fold.resolve_permission(part, option_id, by)
+        return _outcome(option_id)
+
+    async def _ask(self, handler: PermissionHandler, request: Assessment,
+                   part: PermissionPart) -> dict[str, Any]:
+        options = request.options
+        option_id: str | None = None
+        by = "user"
+        scope = anyio.CancelScope()
+        self._permissions[part.part_id] = (part, scope)
+        try:
+            with scope:
+                try:
+                    option_id = await handler(PermissionRequest(
+                        part, request.label, request.tool_call, self._id, request.problems))
+                except Exception as exc:  # the handler gave up (a timeout, a bug): fail closed
+                    option_id, by = None, f"rejected: {exc or type(exc).__name__}"
+                if option_id is not None and option_id not in {o["optionId"] for o in options}:
+                    raise RpcError(rpc.INVALID_PARAMS, f"unknown option id {option_id!r}")
+                if option_id is None:
+                    option_id = pick_option(options, "reject")
+            if scope.cancelled_caught:  # stop()
+                if part.outcome == "pending":
+                    self._fold.resolve_permission(part, None, "cancel")
+                return _outcome(None)
+        except anyio.get_cancelled_exc_class():
+            # Cancelled from outside this scope (the agent's $/cancel_request, the
+            # connection closing): the connection answers `cancelled`; record it so too,
+            # instead of leaving the request "pending" in the turn forever.
+            if part.outcome == "pending":
+                self._fold.resolve_permission(part, None, "cancel")
+            raise
+        finally:
+            self._permissions.pop(part.part_id, None)
         self._fold.resolve_permission(part, option_id, by)
         return _outcome(option_id)
 

@@ -103,9 +103,12 @@ def policy_for(opts: CellOptions, base: PermissionPolicy) -> PermissionPolicy:
                             deny=set(base.deny) | set(opts.deny), default=base.default)
 
 
-async def wait_turn(turn: TurnHandle, timeout: float | None,
-                    grace: float) -> tuple[TurnResult, bool]:
-    """Wait for the turn; on timeout cancel it and say so. Returns (result, timed out)."""
+async def wait_turn(turn: TurnHandle, timeout: float | None, grace: float,
+                    limit: float | None = None) -> tuple[TurnResult, bool]:
+    """Wait for the turn; on timeout cancel it and say so. Returns (result, timed out).
+
+    `timeout` is what is left of the cell's `limit` (its --timeout, which the start used some of).
+    """
     if timeout is None:
         return await turn.finished, False
     with anyio.move_on_after(timeout):
@@ -113,7 +116,8 @@ async def wait_turn(turn: TurnHandle, timeout: float | None,
     with anyio.CancelScope(shield=True), anyio.move_on_after(grace + 3):
         await turn.cancel()
     result = turn.result
-    message = f"the turn did not finish within --timeout {timeout:g} s and was cancelled"
+    message = (f"the turn did not finish within --timeout {limit or timeout:g} s and was "
+               "cancelled")
     if result is None:  # the agent did not even die in time; nothing more to wait for
         return TurnResult(turn_id=turn.id, success=False, text="", error=message,
                           stop_reason="cancelled"), True
@@ -155,10 +159,16 @@ def _last_lines(text: str, n: int = 12) -> str:
     return "\n".join(text.strip().splitlines()[-n:])
 
 
-def start_error_message(exc: BaseException, spec: AgentSpec) -> str:
+def start_error_message(exc: BaseException | str, spec: AgentSpec) -> str:
     what = str(exc).rstrip(".")
-    advice = ("install the agent or fix its command (see %agent list), or pick another with "
-              "--agent" if isinstance(exc, AgentStartError) else "check the agent's setup")
+    if isinstance(exc, TimeoutError | str):
+        advice = ("run the cell again (a fresh agent process starts), raise --timeout or "
+                  "c.AcpNotebook.request_timeout if the agent is just slow, or check its setup")
+    elif isinstance(exc, AgentStartError):
+        advice = ("install the agent or fix its command (see %agent list), or pick another "
+                  "with --agent")
+    else:
+        advice = "check the agent's setup"
     return (f"Could not start agent {_who(spec)}: {what}.\n"
             f"What to try: {advice}.")
 

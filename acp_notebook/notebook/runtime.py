@@ -18,6 +18,8 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+
 from ..client.client import Client, connect
 from ..client.session import Session
 from ..config import AgentSpec
@@ -47,7 +49,22 @@ class AgentHost:
         self._stop = asyncio.Event()
         self._task = loop.create_task(self._main(ready, self._stop),
                                       name=f"acp_notebook agent {self.spec.name}")
-        return await ready
+        try:
+            # Shielded: cancelling the caller (a cell's --timeout, an interrupt) must not cancel
+            # `ready` behind the host task's back; the task is stopped below instead.
+            return await asyncio.shield(ready)
+        except BaseException:
+            await self._abort()
+            raise
+
+    async def _abort(self) -> None:
+        """Stop a start that was given up: the agent process must not outlive the cell."""
+        task = self._task
+        if task is None or task.done():
+            return
+        task.cancel()  # connect() stops the process on the way out
+        with anyio.CancelScope(shield=True):
+            await asyncio.wait({task}, timeout=10)
 
     async def _main(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
         try:
@@ -57,8 +74,10 @@ class AgentHost:
                 ready.set_result(client)
                 await stop.wait()
         except BaseException as exc:
-            if not ready.done():
+            if not ready.done() and isinstance(exc, Exception):
                 ready.set_exception(exc)
+            elif not ready.done():
+                ready.cancel()  # the start was given up (_abort): nobody awaits `ready`
             elif isinstance(exc, Exception):
                 # The client died after it started: its turns already ended with the error;
                 # the log keeps the cause (this task has no one awaiting it).
@@ -140,6 +159,10 @@ class Runtime:
             return False
         await entry.session.close()
         return True
+
+    def other_sessions(self, agent: str, name: str) -> list[str]:
+        """Names of the agent's sessions other than `name`."""
+        return [n for n, e in self.sessions.items() if e.agent == agent and n != name]
 
     async def close_agent(self, agent: str) -> None:
         for name in [n for n, e in self.sessions.items() if e.agent == agent]:

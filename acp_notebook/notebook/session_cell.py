@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import math
 from typing import TYPE_CHECKING, Any
 
+import anyio
 from IPython.core.error import UsageError
 from IPython.display import Markdown, display
 
 from ..config import AgentSpec, ConfigError
-from ..errors import AcpError, PromptError
+from ..errors import AcpError, PromptError, RequestTimeoutError
 from ..protocol.result import TurnResult
 from .cell import (
     CellOptions,
@@ -26,6 +28,7 @@ from .cell import (
 from .live import LiveView
 
 if TYPE_CHECKING:
+    from ..client.session import Session
     from ..magics import AcpNotebook
 
 
@@ -58,11 +61,10 @@ async def run(magics: AcpNotebook, args: argparse.Namespace, body: str) -> Any:
     if opts.files or opts.variables:
         prompt = [*_variables(magics, opts.variables), {"type": "text", "text": body},
                   *({"type": "file", "url": f} for f in opts.files)]
-    session = await _session(magics, spec, opts, client_options)
-    try:
-        await apply_settings(session, opts)
-    except (ValueError, AcpError) as exc:  # unknown mode, no modes, the agent refused it
-        raise UsageError(f"cannot apply --mode/--config: {exc}") from None
+    # One budget for the whole cell: starting the agent and the session count, not only the turn.
+    timeout = opts.timeout if opts.timeout is not None else (magics.timeout or None)
+    deadline = anyio.current_time() + timeout if timeout is not None else math.inf
+    session = await _start(magics, spec, opts, client_options, timeout)
     try:
         turn = await session.prompt(prompt, permission_policy=policy)
     except PromptError as exc:
@@ -85,11 +87,11 @@ async def run(magics: AcpNotebook, args: argparse.Namespace, body: str) -> Any:
     if note:
         display(Markdown(f"*{note}*"))
     view.start()
-    timeout = opts.timeout if opts.timeout is not None else (magics.timeout or None)
+    left = None if timeout is None else max(deadline - anyio.current_time(), 0.001)
 
     if opts.background:
         async def finish_later() -> None:
-            result, _ = await wait_turn(turn, timeout, magics.cancel_grace)
+            result, _ = await wait_turn(turn, left, magics.cancel_grace, timeout)
             view.finish(result, keep_record=True)
             await view.aclose()
             _bind(magics, opts, result)
@@ -98,7 +100,7 @@ async def run(magics: AcpNotebook, args: argparse.Namespace, body: str) -> Any:
         return turn
 
     try:
-        result, timed_out = await wait_turn(turn, timeout, magics.cancel_grace)
+        result, timed_out = await wait_turn(turn, left, magics.cancel_grace, timeout)
     except BaseException as exc:
         if is_interrupt(exc):
             await interrupted(turn, view, magics.cancel_grace)
@@ -117,15 +119,56 @@ async def run(magics: AcpNotebook, args: argparse.Namespace, body: str) -> Any:
     return result
 
 
+async def _start(magics: AcpNotebook, spec: AgentSpec, opts: CellOptions,
+                 client_options: dict[str, Any], timeout: float | None) -> Session:
+    """The cell's session with its --mode/--config applied, within the cell's --timeout.
+
+    An agent that does not answer in time (the --timeout, or a request's own deadline) is
+    stopped, unless another named session uses it, so the next cell starts a fresh one.
+    """
+    name = opts.session or spec.name
+    doing = ""
+    try:
+        with anyio.fail_after(timeout):
+            session = await _session(magics, spec, opts, client_options)
+            doing = "apply --mode/--config (session/set_mode, session/set_config_option)"
+            await _settings(session, opts)
+            return session
+    except TimeoutError as exc:
+        host = magics.runtime.hosts.get(spec.name)
+        doing = doing or ("open a session (session/new)" if host is not None and host.running
+                          else "start (initialize)")
+        stop = not magics.runtime.other_sessions(spec.name, name)
+        if stop:
+            with anyio.CancelScope(shield=True):
+                await magics.runtime.close_agent(spec.name)
+        limit = f"within --timeout {timeout:g} s" if timeout is not None else "in time"
+        what = str(exc) if isinstance(exc, AcpError) else f"the agent did not {doing} {limit}"
+        what += "; it was stopped" if stop and "stopped" not in what else ""
+        raise TurnFailed(magics.runtime.redactor.text(start_error_message(what, spec))) \
+            from None
+
+
 async def _session(magics: AcpNotebook, spec: AgentSpec, opts: CellOptions,
-                   client_options: dict[str, Any]) -> Any:
+                   client_options: dict[str, Any]) -> Session:
     name = opts.session or spec.name
     try:
         return await open_session(magics.runtime, spec, name, opts.new, client_options)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    except RequestTimeoutError:
+        raise  # _start stops the agent
     except AcpError as exc:
         raise TurnFailed(start_error_message(exc, spec)) from None
+
+
+async def _settings(session: Session, opts: CellOptions) -> None:
+    try:
+        await apply_settings(session, opts)
+    except RequestTimeoutError:
+        raise
+    except (ValueError, AcpError) as exc:  # unknown mode, no modes, the agent refused it
+        raise UsageError(f"cannot apply --mode/--config: {exc}") from None
 
 
 def _variables(magics: AcpNotebook, names: list[str]) -> list[dict[str, Any]]:

@@ -25,6 +25,12 @@ Steps (one action key each; other keys are options):
   fail_until {counter, attempts, mode}   fail while the counter file's new value <= attempts
   echo_prompt true                       report "PROMPT <json of the prompt blocks>"
 
+Flags for requests that are never answered (the client's deadlines):
+  --hang-method METHOD      never answer METHOD (repeatable; initialize, session/new, ...): the
+                            request is recorded, then nothing, not even to $/cancel_request
+  --hang-once-marker FILE   with --hang-method: hang only if FILE does not exist, and create it
+                            holding this process's pid, so the next agent process answers
+
 Threads: the main thread only reads stdin and answers the quick requests, so session/cancel,
 $/cancel_request and the client's responses to the agent's own requests are seen while a turn
 runs. Each turn runs its script on its own daemon thread. Every write to stdout takes one lock,
@@ -739,6 +745,8 @@ class Agent:
 
     def _on_request(self, msg: JsonObj) -> None:
         request_id, method = msg["id"], msg["method"]
+        if self._hangs(method):
+            return
         params = {} if msg.get("params") is None else msg["params"]
         try:
             if not isinstance(params, dict):
@@ -763,6 +771,19 @@ class Agent:
         for note in self._followups:
             self.out.send(note)
         self._followups.clear()
+
+    def _hangs(self, method: str) -> bool:
+        if method not in (self.args.hang_method or ()):
+            return False
+        marker: Path | None = self.args.hang_once_marker
+        if marker is not None:
+            try:
+                with open(marker, "x", encoding="utf-8") as out:
+                    out.write(str(os.getpid()))
+            except FileExistsError:
+                return False  # an earlier process hung already: answer
+        log(f"not answering {method} (--hang-method)")
+        return True
 
     def _answer_error(self, request_id: Any, error: JsonObj) -> None:
         self._followups.clear()
@@ -1008,6 +1029,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--commands", action="store_true")
     parser.add_argument("--stderr-at-start", type=int, default=0, metavar="N")
     parser.add_argument("--agent-name", default="scripted-agent")
+    parser.add_argument("--hang-method", action="append", metavar="METHOD",
+                        help="never answer this request (repeatable)")
+    parser.add_argument("--hang-once-marker", type=Path, metavar="FILE",
+                        help="hang only if FILE does not exist yet; create it with our pid")
     parser.add_argument("--ignore-sigterm", action="store_true",
                         help="ignore SIGTERM, so only SIGKILL stops the process")
     return parser.parse_args(argv)
