@@ -1,0 +1,279 @@
+"""A terminal's whole process tree ends with it, on every path; terminals are capped.
+
+An agent's command may leave a grandchild that escaped its process group and session (`setsid`,
+a double fork). Each test runs one that writes that grandchild's pid to a file, then takes one
+path a terminal can end by (terminal/kill, terminal/release, a cancelled turn, closing the
+session or the client, the client's process exiting or being SIGKILLed, a kernel shut down or
+SIGKILLed) and checks that the grandchild is gone. Waits are on pidfds or bounded polls of /proc.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from acp_notebook.client.terminal import Terminals
+from tests.agents.script import script
+from tests.client_helpers import Agent, alive, gone, reports
+from tests.nb_util import process_gone, scripted, wait_until
+from tests.test_hygiene import Kernel
+
+pytestmark = [pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")]
+
+INVALID_PARAMS = -32602
+
+
+@pytest.fixture(autouse=True)
+def term_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Terminal ids from term-1 in every test, so a static script can name them."""
+    monkeypatch.setattr(Terminals, "_ids", itertools.count(1))
+
+
+@pytest.fixture
+def pid_file(tmp_path: Path) -> Iterator[Path]:
+    """Where the command writes its escaped grandchild's pid; that process is killed after the
+    test whatever happened, so a failing run leaves nothing either."""
+    path = tmp_path / "grandchild.pid"
+    yield path
+    with contextlib.suppress(FileNotFoundError, ValueError, ProcessLookupError):
+        os.kill(int(path.read_text()), signal.SIGKILL)
+
+
+def escaping(pid_file: Path, then: str = "exit 0") -> str:
+    """A shell command that starts `sleep` in a new session (out of the terminal's process
+    group), writes its pid, and then runs `then`."""
+    return (f"setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > {pid_file}.tmp && "
+            f"mv {pid_file}.tmp {pid_file}; {then}")
+
+
+def req(method: str, **params: object) -> dict[str, object]:
+    return {"request": method, "params": params}
+
+
+def grandchild(pid_file: Path) -> int:
+    pid = int(pid_file.read_text())
+    assert alive(pid), "the escaped grandchild should have been running"
+    return pid
+
+
+# -- the agent's requests ----------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("how", ["terminal/kill", "terminal/release"])
+async def test_kill_and_release_end_an_escaped_grandchild(
+        agent: Agent, pid_file: Path, how: str) -> None:
+    with anyio.fail_after(40):
+        async with agent.client(terminal=True) as client:
+            session = await client.new_session()
+            # The command exits at once; its setsid grandchild stays (wait_for_exit returns
+            # with the pid file written). The turn then ends normally: only `how` kills it.
+            result = await (await session.prompt(script(
+                req("terminal/create", command=escaping(pid_file)),
+                req("terminal/wait_for_exit", terminalId="term-1"),
+                req(how, terminalId="term-1"),
+            ))).finished
+            assert result.success, result
+            assert reports(result.text, "RESPONSE ")[2] == {"result": {}}
+            assert await gone(grandchild(pid_file)), f"{how} left the setsid grandchild running"
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+async def test_a_cancelled_turn_ends_an_escaped_grandchild(agent: Agent, pid_file: Path) -> None:
+    with anyio.fail_after(40):
+        async with agent.client(terminal=True) as client:
+            session = await client.new_session()
+            turn = await session.prompt(script(
+                req("terminal/create", command=escaping(pid_file, "exec sleep 1000")),
+                {"request": "_x/ready", "params": {}, "quiet": True},
+                {"say": "started"},
+                {"wait_cancel": True}))
+            with anyio.fail_after(20):
+                while not pid_file.exists():  # a file, not an event: the shell writes it
+                    await anyio.sleep(0.02)
+            pid = grandchild(pid_file)
+            result = await session.stop()  # the agent does not release: the turn's end kills
+            assert result is not None and result.stop_reason == "cancelled"
+            assert turn.result is result
+            assert await gone(pid), "the cancelled turn left the setsid grandchild running"
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("how", ["session", "client"])
+async def test_closing_the_session_or_client_ends_an_escaped_grandchild(
+        agent: Agent, pid_file: Path, how: str) -> None:
+    with anyio.fail_after(40):
+        async with agent.client(terminal=True) as client:
+            session = await client.new_session()
+            # The turn ends normally (end_turn) with the terminal running and never released.
+            result = await (await session.prompt(script(
+                req("terminal/create", command=escaping(pid_file, "exec sleep 1000")),
+                req("terminal/output", terminalId="term-1"),
+            ))).finished
+            assert result.success, result
+            with anyio.fail_after(20):
+                while not pid_file.exists():
+                    await anyio.sleep(0.02)
+            pid = grandchild(pid_file)
+            if how == "session":
+                await session.close()
+                assert await gone(pid), "closing the session left the grandchild running"
+    assert await gone(pid), "closing the client left the setsid grandchild running"
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+async def test_the_agent_dying_ends_its_terminals(agent: Agent, pid_file: Path) -> None:
+    with anyio.fail_after(40):
+        async with agent.client(terminal=True) as client:
+            session = await client.new_session()
+            result = await (await session.prompt(script(
+                req("terminal/create", command=escaping(pid_file, "exec sleep 1000")),
+                req("terminal/output", terminalId="term-1"),
+                {"kill_self": True},
+            ))).finished
+            assert not result.success
+            with anyio.fail_after(20):
+                while not pid_file.exists():
+                    await anyio.sleep(0.02)
+            # Nobody can release them now: the next agent process does not know their ids.
+            assert await gone(grandchild(pid_file)), "the dead agent's terminal kept running"
+            assert client.terminal_slots.used == 0
+
+
+# -- limits -------------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(90)
+async def test_the_17th_terminal_is_refused_and_a_released_one_frees_a_slot(agent: Agent) -> None:
+    creates = [req("terminal/create", command="sleep", args=["1000"]) for _ in range(17)]
+    with anyio.fail_after(60):
+        async with agent.client(terminal=True) as client:
+            session = await client.new_session()
+            result = await (await session.prompt(script(
+                *creates,
+                req("terminal/release", terminalId="term-3"),
+                req("terminal/create", command="echo", args=["still", "spawning"]),
+                req("terminal/wait_for_exit", terminalId="term-17"),
+                req("terminal/output", terminalId="term-17"),
+            ))).finished
+            answers = reports(result.text, "RESPONSE ")
+            assert all("result" in a for a in answers[:16]), answers[:16]
+            refused = answers[16]["error"]
+            assert "too many terminals" in refused["message"]
+            assert "limit is 16" in refused["message"]
+            assert answers[18] == {"result": {"terminalId": "term-17"}}
+            assert answers[20]["result"]["output"] == "still spawning\n"
+            # This process can still start processes of its own.
+            done = subprocess.run(["true"], check=False, timeout=20)
+            assert done.returncode == 0
+            assert client.terminal_slots.used == 16
+    assert client.terminal_slots.used == 0
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+async def test_a_huge_output_byte_limit_is_clamped_to_the_clients(agent: Agent) -> None:
+    code = "import sys; sys.stdout.write('x' * 5000)"
+    with anyio.fail_after(40):
+        async with agent.client(terminal=True, terminal_output_limit=1000) as client:
+            session = await client.new_session()
+            result = await (await session.prompt(script(
+                req("terminal/create", command=sys.executable, args=["-c", code],
+                    outputByteLimit=10 ** 15),
+                req("terminal/wait_for_exit", terminalId="term-1"),
+                req("terminal/output", terminalId="term-1"),
+            ))).finished
+    output = reports(result.text, "RESPONSE ")[2]["result"]
+    assert output["output"] == "x" * 1000 and output["truncated"] is True
+
+
+# -- the process that holds the client ends -----------------------------------------------------
+
+# A client in its own process: a terminal that leaves a setsid grandchild holding the output pipe
+# (no redirection), then the turn ends, and the process either exits normally (closing the
+# client) or waits to be SIGKILLed.
+CLIENT = textwrap.dedent("""
+    import os, sys, anyio, acp_notebook
+    from tests.agents.script import agent_command, script
+    async def main(command, wait, pid_file):
+        async with acp_notebook.connect(agent_command(), terminal=True) as client:
+            session = await client.new_session()
+            create = {"request": "terminal/create", "params": {"command": command}}
+            result = await (await session.prompt(script(create))).finished
+            assert result.success, result
+            while not os.path.exists(pid_file):  # the grandchild has started
+                await anyio.sleep(0.02)
+            print("ready", flush=True)
+            if wait:
+                await anyio.sleep_forever()
+    anyio.run(main, sys.argv[1], sys.argv[2] == "wait", sys.argv[3])
+""")
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("how", ["exit", "sigkill"])
+async def test_no_terminal_outlives_the_clients_process(
+        tmp_path: Path, pid_file: Path, how: str) -> None:
+    command = (f"setsid sleep 1000 & echo $! > {pid_file}.tmp && mv {pid_file}.tmp {pid_file}; "
+               "exec sleep 1000")
+    repo = Path(__file__).resolve().parent.parent
+    argv = [sys.executable, "-c", CLIENT, command, "wait" if how == "sigkill" else "exit",
+            str(pid_file)]
+    async with await anyio.open_process(argv, cwd=tmp_path, stderr=subprocess.PIPE,
+                                        env={**os.environ, "PYTHONPATH": str(repo)}) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        with anyio.fail_after(60):
+            assert b"ready" in await proc.stdout.receive()
+        pid = int(pid_file.read_text())
+        if how == "sigkill":
+            assert alive(pid)
+            proc.kill()  # no clean-up code of the client runs: PDEATHSIG does the work
+        with anyio.fail_after(30):
+            await proc.wait()
+            stderr = b""
+            with contextlib.suppress(anyio.EndOfStream):
+                while True:
+                    stderr += await proc.stderr.receive()
+    assert await gone(pid, timeout=10), f"the grandchild outlived the client ({how})"
+    assert b"Event loop is closed" not in stderr, stderr.decode()
+    if how == "exit":
+        assert proc.returncode == 0, stderr.decode()
+
+
+# -- kernels ------------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("how", ["shutdown", "kill"])
+def test_no_terminal_outlives_its_kernel(tmp_path: Path, pid_file: Path, how: str) -> None:
+    kernel = Kernel(tmp_path)
+    kernel.start()
+    try:
+        kernel.run("%config AcpNotebook.terminal = True")
+        create = req("terminal/create", command=escaping(pid_file, "exec sleep 1000"))
+        kernel.run(f"%%agent --agent {scripted()}\n{script(create)}")
+        wait_until(pid_file.exists, 20, "the terminal's command to start its grandchild")
+        pid = grandchild(pid_file)
+        if how == "shutdown":  # JupyterLab's "Shut Down Kernel": a shutdown_request
+            kernel.km.shutdown_kernel(now=False)
+        else:  # SIGKILL: no atexit, no clean-up code runs in the kernel
+            kernel.km.shutdown_kernel(now=True)
+        wait_until(lambda: process_gone(pid), 20, f"terminal grandchild {pid} to exit ({how})")
+    finally:
+        kernel.stop()
