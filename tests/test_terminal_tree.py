@@ -23,8 +23,9 @@ import anyio
 import pytest
 
 from acp_notebook.client.terminal import Terminals
+from acp_notebook.protocol.mutations import Delta
 from tests.agents.script import script
-from tests.client_helpers import Agent, alive, gone, reports
+from tests.client_helpers import Agent, Watcher, alive, gone, reports
 from tests.nb_util import process_gone, scripted, wait_until
 from tests.test_hygiene import Kernel
 
@@ -52,17 +53,31 @@ def pid_file(tmp_path: Path) -> Iterator[Path]:
 def escaping(pid_file: Path, then: str = "exit 0") -> str:
     """A shell command that starts `sleep` in a new session (out of the terminal's process
     group), writes its pid, and then runs `then`."""
-    return (f"setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > {pid_file}.tmp && "
-            f"mv {pid_file}.tmp {pid_file}; {then}")
+    return (
+        f"setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > {pid_file}.tmp && "
+        f"mv {pid_file}.tmp {pid_file}; {then}"
+    )
+
+
+RUNNING = "echo running; exec sleep 1000"  # `then` for a command that keeps running
+
+
+async def ready(watcher: Watcher) -> None:
+    """Until the terminal printed "running": its grandchild's pid file is written."""
+    await watcher.wait_for(
+        lambda m: isinstance(m, Delta) and m.channel == "terminal" and "running" in m.text,
+        timeout=20,
+    )
 
 
 def req(method: str, **params: object) -> dict[str, object]:
     return {"request": method, "params": params}
 
 
-def grandchild(pid_file: Path) -> int:
+def grandchild(pid_file: Path, running: bool = True) -> int:
+    """The escaped grandchild's pid; `running`: check it is still running now."""
     pid = int(pid_file.read_text())
-    assert alive(pid), "the escaped grandchild should have been running"
+    assert not running or alive(pid), "the escaped grandchild should have been running"
     return pid
 
 
@@ -73,20 +88,27 @@ def grandchild(pid_file: Path) -> int:
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("how", ["terminal/kill", "terminal/release"])
 async def test_kill_and_release_end_an_escaped_grandchild(
-        agent: Agent, pid_file: Path, how: str) -> None:
+    agent: Agent, pid_file: Path, how: str
+) -> None:
     with anyio.fail_after(40):
         async with agent.client(terminal=True) as client:
             session = await client.new_session()
             # The command exits at once; its setsid grandchild stays (wait_for_exit returns
             # with the pid file written). The turn then ends normally: only `how` kills it.
-            result = await (await session.prompt(script(
-                req("terminal/create", command=escaping(pid_file)),
-                req("terminal/wait_for_exit", terminalId="term-1"),
-                req(how, terminalId="term-1"),
-            ))).finished
+            result = await (
+                await session.prompt(
+                    script(
+                        req("terminal/create", command=escaping(pid_file)),
+                        req("terminal/wait_for_exit", terminalId="term-1"),
+                        req(how, terminalId="term-1"),
+                    )
+                )
+            ).finished
             assert result.success, result
             assert reports(result.text, "RESPONSE ")[2] == {"result": {}}
-            assert await gone(grandchild(pid_file)), f"{how} left the setsid grandchild running"
+            # (By now `how` has been answered: the grandchild may be gone already.)
+            pid = grandchild(pid_file, running=False)
+            assert await gone(pid), f"{how} left the setsid grandchild running"
 
 
 @pytest.mark.anyio
@@ -95,14 +117,16 @@ async def test_a_cancelled_turn_ends_an_escaped_grandchild(agent: Agent, pid_fil
     with anyio.fail_after(40):
         async with agent.client(terminal=True) as client:
             session = await client.new_session()
-            turn = await session.prompt(script(
-                req("terminal/create", command=escaping(pid_file, "exec sleep 1000")),
-                {"request": "_x/ready", "params": {}, "quiet": True},
-                {"say": "started"},
-                {"wait_cancel": True}))
-            with anyio.fail_after(20):
-                while not pid_file.exists():  # a file, not an event: the shell writes it
-                    await anyio.sleep(0.02)
+            watcher = Watcher(session)
+            turn = await session.prompt(
+                script(
+                    req("terminal/create", command=escaping(pid_file, RUNNING)),
+                    {"request": "_x/ready", "params": {}, "quiet": True},
+                    {"say": "started"},
+                    {"wait_cancel": True},
+                )
+            )
+            await ready(watcher)
             pid = grandchild(pid_file)
             result = await session.stop()  # the agent does not release: the turn's end kills
             assert result is not None and result.stop_reason == "cancelled"
@@ -114,19 +138,23 @@ async def test_a_cancelled_turn_ends_an_escaped_grandchild(agent: Agent, pid_fil
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("how", ["session", "client"])
 async def test_closing_the_session_or_client_ends_an_escaped_grandchild(
-        agent: Agent, pid_file: Path, how: str) -> None:
+    agent: Agent, pid_file: Path, how: str
+) -> None:
     with anyio.fail_after(40):
         async with agent.client(terminal=True) as client:
             session = await client.new_session()
+            watcher = Watcher(session)
             # The turn ends normally (end_turn) with the terminal running and never released.
-            result = await (await session.prompt(script(
-                req("terminal/create", command=escaping(pid_file, "exec sleep 1000")),
-                req("terminal/output", terminalId="term-1"),
-            ))).finished
+            result = await (
+                await session.prompt(
+                    script(
+                        req("terminal/create", command=escaping(pid_file, RUNNING)),
+                        req("terminal/output", terminalId="term-1"),
+                    )
+                )
+            ).finished
             assert result.success, result
-            with anyio.fail_after(20):
-                while not pid_file.exists():
-                    await anyio.sleep(0.02)
+            await ready(watcher)
             pid = grandchild(pid_file)
             if how == "session":
                 await session.close()
@@ -140,17 +168,21 @@ async def test_the_agent_dying_ends_its_terminals(agent: Agent, pid_file: Path) 
     with anyio.fail_after(40):
         async with agent.client(terminal=True) as client:
             session = await client.new_session()
-            result = await (await session.prompt(script(
-                req("terminal/create", command=escaping(pid_file, "exec sleep 1000")),
-                req("terminal/output", terminalId="term-1"),
-                {"kill_self": True},
-            ))).finished
+            result = await (
+                await session.prompt(
+                    script(
+                        req("terminal/create", command=escaping(pid_file)),
+                        req(
+                            "terminal/wait_for_exit", terminalId="term-1"
+                        ),  # the pid file is written
+                        {"kill_self": True},
+                    )
+                )
+            ).finished
             assert not result.success
-            with anyio.fail_after(20):
-                while not pid_file.exists():
-                    await anyio.sleep(0.02)
             # Nobody can release them now: the next agent process does not know their ids.
-            assert await gone(grandchild(pid_file)), "the dead agent's terminal kept running"
+            pid = grandchild(pid_file, running=False)  # killed with the agent already, maybe
+            assert await gone(pid), "the dead agent's terminal kept running"
             assert client.terminal_slots.used == 0
 
 
@@ -164,13 +196,17 @@ async def test_the_17th_terminal_is_refused_and_a_released_one_frees_a_slot(agen
     with anyio.fail_after(60):
         async with agent.client(terminal=True) as client:
             session = await client.new_session()
-            result = await (await session.prompt(script(
-                *creates,
-                req("terminal/release", terminalId="term-3"),
-                req("terminal/create", command="echo", args=["still", "spawning"]),
-                req("terminal/wait_for_exit", terminalId="term-17"),
-                req("terminal/output", terminalId="term-17"),
-            ))).finished
+            result = await (
+                await session.prompt(
+                    script(
+                        *creates,
+                        req("terminal/release", terminalId="term-3"),
+                        req("terminal/create", command="echo", args=["still", "spawning"]),
+                        req("terminal/wait_for_exit", terminalId="term-17"),
+                        req("terminal/output", terminalId="term-17"),
+                    )
+                )
+            ).finished
             answers = reports(result.text, "RESPONSE ")
             assert all("result" in a for a in answers[:16]), answers[:16]
             refused = answers[16]["error"]
@@ -179,7 +215,7 @@ async def test_the_17th_terminal_is_refused_and_a_released_one_frees_a_slot(agen
             assert answers[18] == {"result": {"terminalId": "term-17"}}
             assert answers[20]["result"]["output"] == "still spawning\n"
             # This process can still start processes of its own.
-            done = subprocess.run(["true"], check=False, timeout=20)
+            done = await anyio.run_process(["true"], check=False)
             assert done.returncode == 0
             assert client.terminal_slots.used == 16
     assert client.terminal_slots.used == 0
@@ -192,12 +228,20 @@ async def test_a_huge_output_byte_limit_is_clamped_to_the_clients(agent: Agent) 
     with anyio.fail_after(40):
         async with agent.client(terminal=True, terminal_output_limit=1000) as client:
             session = await client.new_session()
-            result = await (await session.prompt(script(
-                req("terminal/create", command=sys.executable, args=["-c", code],
-                    outputByteLimit=10 ** 15),
-                req("terminal/wait_for_exit", terminalId="term-1"),
-                req("terminal/output", terminalId="term-1"),
-            ))).finished
+            result = await (
+                await session.prompt(
+                    script(
+                        req(
+                            "terminal/create",
+                            command=sys.executable,
+                            args=["-c", code],
+                            outputByteLimit=10**15,
+                        ),
+                        req("terminal/wait_for_exit", terminalId="term-1"),
+                        req("terminal/output", terminalId="term-1"),
+                    )
+                )
+            ).finished
     output = reports(result.text, "RESPONSE ")[2]["result"]
     assert output["output"] == "x" * 1000 and output["truncated"] is True
 
@@ -229,14 +273,24 @@ CLIENT = textwrap.dedent("""
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("how", ["exit", "sigkill"])
 async def test_no_terminal_outlives_the_clients_process(
-        tmp_path: Path, pid_file: Path, how: str) -> None:
-    command = (f"setsid sleep 1000 & echo $! > {pid_file}.tmp && mv {pid_file}.tmp {pid_file}; "
-               "exec sleep 1000")
+    tmp_path: Path, pid_file: Path, how: str
+) -> None:
+    command = (
+        f"setsid sleep 1000 & echo $! > {pid_file}.tmp && mv {pid_file}.tmp {pid_file}; "
+        "exec sleep 1000"
+    )
     repo = Path(__file__).resolve().parent.parent
-    argv = [sys.executable, "-c", CLIENT, command, "wait" if how == "sigkill" else "exit",
-            str(pid_file)]
-    async with await anyio.open_process(argv, cwd=tmp_path, stderr=subprocess.PIPE,
-                                        env={**os.environ, "PYTHONPATH": str(repo)}) as proc:
+    argv = [
+        sys.executable,
+        "-c",
+        CLIENT,
+        command,
+        "wait" if how == "sigkill" else "exit",
+        str(pid_file),
+    ]
+    async with await anyio.open_process(
+        argv, cwd=tmp_path, stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(repo)}
+    ) as proc:
         assert proc.stdout is not None and proc.stderr is not None
         with anyio.fail_after(60):
             assert b"ready" in await proc.stdout.receive()
@@ -266,7 +320,7 @@ def test_no_terminal_outlives_its_kernel(tmp_path: Path, pid_file: Path, how: st
     kernel.start()
     try:
         kernel.run("%config AcpNotebook.terminal = True")
-        create = req("terminal/create", command=escaping(pid_file, "exec sleep 1000"))
+        create = req("terminal/create", command=escaping(pid_file, RUNNING))
         kernel.run(f"%%agent --agent {scripted()}\n{script(create)}")
         wait_until(pid_file.exists, 20, "the terminal's command to start its grandchild")
         pid = grandchild(pid_file)

@@ -8,10 +8,16 @@ found and killed. It asks for SIGTERM when the thread that started it dies
 (`PR_SET_PDEATHSIG`), which covers a client killed with SIGKILL, and treats end-of-file on its
 stdin (its parent's end closed, on any platform) the same way.
 
+Where a cgroup v2 is writable (root, or a delegated subtree), it also moves itself into a fresh
+cgroup before starting the command, so every process the command starts is born in it. That
+cgroup is what the client kills (`cgroup.kill`) if the supervisor itself was killed, by the
+command for instance, and could not do its work.
+
 File descriptors:
   0  control: any byte, or end-of-file, means "kill everything and exit"; so do SIGTERM/SIGHUP
   1  the command's stdout and stderr; the supervisor keeps no copy of it
-  2  status lines: `started PID`, `error MESSAGE`, then `exit CODE` or `signal NUMBER`
+  2  status lines: `started PID CGROUP` (CGROUP is `-` when there is none) or `error MESSAGE`,
+     then `exit CODE` or `signal NUMBER`
 
 The command's exit is reported as soon as it happens; background processes it left keep running
 until the terminal is killed or released (as in a shell), and the supervisor exits once they are
@@ -21,31 +27,108 @@ has no child left: a process forking during the walk is caught on the next round
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import select
 import signal
-import subprocess
 import sys
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
 
 
 def _prctl(option: int, value: int) -> None:
-    if sys.platform == "linux":
-        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+    if _LIBC is not None:
+        _LIBC.prctl(option, value, 0, 0, 0)
 
 
 def _report(line: str) -> None:
-    with contextlib.suppress(OSError):
+    try:
         os.write(2, (line.replace("\n", " ") + "\n").encode("utf-8", "replace"))
+    except OSError:
+        pass  # the client is gone; the kill that follows needs no audience
 
 
-def _die_with_supervisor() -> None:
-    # In the command, between fork and exec: if the supervisor is killed, so is the command.
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass  # exited meanwhile
+
+
+# -- cgroup v2 ------------------------------------------------------------------------------------
+
+
+def _own_cgroup() -> str | None:
+    """The directory of our cgroup v2, or None (cgroup v1 only, another namespace, not Linux)."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            own = next((line[3:].strip() for line in f if line.startswith("0::")), None)
+        with open("/proc/self/mountinfo") as f:
+            mounts = [line.split() for line in f if " - cgroup2 " in line]
+    except OSError:
+        return None
+    # The hierarchy's root must be mounted (fields: 3 root inside the hierarchy, 4 mount point).
+    mount = next((m[4] for m in mounts if m[3] == "/"), None)
+    if own is None or mount is None:
+        return None
+    return os.path.join(mount, own.lstrip("/"))
+
+
+def _join(cgroup: str) -> bool:
+    try:
+        with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
+            f.write("0")  # this process
+    except OSError:
+        return False
+    return True
+
+
+def enter_new_cgroup() -> tuple[str, str] | None:
+    """Move this process into a fresh cgroup v2 below its own, so the command is born in it.
+
+    Returns (new, old), or None where there is none we may write (not root and not delegated,
+    cgroup v1 only): the subreaper alone then finds the descendants.
+    """
+    old = _own_cgroup()
+    if old is None:
+        return None
+    new = os.path.join(old, f"acp-terminal-{os.getpid()}")
+    try:
+        os.mkdir(new)
+    except OSError:
+        return None
+    if not _join(new):
+        os.rmdir(new)
+        return None
+    return new, old
+
+
+def kill_cgroup(path: str) -> bool:
+    """SIGKILL everything in the cgroup and remove it; False while it still holds processes."""
+    try:
+        with open(os.path.join(path, "cgroup.kill"), "w") as f:
+            f.write("1")
+    except FileNotFoundError:
+        return True  # already removed
+    except OSError:  # a kernel before 5.14: no cgroup.kill, kill the members one by one
+        try:
+            with open(os.path.join(path, "cgroup.procs")) as f:
+                for pid in f.read().split():
+                    _kill(int(pid))
+        except OSError:
+            pass
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False  # busy: its last processes are still exiting
+    return True
+
+
+# -- the process tree -----------------------------------------------------------------------------
 
 
 def _children_map() -> dict[int, list[int]]:
@@ -59,7 +142,7 @@ def _children_map() -> dict[int, list[int]]:
         except OSError:  # exited meanwhile
             continue
         # The command name (field 2) may hold spaces and parentheses: parse after the last ")".
-        fields = stat[stat.rfind(b")") + 2:].split()
+        fields = stat[stat.rfind(b")") + 2 :].split()
         if len(fields) > 1:
             children.setdefault(int(fields[1]), []).append(int(name))
     return children
@@ -83,6 +166,7 @@ class Supervisor:
     def __init__(self, argv: list[str]) -> None:
         self.argv = argv
         self.command_pid = 0
+        self.cgroups: tuple[str, str] | None = None  # (ours, the one we came from)
         self.reported = False
         self.stop = False
 
@@ -107,13 +191,14 @@ class Supervisor:
             self.on_exit(pid, status)
 
     def kill_all(self) -> None:
-        with contextlib.suppress(OSError):  # the command's group first: cheap, and not /proc
+        try:  # the command's group first: cheap, and not /proc
             os.killpg(self.command_pid, signal.SIGKILL)
+        except OSError:
+            pass
         me = os.getpid()
         while True:
             for pid in descendants(me):
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
+                _kill(pid)
             try:
                 pid, status = os.waitpid(-1, 0)
             except ChildProcessError:
@@ -122,34 +207,53 @@ class Supervisor:
             if not self.reap():
                 return
 
+    def spawn(self) -> None:
+        # posix_spawn, not subprocess: importing subprocess doubled the supervisor's start-up.
+        self.cgroups = enter_new_cgroup()
+        actions = [
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_DUP2, 1, 2),
+        ]
+        self.command_pid = os.posix_spawnp(
+            self.argv[0], self.argv, os.environ, file_actions=actions, setsid=True
+        )
+
+    def leave_cgroup(self) -> None:
+        """Step out of the (now empty) cgroup and remove it; anything left in it is killed."""
+        if self.cgroups is not None:
+            ours, old = self.cgroups
+            if _join(old):
+                kill_cgroup(ours)
+
     def run(self) -> int:
         try:
-            child = subprocess.Popen(
-                self.argv, stdin=subprocess.DEVNULL, stdout=1, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=_die_with_supervisor)
+            self.spawn()
         except OSError as exc:
             _report(f"error {exc.strerror or exc}: {self.argv[0]!r}")
+            self.leave_cgroup()
             return 127
-        self.command_pid = child.pid
         # Keep no copy of the output pipe: the reader sees end-of-file when the tree is done.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)
         os.close(devnull)
-        _report(f"started {child.pid}")
+        _report(f"started {self.command_pid} {self.cgroups[0] if self.cgroups else '-'}")
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)
         os.set_blocking(wake_w, False)
         signal.set_wakeup_fd(wake_w)
         while not self.stop:
             if not self.reap() and self.reported:
-                return 0  # the command and everything it left have exited
+                break  # the command and everything it left have exited
             readable, _, _ = select.select([0, wake_r], [], [])
             if 0 in readable:
                 self.stop = True  # a kill request, or the client is gone
             if wake_r in readable:
-                with contextlib.suppress(BlockingIOError):
+                try:
                     os.read(wake_r, 4096)
+                except BlockingIOError:
+                    pass
         self.kill_all()
+        self.leave_cgroup()
         return 0
 
 

@@ -33,6 +33,7 @@ from ..protocol import jsonrpc as rpc
 from ..protocol.state import DEFAULT_OUTPUT_LIMIT, TerminalView
 from .connection import RpcError
 from .process import child_env
+from .supervisor import kill_cgroup
 from .workspace import Workspace
 
 _SHELL_CHARS = set(" \t|&;<>()$`\\\"'*?[]#~=%")
@@ -80,6 +81,7 @@ class TerminalSlots:
 class _Terminal:
     view: TerminalView
     process: anyio.abc.Process
+    cgroup: str | None  # the cgroup the command was born in, where there is one
     exited: anyio.Event = field(default_factory=anyio.Event)  # the command has exited
     pumped: anyio.Event = field(default_factory=anyio.Event)  # its output reached end-of-file
     closed: anyio.Event = field(default_factory=anyio.Event)  # its whole tree, and our pipes
@@ -130,13 +132,13 @@ class Terminals:
                 else [command, *args])
         self._slots.take()
         try:
-            process = await self._spawn(argv, cwd, env)
+            process, cgroup = await self._spawn(argv, cwd, env)
         except BaseException:
             self._slots.give_back()
             raise
         terminal_id = f"term-{next(self._ids)}"
         view = TerminalView(terminal_id, shlex.join(argv) if args else command, limit=limit)
-        terminal = _Terminal(view, process)
+        terminal = _Terminal(view, process, cgroup)
         self._live[terminal_id] = terminal
         self._open.add(terminal)
         self.views[terminal_id] = view
@@ -144,7 +146,7 @@ class Terminals:
         return {"terminalId": terminal_id}
 
     async def _spawn(self, argv: list[str], cwd: str, env: dict[str, str | None]
-                     ) -> anyio.abc.Process:
+                     ) -> tuple[anyio.abc.Process, str | None]:
         """Start the supervisor and wait until it has started the command (or could not)."""
         try:
             process = await anyio.open_process(
@@ -164,7 +166,8 @@ class Terminals:
             reason = line.decode("utf-8", "replace").strip().removeprefix("error ")
             raise RpcError(rpc.INTERNAL_ERROR,
                            f"could not start {argv[0]!r}: {reason or 'no answer'}")
-        return process
+        cgroup = line.decode("utf-8", "replace").rstrip("\n").split(" ", 2)[2:]
+        return process, (cgroup[0] if cgroup and cgroup[0] != "-" else None)
 
     async def _run(self, terminal: _Terminal) -> None:
         """Pump output and status until the whole tree is gone, then close our pipes."""
@@ -180,6 +183,7 @@ class Terminals:
             with anyio.CancelScope(shield=True):
                 _RUNNING.discard(terminal.process.pid)
                 await _close_process(terminal.process)
+                await _remove_cgroup(terminal.cgroup)
                 self._exited(terminal, None, "SIGKILL")  # torn down before anyone said
                 terminal.closed.set()
                 self._open.discard(terminal)
@@ -323,6 +327,16 @@ async def _close_process(process: anyio.abc.Process) -> None:
         _signal(process.pid, signal.SIGKILL)
     with anyio.move_on_after(1), contextlib.suppress(Exception):
         await process.aclose()
+
+
+async def _remove_cgroup(cgroup: str | None) -> None:
+    # The supervisor removes its cgroup as it exits; it is still there if the supervisor was
+    # killed (by the command, to free what it started): kill what is left in it.
+    if cgroup is None:
+        return
+    with anyio.move_on_after(_CLOSE_TIMEOUT):
+        while not kill_cgroup(cgroup):  # noqa: ASYNC110 (no event tells a cgroup emptied)
+            await anyio.sleep(0.01)  # killed processes take a moment to leave it
 
 
 def _signal_name(number: int) -> str:
