@@ -22,6 +22,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from acp_notebook.client.supervisor import cgroup_available
 from acp_notebook.client.terminal import Terminals
 from acp_notebook.protocol.mutations import Delta
 from tests.agents.script import script
@@ -331,3 +332,29 @@ def test_no_terminal_outlives_its_kernel(tmp_path: Path, pid_file: Path, how: st
         wait_until(lambda: process_gone(pid), 20, f"terminal grandchild {pid} to exit ({how})")
     finally:
         kernel.stop()
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+@pytest.mark.skipif(not cgroup_available(), reason="needs a writable cgroup v2 (root or delegated)")
+async def test_a_command_that_kills_its_supervisor_still_loses_its_grandchild(
+    agent: Agent, pid_file: Path
+) -> None:
+    # Without the supervisor nothing walks the tree; the cgroup the command was born in is killed.
+    # (Only a supervisor: on a client without one, $PPID would be the test process itself.)
+    suicide = "grep -q supervisor.py /proc/$PPID/cmdline && kill -9 $PPID"
+    command = escaping(pid_file, f"{suicide}; exec sleep 1000")
+    with anyio.fail_after(40):
+        async with agent.client(terminal=True) as client:
+            session = await client.new_session()
+            result = await (
+                await session.prompt(
+                    script(
+                        req("terminal/create", command=command),
+                        req("terminal/wait_for_exit", terminalId="term-1"),
+                    )
+                )
+            ).finished
+            assert result.success, result
+            pid = grandchild(pid_file, running=False)
+            assert await gone(pid), "the grandchild outlived the supervisor the command killed"

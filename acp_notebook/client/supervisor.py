@@ -76,6 +76,16 @@ def _own_cgroup() -> str | None:
     return os.path.join(mount, own.lstrip("/"))
 
 
+def cgroup_available() -> bool:
+    """Whether terminals get a cgroup of their own here (root, or a delegated cgroup)."""
+    own = _own_cgroup()
+    return (
+        own is not None
+        and os.access(own, os.W_OK)
+        and os.access(os.path.join(own, "cgroup.procs"), os.W_OK)
+    )
+
+
 def _join(cgroup: str) -> bool:
     try:
         with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:

@@ -175,7 +175,9 @@ class Terminals:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._pump, terminal)
                 await self._watch_status(terminal)
-                # The tree is gone; only a process that escaped it could hold the pipe open.
+                # The supervisor is gone, and with it the tree, unless the command killed the
+                # supervisor: then the cgroup still holds what it started.
+                await _remove_cgroup(terminal.cgroup)
                 with anyio.move_on_after(_CLOSE_TIMEOUT):
                     await terminal.pumped.wait()
                 tg.cancel_scope.cancel()
