@@ -28,7 +28,7 @@ from acp_notebook.protocol.mutations import Delta
 from tests.agents.script import script
 from tests.client_helpers import Agent, Watcher, alive, gone, reports
 from tests.nb_util import process_gone, scripted, wait_until
-from tests.test_hygiene import Kernel
+from tests.test_hygiene import Kernel, assert_no_growth, counts
 
 pytestmark = [pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")]
 
@@ -220,6 +220,56 @@ async def test_the_17th_terminal_is_refused_and_a_released_one_frees_a_slot(agen
             assert done.returncode == 0
             assert client.terminal_slots.used == 16
     assert client.terminal_slots.used == 0
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(120)
+async def test_terminals_that_failed_or_were_released_leave_nothing(agent: Agent) -> None:
+    grandchildren: list[int] = []
+    try:
+        await released_terminals_leave_nothing(agent, grandchildren)
+    finally:  # a failing run leaves nothing either
+        for pid in grandchildren:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+async def released_terminals_leave_nothing(agent: Agent, grandchildren: list[int]) -> None:
+    # A command that cannot start takes no slot; 40 released terminals (more than the cap),
+    # each with a setsid grandchild that holds the output pipe, leave no process, file
+    # descriptor or task behind.
+    cycle = [
+        req("terminal/create", command="sh", args=["-c", "setsid sleep 1000 & echo $!"]),
+        req("terminal/wait_for_exit", terminalId="term-{}"),
+        req("terminal/release", terminalId="term-{}"),
+    ]
+    with anyio.fail_after(100):
+        async with agent.client(terminal=True) as client:
+            session = await client.new_session()
+            missing = await (
+                await session.prompt(script(req("terminal/create", command="/nonexistent/command")))
+            ).finished
+            error = reports(missing.text, "RESPONSE ")[0]["error"]
+            assert "could not start '/nonexistent/command'" in error["message"]
+            assert client.terminal_slots.used == 0
+            before = counts()
+            for batch in range(4):  # (in batches: the scripted agent's turn text stays small)
+                steps = [
+                    {**step, "params": {**step["params"], "terminalId": f"term-{n}"}}
+                    if "terminalId" in step["params"]
+                    else step
+                    for n in range(batch * 10 + 1, batch * 10 + 11)
+                    for step in cycle
+                ]
+                result = await (await session.prompt(script(*steps))).finished
+                answers = reports(result.text, "RESPONSE ")
+                assert all("result" in a for a in answers), answers
+                grandchildren.extend(int(t["output"]) for t in result.terminals)
+            assert client.terminal_slots.used == 0
+            after = counts()  # release answers once the tree and its pipes are gone
+            assert_no_growth(before, after, 40)
+            assert len(grandchildren) == 40
+            assert not [pid for pid in grandchildren if alive(pid)]
 
 
 @pytest.mark.anyio

@@ -157,12 +157,15 @@ class Terminals:
             raise RpcError(rpc.INTERNAL_ERROR, f"could not start {argv[0]!r}: {exc}") from None
         _RUNNING.add(process.pid)
         line = b""
-        with anyio.move_on_after(_START_TIMEOUT), contextlib.suppress(anyio.EndOfStream):
-            line = await _read_line(process)
+        try:
+            with anyio.move_on_after(_START_TIMEOUT), contextlib.suppress(anyio.EndOfStream):
+                line = await _read_line(process)
+        finally:
+            if not line.startswith(b"started "):  # it failed, or we were cancelled meanwhile
+                _RUNNING.discard(process.pid)
+                with anyio.CancelScope(shield=True):
+                    await _close_process(process)
         if not line.startswith(b"started "):
-            _RUNNING.discard(process.pid)
-            with anyio.CancelScope(shield=True):
-                await _close_process(process)
             reason = line.decode("utf-8", "replace").strip().removeprefix("error ")
             raise RpcError(rpc.INTERNAL_ERROR,
                            f"could not start {argv[0]!r}: {reason or 'no answer'}")
@@ -259,7 +262,11 @@ class Terminals:
         return {}
 
     async def release(self, params: Any) -> dict[str, Any]:
-        self._release(self._get(params))
+        terminal = self._get(params)
+        self._release(terminal)
+        # Answer once its processes are gone and its pipes closed: nothing of it is left then.
+        with anyio.move_on_after(_CLOSE_TIMEOUT):
+            await terminal.closed.wait()
         return {}
 
     def _release(self, terminal: _Terminal) -> None:
