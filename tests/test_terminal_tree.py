@@ -22,6 +22,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from acp_notebook.client import terminal
 from acp_notebook.client.supervisor import cgroup_available
 from acp_notebook.client.terminal import Terminals
 from acp_notebook.protocol.mutations import Delta
@@ -88,9 +89,12 @@ def grandchild(pid_file: Path, running: bool = True) -> int:
 @pytest.mark.anyio
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("how", ["terminal/kill", "terminal/release"])
+@pytest.mark.parametrize("cgroup", [True, False], ids=["cgroup", "subreaper-only"])
 async def test_kill_and_release_end_an_escaped_grandchild(
-    agent: Agent, pid_file: Path, how: str
+    agent: Agent, pid_file: Path, how: str, cgroup: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Without a cgroup (not root, not delegated) the supervisor's subreaper finds it alone.
+    monkeypatch.setattr(terminal, "USE_CGROUP", cgroup)
     with anyio.fail_after(40):
         async with agent.client(terminal=True) as client:
             session = await client.new_session()

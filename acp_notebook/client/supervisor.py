@@ -1,7 +1,7 @@
 """Runs one terminal command and guarantees that nothing it started outlives the terminal.
 
-Started by `terminal.py` as `python -I -S supervisor.py PARENT_PID ARGV...` (a plain script,
-standard library only, so it starts in a few milliseconds). On Linux it makes itself the child
+Started by `terminal.py` as `python -I -S supervisor.py PARENT_PID cgroup|nocgroup ARGV...` (a
+plain script, standard library only, so it starts quickly). On Linux it makes itself the child
 subreaper of its subtree (`PR_SET_CHILD_SUBREAPER`): a grandchild that escapes with `setsid`, a
 double fork or a daemon's re-parenting becomes *its* child instead of init's, so it can still be
 found and killed. It asks for SIGTERM when the thread that started it dies
@@ -173,8 +173,9 @@ def descendants(root: int) -> list[int]:
 
 
 class Supervisor:
-    def __init__(self, argv: list[str]) -> None:
+    def __init__(self, argv: list[str], use_cgroup: bool = True) -> None:
         self.argv = argv
+        self.use_cgroup = use_cgroup
         self.command_pid = 0
         self.cgroups: tuple[str, str] | None = None  # (ours, the one we came from)
         self.reported = False
@@ -219,7 +220,7 @@ class Supervisor:
 
     def spawn(self) -> None:
         # posix_spawn, not subprocess: importing subprocess doubled the supervisor's start-up.
-        self.cgroups = enter_new_cgroup()
+        self.cgroups = enter_new_cgroup() if self.use_cgroup else None
         actions = [
             (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
             (os.POSIX_SPAWN_DUP2, 1, 2),
@@ -268,12 +269,12 @@ class Supervisor:
 
 
 def main(argv: list[str]) -> int:
-    parent, command = int(argv[0]), argv[1:]
+    parent, use_cgroup, command = int(argv[0]), argv[1] == "cgroup", argv[2:]
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() != parent:
         return 1  # the client died before we could ask to be told
-    supervisor = Supervisor(command)
+    supervisor = Supervisor(command, use_cgroup)
 
     def stop(signum: int, frame: object) -> None:
         supervisor.stop = True

@@ -42,6 +42,10 @@ _START_TIMEOUT = 30.0  # seconds for the supervisor to report the command starte
 _CLOSE_TIMEOUT = 5.0  # seconds for a killed tree to be gone before we stop waiting
 _DRAIN_TIMEOUT = 0.25  # seconds to read the output of an exited command that left processes
 DEFAULT_MAX_TERMINALS = 16
+# Give each terminal a cgroup v2 where one is writable. The subreaper alone already ends what a
+# command starts; the cgroup also covers a command that kills its supervisor. (A switch for tests
+# of the plain subreaper; it is not in the terminal's environment, where the agent could set it.)
+USE_CGROUP = True
 
 # Supervisors still running in this process, signalled at interpreter exit: a kernel shutting
 # down must not leave commands behind (PDEATHSIG and the closed stdin also tell them, later).
@@ -150,7 +154,8 @@ class Terminals:
         """Start the supervisor and wait until it has started the command (or could not)."""
         try:
             process = await anyio.open_process(
-                [sys.executable, "-I", "-S", _SUPERVISOR, str(os.getpid()), *argv],
+                [sys.executable, "-I", "-S", _SUPERVISOR, str(os.getpid()),
+                 "cgroup" if USE_CGROUP else "nocgroup", *argv],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 cwd=cwd, env=child_env(env), start_new_session=True)
         except OSError as exc:
