@@ -301,6 +301,32 @@ async def test_a_huge_output_byte_limit_is_clamped_to_the_clients(agent: Agent) 
     assert output["output"] == "x" * 1000 and output["truncated"] is True
 
 
+@pytest.mark.anyio
+@pytest.mark.timeout(90)
+async def test_released_terminals_keep_a_bounded_total_of_output(agent: Agent) -> None:
+    # Released one at a time, 12 terminals stay under the cap of live ones; what they printed
+    # is kept up to 8 output limits per session, the newest whole, the oldest dropped.
+    code = "import sys; sys.stdout.write('x' * 1000)"
+    steps = []
+    for n in range(1, 13):
+        tid = f"term-{n}"
+        steps += [
+            req("terminal/create", command=sys.executable, args=["-c", code]),
+            req("terminal/wait_for_exit", terminalId=tid),
+            req("terminal/release", terminalId=tid),
+        ]
+    with anyio.fail_after(60):
+        async with agent.client(terminal=True, terminal_output_limit=1000) as client:
+            session = await client.new_session()
+            result = await (await session.prompt(script(*steps))).finished
+    assert result.success, result
+    outputs = {t["terminalId"]: t for t in result.terminals}
+    assert sum(len(t["output"]) for t in outputs.values()) <= 8 * 1000
+    assert outputs["term-12"]["output"] == "x" * 1000
+    assert outputs["term-1"]["output"] == "" and outputs["term-1"]["truncated"] is True
+    assert outputs["term-1"]["exitStatus"] == {"exitCode": 0, "signal": None}
+
+
 # -- the process that holds the client ends -----------------------------------------------------
 
 # A client in its own process: a terminal that leaves a setsid grandchild holding the output pipe

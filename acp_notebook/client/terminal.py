@@ -14,6 +14,7 @@ exit (even by SIGKILL) end every process the command started, including ones tha
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import itertools
 import os
@@ -42,6 +43,7 @@ _START_TIMEOUT = 30.0  # seconds for the supervisor to report the command starte
 _CLOSE_TIMEOUT = 5.0  # seconds for a killed tree to be gone before we stop waiting
 _DRAIN_TIMEOUT = 0.25  # seconds to read the output of an exited command that left processes
 DEFAULT_MAX_TERMINALS = 16
+_KEPT_OUTPUTS = 8  # released terminals' output kept per session, in units of the output limit
 # Give each terminal a cgroup v2 where one is writable. The subreaper alone already ends what a
 # command starts; the cgroup also covers a command that kills its supervisor. (A switch for tests
 # of the plain subreaper; it is not in the terminal's environment, where the agent could set it.)
@@ -110,6 +112,9 @@ class Terminals:
         self._open: set[_Terminal] = set()  # not yet torn down (released ones too)
         self._closed = False
         self.views: dict[str, TerminalView] = {}
+        # Released terminals whose output is still kept, oldest first, and their budget.
+        self._kept: collections.deque[TerminalView] = collections.deque()
+        self._kept_limit = _KEPT_OUTPUTS * output_limit
 
     async def create(self, params: Any) -> dict[str, Any]:
         params = params if isinstance(params, dict) else {}
@@ -196,6 +201,8 @@ class Terminals:
                 await _remove_cgroup(terminal.cgroup)
                 self._exited(terminal, None, "SIGKILL")  # torn down before anyone said
                 terminal.closed.set()
+                if terminal.view.released:
+                    self._keep_within_budget(terminal.view)
                 self._open.discard(terminal)
 
     async def _pump(self, terminal: _Terminal) -> None:
@@ -279,6 +286,22 @@ class Terminals:
         terminal.view.released = True
         if self._live.pop(terminal.view.terminal_id, None) is not None:
             self._slots.give_back()
+            if terminal.closed.is_set():
+                self._keep_within_budget(terminal.view)
+
+    def _keep_within_budget(self, view: TerminalView) -> None:
+        """Keep the output of released terminals within a budget, dropping the oldest first.
+
+        The cap bounds the terminals alive at once, not how many an agent creates and releases
+        in a session; what they printed stays in the turn records, and would grow without end.
+        """
+        self._kept.append(view)
+        total = sum(len(v.output) for v in self._kept)
+        while total > self._kept_limit and len(self._kept) > 1:
+            oldest = self._kept.popleft()
+            total -= len(oldest.output)
+            oldest.output.clear()
+            oldest.truncated = True
 
     def kill_many(self, terminal_ids: set[str]) -> None:
         """Kill these terminals if still running; they stay valid for output and release.
