@@ -8,7 +8,8 @@ stays visible in the turn's record.
 Each command runs under `supervisor.py`, which owns its whole process tree: kill, release, the
 end of a cancelled turn, closing the session or the client, the agent's death and the kernel's
 exit (even by SIGKILL) end every process the command started, including ones that left with
-`setsid` or a double fork. A client runs at most `max_terminals` unreleased terminals at once.
+`setsid` or a double fork. A client runs at most `max_terminals` unreleased terminals at once,
+and a session keeps the output of released ones up to `_KEPT_OUTPUTS` output limits.
 """
 
 from __future__ import annotations
