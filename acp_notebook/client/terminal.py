@@ -358,9 +358,11 @@ async def _read_line(process: anyio.abc.Process) -> bytes:
 async def _close_process(process: anyio.abc.Process) -> None:
     # Closing the pipes through anyio (not just dropping them) keeps their transports from being
     # collected after the event loop ended ("Event loop is closed" at exit).
-    _signal(process.pid, signal.SIGTERM)
-    with anyio.move_on_after(_CLOSE_TIMEOUT):
-        await process.wait()
+    # (Signal only a supervisor not yet reaped: a reaped one's pid may belong to another.)
+    if process.returncode is None:
+        _signal(process.pid, signal.SIGTERM)
+        with anyio.move_on_after(_CLOSE_TIMEOUT):
+            await process.wait()
     if process.returncode is None:
         _signal(process.pid, signal.SIGKILL)
     with anyio.move_on_after(1), contextlib.suppress(Exception):
