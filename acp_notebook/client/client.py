@@ -29,10 +29,12 @@ from ..errors import (
 )
 from ..protocol import jsonrpc as rpc
 from ..protocol import schema
+from ..protocol.state import DEFAULT_OUTPUT_LIMIT
 from .connection import Connection, RpcError
 from .permissions import PermissionHandler, PermissionPolicy
 from .process import AgentProcess
 from .session import Session
+from .terminal import DEFAULT_MAX_TERMINALS, TerminalSlots
 
 log = logging.getLogger("acp_notebook")
 
@@ -50,6 +52,8 @@ class ClientOptions:
 
     fs: bool = True  # offer fs/read_text_file and fs/write_text_file, confined to the workspace
     terminal: bool = False  # offer terminal/* (agents then run commands through the client)
+    max_terminals: int = DEFAULT_MAX_TERMINALS  # unreleased terminals at once, all sessions
+    terminal_output_limit: int = DEFAULT_OUTPUT_LIMIT  # bytes kept per terminal, at most
     permission_policy: PermissionPolicy = field(default_factory=PermissionPolicy)
     permission_handler: PermissionHandler | None = None
     protected_paths: Sequence[str | os.PathLike[str]] = ()
@@ -99,6 +103,7 @@ class Client:
         self._authenticated = False
         self._closed = False
         self.processes_started = 0
+        self.terminal_slots = TerminalSlots(self.options.max_terminals)
         self.protocol_errors: deque[str] = deque(maxlen=100)
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -276,6 +281,11 @@ class Client:
         # If the agent dies but a child of it keeps stdout open, the reader never sees EOF:
         # close the connection shortly after the exit anyway, so turns end within a second.
         await process.proc.wait()
+        # Nobody is left to release the dead agent's terminals (a fresh process cannot know
+        # their ids): end their commands now.
+        for session in self.sessions:
+            if session.terminals is not None:
+                session.terminals.release_all()
         with anyio.move_on_after(0.5):
             await conn.closed_event.wait()
             return

@@ -78,7 +78,8 @@ class Session:
         self.permission_handler: PermissionHandler | None = opts.permission_handler
         self.workspace = Workspace([cwd, *additional_directories], opts.protected_paths,
                                    opts.protect_notebooks)
-        self.terminals = (Terminals(client._tg, self.workspace, cwd, self._terminal_output)
+        self.terminals = (Terminals(client._tg, self.workspace, cwd, self._terminal_output,
+                                    client.terminal_slots, opts.terminal_output_limit)
                           if opts.terminal else None)
         self._next: TurnHandle | None = None
         self._running: TurnHandle | None = None
