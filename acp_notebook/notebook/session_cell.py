@@ -6,11 +6,12 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
-from IPython.display import Markdown, display
+from IPython.display import display
 
 from ..config import AgentSpec, ConfigError
 from ..errors import AcpError, PromptError
 from ..protocol.result import TurnResult
+from . import views
 from .cell import (
     CellOptions,
     TurnFailed,
@@ -62,7 +63,7 @@ async def run(magics: AcpNotebook, args: argparse.Namespace, body: str) -> Any:
     try:
         await apply_settings(session, opts)
     except (ValueError, AcpError) as exc:  # unknown mode, no modes, the agent refused it
-        raise UsageError(f"cannot apply --mode/--config: {exc}") from None
+        raise UsageError(_agent_text(magics, f"cannot apply --mode/--config: {exc}")) from None
     try:
         turn = await session.prompt(prompt, permission_policy=policy)
     except PromptError as exc:
@@ -83,7 +84,7 @@ async def run(magics: AcpNotebook, args: argparse.Namespace, body: str) -> Any:
     # (the cell's value shows the record, and the renderers do not draw the transcript's "note"),
     # so this line is the only place a saved notebook tells that the demo agent answered.
     if note:
-        display(Markdown(f"*{note}*"))
+        display(views.message(note), raw=True)
     view.start()
     timeout = opts.timeout if opts.timeout is not None else (magics.timeout or None)
 
@@ -113,7 +114,7 @@ async def run(magics: AcpNotebook, args: argparse.Namespace, body: str) -> Any:
     if failed:
         client = session.client
         message = failure_message(result, spec, client.stderr_tail)
-        raise TurnFailed(magics.runtime.redactor.text(message), result)
+        raise TurnFailed(_agent_text(magics, message), result)
     return result
 
 
@@ -125,7 +126,12 @@ async def _session(magics: AcpNotebook, spec: AgentSpec, opts: CellOptions,
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     except AcpError as exc:
-        raise TurnFailed(start_error_message(exc, spec)) from None
+        raise TurnFailed(_agent_text(magics, start_error_message(exc, spec))) from None
+
+
+def _agent_text(magics: AcpNotebook, message: str) -> str:
+    # The agent's error and stderr, shown as text: masked, without escape sequences of its own.
+    return views.lines(magics.runtime.redactor.text(message), 20_000)
 
 
 def _variables(magics: AcpNotebook, names: list[str]) -> list[dict[str, Any]]:

@@ -25,6 +25,9 @@ Steps (one action key each; other keys are options):
   fail_until {counter, attempts, mode}   fail while the counter file's new value <= attempts
   echo_prompt true                       report "PROMPT <json of the prompt blocks>"
 
+Flag ``--config-options-json JSON``: answer session/new, load and resume with exactly this
+``configOptions`` value (any JSON, valid or not), instead of the built-in options.
+
 Threads: the main thread only reads stdin and answers the quick requests, so session/cancel,
 $/cancel_request and the client's responses to the agent's own requests are seen while a turn
 runs. Each turn runs its script on its own daemon thread. Every write to stdout takes one lock,
@@ -889,6 +892,8 @@ class Agent:
             state["modes"] = {"currentModeId": session.mode_id, "availableModes": MODES}
         if self.args.config_options:
             state["configOptions"] = config_options(session.config)
+        if self.args.config_options_json is not None:
+            state["configOptions"] = json.loads(self.args.config_options_json)
         return state
 
     def _new(self, params: JsonObj) -> JsonObj:
@@ -1006,6 +1011,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--prompt-capabilities", type=capability_list, default=frozenset(),
                         metavar="LIST", help="comma list of image, audio, embedded")
     parser.add_argument("--commands", action="store_true")
+    parser.add_argument("--config-options-json", metavar="JSON",
+                        help="the configOptions of session/new, load and resume, as given")
     parser.add_argument("--stderr-at-start", type=int, default=0, metavar="N")
     parser.add_argument("--agent-name", default="scripted-agent")
     parser.add_argument("--ignore-sigterm", action="store_true",
