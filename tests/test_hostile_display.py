@@ -64,6 +64,16 @@ def test_status_shows_hostile_strings_as_text(payload: str) -> None:
 
 
 @pytest.mark.parametrize("payload", PAYLOADS)
+def test_status_with_a_lone_backtick_in_the_other_fields(payload: str) -> None:
+    # A backtick in one value used to pair with the code span of the next and expose it.
+    for field_name, value in facts(payload).items():
+        if field_name in {"session", "agent", "pid", "turns", "running"}:
+            continue
+        mixed = {**facts("a ` b"), field_name: value}
+        assert_safe(status_doc(mixed).bundle())
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
 def test_sessions_table_shows_hostile_strings_as_text(payload: str) -> None:
     listed = [{"sessionId": payload, "title": payload, "updatedAt": payload, "cwd": payload}]
     bundle = sessions_doc(payload, listed).bundle()
