@@ -1,10 +1,10 @@
 """Would this display run anything in the page? The check the hostile-agent tests share.
 
 `text/markdown` is rendered the way JupyterLab's marked does (CommonMark plus tables, raw HTML
-on, every link target kept), by markdown-it-py; that HTML and any `text/html` are parsed with `html.parser`. An element
-outside a small allowlist, an `on*` or other unexpected attribute, or a link to a
-`javascript:`/`data:` URL is a problem. `text/plain` may not hold control characters (escape
-sequences). Each problem is a short string; an empty list means safe.
+on, every link target kept) by markdown-it-py; that HTML and any `text/html` are parsed with
+`html.parser`. An element outside a small allowlist, an `on*` or other unexpected attribute, or
+a link to a `javascript:`/`data:` URL is a problem. `text/plain` may not hold control characters
+(escape sequences). Each problem is a short string; an empty list means safe.
 """
 
 from __future__ import annotations

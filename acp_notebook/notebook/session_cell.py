@@ -83,8 +83,8 @@ async def run(magics: AcpNotebook, args: argparse.Namespace, body: str) -> Any:
     # Shown for every turn, not only with --quiet: a successful turn's live display is cleared
     # (the cell's value shows the record, and the renderers do not draw the transcript's "note"),
     # so this line is the only place a saved notebook tells that the demo agent answered.
-    if note:
-        display(views.message(note), raw=True)
+    if note:  # our own words, no agent text: safe as Markdown
+        display({"text/markdown": f"*{note}*", "text/plain": note}, raw=True)
     view.start()
     timeout = opts.timeout if opts.timeout is not None else (magics.timeout or None)
 
