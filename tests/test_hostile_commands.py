@@ -46,10 +46,14 @@ def loop_cell(agent: str, steps_of: str) -> str:
 
 def test_hostile_session_titles_in_status(tmp_path: Path) -> None:
     agent = scripted()
-    nb = execute([
-        f"PAYLOADS = {PAYLOADS!r}",
-        loop_cell(agent, "[{'update': {'sessionUpdate': 'session_info_update', 'title': P}}]"),
-    ], tmp_path, timeout=90)
+    nb = execute(
+        [
+            f"PAYLOADS = {PAYLOADS!r}",
+            loop_cell(agent, "[{'update': {'sessionUpdate': 'session_info_update', 'title': P}}]"),
+        ],
+        tmp_path,
+        timeout=90,
+    )
     assert not errors(nb)
     shown = text(nb.cells[1])
     assert shown.count("- session ") == len(PAYLOADS), shown[:2000]  # one status per payload
@@ -58,23 +62,42 @@ def test_hostile_session_titles_in_status(tmp_path: Path) -> None:
 
 
 def test_hostile_options_modes_commands_and_agent_name_in_status(tmp_path: Path) -> None:
-    options = [{"id": f"o{i}-{p}", "name": p, "type": "select", "currentValue": p,
-                "options": [{"value": p, "name": p}]} for i, p in enumerate(PAYLOADS)]
+    options = [
+        {
+            "id": f"o{i}-{p}",
+            "name": p,
+            "type": "select",
+            "currentValue": p,
+            "options": [{"value": p, "name": p}],
+        }
+        for i, p in enumerate(PAYLOADS)
+    ]
     commands = [{"name": p, "description": p} for p in PAYLOADS]
     steps = [
         {"update": {"sessionUpdate": "config_option_update", "configOptions": options}},
-        {"update": {"sessionUpdate": "available_commands_update",
-                    "availableCommands": commands}},
-        {"update": {"sessionUpdate": "current_mode_update",
-                    "currentModeId": "\\`<img src=x onerror=alert(1)>`"}},
-        {"update": {"sessionUpdate": "usage_update", "used": 5, "size": 10,
-                    "cost": {"amount": 1.5, "currency": "<img src=x onerror=alert(1)>"}}},
+        {"update": {"sessionUpdate": "available_commands_update", "availableCommands": commands}},
+        {
+            "update": {
+                "sessionUpdate": "current_mode_update",
+                "currentModeId": "\\`<img src=x onerror=alert(1)>`",
+            }
+        },
+        {
+            "update": {
+                "sessionUpdate": "usage_update",
+                "used": 5,
+                "size": 10,
+                "cost": {"amount": 1.5, "currency": "<img src=x onerror=alert(1)>"},
+            }
+        },
     ]
     cells = []
     for name in ("\\`<img src=x onerror=alert(1)>`", "<svg onload=alert(1)>"):
         agent = scripted("--modes", "--agent-name", name)
-        cells += ["%%agent --quiet --new --agent " + agent + "\n#script " + json.dumps(steps),
-                  "%agent status"]
+        cells += [
+            "%%agent --quiet --new --agent " + agent + "\n#script " + json.dumps(steps),
+            "%agent status",
+        ]
     nb = execute(cells, tmp_path, timeout=90)
     assert not errors(nb)
     for cell in (nb.cells[1], nb.cells[3]):
@@ -86,9 +109,12 @@ def test_hostile_options_modes_commands_and_agent_name_in_status(tmp_path: Path)
 def test_malformed_config_options_from_session_new(tmp_path: Path) -> None:
     # session/new answers are not validated: ids that are lists, names that are objects, huge
     # numbers. The status still shows (it used to fail on an unhashable id).
-    garbage = [{"id": ["a", "list"], "name": {"<b>": "x"}, "currentValue": 10**400},
-               "not an option", {"id": "<img src=x onerror=alert(1)>", "name": None},
-               {"id": 7, "name": "\\`<svg onload=alert(1)>`", "currentValue": [1, [2]]}]
+    garbage = [
+        {"id": ["a", "list"], "name": {"<b>": "x"}, "currentValue": 10**400},
+        "not an option",
+        {"id": "<img src=x onerror=alert(1)>", "name": None},
+        {"id": 7, "name": "\\`<svg onload=alert(1)>`", "currentValue": [1, [2]]},
+    ]
     agent = scripted("--config-options-json", json.dumps(garbage))
     nb = execute([f"%%agent --quiet --agent {agent}\nhello", "%agent status"], tmp_path)
     assert not errors(nb)
@@ -107,8 +133,13 @@ def test_hostile_numbers_in_status(tmp_path: Path) -> None:
     cells = ["%%agent --quiet --agent " + scripted() + "\nhello"]
     for usage in usages:
         update = {"sessionUpdate": "usage_update", **usage}
-        cells += ["%%agent --quiet --agent " + scripted() + "\n#script "
-                  + json.dumps([{"update": update}]), "%agent status"]
+        cells += [
+            "%%agent --quiet --agent "
+            + scripted()
+            + "\n#script "
+            + json.dumps([{"update": update}]),
+            "%agent status",
+        ]
     nb = execute(cells, tmp_path)
     assert not errors(nb)  # it used to raise OverflowError
     statuses = [text(nb.cells[i]) for i in range(2, len(cells), 2)]
@@ -125,12 +156,15 @@ def test_hostile_session_list(tmp_path: Path) -> None:
     state = tmp_path / "state"
     state.mkdir()
     for i, payload in enumerate(PAYLOADS):
-        entry = {"sessionId": payload, "cwd": payload, "title": payload,
-                 "updatedAt": f"2026-01-01T00:00:{i:02d}Z {payload}"}
+        entry = {
+            "sessionId": payload,
+            "cwd": payload,
+            "title": payload,
+            "updatedAt": f"2026-01-01T00:00:{i:02d}Z {payload}",
+        }
         (state / f"s{i}.json").write_text(json.dumps(entry), encoding="utf-8")
     agent = scripted("--list", "--state-dir", str(state))
-    nb = execute([f"%agent sessions --agent {agent}",
-                  "print(len(_agent_sessions))"], tmp_path)
+    nb = execute([f"%agent sessions --agent {agent}", "print(len(_agent_sessions))"], tmp_path)
     assert not errors(nb)
     assert text(nb.cells[1]).strip() == str(len(PAYLOADS))
     assert problems_of(nb.cells[0]) == []

@@ -26,20 +26,44 @@ from tests.markup_check import PAYLOADS, bundle_problems, html_problems, self_te
 pytestmark = pytest.mark.timeout(60)
 
 NUMBERS: list[Any] = [
-    10**400, -(10**400), 10**4000, float("nan"), float("inf"), float("-inf"), 1e308, -0.0,
-    True, False, None, "12", "<b>1</b>", [1, [2, [3, [4, [5]]]]], {"a": {"b": float("nan")}},
-    0, -5, 2**63, 0.5,
+    10**400,
+    -(10**400),
+    10**4000,
+    float("nan"),
+    float("inf"),
+    float("-inf"),
+    1e308,
+    -0.0,
+    True,
+    False,
+    None,
+    "12",
+    "<b>1</b>",
+    [1, [2, [3, [4, [5]]]]],
+    {"a": {"b": float("nan")}},
+    0,
+    -5,
+    2**63,
+    0.5,
 ]
 
 
 def facts(value: Any) -> dict[str, Any]:
     """`%agent status` facts with `value` in every field the agent chooses."""
     return {
-        "session": "demo", "agent": "scripted",
+        "session": "demo",
+        "agent": "scripted",
         "agent_info": {"name": value, "title": value, "version": value},
-        "session_id": value, "title": value, "mode": value, "modes": [value, value],
-        "config": {}, "config_options": [{"id": value, "name": value, "currentValue": value}],
-        "commands": [value], "pid": 1234, "turns": 2, "running": True,
+        "session_id": value,
+        "title": value,
+        "mode": value,
+        "modes": [value, value],
+        "config": {},
+        "config_options": [{"id": value, "name": value, "currentValue": value}],
+        "commands": [value],
+        "pid": 1234,
+        "turns": 2,
+        "running": True,
         "usage": {"used": 10, "size": 100, "cost": {"amount": 0.5, "currency": value}},
     }
 
@@ -84,8 +108,11 @@ def test_sessions_table_shows_hostile_strings_as_text(payload: str) -> None:
 
 @pytest.mark.parametrize("value", NUMBERS, ids=repr)
 def test_numbers_never_raise_and_stay_finite(value: Any) -> None:
-    for usage in ({"used": value, "size": 200_000}, {"used": 5, "size": value},
-                  {"used": value, "size": value, "cost": {"amount": value, "currency": "USD"}}):
+    for usage in (
+        {"used": value, "size": 200_000},
+        {"used": 5, "size": value},
+        {"used": value, "size": value, "cost": {"amount": value, "currency": "USD"}},
+    ):
         bundle = status_doc({**facts("x"), "usage": usage}).bundle()
         assert_safe(bundle)
         context = next(line for line in bundle["text/plain"].splitlines() if "context" in line)
@@ -120,22 +147,25 @@ def test_text_of_anything_is_one_bounded_line(value: Any) -> None:
 def test_a_long_value_is_cut_and_a_secret_masked_before_the_cut() -> None:
     secret = "sk-" + "k" * 40
     title = "t" * 190 + secret
-    bundle = status_doc({**facts("x"), "title": title},
-                        mask=lambda s: s.replace(secret, "[secret]")).bundle()
+    bundle = status_doc(
+        {**facts("x"), "title": title}, mask=lambda s: s.replace(secret, "[secret]")
+    ).bundle()
     assert "sk-kkk" not in bundle["text/plain"] and "sk-kkk" not in bundle["text/html"]
     long = status_doc({**facts("x"), "title": "a" * 100_000}).bundle()["text/plain"]
     assert len(long) < 3000
 
 
 def test_lists_the_agent_sends_are_bounded() -> None:
-    many = {**facts("x"), "commands": [f"c{i}" for i in range(5000)],
-            "config_options": [{"id": f"o{i}"} for i in range(5000)]}
+    many = {
+        **facts("x"),
+        "commands": [f"c{i}" for i in range(5000)],
+        "config_options": [{"id": f"o{i}"} for i in range(5000)],
+    }
     plain = status_doc(many).bundle()["text/plain"]
     assert "4950 more" in plain and len(plain) < 20_000
 
 
-@pytest.mark.parametrize("garbage", [None, 5, "x", [1, 2], {"a": [None]}, [[["deep"]]]],
-                         ids=repr)
+@pytest.mark.parametrize("garbage", [None, 5, "x", [1, 2], {"a": [None]}, [[["deep"]]]], ids=repr)
 def test_status_and_sessions_of_malformed_data(garbage: Any) -> None:
     broken = {key: garbage for key in facts("x")}
     assert_safe(status_doc(broken).bundle())
@@ -148,8 +178,18 @@ def test_widget_texts_are_escaped(payload: str) -> None:
     html = status_html(payload, payload, Usage(10**400, 0, float("nan"), payload), True)
     assert html_problems(html) == []
     assert 'class="mathjax_ignore"' in html  # a `$` in a value is not typeset
-    assert html_problems(views.html_span(views.Strong("Permission requested"), " (",
-                                         views.Value(payload), "): ", views.Value(payload))) == []
+    assert (
+        html_problems(
+            views.html_span(
+                views.Strong("Permission requested"),
+                " (",
+                views.Value(payload),
+                "): ",
+                views.Value(payload),
+            )
+        )
+        == []
+    )
     # A Button's description is text in ipywidgets 8; it still gets one bounded line.
     label = option_label({"optionId": payload, "name": payload, "kind": "allow_once"})
     assert "\n" not in label and len(label) < 100
@@ -163,11 +203,17 @@ def test_permission_buttons_say_what_the_option_does() -> None:
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=30)
     | st.sampled_from(PAYLOADS),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                                 max_size=4),
-    max_leaves=20)
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

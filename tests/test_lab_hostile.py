@@ -22,8 +22,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 # that show the markup payloads together, so they are rendered and tried.
 MARKUP = [p for p in PAYLOADS if "\ud800" not in p]
 
-CONTROL = ("from IPython.display import HTML\n"
-           "HTML('<img src=\"x-control\" onerror=\"alert(&quot;control&quot;)\">')")
+CONTROL = (
+    "from IPython.display import HTML\n"
+    'HTML(\'<img src="x-control" onerror="alert(&quot;control&quot;)">\')'
+)
 
 
 def test_agent_strings_run_no_script_in_lab(page, lab) -> None:  # noqa: F811
@@ -35,15 +37,35 @@ def test_agent_strings_run_no_script_in_lab(page, lab) -> None:  # noqa: F811
     state = root / "hostile-state"
     state.mkdir(exist_ok=True)
     for i, payload in enumerate(MARKUP):
-        entry = {"sessionId": payload, "cwd": payload, "title": payload,
-                 "updatedAt": f"2026-01-01T00:00:{i:02d}Z {payload}"}
+        entry = {
+            "sessionId": payload,
+            "cwd": payload,
+            "title": payload,
+            "updatedAt": f"2026-01-01T00:00:{i:02d}Z {payload}",
+        }
         (state / f"s{i}.json").write_text(json.dumps(entry), encoding="utf-8")
     lister = scripted("--list", "--state-dir", str(state))
-    options = [{"id": f"o{i}-{p}", "name": p, "type": "select", "currentValue": p,
-                "options": [{"value": p, "name": p}]} for i, p in enumerate(MARKUP)]
-    settings = [{"update": {"sessionUpdate": "config_option_update", "configOptions": options}},
-                {"update": {"sessionUpdate": "usage_update", "used": 5, "size": 10,
-                            "cost": {"amount": 1, "currency": PAYLOADS[9]}}}]
+    options = [
+        {
+            "id": f"o{i}-{p}",
+            "name": p,
+            "type": "select",
+            "currentValue": p,
+            "options": [{"value": p, "name": p}],
+        }
+        for i, p in enumerate(MARKUP)
+    ]
+    settings = [
+        {"update": {"sessionUpdate": "config_option_update", "configOptions": options}},
+        {
+            "update": {
+                "sessionUpdate": "usage_update",
+                "used": 5,
+                "size": 10,
+                "cost": {"amount": 1, "currency": PAYLOADS[9]},
+            }
+        },
+    ]
     titles = (
         "import json\n"
         "ip = get_ipython()\n"
@@ -51,11 +73,14 @@ def test_agent_strings_run_no_script_in_lab(page, lab) -> None:  # noqa: F811
         "    steps = [{'update': {'sessionUpdate': 'session_info_update', 'title': P}}]\n"
         f"    await ip.run_cell_magic('agent', '--quiet --agent ' + {scripted()!r},\n"
         "                            '#script ' + json.dumps(steps))\n"
-        "    await ip.run_line_magic('agent', 'status')\n")
+        "    await ip.run_line_magic('agent', 'status')\n"
+    )
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     open_and_run(
-        page, lab, "hostile.ipynb",
+        page,
+        lab,
+        "hostile.ipynb",
         f"%%agent --quiet --new --agent {scripted('--modes')}\n#script {json.dumps(settings)}",
         "%agent status",
         f"%agent sessions --agent {lister}",
@@ -68,7 +93,8 @@ def test_agent_strings_run_no_script_in_lab(page, lab) -> None:  # noqa: F811
         "() => document.querySelectorAll('.jp-Notebook .jp-Cell')[5]"
         "?.querySelector('.jp-OutputArea img') || document.querySelector("
         "'.jp-Notebook [data-mime-type=\"application/vnd.jupyter.stderr\"]')",
-        timeout=180_000)
+        timeout=180_000,
+    )
     page.wait_for_load_state("networkidle")
     shoot(page, "hostile")
     assert [d for d in dialogs if d != "control"] == [], dialogs  # no agent script ran

@@ -99,8 +99,8 @@ def is_real(value: Any) -> bool:
 
 
 def number(value: Any) -> str:
-    """A count for display: 12,345; 1.23e+20 when huge; "invalid (NaN)" for NaN and infinities;
-    anything else as text."""
+    """A count for display: 12,345; 1.23e+20 when huge; "invalid (not a number)" for NaN,
+    "invalid (infinite)" for infinities; anything else as text."""
     if isinstance(value, float) and not math.isfinite(value):
         return "invalid (not a number)" if math.isnan(value) else "invalid (infinite)"
     if not is_real(value):
@@ -170,9 +170,9 @@ class Doc:
     """
 
     mask: Callable[[str], str] = str
-    _html: list[str] = field(default_factory=list)
-    _plain: list[str] = field(default_factory=list)
-    _items: list[str] = field(default_factory=list)
+    _html: list[str] = field(default_factory=list, init=False, repr=False)
+    _plain: list[str] = field(default_factory=list, init=False, repr=False)
+    _items: list[str] = field(default_factory=list, init=False, repr=False)  # an open list
 
     def para(self, *pieces: Piece | Any) -> Doc:
         self._end_list()
