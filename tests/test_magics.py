@@ -343,7 +343,7 @@ def test_background_returns_a_handle_and_finished_resolves(tmp_path: Path) -> No
     shown = data(nb.cells[0], "text/plain")
     assert any("running in the background" in t for t in shown), shown  # returned at once
     assert last_json(nb.cells[1]) == ["TurnHandle", True, "from the background and done"]
-    stopped = " ".join(data(nb.cells[3], "text/markdown"))
+    stopped = " ".join(data(nb.cells[3], "text/plain"))
     assert "Stopped turn" in stopped and "cancelled" in stopped
 
 
@@ -368,19 +368,24 @@ def test_line_commands(tmp_path: Path) -> None:
         "%agent close",                                   # 13
         "%agent close --all",                             # 14
     ], tmp_path)
-    md = [" ".join(data(c, "text/markdown")) for c in nb.cells]
-    assert "| `demo`" in md[0] and "`gemini`" in md[0] and "No default agent" in md[0]
+    # Each command shows HTML it built itself and the same as plain text, never Markdown.
+    md = [" ".join(data(c, "text/plain")) for c in nb.cells]
+    for i in (0, 1, 3, 4, 5, 6, 8, 10, 13, 14):
+        assert not data(nb.cells[i], "text/markdown"), nb.cells[i].outputs
+        assert data(nb.cells[i], "text/html"), nb.cells[i].outputs
+    assert "<td><code>demo</code></td>" in data(nb.cells[0], "text/html")[0]
+    assert "\ndemo | " in md[0] and "\ngemini | " in md[0] and "No default agent" in md[0]
     assert "%agent status" in md[1] and "%agent close" in md[1]
-    assert "pid" in md[3] and "mode: `code`" in md[3] and "turns: 1" in md[3]
-    assert "Sessions of `demo`" in md[4] or "no stored sessions" in md[4]
-    assert "Mode of `demo`: `ask`" in md[5]
-    assert "`model` of `demo` is now `demo-thorough`" in md[6]
+    assert "pid" in md[3] and "mode: code" in md[3] and "turns: 1" in md[3]
+    assert "Sessions of demo:" in md[4] or "no stored sessions" in md[4]
+    assert "Mode of demo: ask" in md[5]
+    assert "model of demo is now demo-thorough" in md[6]
     assert text(nb.cells[7]).split()[-2:] == ["ask", "demo-thorough"]
     assert "No turn was running." in md[8]
     assert "restarted" in md[10]
     assert only_transcript(nb.cells[11])["success"] is True
     assert text(nb.cells[12]).split()[-1] == "True"  # a fresh agent process
-    assert "Closed session `demo`" in md[13]
+    assert "Closed session demo." in md[13]
     assert "Closed every session" in md[14]
     assert not errors(nb)
 
@@ -515,8 +520,8 @@ def test_load_shows_the_replayed_history(tmp_path: Path) -> None:
         "%%agent --out a\nfirst question",
         "%agent load {a.session_id} --session again",
     ], tmp_path)
-    said = " ".join(data(nb.cells[1], "text/markdown"))
-    assert "is now `--session again` (loaded, 1 earlier turns)" in said, said
+    said = " ".join(data(nb.cells[1], "text/plain"))
+    assert "is now --session again (loaded, 1 earlier turns)" in said, said
     [replayed] = transcripts(nb.cells[1])
     assert replayed["note"] == "replayed history"
     roles = [p.get("role") for p in replayed["parts"] if p.get("type") == "message"]

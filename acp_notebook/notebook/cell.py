@@ -21,8 +21,10 @@ from ..client.turn import TurnHandle
 from ..config import AgentSpec
 from ..errors import AcpError, AgentStartError
 from ..protocol.result import TurnResult
+from . import views
 from .live import LiveView
 from .runtime import Runtime
+from .views import Code
 
 
 class TurnFailed(AcpError):
@@ -61,10 +63,8 @@ async def open_session(runtime: Runtime, spec: AgentSpec, name: str, new: bool,
         # fs, terminal, protection and the like are fixed when the agent starts (they are
         # negotiated in initialize): a change takes a fresh agent, or it would silently not apply.
         await runtime.close_agent(spec.name)
-        display({"text/markdown": f"*Settings changed ({', '.join(changed)}): agent "
-                                  f"`{spec.name}` restarted; its sessions start anew.*",
-                 "text/plain": f"Settings changed ({', '.join(changed)}): agent {spec.name} "
-                               "restarted; its sessions start anew."}, raw=True)
+        display(views.message(f"Settings changed ({', '.join(changed)}): agent ",
+                              Code(spec.name), " restarted; its sessions start anew."), raw=True)
     entry = runtime.find(name)
     if entry is not None and entry.agent != spec.name:
         raise ValueError(f"session {name!r} belongs to agent {entry.agent!r}; pick another "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -11,9 +11,10 @@ from IPython.display import display
 
 from ..config import ConfigError
 from ..errors import AcpError
-from ..render.mdsafe import inline
+from . import views
 from .cell import start_error_message
 from .runtime import NamedSession
+from .views import Code, Doc, Strong, Value
 
 if TYPE_CHECKING:
     from ..magics import AcpNotebook
@@ -51,7 +52,7 @@ async def run(magics: AcpNotebook, line: str) -> Any:
 
     args = _parse(_parser(), line)  # type: ignore[arg-type]
     if args.help or args.command == "help":
-        _md(f"```\n{USAGE}```")
+        _show(Doc().pre(USAGE))
         return None
     handler = _COMMANDS.get(args.command)
     if handler is None:
@@ -59,7 +60,12 @@ async def run(magics: AcpNotebook, line: str) -> Any:
     try:
         return await handler(magics, args)
     except (ValueError, ConfigError, AcpError) as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(_error_text(magics, exc)) from None
+
+
+def _error_text(magics: AcpNotebook, exc: BaseException | str) -> str:
+    """An error that may quote the agent, for a usage error: masked, no control characters."""
+    return views.lines(magics.runtime.redactor.text(str(exc)))
 
 
 def _need(args: argparse.Namespace, what: str) -> str:
@@ -79,74 +85,127 @@ def _session(magics: AcpNotebook, args: argparse.Namespace) -> NamedSession:
     return entry
 
 
-def _s(value: Any) -> str:
-    """Agent text in Markdown prose: defused (no HTML, no links, one line)."""
-    return inline(str(value))
+def _show(doc: Doc | dict[str, str]) -> None:
+    # HTML built by `views` (every value escaped) and the same as plain text; never Markdown,
+    # whose escaping would depend on the renderer (see views).
+    display(doc.bundle() if isinstance(doc, Doc) else doc, raw=True)
 
 
-def _code(value: Any) -> str:
-    """An id as a code span, fenced with more backticks than it holds: nothing inside renders."""
-    text = " ".join(str(value).split())
-    fence = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
-def _md(text: str) -> None:
-    # The Markdown is also the plain text: it reads well in a terminal or a diff of the notebook.
-    display({"text/markdown": text, "text/plain": text}, raw=True)
+def _masker(magics: AcpNotebook) -> Callable[[str], str]:
+    return magics.runtime.redactor.text
 
 
 async def _list(magics: AcpNotebook, args: argparse.Namespace) -> None:
     registry = magics.registry()
     default = registry.default
-    rows = ["| agent | command | found | from |", "|---|---|---|---|"]
+    rows = []
     for name, spec in sorted(registry.agents.items()):
-        mark = " (default)" if name == default else ""
-        rows.append(f"| `{name}`{mark} | `{spec.command_line}` | "
-                    f"{'yes' if spec.available else 'no'} | {spec.source} |")
+        rows.append([(Code(name), " (default)" if name == default else ""),
+                     Code(spec.command_line), "yes" if spec.available else "no", spec.source])
+    doc = Doc(_masker(magics)).table(["agent", "command", "found", "from"], rows)
     if not default:
-        rows.append("\nNo default agent: cells without `--agent` use the embedded demo agent.")
-    _md("\n".join(rows))
+        doc.para("No default agent: cells without ", Code("--agent"),
+                 " use the embedded demo agent.")
+    _show(doc)
 
 
-async def _status(magics: AcpNotebook, args: argparse.Namespace) -> None:
-    entry = _session(magics, args)
+def _status_facts(entry: NamedSession) -> dict[str, Any]:
+    """What `%agent status` shows, as data (`_agent_status`): the agent's values as it sent them."""
     session = entry.session
     client = session.client
     usage = session.usage
-    status = {
+    options = session.config_options
+    return {
         "session": entry.name, "agent": entry.agent, "agent_info": client.agent_info,
         "session_id": session.id, "title": session.title, "mode": session.mode,
         "modes": [m.get("id") for m in session.modes],
-        "config": {o.get("id"): o.get("currentValue") for o in session.config_options},
+        # An id that is not a string (an agent's mistake) must not break the mapping.
+        "config": {_key(o.get("id")): o.get("currentValue") for o in options},
+        "config_options": [{k: o.get(k) for k in ("id", "name", "currentValue")}
+                           for o in options],
         "commands": [c.get("name") for c in session.commands],
         "usage": usage.to_json() if usage else None, "pid": client.pid,
         "turns": len(session.history), "running": session.running is not None,
     }
-    # Everything the agent sent (ids, titles, names) is untrusted Markdown: defuse it.
-    lines = [f"**{_s(entry.name)}** — agent {_code(entry.agent)} ({_s(client.agent_name)}), "
-             f"pid {client.pid}",
-             f"- session {_code(session.id)}"
-             + (f": {_s(session.title)}" if session.title else ""),
-             f"- mode: {_code(session.mode)}"
-             + (f" (of {', '.join(_s(m.get('id')) for m in session.modes)})"
-                if session.modes else "")]
-    for option in session.config_options:
-        lines.append(f"- {_s(option.get('name') or option.get('id'))} "
-                     f"({_code(option.get('id'))}): {_code(option.get('currentValue'))}")
-    if usage:
-        pct = f" ({usage.fraction:.0%})" if usage.fraction is not None else ""
-        cost = (f", cost {usage.cost_amount:.4f} {_s(usage.cost_currency)}"
-                if usage.cost_amount is not None else "")
-        lines.append(f"- context: {usage.used:,} / {usage.size:,} tokens{pct}{cost}")
-    if session.commands:
-        lines.append("- commands: " + ", ".join(_code(f"/{c.get('name')}")
-                                                 for c in session.commands))
-    lines.append(f"- turns: {len(session.history)}"
-                 + (" (one running)" if session.running else ""))
-    _md("\n".join(lines))
-    magics.user_ns["_agent_status"] = status  # the same facts as data
+
+
+def _key(value: Any) -> str:
+    return value if isinstance(value, str) else views.text(value)
+
+
+MAX_ITEMS = 50  # modes, options or commands listed; an agent may send thousands
+
+
+def status_doc(facts: dict[str, Any], mask: Callable[[str], str] = str) -> Doc:
+    """The `%agent status` display of `_status_facts`; any values give a display, never an error."""
+    info = _dict(facts.get("agent_info"))
+    agent_name = info.get("title") or info.get("name")
+    about = [" (", Value(agent_name), *((" ", Value(info.get("version")))
+                                         if info.get("version") else ()), ")"]
+    doc = Doc(mask).para(Strong(facts.get("session")), " — agent ", Code(facts.get("agent")),
+                         *(about if agent_name else ()), ", pid ", Value(facts.get("pid")))
+    title = facts.get("title")
+    doc.item("session ", Code(facts.get("session_id")), *((": ", Value(title)) if title else ()))
+    modes = _list_of(facts.get("modes"))
+    doc.item("mode: ", Code(facts.get("mode") or "none"),
+             *((" (of ", *_joined([Value(m) for m in modes]), ")") if modes else ()))
+    for option in _list_of(facts.get("config_options"))[:MAX_ITEMS]:
+        option = _dict(option)
+        doc.item(Value(option.get("name") or option.get("id")), " (", Code(option.get("id")),
+                 "): ", Code(option.get("currentValue")))
+    _more(doc, facts.get("config_options"), "config options")
+    usage = facts.get("usage")
+    if usage is not None:
+        doc.item(*_usage_pieces(_dict(usage)))
+    commands = _list_of(facts.get("commands"))
+    if commands:
+        doc.item("commands: ", *_joined([Code(f"/{views.text(c)}")
+                                         for c in commands[:MAX_ITEMS]]))
+        _more(doc, commands, "commands")
+    doc.item("turns: ", Value(facts.get("turns")),
+             " (one running)" if facts.get("running") is True else "")
+    return doc
+
+
+def _usage_pieces(usage: dict[Any, Any]) -> list[Any]:
+    used, size = usage.get("used"), usage.get("size")
+    pct = views.percent(used, size)
+    pieces: list[Any] = ["context: ", views.number(used), " / ", views.number(size), " tokens"]
+    if pct:
+        pieces.append(f" ({pct})")
+    cost = usage.get("cost")
+    if isinstance(cost, dict) and cost.get("amount") is not None:
+        pieces += [", cost ", views.money(cost.get("amount"), cost.get("currency"))]
+    return pieces
+
+
+def _dict(value: Any) -> dict[Any, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list_of(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _joined(pieces: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for i, piece in enumerate(pieces[:MAX_ITEMS]):
+        out += [", ", piece] if i else [piece]
+    if len(pieces) > MAX_ITEMS:
+        out.append(f", … {len(pieces) - MAX_ITEMS} more")
+    return out
+
+
+def _more(doc: Doc, items: Any, what: str) -> None:
+    extra = len(_list_of(items)) - MAX_ITEMS
+    if extra > 0:
+        doc.item(f"… {extra} more {what}")
+
+
+async def _status(magics: AcpNotebook, args: argparse.Namespace) -> None:
+    facts = _status_facts(_session(magics, args))
+    _show(status_doc(facts, _masker(magics)))
+    magics.user_ns["_agent_status"] = facts  # the same facts as data
 
 
 async def _client(magics: AcpNotebook, args: argparse.Namespace) -> Any:
@@ -154,7 +213,21 @@ async def _client(magics: AcpNotebook, args: argparse.Namespace) -> Any:
     try:
         return spec, await magics.runtime.client(spec, magics.client_options())
     except AcpError as exc:
-        raise UsageError(start_error_message(exc, spec)) from None
+        raise UsageError(_error_text(magics, start_error_message(exc, spec))) from None
+
+
+def sessions_doc(agent: str, sessions: list[Any], mask: Callable[[str], str] = str) -> Doc:
+    """The `%agent sessions` display: a table of what `session/list` returned, any values."""
+    doc = Doc(mask)
+    if not sessions:
+        return doc.para(Code(agent), " has no stored sessions.")
+    rows = []
+    for s in sessions:
+        s = _dict(s)
+        rows.append([Code(s.get("sessionId")), Value(s.get("title")), Value(s.get("updatedAt")),
+                     Code(s.get("cwd"))])
+    return doc.para("Sessions of ", Code(agent), ":").table(
+        ["id", "title", "updated", "cwd"], rows)
 
 
 async def _sessions(magics: AcpNotebook, args: argparse.Namespace) -> None:
@@ -162,13 +235,8 @@ async def _sessions(magics: AcpNotebook, args: argparse.Namespace) -> None:
     try:
         sessions: list[dict[str, Any]] = await client.list_sessions()
     except AcpError as exc:
-        raise UsageError(str(exc)) from None
-    rows = [f"Sessions of `{spec.name}`:", "", "| id | title | updated | cwd |",
-            "|---|---|---|---|"]
-    for s in sessions:
-        cells = (s.get("sessionId"), s.get("title") or "", s.get("updatedAt") or "", s.get("cwd"))
-        rows.append("| " + " | ".join(_s(c).replace("|", "\\|") for c in cells) + " |")
-    _md("\n".join(rows) if sessions else f"`{spec.name}` has no stored sessions.")
+        raise UsageError(_error_text(magics, exc)) from None
+    _show(sessions_doc(spec.name, sessions, _masker(magics)))
     magics.user_ns["_agent_sessions"] = sessions  # the same list as data
 
 
@@ -182,10 +250,11 @@ async def _open(magics: AcpNotebook, args: argparse.Namespace, how: str) -> None
     try:
         session = await opener(session_id)
     except AcpError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(_error_text(magics, exc)) from None
     magics.runtime.add(name, spec.name, session)
-    _md(f"Session `{session_id}` is now `--session {name}` ({how.rstrip('e')}ed"
-        + (f", {len(session.history)} earlier turns" if how == "load" else "") + ").")
+    earlier = f", {len(session.history)} earlier turns" if how == "load" else ""
+    _show(views.message("Session ", Code(session_id), " is now ", Code(f"--session {name}"),
+                        f" ({how.rstrip('e')}ed{earlier}).", mask=_masker(magics)))
     if how == "load" and session.history:
         from ..client.transcript import record_transcript
         from ..render import render_bundle
@@ -210,7 +279,7 @@ async def _mode(magics: AcpNotebook, args: argparse.Namespace) -> None:
     mode = _need(args, "a mode id")
     entry = _session(magics, args)
     await entry.session.set_mode(mode)
-    _md(f"Mode of `{entry.name}`: `{mode}`")
+    _show(views.message("Mode of ", Code(entry.name), ": ", Code(mode), mask=_masker(magics)))
 
 
 async def _config(magics: AcpNotebook, args: argparse.Namespace) -> None:
@@ -222,36 +291,38 @@ async def _config(magics: AcpNotebook, args: argparse.Namespace) -> None:
     from .cell import CellOptions, apply_settings
 
     await apply_settings(entry.session, CellOptions(config=[(key, value)]))
-    _md(f"`{key}` of `{entry.name}` is now `{value}`")
+    _show(views.message(Code(key), " of ", Code(entry.name), " is now ", Code(value),
+                        mask=_masker(magics)))
 
 
 async def _stop(magics: AcpNotebook, args: argparse.Namespace) -> None:
     entry = _session(magics, args)
     result = await entry.session.stop()
-    _md("No turn was running." if result is None else
-        f"Stopped turn `{result.turn_id}` ({result.stop_reason}).")
+    _show(views.message("No turn was running.") if result is None else
+          views.message("Stopped turn ", Code(result.turn_id), " (", Value(result.stop_reason),
+                        ").", mask=_masker(magics)))
 
 
 async def _restart(magics: AcpNotebook, args: argparse.Namespace) -> None:
     spec, _ = magics.registry().resolve(args.agent or _agent_of_last(magics))
     await magics.runtime.restart_agent(spec.name)
-    _md(f"Agent `{spec.name}` restarted: its sessions continue on a fresh process at the next "
-        "prompt.")
+    _show(views.message("Agent ", Code(spec.name), " restarted: its sessions continue on a fresh "
+                        "process at the next prompt."))
 
 
 async def _close(magics: AcpNotebook, args: argparse.Namespace) -> None:
     runtime = magics.runtime
     if args.all:
         await runtime.close_all()
-        _md("Closed every session and stopped every agent.")
+        _show(views.message("Closed every session and stopped every agent."))
     elif args.agent:
         spec, _ = magics.registry().resolve(args.agent)
         await runtime.close_agent(spec.name)
-        _md(f"Stopped agent `{spec.name}` and closed its sessions.")
+        _show(views.message("Stopped agent ", Code(spec.name), " and closed its sessions."))
     else:
         entry = _session(magics, args)
         await runtime.close_session(entry.name)
-        _md(f"Closed session `{entry.name}`.")
+        _show(views.message("Closed session ", Code(entry.name), "."))
 
 
 async def _chat(magics: AcpNotebook, args: argparse.Namespace) -> Any:
@@ -263,7 +334,7 @@ async def _chat(magics: AcpNotebook, args: argparse.Namespace) -> Any:
     try:
         session = await open_session(magics.runtime, spec, name, False, magics.client_options())
     except AcpError as exc:
-        raise UsageError(start_error_message(exc, spec)) from None
+        raise UsageError(_error_text(magics, start_error_message(exc, spec))) from None
     chat = ChatWidget(session, redactor=magics.runtime.redactor)
     display(chat.box)
     return None

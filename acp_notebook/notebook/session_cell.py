@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 from IPython.core.error import UsageError
-from IPython.display import Markdown, display
+from IPython.display import display
 
 from ..config import AgentSpec, ConfigError
 from ..errors import AcpError, PromptError, RequestTimeoutError
 from ..protocol.result import TurnResult
+from . import views
 from .cell import (
     CellOptions,
     TurnFailed,
@@ -84,8 +85,8 @@ async def run(magics: AcpNotebook, args: argparse.Namespace, body: str) -> Any:
     # Shown for every turn, not only with --quiet: a successful turn's live display is cleared
     # (the cell's value shows the record, and the renderers do not draw the transcript's "note"),
     # so this line is the only place a saved notebook tells that the demo agent answered.
-    if note:
-        display(Markdown(f"*{note}*"))
+    if note:  # our own words, no agent text: safe as Markdown
+        display({"text/markdown": f"*{note}*", "text/plain": note}, raw=True)
     view.start()
     left = None if timeout is None else max(deadline - anyio.current_time(), 0.001)
 
@@ -115,7 +116,7 @@ async def run(magics: AcpNotebook, args: argparse.Namespace, body: str) -> Any:
     if failed:
         client = session.client
         message = failure_message(result, spec, client.stderr_tail)
-        raise TurnFailed(magics.runtime.redactor.text(message), result)
+        raise TurnFailed(_agent_text(magics, message), result)
     return result
 
 
@@ -132,7 +133,7 @@ async def _start(magics: AcpNotebook, spec: AgentSpec, opts: CellOptions,
         with anyio.fail_after(timeout):
             session = await _session(magics, spec, opts, client_options)
             doing = "apply --mode/--config (session/set_mode, session/set_config_option)"
-            await _settings(session, opts)
+            await _settings(magics, session, opts)
             return session
     except TimeoutError as exc:
         host = magics.runtime.hosts.get(spec.name)
@@ -145,8 +146,7 @@ async def _start(magics: AcpNotebook, spec: AgentSpec, opts: CellOptions,
         limit = f"within --timeout {timeout:g} s" if timeout is not None else "in time"
         what = str(exc) if isinstance(exc, AcpError) else f"the agent did not {doing} {limit}"
         what += "; it was stopped" if stop and "stopped" not in what else ""
-        raise TurnFailed(magics.runtime.redactor.text(start_error_message(what, spec))) \
-            from None
+        raise TurnFailed(_agent_text(magics, start_error_message(what, spec))) from None
 
 
 async def _session(magics: AcpNotebook, spec: AgentSpec, opts: CellOptions,
@@ -159,16 +159,21 @@ async def _session(magics: AcpNotebook, spec: AgentSpec, opts: CellOptions,
     except RequestTimeoutError:
         raise  # _start stops the agent
     except AcpError as exc:
-        raise TurnFailed(start_error_message(exc, spec)) from None
+        raise TurnFailed(_agent_text(magics, start_error_message(exc, spec))) from None
 
 
-async def _settings(session: Session, opts: CellOptions) -> None:
+def _agent_text(magics: AcpNotebook, message: str) -> str:
+    # The agent's error and stderr, shown as text: masked, without escape sequences of its own.
+    return views.lines(magics.runtime.redactor.text(message), 20_000)
+
+
+async def _settings(magics: AcpNotebook, session: Session, opts: CellOptions) -> None:
     try:
         await apply_settings(session, opts)
     except RequestTimeoutError:
         raise
     except (ValueError, AcpError) as exc:  # unknown mode, no modes, the agent refused it
-        raise UsageError(f"cannot apply --mode/--config: {exc}") from None
+        raise UsageError(_agent_text(magics, f"cannot apply --mode/--config: {exc}")) from None
 
 
 def _variables(magics: AcpNotebook, names: list[str]) -> list[dict[str, Any]]:

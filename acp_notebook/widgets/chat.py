@@ -8,7 +8,6 @@ a cell's record, redrawn at most `max_rate` times a second.
 from __future__ import annotations
 
 import asyncio
-import html
 from typing import Any
 
 import ipywidgets as w
@@ -16,8 +15,10 @@ import ipywidgets as w
 from ..client.session import Session
 from ..client.transcript import final_transcript, live_transcript
 from ..client.turn import TurnHandle
+from ..notebook.views import Code, Strong, Value, html_span, money, number, percent
 from ..protocol.mutations import Mutation, SessionChanged
 from ..protocol.redact import Redactor
+from ..protocol.state import Usage
 from ..render import render_bundle
 from .controls import PermissionPrompts
 
@@ -63,13 +64,14 @@ class ChatWidget:
         try:
             await self.send()
         except Exception as exc:
-            self.status.value = f"<b>Could not send:</b> {html.escape(str(exc))}"
+            self.status.value = html_span(Strong("Could not send:"), " ",
+                                          Value(self.redactor.text(str(exc))))
 
     async def send(self, text: str | None = None) -> TurnHandle | None:
         """Send the input box's text (or `text`) as a prompt; returns the turn it joined."""
         text = self.input.value if text is None else text
         if not text.strip():
-            self.status.value = "<i>Nothing to send.</i>"
+            self.status.value = html_span("Nothing to send.")
             return None
         self.input.value = ""
         turn = await self.session.prompt(text, permission_handler=self.prompts.ask)
@@ -115,23 +117,13 @@ class ChatWidget:
             else:
                 transcript = live_transcript(self.session, None, turn)
             bundle = render_bundle(self.redactor.obj(transcript), live=turn.result is None)
-            view.value = bundle["text/html"]
+            # The HTML widget typesets math in its value: an agent's `$` stays text.
+            view.value = f'<div class="mathjax_ignore">{bundle["text/html"]}</div>'
         self._set_status()
 
     def _set_status(self) -> None:
-        usage = self.session.usage
-        # Ids, modes and currencies come from the agent: escape them (this is innerHTML).
-        parts = [f"session <code>{html.escape(self.session.id)}</code>"]
-        if self.session.mode:
-            parts.append(f"mode <code>{html.escape(self.session.mode)}</code>")
-        if usage is not None:
-            parts.append(f"context {usage.used:,}/{usage.size:,}")
-            if usage.cost_amount is not None:
-                parts.append(f"cost {usage.cost_amount:.4f} "
-                             f"{html.escape(str(usage.cost_currency))}")
-        if self.session.running is not None:
-            parts.append("<b>running…</b>")
-        self.status.value = "<small>" + " · ".join(parts) + "</small>"
+        self.status.value = status_html(self.session.id, self.session.mode, self.session.usage,
+                                        self.session.running is not None)
 
     def closed(self) -> bool:
         return self._closed
@@ -151,3 +143,19 @@ class ChatWidget:
         from IPython.display import display
 
         display(self.box)
+
+
+def status_html(session_id: Any, mode: Any, usage: Usage | None, running: bool) -> str:
+    """The chat's status line (innerHTML): every value from the agent escaped, numbers total."""
+    parts: list[Any] = ["session ", Code(session_id)]
+    if mode:
+        parts += [" · mode ", Code(mode)]
+    if usage is not None:
+        pct = percent(usage.used, usage.size)
+        parts += [f" · context {number(usage.used)}/{number(usage.size)}"
+                  + (f" ({pct})" if pct else "")]
+        if usage.cost_amount is not None:
+            parts += [" · cost ", Value(money(usage.cost_amount, usage.cost_currency))]
+    if running:
+        parts += [" · ", Strong("running…")]
+    return f"<small>{html_span(*parts)}</small>"

@@ -8,13 +8,13 @@ ends and leave nothing behind.
 from __future__ import annotations
 
 import asyncio
-import html
 from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as w
 
 from ..client.permissions import PermissionRequest
+from ..notebook.views import Strong, Value, html_span, text
 
 _STYLE = {
     "allow_once": "success",
@@ -36,14 +36,15 @@ class PermissionPrompts:
         title = request.part.title or request.part.tool_call_id
         buttons = []
         for option in request.options:
-            button = w.Button(description=str(option.get("name") or option.get("optionId")),
-                              button_style=_STYLE.get(str(option.get("kind")), ""),
-                              tooltip=str(option.get("kind") or ""))
+            kind = option.get("kind")
+            button = w.Button(description=option_label(option),
+                              button_style=_STYLE.get(kind, "") if isinstance(kind, str) else "",
+                              tooltip=text(kind, 40))
             button.add_class("acpnb-permission-option")
             button.on_click(_chooser(chosen, str(option.get("optionId"))))
             buttons.append(button)
-        label = w.HTML(value=f"<b>Permission requested</b> ({html.escape(request.tool_kind)}): "
-                             f"{html.escape(title)}")
+        label = w.HTML(value=html_span(Strong("Permission requested"), " (",
+                                       Value(request.tool_kind), "): ", Value(title)))
         row = w.VBox([label, w.HBox(buttons)])
         row.add_class("acpnb-permission")
         self.box.children = (*self.box.children, row)
@@ -58,6 +59,29 @@ class PermissionPrompts:
         for child in self.box.children:
             child.close()
         self.box.close()
+
+
+# What each kind of option does, in our words: the agent names the options, and a name may lie
+# ("Reject" on an option that always allows).
+_KIND_WORDS = {
+    "allow_once": "Allow once",
+    "allow_always": "Always allow",
+    "reject_once": "Reject",
+    "reject_always": "Always reject",
+}
+
+
+def option_label(option: dict[str, Any]) -> str:
+    """A permission button's text (plain text: ipywidgets shows a Button's description as text).
+    Our word for the option's kind, then the agent's name for it when that says something else."""
+    kind = option.get("kind")
+    words = _KIND_WORDS.get(kind, "") if isinstance(kind, str) else ""
+    name = text(option.get("name") or option.get("optionId"), 60)
+    if not words:
+        return f"{name} (unknown kind)" if name else "(unnamed option)"
+    if set(name.casefold().split()) <= set(words.casefold().split()):
+        return words  # the agent's name says no more than ours ("Allow" for allow_once)
+    return f"{words}: {name}"
 
 
 def _chooser(chosen: asyncio.Future[str | None], option_id: str) -> Callable[[Any], None]:
@@ -75,7 +99,7 @@ class TurnControls:
         self.stop_button = w.Button(description="Stop", icon="stop", button_style="danger",
                                     tooltip="Cancel this turn (sends session/cancel)",
                                     layout=w.Layout(width="90px"))
-        self.status = w.HTML(value=f"<span>{html.escape(label)}</span>")
+        self.status = w.HTML(value=html_span(label))
         self.prompts = PermissionPrompts()
         self.box = w.VBox([w.HBox([self.stop_button, self.status]), self.prompts.box])
         self.box.add_class("acpnb-controls")

@@ -31,6 +31,9 @@ Flags for requests that are never answered (the client's deadlines):
   --hang-once-marker FILE   with --hang-method: hang only if FILE does not exist, and create it
                             holding this process's pid, so the next agent process answers
 
+Flag ``--config-options-json JSON``: answer session/new, load and resume with exactly this
+``configOptions`` value (any JSON, valid or not), instead of the built-in options.
+
 Threads: the main thread only reads stdin and answers the quick requests, so session/cancel,
 $/cancel_request and the client's responses to the agent's own requests are seen while a turn
 runs. Each turn runs its script on its own daemon thread. Every write to stdout takes one lock,
@@ -910,6 +913,8 @@ class Agent:
             state["modes"] = {"currentModeId": session.mode_id, "availableModes": MODES}
         if self.args.config_options:
             state["configOptions"] = config_options(session.config)
+        if self.args.config_options_json is not None:
+            state["configOptions"] = json.loads(self.args.config_options_json)
         return state
 
     def _new(self, params: JsonObj) -> JsonObj:
@@ -1027,6 +1032,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--prompt-capabilities", type=capability_list, default=frozenset(),
                         metavar="LIST", help="comma list of image, audio, embedded")
     parser.add_argument("--commands", action="store_true")
+    parser.add_argument("--config-options-json", metavar="JSON",
+                        help="the configOptions of session/new, load and resume, as given")
     parser.add_argument("--stderr-at-start", type=int, default=0, metavar="N")
     parser.add_argument("--agent-name", default="scripted-agent")
     parser.add_argument("--hang-method", action="append", metavar="METHOD",

@@ -1,0 +1,173 @@
+"""A hostile agent's strings and numbers in `%agent status` and `%agent sessions`, in real kernels.
+
+The scripted agent sets titles, config options, modes, commands, a currency and usage numbers
+chosen to break out of Markdown or crash the formatting; `session/list` answers come from session
+files written here. Every output of the command cells must pass `markup_check` (as marked would
+render its Markdown, and as trusted HTML), and the cells must not fail.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.markup_check import PAYLOADS, bundle_problems
+from tests.nb_util import errors, execute, scripted, text
+
+pytestmark = pytest.mark.timeout(120)
+
+# One line each: they go on a magic's command line too.
+LINE_PAYLOADS = [p for p in PAYLOADS if "\n" not in p and "\r" not in p]
+
+
+def problems_of(cell: Any) -> list[str]:
+    found = []
+    for out in cell.get("outputs", []):
+        if "data" in out:
+            found += bundle_problems(dict(out["data"]))
+    return found
+
+
+def loop_cell(agent: str, steps_of: str) -> str:
+    """A cell that, for each payload P, runs a quiet turn of `steps_of(P)`, then %agent status."""
+    return (
+        "import json\n"
+        "ip = get_ipython()\n"
+        "for P in PAYLOADS:\n"
+        f"    steps = {steps_of}\n"
+        f"    await ip.run_cell_magic('agent', '--quiet --agent ' + {agent!r},\n"
+        "                            '#script ' + json.dumps(steps))\n"
+        "    await ip.run_line_magic('agent', 'status')\n"
+    )
+
+
+def test_hostile_session_titles_in_status(tmp_path: Path) -> None:
+    agent = scripted()
+    nb = execute(
+        [
+            f"PAYLOADS = {PAYLOADS!r}",
+            loop_cell(agent, "[{'update': {'sessionUpdate': 'session_info_update', 'title': P}}]"),
+        ],
+        tmp_path,
+        timeout=90,
+    )
+    assert not errors(nb)
+    shown = text(nb.cells[1])
+    assert shown.count("- session ") == len(PAYLOADS), shown[:2000]  # one status per payload
+    assert "onerror=alert(1)" in shown  # the titles arrived, and are shown as text
+    assert problems_of(nb.cells[1]) == []
+
+
+def test_hostile_options_modes_commands_and_agent_name_in_status(tmp_path: Path) -> None:
+    options = [
+        {
+            "id": f"o{i}-{p}",
+            "name": p,
+            "type": "select",
+            "currentValue": p,
+            "options": [{"value": p, "name": p}],
+        }
+        for i, p in enumerate(PAYLOADS)
+    ]
+    commands = [{"name": p, "description": p} for p in PAYLOADS]
+    steps = [
+        {"update": {"sessionUpdate": "config_option_update", "configOptions": options}},
+        {"update": {"sessionUpdate": "available_commands_update", "availableCommands": commands}},
+        {
+            "update": {
+                "sessionUpdate": "current_mode_update",
+                "currentModeId": "\\`<img src=x onerror=alert(1)>`",
+            }
+        },
+        {
+            "update": {
+                "sessionUpdate": "usage_update",
+                "used": 5,
+                "size": 10,
+                "cost": {"amount": 1.5, "currency": "<img src=x onerror=alert(1)>"},
+            }
+        },
+    ]
+    cells = []
+    for name in ("\\`<img src=x onerror=alert(1)>`", "<svg onload=alert(1)>"):
+        agent = scripted("--modes", "--agent-name", name)
+        cells += [
+            "%%agent --quiet --new --agent " + agent + "\n#script " + json.dumps(steps),
+            "%agent status",
+        ]
+    nb = execute(cells, tmp_path, timeout=90)
+    assert not errors(nb)
+    for cell in (nb.cells[1], nb.cells[3]):
+        shown = text(cell)
+        assert shown.count("onerror=alert(1)") >= len(PAYLOADS), shown[:2000]
+        assert problems_of(cell) == []
+
+
+def test_malformed_config_options_from_session_new(tmp_path: Path) -> None:
+    # session/new answers are not validated: ids that are lists, names that are objects, huge
+    # numbers. The status still shows (it used to fail on an unhashable id).
+    garbage = [
+        {"id": ["a", "list"], "name": {"<b>": "x"}, "currentValue": 10**400},
+        "not an option",
+        {"id": "<img src=x onerror=alert(1)>", "name": None},
+        {"id": 7, "name": "\\`<svg onload=alert(1)>`", "currentValue": [1, [2]]},
+    ]
+    agent = scripted("--config-options-json", json.dumps(garbage))
+    nb = execute([f"%%agent --quiet --agent {agent}\nhello", "%agent status"], tmp_path)
+    assert not errors(nb)
+    shown = text(nb.cells[1])
+    assert "about 10^400" in shown and "onerror=alert(1)" in shown, shown
+    assert problems_of(nb.cells[1]) == []
+
+
+def test_hostile_numbers_in_status(tmp_path: Path) -> None:
+    usages = [
+        {"used": 10**400, "size": 1},
+        {"used": 1, "size": 10**400},
+        {"used": 10**400, "size": 10**399, "cost": {"amount": 1e308, "currency": "USD"}},
+        {"used": 5, "size": 0, "cost": {"amount": -1e-300, "currency": "$"}},
+    ]
+    cells = ["%%agent --quiet --agent " + scripted() + "\nhello"]
+    for usage in usages:
+        update = {"sessionUpdate": "usage_update", **usage}
+        cells += [
+            "%%agent --quiet --agent "
+            + scripted()
+            + "\n#script "
+            + json.dumps([{"update": update}]),
+            "%agent status",
+        ]
+    nb = execute(cells, tmp_path)
+    assert not errors(nb)  # it used to raise OverflowError
+    statuses = [text(nb.cells[i]) for i in range(2, len(cells), 2)]
+    assert "context: about 10^400 / 1 tokens" in statuses[0], statuses[0]
+    assert "context: 1 / about 10^400 tokens (0%)" in statuses[1], statuses[1]
+    assert "(1000%)" in statuses[2] and "cost 1e+308 USD" in statuses[2], statuses[2]
+    for cell in nb.cells[2::2]:
+        assert problems_of(cell) == []
+        for out in cell.get("outputs", []):
+            assert "NaN" not in json.dumps(out.get("data", {}))
+
+
+def test_hostile_session_list(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    for i, payload in enumerate(PAYLOADS):
+        entry = {
+            "sessionId": payload,
+            "cwd": payload,
+            "title": payload,
+            "updatedAt": f"2026-01-01T00:00:{i:02d}Z {payload}",
+        }
+        (state / f"s{i}.json").write_text(json.dumps(entry), encoding="utf-8")
+    agent = scripted("--list", "--state-dir", str(state))
+    nb = execute([f"%agent sessions --agent {agent}", "print(len(_agent_sessions))"], tmp_path)
+    assert not errors(nb)
+    assert text(nb.cells[1]).strip() == str(len(PAYLOADS))
+    assert problems_of(nb.cells[0]) == []
+    [html] = [o["data"]["text/html"] for o in nb.cells[0].outputs if "data" in o]
+    assert html.count("<tr>") == len(PAYLOADS) + 1  # no cell broke out of its row
+    assert html.count("<td>") == 4 * len(PAYLOADS)
