@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import json
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -83,7 +82,7 @@ class Connection:
         """Read until the agent closes stdout; then fail whatever is still waiting."""
         self._tg = task_group
         splitter = rpc.LineSplitter()
-        loads = json.loads
+        loads = rpc.loads
         too_deep = rpc.too_deep
         on_update = self._on_update
         try:

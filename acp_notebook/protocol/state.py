@@ -56,6 +56,7 @@ class ToolCallPart:
     raw_input: Any = None
     raw_output: Any = None
     meta: dict[str, Any] | None = None
+    size: int = field(default=0, repr=False)  # characters counted against the turn's budget
 
     kind = "tool_call"
 
