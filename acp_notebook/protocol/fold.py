@@ -251,6 +251,8 @@ class SessionFold:
         last = self.turn.parts[-1] if self.turn is not None and self.turn.parts else None
         if isinstance(last, MessagePart) and last.role == "user":
             return
+        if self.turn is not None and self._replay_budget.parts <= 0:
+            return  # no part left for a new turn: the text joins the current one's (counted)
         if self.turn is not None:
             self.end_turn()
         self.turn = TurnRecord(turn_id=self.new_id("history-"), replay=True,
