@@ -25,6 +25,7 @@ from .errors import (
     ProtocolError,
     RequestError,
 )
+from .protocol.limits import Limits
 from .protocol.mutations import (
     Delta,
     Mutation,
@@ -73,7 +74,7 @@ def unload_ipython_extension(ipython: Any) -> None:
 
 __all__ = [
     "AcpError", "AgentExitedError", "AgentStartError", "AuthRequiredError", "CapabilityError",
-    "Client", "ClientClosedError", "ClientOptions", "Delta", "Mutation", "PartUpdated",
+    "Client", "ClientClosedError", "ClientOptions", "Delta", "Limits", "Mutation", "PartUpdated",
     "PermissionPolicy", "PermissionRequest", "PlanEntry", "PromptError", "ProtocolError",
     "RequestError", "RequestWarning", "Session", "SessionChanged", "TurnFinished", "TurnHandle",
     "TurnResult", "TurnStarted", "Usage", "__version__", "connect",
