@@ -310,6 +310,9 @@ async def test_updates_after_the_turn_are_bounded(agent: Agent) -> None:
             result = await (await session.prompt(script(
                 {"say": "answer"},
                 {"after_turn": [
+                    # A round trip first: the client has handled the answer, the turn is over.
+                    {"request": "fs/read_text_file", "quiet": True,
+                     "params": {"path": str(agent.cwd / "missing.txt")}},
                     {"flood": [chunk("x" * 1000)], "times": 5_000},
                     {"update": {"sessionUpdate": "session_info_update", "title": "flooded"}}]},
             ))).finished
