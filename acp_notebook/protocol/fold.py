@@ -189,13 +189,17 @@ class SessionFold:
             last = MessagePart(self.new_id("m"), role,
                                message_id if type(message_id) is str else None)
             parts.append(last)
-            last._buf.write(text)
+            last.append(text)
             if role != "user":
                 self.visible_output = True
             if self.emit is not None:
                 self.emit(PartUpdated(record.turn_id, last))
             return
-        last._buf.write(text)
+        buf = last._buf
+        if buf is not None:
+            buf.write(text)
+        else:
+            last.append(text)
         if self.emit is not None:
             self.emit(Delta(record.turn_id, last.part_id, _CHANNEL[role], text))  # type: ignore[arg-type]
 
@@ -216,7 +220,7 @@ class SessionFold:
             self._drop(record, "text_chars", len(text))
             return
         self._drop(record, "parts")
-        target._buf.write(text)
+        target.append(text)
         if self.emit is not None:
             self.emit(Delta(record.turn_id, target.part_id, _CHANNEL[role], text))  # type: ignore[arg-type]
 
