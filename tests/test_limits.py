@@ -28,7 +28,6 @@ from tests.agents.script import script
 from tests.client_helpers import Agent, Watcher
 from tests.nb_util import execute, scripted, transcripts
 
-
 pytestmark = pytest.mark.anyio
 
 
@@ -50,8 +49,9 @@ def ended(fold: SessionFold) -> TurnRecord:
 
 def saved(record: TurnRecord) -> str:
     """The transcript as a notebook holds it: strict JSON (no NaN), or this raises."""
-    result = finish(record, stop_reason="end_turn", error=None, usage=None, session_id="s",
-                    agent="a")
+    result = finish(
+        record, stop_reason="end_turn", error=None, usage=None, session_id="s", agent="a"
+    )
     return json.dumps(result.to_json(), allow_nan=False)
 
 
@@ -63,10 +63,12 @@ def note(record: TurnRecord) -> str:
 
 # -- item 9: caps, in the fold ---------------------------------------------------------------------
 
+
 def test_a_plan_of_100000_entries_keeps_1000_and_says_so() -> None:
     fold = in_turn()
-    entries = [{"content": f"step {i}", "priority": "low", "status": "pending"}
-               for i in range(100_000)]
+    entries = [
+        {"content": f"step {i}", "priority": "low", "status": "pending"} for i in range(100_000)
+    ]
     fold.apply({"sessionUpdate": "plan", "entries": entries})
     fold.apply({"sessionUpdate": "plan", "entries": entries})  # a snapshot: not counted twice
     record = ended(fold)
@@ -131,8 +133,9 @@ def test_tool_calls_past_the_limit_are_dropped_and_counted() -> None:
     fold = in_turn(Limits(tool_calls=10))
     for i in range(50):
         fold.apply(tool_call(i))
-        fold.apply({"sessionUpdate": "tool_call_update", "toolCallId": f"c{i}",
-                    "status": "completed"})
+        fold.apply(
+            {"sessionUpdate": "tool_call_update", "toolCallId": f"c{i}", "status": "completed"}
+        )
     permission = fold.add_permission({"toolCallId": "c99", "title": "late"}, [])
     record = ended(fold)
     assert len(record.tool_calls) == 10 and list(record.tool_calls)[-1] == "c9"
@@ -143,11 +146,16 @@ def test_tool_calls_past_the_limit_are_dropped_and_counted() -> None:
 
 def test_content_items_diffs_and_values_are_bounded() -> None:
     fold = in_turn()
-    items = [{"type": "content", "content": {"type": "text", "text": f"item {i}"}}
-             for i in range(1_000)]
+    items = [
+        {"type": "content", "content": {"type": "text", "text": f"item {i}"}} for i in range(1_000)
+    ]
     fold.apply(tool_call(1, content=items))
-    big_diff = {"type": "diff", "path": "/w/big.txt", "oldText": "a" * 3_000_000,
-                "newText": "b" * 3_000_000}
+    big_diff = {
+        "type": "diff",
+        "path": "/w/big.txt",
+        "oldText": "a" * 3_000_000,
+        "newText": "b" * 3_000_000,
+    }
     fold.apply(tool_call(2, content=[big_diff], rawInput={"text": "i" * 3_000_000}))
     record = ended(fold)
     first, second = record.tool_calls["c1"], record.tool_calls["c2"]
@@ -168,8 +176,13 @@ def test_a_turn_budget_bounds_many_calls_each_under_the_value_limit() -> None:
         fold.apply(tool_call(i, rawInput={"text": "r" * 15_000}))
     # A call whose content is replaced gives its old size back: streaming input is no leak.
     for size in range(100):
-        fold.apply({"sessionUpdate": "tool_call_update", "toolCallId": "c0",
-                    "rawInput": {"text": "s" * (size * 100)}})
+        fold.apply(
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": "c0",
+                "rawInput": {"text": "s" * (size * 100)},
+            }
+        )
     record = ended(fold)
     kept = [c for c in record.tool_calls.values() if c.raw_input is not None]
     assert 5 <= len(kept) <= 7
@@ -234,27 +247,49 @@ def test_session_wide_lists_are_bounded() -> None:
 
 # -- item 10: values -------------------------------------------------------------------------------
 
+
 def test_the_reader_turns_non_finite_and_huge_numbers_into_null() -> None:
-    line = ('{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":'
-            '{"a":NaN,"b":Infinity,"c":-Infinity,"d":1e999,"e":123456789012345678901234567890,'
-            '"f":1.5,"g":-9223372036854775808,"h":9223372036854775808,"i":' + "9" * 5000 + "}}}")
+    line = (
+        '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":'
+        '{"a":NaN,"b":Infinity,"c":-Infinity,"d":1e999,"e":123456789012345678901234567890,'
+        '"f":1.5,"g":-9223372036854775808,"h":9223372036854775808,"i":' + "9" * 5000 + "}}}"
+    )
     frame = rpc.decode(line.encode())
     assert isinstance(frame, rpc.Notification)
     update = frame.params["update"]
-    assert update == {"a": None, "b": None, "c": None, "d": None, "e": None, "f": 1.5,
-                      "g": -(2**63), "h": None, "i": None}
+    assert update == {
+        "a": None,
+        "b": None,
+        "c": None,
+        "d": None,
+        "e": None,
+        "f": 1.5,
+        "g": -(2**63),
+        "h": None,
+        "i": None,
+    }
     assert rpc.loads('{"x": NaN}') == {"x": None}
 
 
 def test_usage_numbers_that_are_no_usage_are_refused_and_kept_as_raw() -> None:
     fold = in_turn()
-    fold.apply({"sessionUpdate": "usage_update", "used": 10, "size": 100,
-                "cost": {"amount": 0.5, "currency": "USD"}})
+    fold.apply(
+        {
+            "sessionUpdate": "usage_update",
+            "used": 10,
+            "size": 100,
+            "cost": {"amount": 0.5, "currency": "USD"},
+        }
+    )
     good = fold.usage
-    bad = [{"used": 2**64, "size": 100}, {"used": -5, "size": 100},
-           {"used": 1, "size": 10**30}, {"used": None, "size": 100},
-           {"used": 1, "size": 100, "cost": {"amount": -1.0, "currency": "USD"}},
-           {"used": 1, "size": 100, "cost": {"amount": 1e300, "currency": "USD"}}]
+    bad = [
+        {"used": 2**64, "size": 100},
+        {"used": -5, "size": 100},
+        {"used": 1, "size": 10**30},
+        {"used": None, "size": 100},
+        {"used": 1, "size": 100, "cost": {"amount": -1.0, "currency": "USD"}},
+        {"used": 1, "size": 100, "cost": {"amount": 1e300, "currency": "USD"}},
+    ]
     for fields in bad:
         fold.apply({"sessionUpdate": "usage_update", **fields})
     assert fold.usage is good  # unchanged
@@ -268,9 +303,10 @@ def test_usage_numbers_that_are_no_usage_are_refused_and_kept_as_raw() -> None:
 
 def test_token_counts_keep_only_counts() -> None:
     limits = Limits()
-    assert token_counts({"inputTokens": 5, "outputTokens": -3, "cachedReadTokens": 1.5,
-                         "totalTokens": 2**70}, limits) == {
-        "inputTokens": 5, "outputTokens": None, "cachedReadTokens": None, "totalTokens": None}
+    assert token_counts(
+        {"inputTokens": 5, "outputTokens": -3, "cachedReadTokens": 1.5, "totalTokens": 2**70},
+        limits,
+    ) == {"inputTokens": 5, "outputTokens": None, "cachedReadTokens": None, "totalTokens": None}
     assert token_counts("lots", limits) is None
 
 
@@ -287,14 +323,23 @@ def test_values_kept_by_the_fold_are_finite_json() -> None:
 
 # -- through the client ----------------------------------------------------------------------------
 
+
 @pytest.mark.timeout(60)
 async def test_alternating_chunks_through_the_client_stay_in_bounded_parts(agent: Agent) -> None:
     with anyio.fail_after(50):
         async with agent.client() as client:
             session = await client.new_session()
-            result = await (await session.prompt(script(
-                {"flood": [chunk("a"), chunk("t", "agent_thought_chunk")], "times": 100_000},
-                {"say": "END"}))).finished
+            result = await (
+                await session.prompt(
+                    script(
+                        {
+                            "flood": [chunk("a"), chunk("t", "agent_thought_chunk")],
+                            "times": 100_000,
+                        },
+                        {"say": "END"},
+                    )
+                )
+            ).finished
     assert result.success, result.error
     assert len(result.parts) == 5_001
     assert result.text.replace("\n", "").endswith("aEND")  # nothing lost, END joined last
@@ -307,17 +352,37 @@ async def test_updates_after_the_turn_are_bounded(agent: Agent) -> None:
         async with agent.client() as client:
             session = await client.new_session()
             watcher = Watcher(session)
-            result = await (await session.prompt(script(
-                {"say": "answer"},
-                {"after_turn": [
-                    # A round trip first: the client has handled the answer, the turn is over.
-                    {"request": "fs/read_text_file", "quiet": True,
-                     "params": {"path": str(agent.cwd / "missing.txt")}},
-                    {"flood": [chunk("x" * 1000)], "times": 5_000},
-                    {"update": {"sessionUpdate": "session_info_update", "title": "flooded"}}]},
-            ))).finished
-            await watcher.wait_for(lambda m: isinstance(m, SessionChanged) and m.field == "info"
-                                   and session.title == "flooded")
+            result = await (
+                await session.prompt(
+                    script(
+                        {"say": "answer"},
+                        {
+                            "after_turn": [
+                                # A round trip first: the client has handled the answer, the turn is over.
+                                {
+                                    "request": "fs/read_text_file",
+                                    "quiet": True,
+                                    "params": {"path": str(agent.cwd / "missing.txt")},
+                                },
+                                {"flood": [chunk("x" * 1000)], "times": 5_000},
+                                {
+                                    "update": {
+                                        "sessionUpdate": "session_info_update",
+                                        "title": "flooded",
+                                    }
+                                },
+                            ]
+                        },
+                    )
+                )
+            ).finished
+            await watcher.wait_for(
+                lambda m: (
+                    isinstance(m, SessionChanged)
+                    and m.field == "info"
+                    and session.title == "flooded"
+                )
+            )
             ambient = session.ambient
             assert result.text == "answer"
             assert len(ambient.joined("agent")) == 1024 * 1024
@@ -329,12 +394,24 @@ async def test_updates_for_unknown_sessions_are_dropped_never_buffered(agent: Ag
     with anyio.fail_after(50):
         async with agent.client() as client:
             session = await client.new_session()
-            result = await (await session.prompt(script(
-                {"flood": [{"sessionUpdate": "agent_message_chunk",
-                            "content": {"type": "text", "text": "boo" * 100}}],
-                 "times": 50_000, "session_id": "made-up"},
-                {"flood": [chunk("x")], "times": 10, "session_id": "made-up-2"},
-                {"say": "done"}))).finished
+            result = await (
+                await session.prompt(
+                    script(
+                        {
+                            "flood": [
+                                {
+                                    "sessionUpdate": "agent_message_chunk",
+                                    "content": {"type": "text", "text": "boo" * 100},
+                                }
+                            ],
+                            "times": 50_000,
+                            "session_id": "made-up",
+                        },
+                        {"flood": [chunk("x")], "times": 10, "session_id": "made-up-2"},
+                        {"say": "done"},
+                    )
+                )
+            ).finished
             assert result.text == "done"
             assert client.dropped_updates == 50_010
             assert not client._orphans
@@ -361,14 +438,22 @@ async def test_nan_from_the_agent_reaches_no_transcript(agent: Agent) -> None:
         async with agent.client() as client:
             session = await client.new_session()
             sid = session.id
-            raw = ('{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"' + sid
-                   + '","update":{"sessionUpdate":"tool_call","toolCallId":"c1","title":"t",'
-                   '"rawInput":{"n":NaN,"big":1e999}}}}')
-            usage = ('{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"' + sid
-                     + '","update":{"sessionUpdate":"usage_update","used":'
-                     + "9" * 400 + ',"size":100}}}')
-            result = await (await session.prompt(script(
-                {"raw": raw}, {"raw": usage}, {"say": "ok"}))).finished
+            raw = (
+                '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"'
+                + sid
+                + '","update":{"sessionUpdate":"tool_call","toolCallId":"c1","title":"t",'
+                '"rawInput":{"n":NaN,"big":1e999}}}}'
+            )
+            usage = (
+                '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"'
+                + sid
+                + '","update":{"sessionUpdate":"usage_update","used":'
+                + "9" * 400
+                + ',"size":100}}}'
+            )
+            result = await (
+                await session.prompt(script({"raw": raw}, {"raw": usage}, {"say": "ok"}))
+            ).finished
             assert session.usage is None
     (call,) = result.tool_calls
     assert isinstance(call, ToolCallPart) and call.raw_input == {"n": None, "big": None}
@@ -378,15 +463,17 @@ async def test_nan_from_the_agent_reaches_no_transcript(agent: Agent) -> None:
 
 # -- the saved notebook ----------------------------------------------------------------------------
 
+
 @pytest.mark.timeout(120)
 def test_a_100000_entry_plan_saves_a_small_notebook(tmp_path: Path) -> None:
-    nb = execute([f"%%agent --agent {scripted()}\n"
-                  + script({"plan_entries": 100_000}, {"say": "planned"})], tmp_path,
-                 timeout=100)
+    nb = execute(
+        [f"%%agent --agent {scripted()}\n" + script({"plan_entries": 100_000}, {"say": "planned"})],
+        tmp_path,
+        timeout=100,
+    )
     size = (tmp_path / "executed.ipynb").stat().st_size
     assert size < 1_500_000, f"{size:,} bytes"  # was 58 MB
     (transcript,) = transcripts(nb.cells[0])
     assert len(transcript["plan"]) == 1_000
     assert transcript["dropped"] == {"plan_entries": 99_000}
     assert transcript["text"] == "planned"
-

@@ -65,7 +65,6 @@ _DROPPED_WORDS = {
     "unknown_updates": "unknown or invalid updates past the parts limit",
     "errors": "errors past the parts limit",
     "blocks": "content blocks past the {content_items:,}-block limit",
-    "list_items": "list items past the {list_items:,}-item limit",
 }
 _MAX_COST = 1e15  # a cumulative cost beyond this is no real amount of any currency
 _MAX_CURRENCY = 32

@@ -76,8 +76,11 @@ class Budget:
     def ambient(cls, limits: Limits) -> Budget:
         # Updates outside any turn (late chunks after a cancel, between turns) are few in a real
         # session; this budget lasts the session's whole life, so it is smaller than a turn's.
-        return cls(min(limits.parts, 1_000), min(limits.text_chars, 1024 * 1024),
-                   min(limits.turn_chars, 4 * 1024 * 1024))
+        return cls(
+            min(limits.parts, 1_000),
+            min(limits.text_chars, 1024 * 1024),
+            min(limits.turn_chars, 4 * 1024 * 1024),
+        )
 
 
 def finite(value: Any) -> Any:
@@ -95,8 +98,10 @@ def token_counts(value: Any, limits: Limits) -> dict[str, Any] | None:
     if not isinstance(value, dict):
         return None
     kept, _ = bounded(value, limits.value_chars)
-    return {k: (v if type(v) is not float and (type(v) is not int or v >= 0) else None)
-            for k, v in kept.items()}
+    return {
+        k: (v if type(v) is not float and (type(v) is not int or v >= 0) else None)
+        for k, v in kept.items()
+    }
 
 
 def count(value: Any, budget: int) -> int:
