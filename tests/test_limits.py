@@ -358,7 +358,7 @@ async def test_updates_after_the_turn_are_bounded(agent: Agent) -> None:
                         {"say": "answer"},
                         {
                             "after_turn": [
-                                # A round trip first: the client has handled the answer, the turn is over.
+                                # A round trip first: the client has ended the turn.
                                 {
                                     "request": "fs/read_text_file",
                                     "quiet": True,
