@@ -142,7 +142,7 @@ async def test_the_stderr_tail_appears_in_the_error(agent: Agent) -> None:
 async def test_a_50_megabyte_line(agent: Agent) -> None:
     size = 50 * 1024 * 1024
     with anyio.fail_after(75):
-        # The reader takes any line; the fold keeps 16 MiB of text by default (test_limits.py),
+        # The reader takes any line; the fold keeps 4 MiB of text by default (test_limits.py),
         # so this turn raises the limit to see every character arrive.
         async with agent.client(limits=Limits(text_chars=64 * 1024 * 1024)) as client:
             session = await client.new_session()

@@ -31,8 +31,10 @@ class Limits:
     #: answer): no text is lost, only the interleaving; other parts are dropped.
     parts: int = 5_000
     #: Characters of message text (answer, thoughts, user echo together) per turn, and so per
-    #: message. Models write at most a few hundred kilobytes in a turn.
-    text_chars: int = 16 * 1024 * 1024
+    #: message. Models write at most a few hundred kilobytes in a turn; 4 Mi characters are about
+    #: a million output tokens. The text is saved about five times (each view and the
+    #: transcript), so this bounds the saved notebook too.
+    text_chars: int = 4 * 1024 * 1024
     #: Tool calls per turn (updates for calls past the cap are dropped).
     tool_calls: int = 2_000
     #: Content items of one tool call.
@@ -43,7 +45,7 @@ class Limits:
     #: update, a content block, a permission request's options...), measured as JSON.
     value_chars: int = 1024 * 1024
     #: Characters kept by all the parts of a turn other than message text (tool calls, diffs...).
-    turn_chars: int = 64 * 1024 * 1024
+    turn_chars: int = 32 * 1024 * 1024
     #: Items of a session-wide list (commands, config options, modes) and of `session/list`.
     list_items: int = 1_000
     #: Updates kept for a session whose id is not known yet (while a session is being opened,
