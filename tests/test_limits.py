@@ -477,3 +477,33 @@ def test_a_100000_entry_plan_saves_a_small_notebook(tmp_path: Path) -> None:
     assert len(transcript["plan"]) == 1_000
     assert transcript["dropped"] == {"plan_entries": 99_000}
     assert transcript["text"] == "planned"
+
+
+# -- the agent's errors and ids --------------------------------------------------------------------
+
+
+def test_an_error_answer_keeps_an_excerpt_of_a_huge_message() -> None:
+    line = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "error": {"code": -32603, "message": "m" * 5_000_000, "data": ["d" * 1000] * 1000},
+        }
+    )
+    frame = rpc.decode(line.encode())
+    assert isinstance(frame, rpc.Response) and frame.error is not None
+    assert len(frame.error["message"]) < 4_100 and "5000000 chars" in frame.error["message"]
+    assert len(json.dumps(frame.error["data"])) < 70_000
+    assert frame.error["code"] == -32603
+
+
+@pytest.mark.timeout(60)
+async def test_a_huge_unknown_response_id_is_quoted_as_an_excerpt(agent: Agent) -> None:
+    with anyio.fail_after(50):
+        async with agent.client() as client:
+            session = await client.new_session()
+            result = await (
+                await session.prompt(script({"respond_id": "i" * 100_000}, {"say": "ok"}))
+            ).finished
+    (error,) = result.errors
+    assert "unknown or already answered request id" in error and len(error) < 1_000

@@ -247,12 +247,14 @@ class Client:
             watchdog.cancel()
         if not isinstance(response, dict):
             await process.aclose(grace=0.5)
-            raise ProtocolError(f"the agent's initialize answer is not an object: {response!r}")
+            raise ProtocolError(f"the agent's initialize answer is not an object: "
+                                f"{rpc.excerpt(repr(response))}")
         version = response.get("protocolVersion")
         if version != PROTOCOL_VERSION:
             await process.aclose(grace=0.5)
             raise ProtocolError(
-                f"the agent speaks ACP protocol version {version!r}; acp_notebook speaks "
+                f"the agent speaks ACP protocol version {rpc.excerpt(repr(version))}; "
+                f"acp_notebook speaks "
                 f"version {PROTOCOL_VERSION}. Use an agent release that supports version 1.")
         if conn.malformed:
             log.warning("agent wrote %d malformed lines before initialize", conn.malformed)
@@ -347,7 +349,7 @@ class Client:
         session = self._sessions.get(sid) if isinstance(sid, str) else None
         if session is None:
             if method in _SESSION_METHODS:
-                raise RpcError(rpc.INVALID_PARAMS, f"unknown session: {sid!r}")
+                raise RpcError(rpc.INVALID_PARAMS, f"unknown session: {rpc.excerpt(repr(sid))}")
             raise RpcError(rpc.METHOD_NOT_FOUND, f"method not found: {method}")
         return await session.handle(method, params)
 
@@ -416,7 +418,8 @@ class Client:
         response = _obj(response)
         sid = response.get("sessionId")
         if not isinstance(sid, str):
-            raise ProtocolError(f"session/new answered without a sessionId: {response!r}")
+            raise ProtocolError(f"session/new answered without a sessionId: "
+                                f"{rpc.excerpt(repr(response))}")
         return sid, response
 
     async def new_session(self, cwd: str | os.PathLike[str] | None = None, *,

@@ -166,7 +166,7 @@ class Connection:
                 self._abandoned.remove(frame.id)
                 return
             self._on_protocol_error(f"the agent answered an unknown or already answered "
-                                    f"request id {frame.id!r}")
+                                    f"request id {rpc.excerpt(repr(frame.id))}")
             return
         if frame.error is not None:
             err = frame.error
@@ -213,8 +213,8 @@ class Connection:
         scope = anyio.CancelScope()
         incoming = _Incoming(scope)
         if request.id in self._incoming:
-            self._on_protocol_error(f"the agent reused request id {request.id!r} while it was "
-                                    "still pending")
+            self._on_protocol_error(f"the agent reused request id {rpc.excerpt(repr(request.id))} "
+                                    "while it was still pending")
         self._incoming[request.id] = incoming
         reply: bytes | None = None
         try:

@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Final
 
+from .limits import bounded, count
+
 JSONRPC: Final = "2.0"
 
 # Error codes, JSON-RPC's and ACP's own.
@@ -164,11 +166,28 @@ def classify(obj: Any, line: bytes | str = b"") -> Frame:
             return Request(rid, method, obj.get("params"))
         return Notification(method, obj.get("params"))
     if "id" in obj and ("result" in obj or "error" in obj):
-        error = obj.get("error")
-        if error is not None and not isinstance(error, dict):
-            error = {"code": INTERNAL_ERROR, "message": str(error)}
-        return Response(obj["id"], obj.get("result"), error)
+        return Response(obj["id"], obj.get("result"), _error(obj.get("error")))
     return Malformed("neither request, notification nor response", excerpt(line or repr(obj)))
+
+
+# An error's message becomes the turn's error, shown and saved several times: an excerpt is
+# enough (the agent's own words; 50 MB of them used to be kept whole).
+ERROR_MESSAGE_CHARS: Final = 4000
+_ERROR_DATA_CHARS: Final = 64 * 1024
+
+
+def _error(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        return {"code": INTERNAL_ERROR, "message": excerpt(str(value), ERROR_MESSAGE_CHARS)}
+    error: dict[str, Any] = value
+    message = error.get("message")
+    if isinstance(message, str) and len(message) > ERROR_MESSAGE_CHARS:
+        error = {**error, "message": excerpt(message, ERROR_MESSAGE_CHARS)}
+    if "data" in error and count(error["data"], _ERROR_DATA_CHARS) > _ERROR_DATA_CHARS:
+        error = {**error, "data": bounded(error["data"], _ERROR_DATA_CHARS)[0]}
+    return error
 
 
 def _dumps(obj: dict[str, Any]) -> bytes:
