@@ -27,6 +27,7 @@ from .errors import (
     RequestError,
     RequestTimeoutError,
 )
+from .protocol.limits import Limits
 from .protocol.mutations import (
     Delta,
     Mutation,
@@ -76,7 +77,7 @@ def unload_ipython_extension(ipython: Any) -> None:
 __all__ = [
     "AcpError", "AgentExitedError", "AgentStartError", "AgentStartTimeoutError",
     "AuthRequiredError", "CapabilityError",
-    "Client", "ClientClosedError", "ClientOptions", "Delta", "Mutation", "PartUpdated",
+    "Client", "ClientClosedError", "ClientOptions", "Delta", "Limits", "Mutation", "PartUpdated",
     "PermissionPolicy", "PermissionRequest", "PlanEntry", "PromptError", "ProtocolError",
     "RequestError", "RequestTimeoutError", "RequestWarning", "Session", "SessionChanged",
     "TurnFinished", "TurnHandle", "TurnResult", "TurnStarted", "Usage", "__version__", "connect",

@@ -10,6 +10,7 @@ import pytest
 
 from acp_notebook import AgentStartError, ProtocolError
 from acp_notebook.client.client import connect
+from acp_notebook.protocol.limits import Limits
 from acp_notebook.protocol.mutations import RequestWarning
 from tests.agents.script import script
 from tests.client_helpers import Agent, Watcher, alive, gone
@@ -141,7 +142,9 @@ async def test_the_stderr_tail_appears_in_the_error(agent: Agent) -> None:
 async def test_a_50_megabyte_line(agent: Agent) -> None:
     size = 50 * 1024 * 1024
     with anyio.fail_after(75):
-        async with agent.client() as client:
+        # The reader takes any line; the fold keeps 4 MiB of text by default (test_limits.py),
+        # so this turn raises the limit to see every character arrive.
+        async with agent.client(limits=Limits(text_chars=64 * 1024 * 1024)) as client:
             session = await client.new_session()
             result = await (await session.prompt(script({"huge_say": size},
                                                         {"say": "END"}))).finished

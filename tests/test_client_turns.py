@@ -218,14 +218,16 @@ async def test_updates_before_the_session_new_answer_is_handled_are_kept(agent: 
 
 
 @pytest.mark.timeout(40)
-async def test_updates_for_a_session_id_not_known_yet_are_buffered(agent: Agent) -> None:
+async def test_updates_for_a_session_id_not_opened_are_dropped_and_counted(agent: Agent) -> None:
+    # They used to be buffered for a later resume: an agent inventing ids then kept 400 MB.
+    # Only a session being opened keeps its early updates (see the commands test above).
     state = str(agent.tmp / "state")
     with anyio.fail_after(30):
         async with agent.client("--state-dir", state, "--resume") as first:
             later = (await first.new_session()).id
         async with agent.client("--state-dir", state, "--resume") as client:
             session = await client.new_session()
-            # The agent talks about a session this client has not opened (yet).
+            # The agent talks about a session this client has not opened.
             result = await (await session.prompt(script(
                 {"update": {"sessionUpdate": "session_info_update", "title": "Early"},
                  "session_id": later},
@@ -235,9 +237,11 @@ async def test_updates_for_a_session_id_not_known_yet_are_buffered(agent: Agent)
                 {"say": "done"},
             ))).finished
             assert result.text == "done"  # nothing leaked into the other session
+            assert client.dropped_updates == 2
+            assert any("did not open" in e for e in result.errors)  # told once, in the turn
             resumed = await client.resume_session(later)
-            assert resumed.title == "Early"
-            assert resumed.ambient.joined("agent") == "early words"
+            assert resumed.title is None
+            assert resumed.ambient.joined("agent") == ""
 
 
 # -- the turn model ------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import contextlib
 import logging
 import os
 from collections import deque
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from ..errors import (
 )
 from ..protocol import jsonrpc as rpc
 from ..protocol import schema
+from ..protocol.limits import DEFAULT_LIMITS, Limits, bounded, count
 from ..protocol.state import DEFAULT_OUTPUT_LIMIT
 from .connection import Connection, RpcError
 from .permissions import PermissionHandler, PermissionPolicy
@@ -39,10 +40,6 @@ from .terminal import DEFAULT_MAX_TERMINALS, TerminalSlots
 log = logging.getLogger("acp_notebook")
 
 PROTOCOL_VERSION = 1
-_ORPHAN_LIMIT = 10_000  # updates kept for session ids we do not know (yet)
-# Session ids whose updates are kept: an agent sending updates for ever new unknown ids would
-# otherwise grow the buffer without bound (10,000 updates per id, for any number of ids).
-_ORPHAN_SESSIONS = 16
 _NOT_ACP_GRACE = 5.0  # seconds to answer initialize once the agent wrote non-JSON-RPC to stdout
 
 
@@ -70,6 +67,8 @@ class ClientOptions:
     stderr_limit: int = 64 * 1024
     auth_method: str | None = None  # authenticate with this method when session/new needs it
     client_name: str = "acp_notebook"
+    #: Caps on what the agent can make the client keep (parts, text, plan entries...).
+    limits: Limits = DEFAULT_LIMITS
 
     def __post_init__(self) -> None:
         for name in ("initialize_timeout", "request_timeout"):
@@ -98,7 +97,12 @@ class Client:
         self._epoch = 0
         self._restart_lock = anyio.Lock()
         self._sessions: dict[str, Session] = {}
-        self._orphans: dict[str, deque[Any]] = {}
+        # Updates for a session id not registered yet, kept only while a session is being
+        # opened (see _on_update); any other update for an unknown id is dropped and counted.
+        self._orphans: dict[str, list[Any]] = {}
+        self._orphan_room = [0, 0]  # updates, characters left
+        self._opening = 0
+        self.dropped_updates = 0
         self._killed_for_cancel = False
         self._authenticated = False
         self._closed = False
@@ -261,12 +265,14 @@ class Client:
             watchdog.cancel()
         if not isinstance(response, dict):
             await process.aclose(grace=0.5)
-            raise ProtocolError(f"the agent's initialize answer is not an object: {response!r}")
+            raise ProtocolError(f"the agent's initialize answer is not an object: "
+                                f"{rpc.excerpt(repr(response))}")
         version = response.get("protocolVersion")
         if version != PROTOCOL_VERSION:
             await process.aclose(grace=0.5)
             raise ProtocolError(
-                f"the agent speaks ACP protocol version {version!r}; acp_notebook speaks "
+                f"the agent speaks ACP protocol version {rpc.excerpt(repr(version))}; "
+                f"acp_notebook speaks "
                 f"version {PROTOCOL_VERSION}. Use an agent release that supports version 1.")
         if conn.malformed:
             log.warning("agent wrote %d malformed lines before initialize", conn.malformed)
@@ -325,18 +331,57 @@ class Client:
             self._on_protocol_error(
                 f"session/update without a sessionId: {rpc.excerpt(repr(params))}")
             return
-        # Updates may come before the session/new answer is handled: keep them for the session.
-        if sid not in self._orphans and len(self._orphans) >= _ORPHAN_SESSIONS:
-            del self._orphans[next(iter(self._orphans))]  # the oldest unknown id goes
-        queue = self._orphans.setdefault(sid, deque(maxlen=_ORPHAN_LIMIT))
-        queue.append(params.get("update"))
+        # A new session's first updates may come in the same read as the session/new answer,
+        # before the answer is handled: keep a few while a session is being opened. At any other
+        # time nobody will ever take them: drop and count (an agent inventing ids kept 400 MB).
+        update = params.get("update")
+        limits = self.options.limits
+        if self._opening:
+            size = count(update, limits.orphan_chars)
+            room = self._orphan_room
+            if room[0] > 0 and size <= room[1]:
+                room[0] -= 1
+                room[1] -= size
+                self._orphans.setdefault(sid, []).append(update)
+                return
+        elif self._orphans:
+            self._drop_orphans()
+        self._drop_updates(1, sid)
+
+    def _drop_updates(self, n: int, sid: str) -> None:
+        if not self.dropped_updates:
+            self._on_protocol_error(
+                f"the agent sent updates for a session it did not open "
+                f"({rpc.excerpt(sid, 80)}); they are dropped and counted in "
+                f"client.dropped_updates")
+        self.dropped_updates += n
+
+    def _drop_orphans(self) -> None:
+        for sid, updates in self._orphans.items():
+            self._drop_updates(len(updates), sid)
+        self._orphans.clear()
+
+    @contextlib.contextmanager
+    def _opening_session(self) -> Iterator[None]:
+        """While a session/new or session/resume is in flight (its id is not registered yet)."""
+        if not self._opening:
+            limits = self.options.limits
+            self._drop_orphans()
+            self._orphan_room = [limits.orphan_updates, limits.orphan_chars]
+        self._opening += 1
+        try:
+            yield
+        finally:
+            # Its updates stay until the caller registers the session (no await in between);
+            # the next update for an unknown id after that drops what is left.
+            self._opening -= 1
 
     async def _on_request(self, method: str, params: Any) -> Any:
         sid = params.get("sessionId") if isinstance(params, dict) else None
         session = self._sessions.get(sid) if isinstance(sid, str) else None
         if session is None:
             if method in _SESSION_METHODS:
-                raise RpcError(rpc.INVALID_PARAMS, f"unknown session: {sid!r}")
+                raise RpcError(rpc.INVALID_PARAMS, f"unknown session: {rpc.excerpt(repr(sid))}")
             raise RpcError(rpc.METHOD_NOT_FOUND, f"method not found: {method}")
         return await session.handle(method, params)
 
@@ -362,6 +407,8 @@ class Client:
         self._sessions[session.id] = session
         for update in self._orphans.pop(session.id, ()):
             session._on_update(update)
+        if not self._opening:
+            self._drop_orphans()
 
     def _forget(self, session: Session) -> None:
         if self._sessions.get(session.id) is session:
@@ -389,7 +436,8 @@ class Client:
         if additional_directories:
             params["additionalDirectories"] = additional_directories
         try:
-            response = await self._request("session/new", params)
+            with self._opening_session():
+                response = await self._request("session/new", params)
         except RequestError as exc:
             if exc.code != rpc.AUTH_REQUIRED:
                 raise
@@ -397,11 +445,13 @@ class Client:
                 raise AuthRequiredError(exc.method, exc.code, exc.message, exc.data,
                                         self.auth_methods) from None
             await self.authenticate(self.options.auth_method)
-            response = await self._request("session/new", params)
+            with self._opening_session():
+                response = await self._request("session/new", params)
         response = _obj(response)
         sid = response.get("sessionId")
         if not isinstance(sid, str):
-            raise ProtocolError(f"session/new answered without a sessionId: {response!r}")
+            raise ProtocolError(f"session/new answered without a sessionId: "
+                                f"{rpc.excerpt(repr(response))}")
         return sid, response
 
     async def new_session(self, cwd: str | os.PathLike[str] | None = None, *,
@@ -464,7 +514,8 @@ class Client:
         params: dict[str, Any] = {"sessionId": session_id, "cwd": path, "mcpServers": servers}
         if dirs:
             params["additionalDirectories"] = dirs
-        response = await self._request("session/resume", params)
+        with self._opening_session():
+            response = await self._request("session/resume", params)
         return self._adopt(session_id, path, dirs, servers, response)
 
     async def list_sessions(self, cwd: str | os.PathLike[str] | None = None,
@@ -472,20 +523,34 @@ class Client:
         """`session/list`, following cursors; each item has sessionId, cwd, title?, updatedAt?."""
         if self.session_capabilities.get("list") is None:
             raise CapabilityError(f"{self.agent_name} cannot list sessions")
+        limits = self.options.limits
+        limit = min(limit, limits.listed_sessions)
         out: list[dict[str, Any]] = []
         cursor: str | None = None
-        while len(out) < limit:
+        seen: set[int] = set()  # hashes: a cursor may be long
+        for _ in range(limits.list_pages):
             params: dict[str, Any] = {}
             if cwd is not None:
                 params["cwd"] = self._session_cwd(cwd)
             if cursor is not None:
                 params["cursor"] = cursor
             response = _obj(await self._request("session/list", params))
-            out.extend(s for s in response.get("sessions") or [] if isinstance(s, dict))
+            sessions = response.get("sessions")
+            page = [s for s in (sessions if isinstance(sessions, list) else [])[:limit]
+                    if isinstance(s, dict)]
+            out.extend(bounded(s, limits.value_chars)[0] for s in page[:limit - len(out)])
             cursor = response.get("nextCursor")
-            if not isinstance(cursor, str) or not cursor:
+            if not isinstance(cursor, str) or not cursor or len(out) >= limit:
                 break
-        return out[:limit]
+            if not page or hash(cursor) in seen:
+                # An agent paging for ever (153,000 empty pages in 20 s) or in a circle.
+                log.warning("acp_notebook: session/list stopped: the agent sent %s",
+                            "an empty page with a cursor" if not page else "a cursor again")
+                break
+            seen.add(hash(cursor))
+        else:
+            log.warning("acp_notebook: session/list stopped after %d pages", limits.list_pages)
+        return out
 
     async def authenticate(self, method_id: str) -> None:
         known = {m.get("id") for m in self.auth_methods}

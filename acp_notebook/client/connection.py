@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import json
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -83,7 +82,7 @@ class Connection:
         """Read until the agent closes stdout; then fail whatever is still waiting."""
         self._tg = task_group
         splitter = rpc.LineSplitter()
-        loads = json.loads
+        loads = rpc.loads
         too_deep = rpc.too_deep
         on_update = self._on_update
         try:
@@ -167,7 +166,7 @@ class Connection:
                 self._abandoned.remove(frame.id)
                 return
             self._on_protocol_error(f"the agent answered an unknown or already answered "
-                                    f"request id {frame.id!r}")
+                                    f"request id {rpc.excerpt(repr(frame.id))}")
             return
         if frame.error is not None:
             err = frame.error
@@ -214,8 +213,8 @@ class Connection:
         scope = anyio.CancelScope()
         incoming = _Incoming(scope)
         if request.id in self._incoming:
-            self._on_protocol_error(f"the agent reused request id {request.id!r} while it was "
-                                    "still pending")
+            self._on_protocol_error(f"the agent reused request id {rpc.excerpt(repr(request.id))} "
+                                    "while it was still pending")
         self._incoming[request.id] = incoming
         reply: bytes | None = None
         try:

@@ -22,6 +22,7 @@ from ..errors import (
 from ..protocol import content
 from ..protocol import jsonrpc as rpc
 from ..protocol.fold import SessionFold
+from ..protocol.limits import token_counts
 from ..protocol.mutations import (
     Delta,
     Mutation,
@@ -71,9 +72,9 @@ class Session:
         self.cwd = cwd
         self.additional_directories = additional_directories
         self.mcp_servers = mcp_servers
-        self._fold = SessionFold()
-        self._subscribers: list[Subscriber] = []
         opts = client.options
+        self._fold = SessionFold(limits=opts.limits)
+        self._subscribers: list[Subscriber] = []
         self.permission_policy: PermissionPolicy = opts.permission_policy
         self.permission_handler: PermissionHandler | None = opts.permission_handler
         self.workspace = Workspace([cwd, *additional_directories], opts.protected_paths,
@@ -273,8 +274,7 @@ class Session:
                     break
                 response = response if isinstance(response, dict) else {}
                 stop_reason = str(response.get("stopReason") or "end_turn")
-                if isinstance(response.get("usage"), dict):
-                    tokens = response["usage"]
+                tokens = token_counts(response.get("usage"), opts.limits)
                 break
             except RequestError as exc:
                 if turn.cancelling():  # a cancellation-looking error is a cancellation

@@ -35,7 +35,8 @@ def live_transcript(session: Session, record: TurnRecord | None, turn: TurnHandl
 def record_transcript(record: TurnRecord, session: Session) -> dict[str, Any]:
     """What a turn record holds, in transcript shape (a running or a replayed turn)."""
     views = session.terminal_views
-    return {
+    dropped = {"dropped": dict(record.dropped)} if record.dropped else {}
+    return {**dropped,
         "turnId": record.turn_id, "agent": session.client.agent_name,
         "parts": [p.to_json() for p in record.parts],
         "plan": [e.to_json() for e in record.plan.entries] if record.plan else [],

@@ -9,6 +9,10 @@ Kinds newer than the schema are kept as `RawPart`s, never dropped.
 
 Text chunks are the hot path (thousands a turn): they are folded from the raw dict without model
 validation. Everything else is validated with the official SDK's schema models, leniently.
+
+Everything kept is bounded (`Limits`): parts, text, tool calls, content items, diffs, plan entries
+and any other value per turn; what is left out is counted in the record's `dropped` and told in a
+warning part, the turn's first.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import schema
+from .limits import DEFAULT_LIMITS, MAX_INT, Budget, Limits, bounded, count
 from .mutations import Delta, Mutation, PartUpdated, SessionChanged
 from .result import TurnRecord
 from .state import (
@@ -44,6 +49,25 @@ _CHANNEL = {"agent": "text", "thought": "thought", "user": "user"}
 # Updates that change what the user sees of a turn; others (usage, commands...) are ambient.
 AMBIENT_KINDS = frozenset({"available_commands_update", "current_mode_update",
                            "config_option_update", "session_info_update", "usage_update"})
+#: What each `dropped` key counts, for the warning part.
+_DROPPED_WORDS = {
+    "text_chars": "characters of text past the {text_chars:,}-character limit",
+    "parts": "parts past the {parts:,}-part limit (their text joined the previous message of "
+             "its kind)",
+    "plan_entries": "plan entries past the {plan_entries:,}-entry limit",
+    "tool_calls": "tool call updates past the {tool_calls:,}-call limit",
+    "content_items": "tool call content items past the {content_items:,}-item limit",
+    "diffs": "diffs over {diff_chars:,} characters",
+    "value_chars": "characters of values over {value_chars:,} characters",
+    "turn_chars": "characters of tool calls, blocks and updates past the turn's "
+                  "{turn_chars:,}-character limit",
+    "permissions": "permission requests not recorded (past the parts limit)",
+    "unknown_updates": "unknown or invalid updates past the parts limit",
+    "errors": "errors past the parts limit",
+    "blocks": "content blocks past the {content_items:,}-block limit",
+}
+_MAX_COST = 1e15  # a cumulative cost beyond this is no real amount of any currency
+_MAX_CURRENCY = 32
 
 
 class SessionFold:
@@ -53,8 +77,10 @@ class SessionFold:
     go to `ambient`, a record that is never lost; `session/load` replays go to history records.
     """
 
-    def __init__(self, emit: Callable[[Mutation], None] | None = None) -> None:
+    def __init__(self, emit: Callable[[Mutation], None] | None = None,
+                 limits: Limits = DEFAULT_LIMITS) -> None:
         self.emit = emit
+        self.limits = limits
         self.current_mode_id: str | None = None
         self.modes: list[dict[str, Any]] = []
         self.config_options: list[dict[str, Any]] = []
@@ -62,11 +88,12 @@ class SessionFold:
         self.info: dict[str, Any] = {}  # title, updatedAt, _meta as last patched
         self.usage: Usage | None = None
         self.history: list[TurnRecord] = []
-        self.ambient = TurnRecord(turn_id="ambient")
+        self.ambient = TurnRecord(turn_id="ambient", budget=Budget.ambient(limits))
         self.turn: TurnRecord | None = None
         self.visible_output = False  # since the current turn (or attempt) began
         self._ids = itertools.count(1)
         self._replaying = False
+        self._replay_budget = Budget.of(limits)  # one turn's worth for a whole replay
 
     # -- turn lifecycle -------------------------------------------------------------------------
 
@@ -75,13 +102,15 @@ class SessionFold:
         return self.turn if self.turn is not None else self.ambient
 
     def begin_turn(self, turn_id: str, prompt: list[dict[str, Any]]) -> TurnRecord:
-        self.turn = TurnRecord(turn_id=turn_id, prompt=prompt, usage_at_start=self.usage)
+        self.turn = TurnRecord(turn_id=turn_id, prompt=prompt, usage_at_start=self.usage,
+                               budget=Budget.of(self.limits))
         self.visible_output = False
         return self.turn
 
     def end_turn(self) -> TurnRecord | None:
         record, self.turn = self.turn, None
         if record is not None:
+            self._tell_dropped(record)
             self.history.append(record)
         return record
 
@@ -89,6 +118,7 @@ class SessionFold:
         """`session/load` is about to replay the conversation: fold it into history records."""
         self._replaying = True
         self.turn = None
+        self._replay_budget = Budget.of(self.limits)
 
     def end_replay(self) -> None:
         self._replaying = False
@@ -141,22 +171,57 @@ class SessionFold:
         if self._replaying and role == "user":
             self._replay_user_turn()
         record = self.turn if self.turn is not None else self.ambient
+        budget = record.budget
+        budget.text -= len(text)
+        if budget.text < 0:
+            text = self._text_over(record, text)
+            if not text:
+                return
         parts = record.parts
         last = parts[-1] if parts else None
         if (last is None or type(last) is not MessagePart or last.role != role
                 or (message_id is not None and last.message_id != message_id)):
+            if budget.parts <= 0:
+                self._chunk_past_cap(record, role, text)
+                return
+            budget.parts -= 1
             last = MessagePart(self.new_id("m"), role,
                                message_id if type(message_id) is str else None)
             parts.append(last)
-            last._buf.write(text)
+            last.append(text)
             if role != "user":
                 self.visible_output = True
             if self.emit is not None:
                 self.emit(PartUpdated(record.turn_id, last))
             return
-        last._buf.write(text)
+        buf = last._buf
+        if buf is not None:
+            buf.write(text)
+        else:
+            last.append(text)
         if self.emit is not None:
             self.emit(Delta(record.turn_id, last.part_id, _CHANNEL[role], text))  # type: ignore[arg-type]
+
+    def _text_over(self, record: TurnRecord, text: str) -> str:
+        """The text budget ran out in this chunk: keep what still fits, count the rest."""
+        room = max(record.budget.text + len(text), 0)
+        record.budget.text = 0
+        self._drop(record, "text_chars", len(text) - room)
+        return text[:room]
+
+    def _chunk_past_cap(self, record: TurnRecord, role: Role, text: str) -> None:
+        """No part left: the text joins the last message of its role (kept, not interleaved)."""
+        if role not in record.overflow:
+            record.overflow[role] = next((p for p in reversed(record.parts)
+                                          if type(p) is MessagePart and p.role == role), None)
+        target = record.overflow[role]
+        if target is None:
+            self._drop(record, "text_chars", len(text))
+            return
+        self._drop(record, "parts")
+        target.append(text)
+        if self.emit is not None:
+            self.emit(Delta(record.turn_id, target.part_id, _CHANNEL[role], text))  # type: ignore[arg-type]
 
     def _chunk_block(self, role: Role, update: dict[str, Any]) -> None:
         """A chunk carrying an image, audio or resource: validated, kept as a block."""
@@ -170,8 +235,17 @@ class SessionFold:
             self._chunk(role, block.get("text", ""), update.get("messageId"))
             return
         self._chunk(role, "", update.get("messageId"))
-        message = self.target.parts[-1]
-        assert isinstance(message, MessagePart)
+        record = self.target
+        message = record.parts[-1] if record.parts else None
+        if not isinstance(message, MessagePart) or message.role != role:
+            self._drop(record, "parts")  # no part was left for it
+            return
+        if len(message.blocks) >= self.limits.content_items:
+            self._drop(record, "blocks")
+            return
+        block = self._bounded(record, block)
+        if not self._spend(record, count(block, self.limits.value_chars)):
+            return
         message.blocks.append(block)
         self._updated(message)
 
@@ -180,34 +254,51 @@ class SessionFold:
         last = self.turn.parts[-1] if self.turn is not None and self.turn.parts else None
         if isinstance(last, MessagePart) and last.role == "user":
             return
+        if self.turn is not None and self._replay_budget.parts <= 0:
+            return  # no part left for a new turn: the text joins the current one's (counted)
         if self.turn is not None:
             self.end_turn()
-        self.turn = TurnRecord(turn_id=self.new_id("history-"), replay=True)
+        self.turn = TurnRecord(turn_id=self.new_id("history-"), replay=True,
+                               budget=self._replay_budget)
 
     # -- tool calls and permissions --------------------------------------------------------------
 
     def tool_call(self, tool_call_id: str) -> ToolCallPart:
-        # An unknown id, in an update or a permission request, creates the call (the spec).
+        """The call with this id; an unknown id, in an update or a permission request, creates
+        it (the spec). Past the limits, a call that is in no record (its updates are dropped)."""
         record = self.target
         call = record.tool_calls.get(tool_call_id)
         if call is None:
             call = ToolCallPart(self.new_id("t"), tool_call_id)
+            if len(record.tool_calls) >= self.limits.tool_calls or record.budget.parts <= 0:
+                self._drop(record, "tool_calls")
+                return call
+            record.budget.parts -= 1
             record.tool_calls[tool_call_id] = call
             record.parts.append(call)
         return call
 
+    def _kept(self, call: ToolCallPart) -> bool:
+        return self.target.tool_calls.get(call.tool_call_id) is call
+
     def _tool_call(self, update: dict[str, Any]) -> None:
-        model = schema.validate_update(update)
+        model = schema.validate_update(_cut_content(update, self.limits))
         call = self.tool_call(model.tool_call_id)
+        if not self._kept(call):
+            return
         _patch_tool_call(call, model, set(model.model_fields_set) | {"title"})
+        self._bound_call(call, _excess(update, self.limits))
         self.visible_output = True
         self._updated(call)
 
     def _tool_call_update(self, update: dict[str, Any]) -> None:
-        model = schema.validate_update(update)
+        model = schema.validate_update(_cut_content(update, self.limits))
         call = self.tool_call(model.tool_call_id)
+        if not self._kept(call):
+            return
         before = _input_text(call.raw_input)
         _patch_tool_call(call, model, model.model_fields_set)
+        self._bound_call(call, _excess(update, self.limits))
         self.visible_output = True
         after = _input_text(call.raw_input)
         if after != before and self.emit is not None and after.startswith(before):
@@ -224,15 +315,57 @@ class SessionFold:
             except schema.ValidationError:
                 model = None
             call = self.tool_call(tool_call["toolCallId"])
-            if model is not None:
+            if model is not None and self._kept(call):
                 _patch_tool_call(call, model, model.model_fields_set)
+                self._bound_call(call, 0)
             title, call_id = call.title, call.tool_call_id
-            self._updated(call)
+            if self._kept(call):
+                self._updated(call)
+        record = self.target
+        options = self._bounded(record, options[:self.limits.content_items])
         part = PermissionPart(self.new_id("p"), call_id, title, options)
-        self.target.parts.append(part)
         self.visible_output = True
+        if record.budget.parts <= 0:
+            self._drop(record, "permissions")  # asked all the same, but not recorded
+            return part
+        record.budget.parts -= 1
+        record.parts.append(part)
         self._updated(part)
         return part
+
+    def _bound_call(self, call: ToolCallPart, cut_items: int) -> None:
+        """Hold a patched call to the limits: items, diff and value sizes, the turn's budget."""
+        record, limits = self.target, self.limits
+        if cut_items:
+            self._drop(record, "content_items", cut_items)
+        call.title = self._bounded(record, call.title)
+        call.content = [self._bounded(record, self._bounded_diff(record, item))
+                        for item in call.content]
+        call.locations = self._bounded(record, call.locations[:limits.content_items])
+        call.raw_input = self._bounded(record, call.raw_input)
+        call.raw_output = self._bounded(record, call.raw_output)
+        call.meta = self._bounded(record, call.meta)
+        size = sum(count(v, limits.turn_chars) for v in
+                   (call.title, call.content, call.locations, call.raw_input, call.raw_output))
+        old, call.size = call.size, 0
+        record.budget.chars += old
+        if self._spend(record, size):
+            call.size = size
+        else:  # over the turn's budget: the call keeps its title, kind and status only
+            call.content, call.locations, call.raw_input, call.raw_output = [], [], None, None
+
+    def _bounded_diff(self, record: TurnRecord, item: dict[str, Any]) -> dict[str, Any]:
+        if item.get("type") != "diff":
+            return item
+        size = sum(len(v) for v in (item.get("oldText"), item.get("newText"))
+                   if isinstance(v, str))
+        if size <= self.limits.diff_chars:
+            return item
+        self._drop(record, "diffs")
+        path = str(item.get("path", ""))[:1000]
+        return {"type": "content", "content": {"type": "text", "text": (
+            f"[the diff of {path} was left out: {size:,} characters, over the "
+            f"{self.limits.diff_chars:,}-character limit]")}}
 
     def resolve_permission(self, part: PermissionPart, option_id: str | None, by: str) -> None:
         part.outcome = "selected" if option_id is not None else "cancelled"
@@ -243,20 +376,55 @@ class SessionFold:
     # -- snapshots -------------------------------------------------------------------------------
 
     def _plan(self, update: dict[str, Any]) -> None:
+        record, cap = self.target, self.limits.plan_entries
+        raw = update.get("entries")
+        excess = len(raw) - cap if type(raw) is list and len(raw) > cap else 0
+        if excess and isinstance(raw, list):  # cut before validating: it costs per entry
+            update = {**update, "entries": raw[:cap]}
         model = schema.validate_update(update)
-        record = self.target
         entries = [PlanEntry(e.content, _value(e.priority), _value(e.status))
                    for e in model.entries]
+        # The plan is a snapshot: count the largest excess of one plan, not a sum over updates.
+        if excess > record.dropped.get("plan_entries", 0):
+            self._drop(record, "plan_entries", excess - record.dropped.get("plan_entries", 0))
+        entries = self._bounded_entries(record, entries)
         if record.plan is None:
+            if record.budget.parts <= 0:
+                self._drop(record, "parts")
+                return
+            record.budget.parts -= 1
             record.plan = PlanPart(self.new_id("plan"))
             record.parts.append(record.plan)
         record.plan.entries = entries
         self.visible_output = True
         self._updated(record.plan)
 
+    def _bounded_entries(self, record: TurnRecord, entries: list[PlanEntry]) -> list[PlanEntry]:
+        """The whole plan within `value_chars`: entries past it are dropped, long ones cut."""
+        room = self.limits.value_chars
+        out = []
+        for entry in entries:
+            size = len(entry.content) + len(entry.priority) + len(entry.status) + 40
+            if size > room:
+                if room > 1000:
+                    kept = entry.content[:room - 1000]
+                    self._drop(record, "value_chars", len(entry.content) - len(kept))
+                    out.append(PlanEntry(kept + "…", entry.priority[:100], entry.status[:100]))
+                self._drop(record, "plan_entries", len(entries) - len(out))
+                return out
+            room -= size
+            out.append(entry)
+        return out
+
+    def _session_list(self, items: list[Any]) -> list[dict[str, Any]]:
+        """A session-wide list (commands, config options, modes) within the limits."""
+        kept = [i for i in items[:self.limits.list_items] if isinstance(i, dict)]
+        value, _ = bounded(kept, self.limits.value_chars)
+        return value  # type: ignore[no-any-return]
+
     def _commands(self, update: dict[str, Any]) -> None:
-        model = schema.validate_update(update)
-        self.commands = [schema.dump(c) for c in model.available_commands]
+        model = schema.validate_update(_cut_list(update, "availableCommands", self.limits))
+        self.commands = self._session_list([schema.dump(c) for c in model.available_commands])
         self._changed("commands")
 
     def _mode(self, update: dict[str, Any]) -> None:
@@ -268,8 +436,8 @@ class SessionFold:
         self._changed("mode")
 
     def _config(self, update: dict[str, Any]) -> None:
-        model = schema.validate_update(update)
-        self.config_options = [schema.dump(o) for o in model.config_options]
+        model = schema.validate_update(_cut_list(update, "configOptions", self.limits))
+        self.config_options = self._session_list([schema.dump(o) for o in model.config_options])
         self._changed("config_options")
 
     def _info(self, update: dict[str, Any]) -> None:
@@ -279,42 +447,109 @@ class SessionFold:
                 if update[key] is None:
                     self.info.pop(key, None)
                 else:
-                    self.info[key] = update[key]
+                    self.info[key] = bounded(update[key], self.limits.value_chars)[0]
         self._changed("info")
 
     def _usage(self, update: dict[str, Any]) -> None:
         model = schema.validate_update(update)
         cost = model.cost
+        problem = _usage_problem(model.used, model.size, cost)
+        if problem is not None:
+            self._raw("usage_update", update, problem)
+            return
+        currency = cost.currency if cost is not None else None
         self.usage = Usage(model.used, model.size,
-                           cost.amount if cost is not None else None,
-                           cost.currency if cost is not None else None)
+                           float(cost.amount) if cost is not None else None,
+                           currency[:_MAX_CURRENCY] if isinstance(currency, str) else None)
         self._changed("usage")
 
     def set_modes(self, modes: Any) -> None:
         """From a session/new, load or resume response (`modes` is optional legacy state)."""
         if isinstance(modes, dict):
-            self.modes = [m for m in modes.get("availableModes") or [] if isinstance(m, dict)]
-            if isinstance(modes.get("currentModeId"), str):
-                self.current_mode_id = modes["currentModeId"]
+            available = modes.get("availableModes")
+            self.modes = self._session_list(available if isinstance(available, list) else [])
+            current = modes.get("currentModeId")
+            if isinstance(current, str):
+                self.current_mode_id = current[:self.limits.value_chars]
             self._changed("mode")
 
     def set_config_options(self, options: Any) -> None:
         if isinstance(options, list):
-            self.config_options = [o for o in options if isinstance(o, dict)]
+            self.config_options = self._session_list(options)
             self._changed("config_options")
 
     # -- errors and unknowns ---------------------------------------------------------------------
 
     def add_error(self, message: str, level: str = "error") -> ErrorPart:
-        part = ErrorPart(self.new_id("e"), message, "warning" if level == "warning" else "error")
-        self.target.parts.append(part)
+        """Record an error (or warning); past the parts limit it is counted, not kept."""
+        record = self.target
+        part = ErrorPart(self.new_id("e"), message[:self.limits.value_chars],
+                         "warning" if level == "warning" else "error")
+        if record.budget.parts <= 0:
+            self._drop(record, "errors")
+            return part
+        record.budget.parts -= 1
+        record.parts.append(part)
         self._updated(part)
         return part
 
     def _raw(self, kind: str, update: Any, problem: str | None) -> None:
-        part = RawPart(self.new_id("r"), kind, update, problem)
-        self.target.parts.append(part)
+        record = self.target
+        if record.budget.parts <= 0:
+            self._drop(record, "unknown_updates")
+            return
+        update = self._bounded(record, update)
+        if not self._spend(record, count(update, self.limits.value_chars)):
+            return
+        record.budget.parts -= 1
+        part = RawPart(self.new_id("r"), kind[:200], update, problem)
+        record.parts.append(part)
         self._updated(part)
+
+    # -- limits ----------------------------------------------------------------------------------
+
+    def _bounded(self, record: TurnRecord, value: Any) -> Any:
+        kept, dropped = bounded(value, self.limits.value_chars)
+        if dropped:
+            self._drop(record, "value_chars", dropped)
+        return kept
+
+    def _spend(self, record: TurnRecord, size: int) -> bool:
+        """Take `size` characters from the record's budget, or count them dropped."""
+        if size > record.budget.chars:
+            self._drop(record, "turn_chars", size)
+            return False
+        record.budget.chars -= size
+        return True
+
+    def _drop(self, record: TurnRecord, what: str, n: int = 1) -> None:
+        """Count what the limits left out; the record's first part says so."""
+        before = record.dropped.get(what, 0)
+        record.dropped[what] = before + n
+        if record.dropped_note is None:
+            # First in the record, so a note never splits a message the agent is streaming.
+            record.dropped_note = ErrorPart(self.new_id("e"), "", "warning")
+            record.parts.insert(0, record.dropped_note)
+        if (before + n).bit_length() > before.bit_length():
+            # Told again when a count passes a power of two (and exactly at the end of the
+            # turn), not for every dropped chunk.
+            self._tell_dropped(record)
+
+    def _tell_dropped(self, record: TurnRecord) -> None:
+        note = record.dropped_note
+        if note is None:
+            return
+        words = [_DROPPED_WORDS.get(k, k).format(**_limit_fields(self.limits))
+                 for k, v in record.dropped.items() if v]
+        counts = [v for v in record.dropped.values() if v]
+        note.message = ("The agent sent more than the client keeps; left out: "
+                        + "; ".join(f"{n:,} {w}" for n, w in zip(counts, words, strict=True))
+                        + ".")
+        self._updated_in(record, note)
+
+    def _updated_in(self, record: TurnRecord, part: Part) -> None:
+        if self.emit is not None:
+            self.emit(PartUpdated(record.turn_id, part))
 
     def _updated(self, part: Part) -> None:
         if self.emit is not None:
@@ -343,6 +578,44 @@ def _patch_tool_call(call: ToolCallPart, model: Any, present: set[str]) -> None:
         call.raw_output = model.raw_output
     if "field_meta" in present:
         call.meta = model.field_meta
+
+
+def _limit_fields(limits: Limits) -> dict[str, int]:
+    return {name: getattr(limits, name) for name in limits.__slots__}
+
+
+def _cut_list(update: dict[str, Any], key: str, limits: Limits) -> dict[str, Any]:
+    """`update` with its list `key` cut to the limit before validation (which costs per item)."""
+    items = update.get(key)
+    if type(items) is list and len(items) > limits.list_items:
+        return {**update, key: items[:limits.list_items]}
+    return update
+
+
+def _cut_content(update: dict[str, Any], limits: Limits) -> dict[str, Any]:
+    for key in ("content", "locations"):
+        items = update.get(key)
+        if type(items) is list and len(items) > limits.content_items:
+            update = {**update, key: items[:limits.content_items]}
+    return update
+
+
+def _excess(update: dict[str, Any], limits: Limits) -> int:
+    items = update.get("content")
+    return max(len(items) - limits.content_items, 0) if type(items) is list else 0
+
+
+def _usage_problem(used: Any, size: Any, cost: Any) -> str | None:
+    """Why a usage update's numbers are not a real usage, or None (then they are kept)."""
+    for name, value in (("used", used), ("size", size)):
+        if type(value) is not int or not 0 <= value <= MAX_INT:
+            return f"invalid {name}: {value!r} is not a token count (0 to 2^63-1)"
+    if cost is not None:
+        amount = cost.amount
+        if (type(amount) not in (int, float) or not 0 <= amount <= _MAX_COST
+                or amount != amount):
+            return f"invalid cost.amount: {amount!r} is not an amount (0 to {_MAX_COST:g})"
+    return None
 
 
 def _value(x: Any) -> str:

@@ -9,8 +9,11 @@ to the session instead of crashing.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any, Final
+
+from .limits import bounded, count
 
 JSONRPC: Final = "2.0"
 
@@ -99,6 +102,37 @@ def too_deep(text: str | bytes, obj: Any) -> bool:
     return False
 
 
+_INT_DIGITS = 19  # 2**63 has 19 digits: longer literals are out of range without parsing them
+
+
+# NaN, Infinity and -Infinity are not JSON (RFC 8259), and a float literal beyond 1e308 parses to
+# infinity: they become null, as JSON.stringify makes them, rather than making the frame malformed,
+# so the frame (maybe the answer a turn waits for) is kept, and no non-standard token reaches a
+# transcript or a saved notebook.
+def _constant_null(text: str) -> None:
+    return None
+
+
+def _float_or_null(text: str) -> float | None:
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
+def _int_or_null(text: str) -> int | None:
+    # An integer beyond 64 bits is no number a JSON reader keeps (and beyond 4300 digits
+    # int() raises): null, like the non-finite floats. Cheap: ints are rare in a streamed chunk.
+    if len(text) > _INT_DIGITS + 1:
+        return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
+
+
+_DECODER = json.JSONDecoder(parse_float=_float_or_null, parse_int=_int_or_null,
+                            parse_constant=_constant_null)
+#: `json.loads` for the agent's frames: every number it returns is finite and within 64 bits.
+loads = _DECODER.decode
+
+
 def decode(line: bytes) -> Frame:
     """Parse one line into a frame; never raises."""
     # Strict UTF-8, as the transport requires: json.loads(bytes) would guess UTF-16 or UTF-32
@@ -108,7 +142,7 @@ def decode(line: bytes) -> Frame:
     except UnicodeDecodeError:
         return Malformed("invalid UTF-8", excerpt(line))
     try:
-        obj = json.loads(text)
+        obj = loads(text)
     except ValueError:
         return Malformed("invalid JSON", excerpt(line))
     except RecursionError:  # not a ValueError: it used to escape and kill the reader
@@ -132,11 +166,28 @@ def classify(obj: Any, line: bytes | str = b"") -> Frame:
             return Request(rid, method, obj.get("params"))
         return Notification(method, obj.get("params"))
     if "id" in obj and ("result" in obj or "error" in obj):
-        error = obj.get("error")
-        if error is not None and not isinstance(error, dict):
-            error = {"code": INTERNAL_ERROR, "message": str(error)}
-        return Response(obj["id"], obj.get("result"), error)
+        return Response(obj["id"], obj.get("result"), _error(obj.get("error")))
     return Malformed("neither request, notification nor response", excerpt(line or repr(obj)))
+
+
+# An error's message becomes the turn's error, shown and saved several times: an excerpt is
+# enough (the agent's own words; 50 MB of them used to be kept whole).
+ERROR_MESSAGE_CHARS: Final = 4000
+_ERROR_DATA_CHARS: Final = 64 * 1024
+
+
+def _error(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        return {"code": INTERNAL_ERROR, "message": excerpt(str(value), ERROR_MESSAGE_CHARS)}
+    error: dict[str, Any] = value
+    message = error.get("message")
+    if isinstance(message, str) and len(message) > ERROR_MESSAGE_CHARS:
+        error = {**error, "message": excerpt(message, ERROR_MESSAGE_CHARS)}
+    if "data" in error and count(error["data"], _ERROR_DATA_CHARS) > _ERROR_DATA_CHARS:
+        error = {**error, "data": bounded(error["data"], _ERROR_DATA_CHARS)[0]}
+    return error
 
 
 def _dumps(obj: dict[str, Any]) -> bytes:

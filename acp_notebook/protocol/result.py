@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .limits import DEFAULT_LIMITS, Budget
 from .state import (
     ErrorPart,
     MessagePart,
@@ -37,6 +38,12 @@ class TurnRecord:
     usage_at_start: Usage | None = None
     started_at: float = field(default_factory=time.time)
     replay: bool = False  # history replayed by session/load
+    budget: Budget = field(default_factory=lambda: Budget.of(DEFAULT_LIMITS), repr=False)
+    #: What the limits made the fold leave out, by kind (e.g. {"plan_entries": 99000}).
+    dropped: dict[str, int] = field(default_factory=dict)
+    dropped_note: ErrorPart | None = field(default=None, repr=False)
+    #: Past the parts cap, text joins the last message of its role: found once, kept here.
+    overflow: dict[str, MessagePart | None] = field(default_factory=dict, repr=False)
 
     def messages(self, role: str) -> list[MessagePart]:
         return [p for p in self.parts if isinstance(p, MessagePart) and p.role == role]
@@ -54,8 +61,11 @@ class TurnRecord:
         return ids
 
     def to_json(self) -> dict[str, Any]:
-        return {"turnId": self.turn_id, "prompt": self.prompt,
-                "parts": [p.to_json() for p in self.parts], "replay": self.replay}
+        out = {"turnId": self.turn_id, "prompt": self.prompt,
+               "parts": [p.to_json() for p in self.parts], "replay": self.replay}
+        if self.dropped:
+            out["dropped"] = dict(self.dropped)
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +96,8 @@ class TurnResult:
     duration: float = 0.0
     tokens: dict[str, Any] | None = None  # PromptResponse.usage (unstable), when sent
     terminals: tuple[dict[str, Any], ...] = ()  # what each client terminal printed
+    #: What the client's limits left out of this turn, by kind (`Limits`); empty when nothing.
+    dropped: dict[str, int] = field(default_factory=dict)
 
     @property
     def cancelled(self) -> bool:
@@ -104,6 +116,7 @@ class TurnResult:
             "terminals": list(self.terminals),
             "parts": [p.to_json() for p in self.parts],
             "duration": round(self.duration, 3),
+            **({"dropped": dict(self.dropped)} if self.dropped else {}),
         }
 
     def __repr__(self) -> str:
@@ -150,4 +163,5 @@ def finish(
         duration=time.time() - record.started_at,
         tokens=tokens,
         terminals=tuple(t.to_json() for t in record.terminals.values()),
+        dropped=dict(record.dropped),
     )

@@ -2,7 +2,8 @@
 
 Parts are the units a renderer draws and subscribers receive: messages (agent, user, thought),
 tool calls, permission requests, the plan, updates of kinds newer than our schema, and errors.
-Message text lives in a `StringIO` so memory grows with the text, not with the number of chunks.
+Message text lives in a `StringIO` (from a message's second chunk) so memory grows with the text,
+not with the number of chunks.
 """
 
 from __future__ import annotations
@@ -23,16 +24,27 @@ class MessagePart:
     role: Role
     message_id: str | None = None
     blocks: list[dict[str, Any]] = field(default_factory=list)  # non-text content blocks
-    _buf: io.StringIO = field(default_factory=io.StringIO, repr=False)
+    # The text: a plain string while it is one chunk, a StringIO from the second on. A StringIO
+    # costs about 240 bytes, and a turn alternating thought and answer makes a part per chunk.
+    _head: str = field(default="", repr=False)
+    _buf: io.StringIO | None = field(default=None, repr=False)
 
     kind = "message"
 
     @property
     def text(self) -> str:
-        return self._buf.getvalue()
+        return self._head if self._buf is None else self._buf.getvalue()
 
     def append(self, text: str) -> None:
-        self._buf.write(text)
+        buf = self._buf
+        if buf is None:
+            if not self._head:
+                self._head = text
+                return
+            buf = self._buf = io.StringIO()
+            buf.write(self._head)
+            self._head = ""
+        buf.write(text)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "message", "id": self.part_id, "role": self.role,
@@ -56,6 +68,7 @@ class ToolCallPart:
     raw_input: Any = None
     raw_output: Any = None
     meta: dict[str, Any] | None = None
+    size: int = field(default=0, repr=False)  # characters counted against the turn's budget
 
     kind = "tool_call"
 

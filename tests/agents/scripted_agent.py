@@ -11,6 +11,9 @@ Steps (one action key each; other keys are options):
   chunks N [size=20, message_id]         N agent_message_chunks, text = index zero-padded to size
   huge_say NBYTES                        one agent_message_chunk of NBYTES digits
   update {...} [session_id]              session/update carrying exactly this update
+  flood [{...}, ...] times=N [session_id]  N session/updates cycling through these (not recorded)
+  plan_entries N                         one plan update with N entries "step <i>"
+  after_turn [steps]                     run these steps after the prompt is answered
   request METHOD [params, id, cancel_after, quiet]  call the client, report "RESPONSE <json>"
                                              (not with quiet: true)
   permission {toolCall} [options, id, cancel_after]  same, session/request_permission, "PERMISSION "
@@ -469,6 +472,7 @@ class Turn:
         self.cancel_handled = False  # wait_cancel saw the cancel; after_cancel steps run
         self.stop_reason = "end_turn"
         self.error: JsonObj | None = None
+        self.after: list[JsonObj] = []  # after_turn steps
 
     def start(self) -> None:
         threading.Thread(target=self._run, daemon=True, name=f"turn-{self.request_id}").start()
@@ -506,6 +510,12 @@ class Turn:
         else:
             self.agent.out.send({"jsonrpc": "2.0", "id": self.request_id,
                                  "result": {"stopReason": self.stop_reason}})
+        if self.after:
+            self.cancel_handled = True  # the turn is over: a cancel no longer applies
+            try:
+                self._run_steps(self.after)
+            except (_Cancelled, RpcError, KeyError, TypeError, ValueError) as exc:
+                log(f"after_turn steps failed: {exc!r}")
 
     # -- cancellation
 
@@ -577,6 +587,24 @@ class Turn:
         if not isinstance(step["update"], dict):
             raise RpcError(INVALID_PARAMS, "update must be an object")
         self.emit(step["update"], step.get("session_id"))
+
+    def _flood(self, step: JsonObj) -> None:
+        updates, times = step["flood"], int(step["times"])
+        if not isinstance(updates, list) or not updates:
+            raise RpcError(INVALID_PARAMS, "flood takes a non-empty list of updates")
+        lines = [encode(session_update(step.get("session_id") or self.session.session_id, u))
+                 for u in updates]
+        for start in range(0, times, BATCH):
+            self.agent.out.write(lines[i % len(lines)]
+                                 for i in range(start, min(start + BATCH, times)))
+
+    def _plan_entries(self, step: JsonObj) -> None:
+        entries = [{"content": f"step {i}", "priority": "medium", "status": "pending"}
+                   for i in range(int(step["plan_entries"]))]
+        self.emit({"sessionUpdate": "plan", "entries": entries})
+
+    def _after_turn(self, step: JsonObj) -> None:
+        self.after = list(step["after_turn"])
 
     def _request(self, step: JsonObj) -> None:
         params = dict(step.get("params") or {})
@@ -664,7 +692,8 @@ class Turn:
         "wait_cancel": _wait_cancel, "ignore_cancel": _ignore_cancel, "exit": _exit,
         "kill_self": _kill_self, "stderr": _stderr, "raw": _raw, "raw_hex": _raw_hex,
         "respond_id": _respond_id, "stop": _stop, "error": _error, "fail_until": _fail_until,
-        "echo_prompt": _echo_prompt,
+        "echo_prompt": _echo_prompt, "flood": _flood, "plan_entries": _plan_entries,
+        "after_turn": _after_turn,
     }
 
 
@@ -950,6 +979,11 @@ class Agent:
         return self._session_state(self._open(params, mcp_required=False))
 
     def _list(self, params: JsonObj) -> JsonObj:
+        if self.args.list_endless:
+            page = next(self._ids)
+            fake = {"sessionId": f"fake-{page}", "cwd": params.get("cwd") or "/"}
+            return {"sessions": [] if self.args.list_endless == "empty" else [fake],
+                    "nextCursor": "same" if self.args.list_endless == "repeat" else f"c{page}"}
         cwd = params.get("cwd")
         offset = 0 if params.get("cursor") is None else decode_cursor(params["cursor"])
         matching = sorted((s for s in self.store.all() if cwd is None or s.cwd == cwd),
@@ -1023,6 +1057,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--list-page-size", type=int, default=50, metavar="N")
+    parser.add_argument("--list-endless", choices=["empty", "repeat", "fresh"],
+                        help="session/list never ends: empty pages with new cursors, the same "
+                             "cursor again, or one made-up session per page with a new cursor")
     parser.add_argument("--close", action="store_true")
     parser.add_argument("--delete", action="store_true")
     parser.add_argument("--additional-directories", action="store_true")

@@ -1,0 +1,188 @@
+"""Bounds on what the agent can make the client keep. Pure, no I/O.
+
+The agent is untrusted: every list it sends can be a million items long, every string a hundred
+megabytes, every number NaN or 10**4000. The fold keeps what a real turn needs and drops the rest,
+counting what it dropped (`TurnRecord.dropped`), so memory, the saved notebook and the rendering
+stay bounded and the record says what is missing.
+
+The defaults are far above any real turn: a long agentic turn (hundreds of tool calls, a few
+hundred kilobytes of text, a plan of a few dozen steps) uses a few percent of them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+#: Integers beyond a signed 64-bit value are not numbers any JSON reader keeps exactly; they
+#: become null (as NaN and Infinity do).
+MAX_INT = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Per-turn caps (the `limits` option of `connect()`). Text is counted in characters."""
+
+    #: Entries of the plan. Real plans have a few to a few dozen steps.
+    plan_entries: int = 1_000
+    #: Parts (messages, tool calls, permissions, errors, unknown updates) per turn. A long agentic
+    #: turn has a few hundred. Past the cap, text joins the last message of its kind (thought,
+    #: answer): no text is lost, only the interleaving; other parts are dropped.
+    parts: int = 5_000
+    #: Characters of message text (answer, thoughts, user echo together) per turn, and so per
+    #: message. Models write at most a few hundred kilobytes in a turn; 4 Mi characters are about
+    #: a million output tokens. The text is saved about five times (each view and the
+    #: transcript), so this bounds the saved notebook too.
+    text_chars: int = 4 * 1024 * 1024
+    #: Tool calls per turn (updates for calls past the cap are dropped).
+    tool_calls: int = 2_000
+    #: Content items of one tool call.
+    content_items: int = 100
+    #: Characters of one diff (old and new text together): a whole rewritten 2 MB source file.
+    diff_chars: int = 4 * 1024 * 1024
+    #: Characters of any other value the agent sends (a tool call's input or output, an unknown
+    #: update, a content block, a permission request's options...), measured as JSON.
+    value_chars: int = 1024 * 1024
+    #: Characters kept by all the parts of a turn other than message text (tool calls, diffs...).
+    turn_chars: int = 32 * 1024 * 1024
+    #: Items of a session-wide list (commands, config options, modes) and of `session/list`.
+    list_items: int = 1_000
+    #: Updates kept for a session whose id is not known yet (while a session is being opened,
+    #: its first updates may come before the answer is handled), and their characters; updates
+    #: for unknown ids at any other time are dropped and counted.
+    orphan_updates: int = 1_000
+    orphan_chars: int = 4 * 1024 * 1024
+    #: `session/list`: pages requested at most, and sessions kept at most.
+    list_pages: int = 100
+    listed_sessions: int = 10_000
+
+
+DEFAULT_LIMITS = Limits()
+
+
+@dataclass(slots=True)
+class Budget:
+    """What a record (or the records of one `session/load` replay, which share one) may still
+    keep: parts, characters of message text, characters of everything else."""
+
+    parts: int
+    text: int
+    chars: int
+
+    @classmethod
+    def of(cls, limits: Limits) -> Budget:
+        return cls(limits.parts, limits.text_chars, limits.turn_chars)
+
+    @classmethod
+    def ambient(cls, limits: Limits) -> Budget:
+        # Updates outside any turn (late chunks after a cancel, between turns) are few in a real
+        # session; this budget lasts the session's whole life, so it is smaller than a turn's.
+        return cls(
+            min(limits.parts, 1_000),
+            min(limits.text_chars, 1024 * 1024),
+            min(limits.turn_chars, 4 * 1024 * 1024),
+        )
+
+
+def finite(value: Any) -> Any:
+    """`value` if it is a JSON number a reader can keep (finite, at most 64 bits), else None."""
+    if type(value) is float:
+        return value if math.isfinite(value) else None
+    if type(value) is int:
+        return value if -MAX_INT - 1 <= value <= MAX_INT else None
+    return value
+
+
+def token_counts(value: Any, limits: Limits) -> dict[str, Any] | None:
+    """`PromptResponse.usage` (token counts): an object within `value_chars`, where any number
+    that is not a count (negative, fractional, huge, non-finite) becomes None."""
+    if not isinstance(value, dict):
+        return None
+    kept, _ = bounded(value, limits.value_chars)
+    return {
+        k: (v if type(v) is not float and (type(v) is not int or v >= 0) else None)
+        for k, v in kept.items()
+    }
+
+
+def count(value: Any, budget: int) -> int:
+    """The JSON size of `value` in characters (roughly), or more than `budget` once it is over.
+
+    Stops early: cost proportional to `min(size, budget)`, not to the size.
+    """
+    return _measure(value, budget)[0]
+
+
+def bounded(value: Any, budget: int) -> tuple[Any, int]:
+    """A copy of `value` that fits in `budget` characters of JSON, and how many were left out.
+
+    Strings past the budget are cut (with a note of how much), list items and object members
+    past it are dropped; non-finite or huge numbers become None. Within budget, `value` itself
+    is returned (no copy): the common case costs one walk.
+    """
+    size, clean = _measure(value, budget)
+    if size <= budget and clean:
+        return value, 0
+    state = [budget, 0]  # remaining, dropped
+    return _clip(value, state), state[1]
+
+
+def _measure(value: Any, budget: int) -> tuple[int, bool]:
+    """(size, whether every number is one `finite` keeps); stops once the size is over budget."""
+    total = 0
+    clean = True
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            total += len(item) + 2
+        elif kind is dict:
+            total += 2
+            for key, child in item.items():
+                total += len(key) + 4 if type(key) is str else 8
+                stack.append(child)
+        elif kind is list or kind is tuple:
+            total += 2 + len(item)
+            stack.extend(item)
+        else:
+            total += 8
+            if (kind is float or kind is int) and finite(item) is None:
+                clean = False
+        if total > budget:
+            return total, clean
+    return total, clean
+
+
+def _clip(value: Any, state: list[int]) -> Any:
+    kind = type(value)
+    if kind is str:
+        room = max(state[0] - 2, 0)
+        state[0] -= min(len(value), room) + 2
+        if len(value) <= room:
+            return value
+        state[1] += len(value) - room
+        return value[:room] + f"… [{len(value) - room:,} characters dropped]"
+    if kind is dict:
+        out: dict[Any, Any] = {}
+        state[0] -= 2
+        for key, child in value.items():
+            if state[0] <= 0:
+                state[1] += count(child, 1 << 62)
+                continue
+            state[0] -= (len(key) if type(key) is str else 8) + 4
+            out[key] = _clip(child, state)
+        return out
+    if kind is list or kind is tuple:
+        items: list[Any] = []
+        state[0] -= 2
+        for child in value:
+            if state[0] <= 0:
+                state[1] += count(child, 1 << 62)
+                continue
+            state[0] -= 1
+            items.append(_clip(child, state))
+        return items
+    state[0] -= 8
+    return finite(value)
