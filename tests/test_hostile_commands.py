@@ -119,7 +119,8 @@ def test_malformed_config_options_from_session_new(tmp_path: Path) -> None:
     nb = execute([f"%%agent --quiet --agent {agent}\nhello", "%agent status"], tmp_path)
     assert not errors(nb)
     shown = text(nb.cells[1])
-    assert "about 10^400" in shown and "onerror=alert(1)" in shown, shown
+    # Beyond 64 bits the reader gives null (the display's own totality is tested in-process).
+    assert "onerror=alert(1)" in shown and "0" * 30 not in shown, shown
     assert problems_of(nb.cells[1]) == []
 
 
