@@ -36,7 +36,7 @@ page = test_lab.page
 
 AGENT = Path(__file__).parent / "agents" / "hostile_agent.py"
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
 
 TRAP = """
 (() => {
@@ -139,12 +139,12 @@ def shoot(page: Any, name: str) -> None:
 @pytest.fixture(scope="module")
 def hostile_lab(lab: Any) -> Any:
     # Every cell in the DOM (no windowing) and every output shown (JupyterLab hides those past
-    # 50 in a cell), so each output renders, on screen or not.
+    # 50 in a cell; 0 hid them all here), so each output renders, on screen or not.
     root = lab[2]
     settings = root / ".s/@jupyterlab/notebook-extension"
     settings.mkdir(parents=True, exist_ok=True)
     (settings / "tracker.jupyterlab-settings").write_text(
-        '{"windowingMode": "none", "maxNumberOutputs": 0}'
+        '{"windowingMode": "none", "maxNumberOutputs": 100000}'
     )
     return lab
 
@@ -176,7 +176,15 @@ def alone_bundles(nb: Any) -> list[dict[str, str]]:
     return bundles
 
 
-def test_hostile_agent_runs_no_script_in_lab(page: Any, hostile_lab: Any) -> None:
+@pytest.fixture
+def shot_on_failure(page: Any) -> Any:
+    yield
+    shoot(page, "last")
+
+
+def test_hostile_agent_runs_no_script_in_lab(
+    page: Any, hostile_lab: Any, shot_on_failure: None
+) -> None:
     _, _, root = hostile_lab
     log = root / "permissions.jsonl"
     watch = Watch(page)
@@ -193,7 +201,7 @@ def test_hostile_agent_runs_no_script_in_lab(page: Any, hostile_lab: Any) -> Non
         )
         cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
         buttons = cell.locator("button.acpnb-permission-option")
-        buttons.first.wait_for(timeout=120_000)
+        buttons.first.wait_for(timeout=300_000)
         ran += watch.ran(f"pending-{cls}")
         assert buttons.count() == 3
         assert cell.locator(".acpnb-running").count() == 1
