@@ -217,7 +217,7 @@ def _project_styles() -> frozenset[str]:
 class _Inspector(HTMLParser):
     def __init__(self, source: str, styles: frozenset[str]) -> None:
         super().__init__(convert_charrefs=True)
-        self._lines = source.splitlines(keepends=True)
+        self._lines = source.split("\n")  # as HTMLParser counts lines (not at U+2028)
         self.problems: list[str] = []
         self._styles = styles
         self._stack: list[str] = []
@@ -257,7 +257,7 @@ class _Inspector(HTMLParser):
     def _context(self) -> str:
         """The source from the current tag on: a finding names what follows (a script body)."""
         line, col = self.getpos()
-        return ("".join(self._lines[line - 1 : line + 3])[col:])[:300]
+        return ("\n".join(self._lines[line - 1 : line + 3])[col:])[:300]
 
     def _element(self, tag: str, attrs: list[tuple[str, str | None]], raw: str) -> None:
         raw = self._context() or raw
@@ -327,7 +327,8 @@ def findings(bundle: dict[str, Any]) -> list[str]:
 
 def payload_ids(problems: list[str]) -> list[str]:
     """The ids of the payloads named in these problems (where the payload's script survived)."""
-    return sorted({m.group(1) for p in problems for m in _PWNED_ID.finditer(p)})
+    # The first id after the offending tag is its payload's; later ones are the text around it.
+    return sorted({m.group(1) for p in problems if (m := _PWNED_ID.search(p)) is not None})
 
 
 def assert_inert(bundle: dict[str, Any], where: str = "") -> None:

@@ -123,6 +123,7 @@ def test_hostile_agent_cannot_script_the_page(cls: str, tmp_path: Path) -> None:
     ), decisions
 
     bundles = displayed(nb, client)
+    print(f"[hostile] {cls}: {len(bundles)} displays checked")
     assert len(bundles) > 4 * len(ids)
     leaks: dict[str, list[str]] = {}
     for where, bundle in bundles:
