@@ -115,6 +115,8 @@ _SPANS = [
     "line\r<script>{js}</script>\r",
     "x\u2028<img src=x onerror={js}>",
     "&lt;img src=x onerror={js}&gt;",
+    "`x\\|<img src=x onerror={js}>`",
+    "`|<img src=x onerror={js}>|`",
 ]
 _ATTRS = [
     '" onmouseover={js} x="',
