@@ -307,8 +307,25 @@ def html_problems(html: str) -> list[str]:
     return inspector.problems
 
 
+# In a table row marked splits cells at a pipe after an even number of backslashes (`\\|` is an
+# escaped backslash, then a separator), where markdown-it-py sees an escaped pipe.
+_EVEN_SLASHES_PIPE = re.compile(r"(?<!\\)((?:\\\\)+)\|")
+
+
+def _as_marked_splits_cells(markdown: str) -> str:
+    return "\n".join(
+        _EVEN_SLASHES_PIPE.sub(r"\1 |", line) if line.lstrip().startswith("|") else line
+        for line in markdown.split("\n")
+    )
+
+
 def markdown_problems(markdown: str) -> list[str]:
-    return html_problems(_markdown_renderer().render(markdown))
+    renderer = _markdown_renderer()
+    problems = html_problems(renderer.render(markdown))
+    marked = _as_marked_splits_cells(markdown)
+    if marked != markdown:
+        problems += [p for p in html_problems(renderer.render(marked)) if p not in problems]
+    return problems
 
 
 def findings(bundle: dict[str, Any]) -> list[str]:
