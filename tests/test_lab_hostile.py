@@ -1,106 +1,244 @@
-"""A hostile agent's strings in `%agent status` and `%agent sessions`, rendered by JupyterLab.
+"""A hostile agent cannot run script in JupyterLab: what a browser actually runs.
 
-The same payloads as tests/test_hostile_commands.py (each calls `alert(1)` if it runs), shown in
-a real JupyterLab in headless Chromium. A last cell shows HTML whose handler calls
-`alert('control')`: trusted output runs it, so the page's dialogs prove the detection works, and
-it must be the only dialog. Skipped like tests/test_lab.py without a browser.
+The notebook of tests/test_hostile.py, for every payload class at once, in JupyterLab in headless
+Chromium: full turns, a light turn per payload (session title, mode, config options, currency)
+with `%agent status` after each, `%agent sessions`, turns with a hostile stop reason and error,
+a chat widget, and a permission request per class. Every payload, if it ran, sets
+`window.__acp_pwned` (an init script records each set, in every frame, in `__acp_hits`), and any
+alert/confirm/prompt is recorded by `page.on("dialog")`. Checked after the run, after displaying
+each saved output's `text/markdown` alone and its `text/html` alone, and after reopening both
+saved notebooks (JupyterLab trusts them: their outputs render unsanitised again). A permission
+request stays pending until the test clicks Reject: the agent logs what it was answered.
+Screenshots: test-artifacts/lab-hostile-*.png.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
 
+import nbformat
 import pytest
 
-from tests.markup_check import PAYLOADS
-from tests.nb_util import scripted
-from tests.test_lab import browser_ok, lab, open_and_run, output, page, shoot  # noqa: F401
+from tests import test_lab
+from tests.hostile_payloads import CLASSES, by_class
+from tests.nb_util import new_nb
+from tests.test_lab import ARTIFACTS, READY, output
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+# The JupyterLab server and the browser page of tests/test_lab.py (a private server per module).
+browser_ok = test_lab.browser_ok
+lab = test_lab.lab
+page = test_lab.page
 
-# A lone surrogate fails a whole display on main (it cannot be encoded): kept out of the cells
-# that show the markup payloads together, so they are rendered and tried.
-MARKUP = [p for p in PAYLOADS if "\ud800" not in p]
+AGENT = Path(__file__).parent / "agents" / "hostile_agent.py"
 
-CONTROL = (
-    "from IPython.display import HTML\n"
-    'HTML(\'<img src="x-control" onerror="alert(&quot;control&quot;)">\')'
-)
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
+
+TRAP = """
+(() => {
+  if (window !== window.top) return;  // frames set top.__acp_pwned: one trap, in the page
+  window.__acp_hits = [];
+  let value;
+  Object.defineProperty(window, '__acp_pwned', {configurable: false,
+    get() { return value; },
+    set(v) { value = v; window.__acp_hits.push(String(v)); }});
+})();
+"""
+
+# Rendering done: every image loaded or failed (an onerror has been queued), then one task and
+# one frame later every handler queued by that rendering has run.
+SETTLED = "() => Array.from(document.images).every(i => i.complete)"
+TICK = "() => new Promise(r => setTimeout(() => requestAnimationFrame(() => r(true)), 0))"
 
 
-def test_agent_strings_run_no_script_in_lab(page, lab) -> None:  # noqa: F811
+def agent_argv(cls: str, log: Path) -> list[str]:
+    return [sys.executable, str(AGENT), "--payloads", cls, "--log", str(log)]
+
+
+def agent_line(cls: str, log: Path) -> str:
+    return shlex.quote(shlex.join(agent_argv(cls, log)))
+
+
+def guarded(magic: str, line: str, body: str) -> str:
+    """A turn that fails, run so that Run All goes on: the traceback is still shown."""
+    return (
+        f"try:\n    await get_ipython().run_cell_magic({magic!r}, {line!r}, {body!r})\n"
+        "except Exception:\n    get_ipython().showtraceback()"
+    )
+
+
+def hostile_cells(log: Path) -> list[str]:
+    cells = ["%config AcpNotebook.terminal = True"]
+    for cls in CLASSES:
+        agent = agent_line(cls, log)
+        line = f"--agent {agent} --session {cls}"
+        cells += [
+            f"%%agent {line}\nturn 0",
+            "from IPython.display import display\n"
+            f"for k in range({len(by_class(cls))}):\n"
+            f"    display(await get_ipython().run_cell_magic('agent', {line + ' -q'!r}, "
+            "f'title {k}'))\n"
+            f"    await get_ipython().run_line_magic('agent', 'status -s {cls}')",
+            f"%agent sessions -a {agent}",
+            guarded("agent", line, "stop 1"),
+            guarded("agent", line, "fail 2"),
+            "import acp_notebook\n"
+            "from acp_notebook.widgets.chat import ChatWidget\n"
+            f"async with acp_notebook.connect({agent_argv(cls, log)!r}) as c:\n"
+            "    chat = ChatWidget(await c.new_session())\n"
+            "    display(chat.box)\n"
+            "    for prompt in ('turn 0', 'title 4', 'fail 5'):\n"
+            "        await chat.send(prompt)",
+        ]
+    for cls in CLASSES:  # last: each waits for the test to click
+        cells += [
+            f"%%agent --agent {agent_line(cls, log)} --session {cls}\npermission 3",
+            f"%agent status -s {cls}",
+        ]
+    return [*cells, "print('HOSTILE-DONE')"]
+
+
+class Watch:
+    """Scripts that ran (the trap's hits) and dialogs that opened, per page load."""
+
+    def __init__(self, page: Any) -> None:
+        self.page = page
+        self.dialogs: list[str] = []
+        page.add_init_script(TRAP)
+        page.on("dialog", self._dialog)
+
+    def _dialog(self, dialog: Any) -> None:
+        self.dialogs.append(f"{dialog.type}: {dialog.message}")
+        dialog.dismiss()
+
+    def ran(self, step: str) -> list[str]:
+        self.page.wait_for_function(SETTLED)
+        self.page.evaluate(TICK)
+        # Each payload once, with how often it ran (live redraws render the same text again).
+        hits = [
+            f"{pid} x{n}"
+            for pid, n in sorted(
+                Counter(self.page.evaluate("() => window.__acp_hits || []")).items()
+            )
+        ]
+        shoot(self.page, step)
+        dialogs, self.dialogs = self.dialogs, []
+        print(f"[lab-hostile] {step}: scripts ran {hits}, dialogs {dialogs}")
+        return [f"{step}: {h}" for h in hits] + [f"{step}: dialog {d}" for d in dialogs]
+
+
+def shoot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"lab-hostile-{name}.png"), full_page=True)
+
+
+@pytest.fixture(scope="module")
+def hostile_lab(lab: Any) -> Any:
+    # Every cell in the DOM (no windowing) and every output shown (JupyterLab hides those past
+    # 50 in a cell; 0 hid them all here), so each output renders, on screen or not.
     root = lab[2]
-    # Every cell rendered, not only those in view: an output never drawn runs nothing either.
-    tracker = root / ".s/@jupyterlab/notebook-extension"
-    tracker.mkdir(parents=True, exist_ok=True)
-    (tracker / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
-    state = root / "hostile-state"
-    state.mkdir(exist_ok=True)
-    for i, payload in enumerate(MARKUP):
-        entry = {
-            "sessionId": payload,
-            "cwd": payload,
-            "title": payload,
-            "updatedAt": f"2026-01-01T00:00:{i:02d}Z {payload}",
-        }
-        (state / f"s{i}.json").write_text(json.dumps(entry), encoding="utf-8")
-    lister = scripted("--list", "--state-dir", str(state))
-    options = [
-        {
-            "id": f"o{i}-{p}",
-            "name": p,
-            "type": "select",
-            "currentValue": p,
-            "options": [{"value": p, "name": p}],
-        }
-        for i, p in enumerate(MARKUP)
-    ]
-    settings = [
-        {"update": {"sessionUpdate": "config_option_update", "configOptions": options}},
-        {
-            "update": {
-                "sessionUpdate": "usage_update",
-                "used": 5,
-                "size": 10,
-                "cost": {"amount": 1, "currency": PAYLOADS[9]},
-            }
-        },
-    ]
-    titles = (
-        "import json\n"
-        "ip = get_ipython()\n"
-        "for P in PAYLOADS:\n"
-        "    steps = [{'update': {'sessionUpdate': 'session_info_update', 'title': P}}]\n"
-        f"    await ip.run_cell_magic('agent', '--quiet --agent ' + {scripted()!r},\n"
-        "                            '#script ' + json.dumps(steps))\n"
-        "    await ip.run_line_magic('agent', 'status')\n"
+    settings = root / ".s/@jupyterlab/notebook-extension"
+    settings.mkdir(parents=True, exist_ok=True)
+    (settings / "tracker.jupyterlab-settings").write_text(
+        '{"windowingMode": "none", "maxNumberOutputs": 100000}'
     )
-    dialogs: list[str] = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    open_and_run(
-        page,
-        lab,
-        "hostile.ipynb",
-        f"%%agent --quiet --new --agent {scripted('--modes')}\n#script {json.dumps(settings)}",
-        "%agent status",
-        f"%agent sessions --agent {lister}",
-        f"PAYLOADS = {PAYLOADS!r}",
-        titles,
-        CONTROL,
+    return lab
+
+
+def open_nb(page: Any, lab: Any, name: str, *, run: bool) -> None:
+    base, token, _ = lab
+    page.goto(f"{base}/doc/tree/{name}?token={token}&reset")
+    page.wait_for_function(READY, timeout=60_000)
+    if run:  # not awaited: a command that waits for a kernel dialog would hang page.evaluate
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+
+def save(page: Any) -> None:
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty")
+
+
+def alone_bundles(nb: Any) -> list[dict[str, str]]:
+    """Each saved Markdown and HTML output on its own, once."""
+    seen: set[tuple[str, str]] = set()
+    bundles = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            for mime in ("text/markdown", "text/html"):
+                value = out.get("data", {}).get(mime)
+                if isinstance(value, str) and (mime, value) not in seen:
+                    seen.add((mime, value))
+                    bundles.append({mime: value})
+    return bundles
+
+
+@pytest.fixture
+def shot_on_failure(page: Any) -> Any:
+    yield
+    shoot(page, "last")
+
+
+def test_hostile_agent_runs_no_script_in_lab(
+    page: Any, hostile_lab: Any, shot_on_failure: None
+) -> None:
+    _, _, root = hostile_lab
+    log = root / "permissions.jsonl"
+    watch = Watch(page)
+    cells = hostile_cells(log)
+    nbformat.write(new_nb(*cells), root / "hostile.ipynb")
+    open_nb(page, hostile_lab, "hostile.ipynb", run=True)
+
+    ran: list[str] = []
+    for n, cls in enumerate(CLASSES):
+        # The request waits for a person: nothing clicked Allow (the buttons and the running
+        # turn are still there, and the agent has no answer), then the test rejects it.
+        index = next(
+            i for i, c in enumerate(cells) if c.endswith("permission 3") and f"--session {cls}" in c
+        )
+        cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
+        buttons = cell.locator("button.acpnb-permission-option")
+        buttons.first.wait_for(timeout=300_000)
+        ran += watch.ran(f"pending-{cls}")
+        assert buttons.count() == 3
+        assert cell.locator(".acpnb-running").count() == 1
+        assert not log.exists() or len(log.read_text().splitlines()) == n
+        buttons.filter(has_text="Reject").click()
+    output(page, len(cells) - 1).filter(has_text="HOSTILE-DONE").wait_for(timeout=120_000)
+    ran += watch.ran("run")
+    decisions = [json.loads(line)["outcome"] for line in log.read_text().splitlines()]
+    assert [d.get("optionId") for d in decisions] == ["reject"] * len(CLASSES), decisions
+    save(page)
+
+    # Each saved Markdown and HTML output alone: no surrounding record to lean on.
+    saved = nbformat.read(root / "hostile.ipynb", as_version=4)
+    bundles = alone_bundles(saved)
+    assert len(bundles) > 100
+    (root / "bundles.json").write_text(json.dumps(bundles))
+    nbformat.write(
+        new_nb(
+            "import json\nfrom IPython.display import display\n"
+            "for b in json.load(open('bundles.json')):\n"
+            "    display(b, raw=True)\n"
+            "print('ALONE-DONE')"
+        ),
+        root / "alone.ipynb",
     )
-    # The control cell runs last, unless Run All stopped at an error.
-    page.wait_for_function(
-        "() => document.querySelectorAll('.jp-Notebook .jp-Cell')[5]"
-        "?.querySelector('.jp-OutputArea img') || document.querySelector("
-        "'.jp-Notebook [data-mime-type=\"application/vnd.jupyter.stderr\"]')",
-        timeout=180_000,
-    )
-    page.wait_for_load_state("networkidle")
-    shoot(page, "hostile")
-    assert [d for d in dialogs if d != "control"] == [], dialogs  # no agent script ran
-    failed = page.locator('.jp-Notebook [data-mime-type="application/vnd.jupyter.stderr"]')
-    assert failed.count() == 0, failed.first.inner_text()
-    assert dialogs == ["control"], dialogs  # and the detection works
-    output(page, 2).locator("table").wait_for()
-    assert "onerror=alert(1)" in output(page, 1).first.inner_text()  # shown, as text
-    assert "onerror=alert(1)" in output(page, 4).nth(1).inner_text()
+    open_nb(page, hostile_lab, "alone.ipynb", run=True)
+    try:
+        page.locator(".jp-OutputArea-output", has_text="ALONE-DONE").wait_for(timeout=300_000)
+    finally:
+        shoot(page, "alone-end")
+        print("outputs shown:", page.locator(".jp-OutputArea-output").count(), "of", len(bundles))
+    ran += watch.ran("alone")
+    save(page)
+
+    # Reopened: both notebooks are trusted now, their outputs render as they were.
+    for name, marker in (("alone.ipynb", "ALONE-DONE"), ("hostile.ipynb", "HOSTILE-DONE")):
+        open_nb(page, hostile_lab, name, run=False)
+        page.locator(".jp-OutputArea-output", has_text=marker).wait_for()
+        ran += watch.ran(f"reopened-{name.partition('.')[0]}")
+    assert not ran, f"script ran in JupyterLab ({len(ran)}):\n" + "\n".join(ran)

@@ -1,0 +1,106 @@
+"""A hostile agent's strings in `%agent status` and `%agent sessions`, rendered by JupyterLab.
+
+The same payloads as tests/test_hostile_commands.py (each calls `alert(1)` if it runs), shown in
+a real JupyterLab in headless Chromium. A last cell shows HTML whose handler calls
+`alert('control')`: trusted output runs it, so the page's dialogs prove the detection works, and
+it must be the only dialog. Skipped like tests/test_lab.py without a browser.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.markup_check import PAYLOADS
+from tests.nb_util import scripted
+from tests.test_lab import browser_ok, lab, open_and_run, output, page, shoot  # noqa: F401
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+
+# A lone surrogate fails a whole display on main (it cannot be encoded): kept out of the cells
+# that show the markup payloads together, so they are rendered and tried.
+MARKUP = [p for p in PAYLOADS if "\ud800" not in p]
+
+CONTROL = (
+    "from IPython.display import HTML\n"
+    'HTML(\'<img src="x-control" onerror="alert(&quot;control&quot;)">\')'
+)
+
+
+def test_agent_strings_run_no_script_in_lab(page, lab) -> None:  # noqa: F811
+    root = lab[2]
+    # Every cell rendered, not only those in view: an output never drawn runs nothing either.
+    tracker = root / ".s/@jupyterlab/notebook-extension"
+    tracker.mkdir(parents=True, exist_ok=True)
+    (tracker / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
+    state = root / "hostile-state"
+    state.mkdir(exist_ok=True)
+    for i, payload in enumerate(MARKUP):
+        entry = {
+            "sessionId": payload,
+            "cwd": payload,
+            "title": payload,
+            "updatedAt": f"2026-01-01T00:00:{i:02d}Z {payload}",
+        }
+        (state / f"s{i}.json").write_text(json.dumps(entry), encoding="utf-8")
+    lister = scripted("--list", "--state-dir", str(state))
+    options = [
+        {
+            "id": f"o{i}-{p}",
+            "name": p,
+            "type": "select",
+            "currentValue": p,
+            "options": [{"value": p, "name": p}],
+        }
+        for i, p in enumerate(MARKUP)
+    ]
+    settings = [
+        {"update": {"sessionUpdate": "config_option_update", "configOptions": options}},
+        {
+            "update": {
+                "sessionUpdate": "usage_update",
+                "used": 5,
+                "size": 10,
+                "cost": {"amount": 1, "currency": PAYLOADS[9]},
+            }
+        },
+    ]
+    titles = (
+        "import json\n"
+        "ip = get_ipython()\n"
+        "for P in PAYLOADS:\n"
+        "    steps = [{'update': {'sessionUpdate': 'session_info_update', 'title': P}}]\n"
+        f"    await ip.run_cell_magic('agent', '--quiet --agent ' + {scripted()!r},\n"
+        "                            '#script ' + json.dumps(steps))\n"
+        "    await ip.run_line_magic('agent', 'status')\n"
+    )
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    open_and_run(
+        page,
+        lab,
+        "hostile.ipynb",
+        f"%%agent --quiet --new --agent {scripted('--modes')}\n#script {json.dumps(settings)}",
+        "%agent status",
+        f"%agent sessions --agent {lister}",
+        f"PAYLOADS = {PAYLOADS!r}",
+        titles,
+        CONTROL,
+    )
+    # The control cell runs last, unless Run All stopped at an error.
+    page.wait_for_function(
+        "() => document.querySelectorAll('.jp-Notebook .jp-Cell')[5]"
+        "?.querySelector('.jp-OutputArea img') || document.querySelector("
+        "'.jp-Notebook [data-mime-type=\"application/vnd.jupyter.stderr\"]')",
+        timeout=180_000,
+    )
+    page.wait_for_load_state("networkidle")
+    shoot(page, "hostile")
+    assert [d for d in dialogs if d != "control"] == [], dialogs  # no agent script ran
+    failed = page.locator('.jp-Notebook [data-mime-type="application/vnd.jupyter.stderr"]')
+    assert failed.count() == 0, failed.first.inner_text()
+    assert dialogs == ["control"], dialogs  # and the detection works
+    output(page, 2).locator("table").wait_for()
+    assert "onerror=alert(1)" in output(page, 1).first.inner_text()  # shown, as text
+    assert "onerror=alert(1)" in output(page, 4).nth(1).inner_text()
