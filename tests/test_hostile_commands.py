@@ -130,6 +130,7 @@ def test_hostile_numbers_in_status(tmp_path: Path) -> None:
         {"used": 1, "size": 10**400},
         {"used": 10**400, "size": 10**399, "cost": {"amount": 1e308, "currency": "USD"}},
         {"used": 5, "size": 0, "cost": {"amount": -1e-300, "currency": "$"}},
+        {"used": 2**63 - 1, "size": 1000, "cost": {"amount": 1e15, "currency": "USD"}},
     ]
     cells = ["%%agent --quiet --agent " + scripted() + "\nhello"]
     for usage in usages:
@@ -144,9 +145,12 @@ def test_hostile_numbers_in_status(tmp_path: Path) -> None:
     nb = execute(cells, tmp_path)
     assert not errors(nb)  # it used to raise OverflowError
     statuses = [text(nb.cells[i]) for i in range(2, len(cells), 2)]
-    assert "context: about 10^400 / 1 tokens" in statuses[0], statuses[0]
-    assert "context: 1 / about 10^400 tokens (0%)" in statuses[1], statuses[1]
-    assert "(1000%)" in statuses[2] and "cost 1e+308 USD" in statuses[2], statuses[2]
+    # Beyond 64 bits, negative, or a cost past 1e15: the client keeps such an update as an
+    # unknown one, not as the usage (tests/test_limits.py), so the status shows no context line.
+    for status in statuses[:4]:
+        assert "context:" not in status and "0" * 30 not in status, status
+    # The largest numbers the client does adopt still format, with a percentage over 100.
+    assert "context: " in statuses[4] and "%)" in statuses[4], statuses[4]
     for cell in nb.cells[2::2]:
         assert problems_of(cell) == []
         for out in cell.get("outputs", []):
