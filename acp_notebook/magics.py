@@ -161,8 +161,10 @@ class AcpNotebook(Magics):
 
     async def _run_cell(self, args: argparse.Namespace, body: str) -> Any:
         from .notebook import session_cell
+        from .notebook.publish import guarded
 
-        return await session_cell.run(self, args, body)
+        # Errors quote the agent (its error message, its stderr): they leave masked.
+        return await guarded(session_cell.run(self, args, body))
 
     # -- %agent ----------------------------------------------------------------------------------
 
@@ -170,8 +172,9 @@ class AcpNotebook(Magics):
     def agent_line(self, line: str) -> Coroutine[Any, Any, Any]:
         """%agent [list|status|sessions|resume|load|mode|config|stop|restart|close|help] ..."""
         from .notebook import commands
+        from .notebook.publish import guarded
 
-        return commands.run(self, line)
+        return guarded(commands.run(self, line))
 
 
 def _parse(parser: _Parser, line: str) -> argparse.Namespace:

@@ -12,6 +12,7 @@ from IPython.display import display
 from ..config import ConfigError
 from ..errors import AcpError
 from ..render.mdsafe import inline
+from . import publish
 from .cell import start_error_message
 from .runtime import NamedSession
 
@@ -94,7 +95,7 @@ def _code(value: Any) -> str:
 
 def _md(text: str) -> None:
     # The Markdown is also the plain text: it reads well in a terminal or a diff of the notebook.
-    display({"text/markdown": text, "text/plain": text}, raw=True)
+    publish.show({"text/markdown": text, "text/plain": text})  # masked: agent text in it
 
 
 async def _list(magics: AcpNotebook, args: argparse.Namespace) -> None:
@@ -146,7 +147,7 @@ async def _status(magics: AcpNotebook, args: argparse.Namespace) -> None:
     lines.append(f"- turns: {len(session.history)}"
                  + (" (one running)" if session.running else ""))
     _md("\n".join(lines))
-    magics.user_ns["_agent_status"] = status  # the same facts as data
+    magics.user_ns["_agent_status"] = publish.REDACTOR.obj(status)  # the same facts as data
 
 
 async def _client(magics: AcpNotebook, args: argparse.Namespace) -> Any:
@@ -169,7 +170,7 @@ async def _sessions(magics: AcpNotebook, args: argparse.Namespace) -> None:
         cells = (s.get("sessionId"), s.get("title") or "", s.get("updatedAt") or "", s.get("cwd"))
         rows.append("| " + " | ".join(_s(c).replace("|", "\\|") for c in cells) + " |")
     _md("\n".join(rows) if sessions else f"`{spec.name}` has no stored sessions.")
-    magics.user_ns["_agent_sessions"] = sessions  # the same list as data
+    magics.user_ns["_agent_sessions"] = publish.REDACTOR.obj(sessions)  # the same, as data
 
 
 async def _open(magics: AcpNotebook, args: argparse.Namespace, how: str) -> None:
@@ -195,7 +196,7 @@ async def _open(magics: AcpNotebook, args: argparse.Namespace, how: str) -> None
             transcript = {**record_transcript(record, session), "success": True,
                           "stopReason": "end_turn", "note": "replayed history"}
             transcript.pop("duration")  # the replay's timing says nothing about the turn
-            display(render_bundle(redact(transcript)), raw=True)
+            publish.show(render_bundle(redact(transcript)))
 
 
 async def _resume(magics: AcpNotebook, args: argparse.Namespace) -> None:

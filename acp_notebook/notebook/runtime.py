@@ -21,7 +21,8 @@ from typing import Any
 from ..client.client import Client, connect
 from ..client.session import Session
 from ..config import AgentSpec
-from ..protocol.redact import Redactor, secret_values
+from ..protocol.redact import secret_values
+from .publish import REDACTOR, install_log_mask
 
 
 class AgentHost:
@@ -95,8 +96,10 @@ class Runtime:
         self.hosts: dict[str, AgentHost] = {}
         self.sessions: dict[str, NamedSession] = {}
         self.last_session: str | None = None  # what %agent status/stop mean without --session
-        # Everything this kernel shows or saves of a turn passes through it.
-        self.redactor = Redactor(secret_values(os.environ))
+        # Everything this kernel shows or saves passes through it (see publish.py); it reads
+        # os.environ anew at each use, so a key a cell sets later is masked too.
+        self.redactor = REDACTOR
+        install_log_mask()
         _RUNTIMES.add(self)
 
     async def client(self, spec: AgentSpec, options: dict[str, Any]) -> Client:

@@ -6,11 +6,11 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
-from IPython.display import Markdown, display
 
 from ..config import AgentSpec, ConfigError
 from ..errors import AcpError, PromptError
 from ..protocol.result import TurnResult
+from . import publish
 from .cell import (
     CellOptions,
     TurnFailed,
@@ -74,7 +74,7 @@ async def run(magics: AcpNotebook, args: argparse.Namespace, body: str) -> Any:
         from ..widgets.controls import TurnControls
 
         label = f"{spec.name} · session {session.id[:12]} · running…"
-        controls = TurnControls(lambda: _spawn(turn.cancel()), label)
+        controls = TurnControls(lambda: _spawn(turn.cancel()), label, magics.runtime.redactor)
     # The note is its own line above (see below), not repeated in the live footer.
     view = LiveView(session, turn, max_rate=magics.max_update_rate, controls=controls,
                     show=not opts.quiet, redactor=magics.runtime.redactor,
@@ -83,7 +83,7 @@ async def run(magics: AcpNotebook, args: argparse.Namespace, body: str) -> Any:
     # (the cell's value shows the record, and the renderers do not draw the transcript's "note"),
     # so this line is the only place a saved notebook tells that the demo agent answered.
     if note:
-        display(Markdown(f"*{note}*"))
+        publish.show(publish.text(f"*{note}*"))
     view.start()
     timeout = opts.timeout if opts.timeout is not None else (magics.timeout or None)
 

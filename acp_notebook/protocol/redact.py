@@ -1,19 +1,55 @@
-"""Keep secrets out of what is shown and saved: API keys in the agent's environment.
+"""Keep secrets out of what is shown and saved: API keys in the environment and the agent's.
 
-An agent may echo its environment (a terminal running `env`, a stack trace on stderr). Values of
-variables whose names look secret are replaced before text reaches a cell, a saved notebook, a
-transcript or an error message.
+An agent may echo its environment (a terminal running `env`, a stack trace on stderr, a hostile
+agent on purpose). Values of variables whose names look secret are replaced before text reaches a
+cell, a saved notebook, a transcript, a widget or an error message.
+
+What is masked, for each secret value of at least `MIN_SECRET_LENGTH` characters:
+
+- the value itself, and any run of at least `prefix_length(len)` characters that equals its start
+  (a truncated echo such as the first 20 characters is a leak too);
+- the value as the page or a file may spell it: each punctuation or non-ASCII character may be
+  percent-encoded (`%2F`, `+` for a space), JSON-escaped (`\\/`, `\\u00e9`), an HTML entity
+  (`&amp;`, `&#47;`) or Markdown-escaped (`\\-`), in any mix;
+- its base64 (standard and URL-safe alphabets, at the three alignments it can have inside a
+  longer base64 text, as in `Basic dXNlcjprZXk=`).
+
+With `live=True` (a turn still streaming), a text that ends with the start of a secret loses that
+end until the next redraw: the next chunk may complete the key, and a prefix shown now would stay
+in the live view. The final record masks the joined text of each part, so a key split across
+chunks is one key again there.
+
+The secret set is re-read from the environment at each call (`os.environ` as it is now: a cell may
+have run `load_dotenv()` since the kernel started). Re-reading costs one pass over the variables'
+names; the pattern, one compiled `re` alternation, is rebuilt only when the set grows. Masking is
+one `re.sub` over the text, linear in its length. Secrets are never forgotten: a key removed from
+the environment may still be known to an agent started before.
+
+A hostile agent that knows a key can always spell it in some other way (reversed, in pieces
+shorter than the prefix length): masking stops echoes and the usual encodings, not an agent that
+means to exfiltrate; the key must not be given to an agent that should not have it.
 """
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION_ID", re.I)
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASS|CREDENTIAL|AUTH|COOKIE|SESSION_ID|PRIVATE"
+                         r"|_PAT$", re.I)
 MIN_SECRET_LENGTH = 8  # shorter values ("1", "true") would blank out ordinary text
 MASK = "[redacted]"
+# A prefix this long is masked. Public key prefixes ("sk-ant-api03-", 13 characters; "github_pat_",
+# 11) carry no secret and appear in ordinary text (documentation, error messages): 16 characters
+# of a real key include at least a few of its random ones. A shorter secret is masked from two
+# thirds of its length on, never below MIN_SECRET_LENGTH (8 characters of an ordinary word would
+# be blanked everywhere: "password" is 8).
+PREFIX_LENGTH = 16
+# Longest spelling of one character by the encodings above ("&#x0000e9;" is 10): the window at
+# the end of a live text searched for the start of a secret.
+_MAX_UNIT = 12
 
 
 def secret_values(env: Mapping[str, str | None]) -> set[str]:
@@ -21,34 +57,170 @@ def secret_values(env: Mapping[str, str | None]) -> set[str]:
             if v and SECRET_NAME.search(k) and len(v) >= MIN_SECRET_LENGTH}
 
 
+class _EnvironScan:
+    """The secret values of a live environment, read cheaply enough to do at every output.
+
+    Only the values of secret-looking names are read: reading `os.environ.items()` decodes every
+    value (about 380 us for 36 variables here), the names alone with a cache of which look
+    secret about 15 us.
+    """
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self.environ = environ
+        self._secret_name: dict[str, bool] = {}
+
+    def values(self) -> list[str]:
+        looks = self._secret_name
+        if len(looks) > 4096:  # names come and go (a loop setting variables): stay bounded
+            looks.clear()
+        out = []
+        for name in self.environ:
+            secret = looks.get(name)
+            if secret is None:
+                secret = looks[name] = bool(SECRET_NAME.search(name))
+            if secret:
+                value = self.environ.get(name)
+                if value and len(value) >= MIN_SECRET_LENGTH:
+                    out.append(value)
+        return out
+
+
+def prefix_length(length: int) -> int:
+    """How many leading characters of a secret of `length` characters are masked as a leak."""
+    two_thirds = -(-2 * length // 3)
+    return min(length, max(MIN_SECRET_LENGTH, min(PREFIX_LENGTH, two_thirds)))
+
+
 class Redactor:
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
-        self._secrets: list[str] = []
+    """Masks known secrets; `environ` (e.g. `os.environ`) is re-read at every call."""
+
+    def __init__(self, secrets: Iterable[str] = (), *,
+                 environ: Mapping[str, str] | None = None) -> None:
+        self._secrets: set[str] = set()
+        self._environ = _EnvironScan(environ) if environ is not None else None
+        self._pattern: re.Pattern[str] | None = None
+        self._tail: re.Pattern[str] | None = None
+        self._window = 0
+        self._anchors: tuple[str, ...] | None = None
         self.add(secrets)
 
+    @property
+    def secrets(self) -> frozenset[str]:
+        return frozenset(self._secrets)
+
     def add(self, secrets: Iterable[str]) -> None:
-        merged = set(self._secrets) | {s for s in secrets if len(s) >= MIN_SECRET_LENGTH}
-        # Longest first, so a secret containing another is masked whole.
-        self._secrets = sorted(merged, key=len, reverse=True)
+        new = {s for s in secrets if len(s) >= MIN_SECRET_LENGTH}
+        if new <= self._secrets:
+            return
+        new -= self._secrets
+        if new:
+            self._secrets |= new
+            self._compile()
+
+    def refresh(self) -> None:
+        """Pick up secrets added to the environment since the last call."""
+        if self._environ is not None:
+            self.add(self._environ.values())
 
     def __bool__(self) -> bool:
+        self.refresh()
         return bool(self._secrets)
 
-    def text(self, value: str) -> str:
-        for secret in self._secrets:
-            if secret in value:
-                value = value.replace(secret, MASK)
-        return value
+    def text(self, value: str, *, live: bool = False) -> str:
+        self.refresh()
+        return self._text(value, live)
 
-    def obj(self, value: Any) -> Any:
+    def obj(self, value: Any, *, live: bool = False) -> Any:
         """A copy of a JSON-like value with every string redacted (unchanged parts shared)."""
-        if not self._secrets:
+        self.refresh()
+        if self._pattern is None:
             return value
+        return self._obj(value, live)
+
+    def _obj(self, value: Any, live: bool) -> Any:
         if isinstance(value, str):
-            return self.text(value)
+            return self._text(value, live)
         if isinstance(value, dict):
-            return {self.text(k) if isinstance(k, str) else k: self.obj(v)
+            return {self._text(k, False) if isinstance(k, str) else k: self._obj(v, live)
                     for k, v in value.items()}
         if isinstance(value, list | tuple):
-            return [self.obj(v) for v in value]
+            return [self._obj(v, live) for v in value]
         return value
+
+    def _text(self, value: str, live: bool) -> str:
+        if self._pattern is None:
+            return value
+        # Each masked run holds its secret's anchor (a few plain characters of its start): a text
+        # with none of them, nearly every text, is left without running the pattern.
+        if self._anchors is None or any(a in value for a in self._anchors):
+            value = self._pattern.sub(MASK, value)
+        if live and self._tail is not None:
+            start = max(0, len(value) - self._window)
+            match = self._tail.search(value, start)
+            if match is not None:
+                value = value[:match.start()]
+        return value
+
+    def _compile(self) -> None:
+        forms = sorted({f for s in self._secrets for f in _forms(s)}, key=len, reverse=True)
+        # Longest first: at one position the first branch that matches wins, so a secret that
+        # contains another is masked whole.
+        self._pattern = re.compile("|".join(_prefix_pattern(f, prefix_length(len(f)))
+                                            for f in forms))
+        self._tail = re.compile("(?:" + "|".join(_prefix_pattern(f, 1) for f in forms) + r")\Z")
+        self._window = max(len(f) for f in forms) * _MAX_UNIT
+        anchors = [_anchor(f[:prefix_length(len(f))]) for f in forms]
+        self._anchors = None if "" in anchors else tuple(set(anchors))
+
+
+def _anchor(start: str) -> str:
+    """The longest run of letters and digits in `start` (they have no other spelling), or ""
+    when it is too short to filter texts with."""
+    run = max(re.findall(r"[A-Za-z0-9]+", start), key=len, default="")
+    return run if len(run) >= 4 else ""
+
+
+def _forms(secret: str) -> list[str]:
+    """The secret and its base64 spellings (each character's escapes are in `_unit`)."""
+    forms = [secret]
+    data = secret.encode()
+    for pad in range(3):
+        # The characters of base64(pad + data) that depend on the secret's bytes alone.
+        first, end = -(-8 * pad // 6), 8 * (pad + len(data)) // 6
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            core = encode(b"\0" * pad + data).decode()[first:end]
+            if len(core) >= MIN_SECRET_LENGTH:
+                forms.append(core)
+    return forms
+
+
+def _prefix_pattern(form: str, least: int) -> str:
+    """A regex for any start of `form` at least `least` characters long, as long as it goes."""
+    units = [_unit(c) for c in form]
+    rest = ""
+    for unit in reversed(units[least:]):
+        rest = f"(?:{unit}{rest})?"
+    return "".join(units[:least]) + rest
+
+
+_NAMED = {"&": "amp", "<": "lt", ">": "gt", '"': "quot", "'": "apos"}
+
+
+def _unit(char: str) -> str:
+    """A regex for one character of a secret, however an encoder may have spelled it."""
+    if char.isascii() and char.isalnum():
+        return char
+    code = ord(char)
+    hexes = "".join(f"%{b:02x}" for b in char.encode())
+    spellings = [re.escape(char), "&#0*" + str(code) + ";",
+                 "(?i:&#x0*" + f"{code:x}" + ";)",
+                 "(?i:" + re.escape(hexes) + ")"]
+    if code <= 0xFFFF:
+        spellings.append(r"(?i:\\u" + f"{code:04x}" + ")")
+    if char in _NAMED:
+        spellings.append(f"&{_NAMED[char]};")
+    if char.isascii():
+        spellings.append(r"\\" + re.escape(char))  # Markdown or JSON escape: \- \/ \"
+    if char == " ":
+        spellings.append(r"\+")
+    return "(?:" + "|".join(spellings) + ")"

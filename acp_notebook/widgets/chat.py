@@ -36,7 +36,7 @@ class ChatWidget:
         self.stop_button = w.Button(description="Stop", icon="stop", button_style="danger",
                                     disabled=True)
         self.status = w.HTML()
-        self.prompts = PermissionPrompts()
+        self.prompts = PermissionPrompts(self.redactor)
         self.box = w.VBox([self.log, self.prompts.box,
                            w.HBox([self.input, w.VBox([self.send_button, self.stop_button])]),
                            self.status])
@@ -63,7 +63,8 @@ class ChatWidget:
         try:
             await self.send()
         except Exception as exc:
-            self.status.value = f"<b>Could not send:</b> {html.escape(str(exc))}"
+            message = self.redactor.text(str(exc))
+            self.status.value = f"<b>Could not send:</b> {html.escape(message)}"
 
     async def send(self, text: str | None = None) -> TurnHandle | None:
         """Send the input box's text (or `text`) as a prompt; returns the turn it joined."""
@@ -114,8 +115,9 @@ class ChatWidget:
                 transcript = live_transcript(self.session, record, turn)
             else:
                 transcript = live_transcript(self.session, None, turn)
-            bundle = render_bundle(self.redactor.obj(transcript), live=turn.result is None)
-            view.value = bundle["text/html"]
+            live = turn.result is None
+            bundle = render_bundle(self.redactor.obj(transcript, live=live), live=live)
+            view.value = self.redactor.text(bundle["text/html"])
         self._set_status()
 
     def _set_status(self) -> None:
@@ -131,7 +133,7 @@ class ChatWidget:
                              f"{html.escape(str(usage.cost_currency))}")
         if self.session.running is not None:
             parts.append("<b>running…</b>")
-        self.status.value = "<small>" + " · ".join(parts) + "</small>"
+        self.status.value = self.redactor.text("<small>" + " · ".join(parts) + "</small>")
 
     def closed(self) -> bool:
         return self._closed

@@ -15,6 +15,7 @@ from typing import Any
 import ipywidgets as w
 
 from ..client.permissions import PermissionRequest
+from ..protocol.redact import Redactor
 
 _STYLE = {
     "allow_once": "success",
@@ -27,22 +28,27 @@ _STYLE = {
 class PermissionPrompts:
     """One row of buttons per pending permission request; `ask()` waits for a click."""
 
-    def __init__(self) -> None:
+    def __init__(self, redactor: Redactor | None = None) -> None:
         self.box = w.VBox()
+        # The title and the options' names come from the agent: a widget is saved with the
+        # notebook (its state) and read by the page, so they are masked like any output.
+        self.redactor = redactor or Redactor()
 
     async def ask(self, request: PermissionRequest) -> str | None:
         loop = asyncio.get_running_loop()
         chosen: asyncio.Future[str | None] = loop.create_future()
-        title = request.part.title or request.part.tool_call_id
+        mask = self.redactor.text
+        title = mask(str(request.part.title or request.part.tool_call_id))
         buttons = []
         for option in request.options:
-            button = w.Button(description=str(option.get("name") or option.get("optionId")),
+            button = w.Button(description=mask(str(option.get("name") or option.get("optionId"))),
                               button_style=_STYLE.get(str(option.get("kind")), ""),
-                              tooltip=str(option.get("kind") or ""))
+                              tooltip=mask(str(option.get("kind") or "")))
             button.add_class("acpnb-permission-option")
             button.on_click(_chooser(chosen, str(option.get("optionId"))))
             buttons.append(button)
-        label = w.HTML(value=f"<b>Permission requested</b> ({html.escape(request.tool_kind)}): "
+        label = w.HTML(value=f"<b>Permission requested</b> "
+                             f"({html.escape(mask(request.tool_kind))}): "
                              f"{html.escape(title)}")
         row = w.VBox([label, w.HBox(buttons)])
         row.add_class("acpnb-permission")
@@ -71,12 +77,14 @@ def _chooser(chosen: asyncio.Future[str | None], option_id: str) -> Callable[[An
 class TurnControls:
     """A Stop button, a status line, and the turn's permission prompts."""
 
-    def __init__(self, on_stop: Callable[[], None], label: str) -> None:
+    def __init__(self, on_stop: Callable[[], None], label: str,
+                 redactor: Redactor | None = None) -> None:
+        redactor = redactor or Redactor()
         self.stop_button = w.Button(description="Stop", icon="stop", button_style="danger",
                                     tooltip="Cancel this turn (sends session/cancel)",
                                     layout=w.Layout(width="90px"))
-        self.status = w.HTML(value=f"<span>{html.escape(label)}</span>")
-        self.prompts = PermissionPrompts()
+        self.status = w.HTML(value=f"<span>{html.escape(redactor.text(label))}</span>")
+        self.prompts = PermissionPrompts(redactor)
         self.box = w.VBox([w.HBox([self.stop_button, self.status]), self.prompts.box])
         self.box.add_class("acpnb-controls")
         self._on_stop = on_stop
