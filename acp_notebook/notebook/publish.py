@@ -13,6 +13,7 @@ at every call (a cell may have run `load_dotenv()`), plus each agent's configure
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Awaitable
@@ -67,18 +68,11 @@ def mask_exception(exc: BaseException) -> None:
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        with _suppress_readonly():
-            current.args = tuple(REDACTOR.text(a) if isinstance(a, str) else a
-                                 for a in current.args)
+        with contextlib.suppress(AttributeError, TypeError):  # an exception with odd args
+            current.args = tuple(
+                REDACTOR.text(a) if isinstance(a, str) else a for a in current.args
+            )
         current = current.__cause__ or current.__context__
-
-
-class _suppress_readonly:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, *_: Any) -> bool:
-        return kind is not None and issubclass(kind, AttributeError | TypeError)
 
 
 class LogMask(logging.Filter):
