@@ -142,6 +142,7 @@ def test_a_key_never_reaches_the_saved_notebook(tmp_path: Path, when: str) -> No
         tool_call("c1", "read {KEY}"),
         {"update": {"sessionUpdate": "session_info_update", "title": "title {KEY}"}},
     )
+    failing = {"error": {"code": -32603, "message": "boom {KEY_URL}"}}
     cells = [
         "%agent list",  # the extension is loaded and its runtime built: the key is not set yet
         # What load_dotenv() does: the key is read from a file into the environment.
@@ -153,7 +154,7 @@ def test_a_key_never_reaches_the_saved_notebook(tmp_path: Path, when: str) -> No
         "_agent_status['title']",
         "%agent sessions -a secretive",
         "%agent mode code -s secretive",
-        f"%%agent --agent secretive\n{script({'say': 'x'}, {'error': {'code': -32603, 'message': 'boom {KEY_URL}'}})}",
+        f"%%agent --agent secretive\n{script({'say': 'x'}, failing)}",
         f"%%agent --agent secretive --new\n{script({'say': 'x'}, {'exit': 3})}",
         "%%agent --agent broken\nhello",
     ]
