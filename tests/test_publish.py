@@ -96,7 +96,9 @@ def test_permission_buttons_and_labels_are_masked() -> None:
     controls.close()
 
 
-def test_reprs_shown_as_cell_values_are_masked(late_key: str) -> None:
+def test_reprs_shown_as_cell_values_are_masked(
+    late_key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from IPython.core.interactiveshell import InteractiveShell
 
     from acp_notebook.notebook.display import register
@@ -107,3 +109,11 @@ def test_reprs_shown_as_cell_values_are_masked(late_key: str) -> None:
     result = TurnResult(turn_id="t1", success=True, text=f"the key: {late_key}")
     bundle, _ = shell.display_formatter.format(result)
     assert bundle and all(late_key[:16] not in str(v) for v in bundle.values()), bundle
+    assert "the key: " in bundle["text/plain"]  # the rendered text, not the repr
+
+    # A session's repr quotes its id, which the agent chose.
+    from acp_notebook.client.session import Session
+
+    monkeypatch.setattr(Session, "__repr__", lambda self: f"<Session {late_key}>")
+    bundle, _ = shell.display_formatter.format(Session.__new__(Session))
+    assert bundle["text/plain"] == f"<Session {MASK}>"

@@ -30,6 +30,8 @@ def register(ipython: Any, redactor: Redactor) -> None:
     formatter = ipython.display_formatter.mimebundle_formatter
     formatter.for_type(TurnResult, result_bundle)
     formatter.for_type(TurnHandle, handle_bundle)
+    # Results and handles have their text/plain in the bundle above (a text/plain formatter
+    # registered for them would win over it).
     plain = ipython.display_formatter.formatters["text/plain"]
-    for kind in (Session, Client, TurnResult, TurnHandle):
+    for kind in (Session, Client):
         plain.for_type(kind, masked_repr)
