@@ -5,7 +5,9 @@ from __future__ import annotations
 import base64
 import html
 import json
+import random
 import re
+import string
 import time
 import urllib.parse
 
@@ -176,3 +178,16 @@ def test_masking_is_linear_and_cheap_when_nothing_matches() -> None:
         # 8 times the text: well under 8 * 4 times the time (a quadratic mask would take 64).
         assert large < 32 * small + 0.01, (with_key, small, large)
     assert cost(16_000, False) < 0.25  # about 1 MB, nothing to mask
+
+
+def test_a_long_secret_is_masked_in_pieces_and_compiles() -> None:
+    rng = random.Random(7)
+    alphabet = string.ascii_letters + string.digits + "+/"
+    lines = ["".join(rng.choice(alphabet) for _ in range(64)) for _ in range(40)]
+    pem = "-----BEGIN PRIVATE KEY-----\n" + "\n".join(lines) + "\n-----END PRIVATE KEY-----"
+    redactor = Redactor([pem])
+    assert redactor.text(f"key: {pem} end") == f"key: {MASK} end"
+    assert redactor.text(json.dumps({"k": pem})) == json.dumps({"k": MASK})
+    excerpt = pem[500:1500]  # any long run of it: whole pieces inside are masked
+    masked = redactor.text(excerpt)
+    assert MASK in masked and len(masked) < 200, masked

@@ -33,6 +33,7 @@ means to exfiltrate; the key must not be given to an agent that should not have 
 from __future__ import annotations
 
 import base64
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -41,12 +42,17 @@ SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASS|CREDENTIAL|AUTH|COOKIE|SESSION_
                          r"|_PAT$", re.I)
 MIN_SECRET_LENGTH = 8  # shorter values ("1", "true") would blank out ordinary text
 MASK = "[redacted]"
+_REPEATED_MASK = re.compile(f"(?:{re.escape(MASK)}){{2,}}")
 # A prefix this long is masked. Public key prefixes ("sk-ant-api03-", 13 characters; "github_pat_",
 # 11) carry no secret and appear in ordinary text (documentation, error messages): 16 characters
 # of a real key include at least a few of its random ones. A shorter secret is masked from two
 # thirds of its length on, never below MIN_SECRET_LENGTH (8 characters of an ordinary word would
 # be blanked everywhere: "password" is 8).
 PREFIX_LENGTH = 16
+# A value longer than this is masked by its first MAX_SECRET_LENGTH characters (a whole
+# credentials file in a variable would otherwise make a pattern of hundreds of thousands).
+MAX_SECRET_LENGTH = 8192
+_PIECE = 64  # forms longer than two pieces are masked piece by piece (see _pieces)
 # Longest spelling of one character by the encodings above ("&#x0000e9;" is 10): the window at
 # the end of a live text searched for the start of a secret.
 _MAX_UNIT = 12
@@ -153,7 +159,9 @@ class Redactor:
         # Each masked run holds its secret's anchor (a few plain characters of its start): a text
         # with none of them, nearly every text, is left without running the pattern.
         if self._anchors is None or any(a in value for a in self._anchors):
-            value = self._pattern.sub(MASK, value)
+            value, count = self._pattern.subn(MASK, value)
+            if count > 1:  # a long key masked piece by piece: one mask
+                value = _REPEATED_MASK.sub(MASK, value)
         if live and self._tail is not None:
             start = max(0, len(value) - self._window)
             match = self._tail.search(value, start)
@@ -167,7 +175,9 @@ class Redactor:
         # contains another is masked whole.
         self._pattern = re.compile("|".join(_prefix_pattern(f, prefix_length(len(f)))
                                             for f in forms))
-        self._tail = re.compile("(?:" + "|".join(_prefix_pattern(f, 1) for f in forms) + r")\Z")
+        # A held-back end shorter than the masked prefix length: longer ones are masked anyway.
+        self._tail = re.compile("(?:" + "|".join(
+            _prefix_pattern(f[:prefix_length(len(f)) - 1], 1) for f in forms) + r")\Z")
         self._window = max(len(f) for f in forms) * _MAX_UNIT
         anchors = [_anchor(f[:prefix_length(len(f))]) for f in forms]
         self._anchors = None if "" in anchors else tuple(set(anchors))
@@ -181,17 +191,29 @@ def _anchor(start: str) -> str:
 
 
 def _forms(secret: str) -> list[str]:
-    """The secret and its base64 spellings (each character's escapes are in `_unit`)."""
+    """The secret and its base64 spellings (each character's escapes are in `_unit`), a long
+    one in pieces."""
+    secret = secret[:MAX_SECRET_LENGTH]
     forms = [secret]
     data = secret.encode()
-    for pad in range(3):
+    for pad in range(3 if len(secret) <= _PIECE * 4 else 0):
         # The characters of base64(pad + data) that depend on the secret's bytes alone.
         first, end = -(-8 * pad // 6), 8 * (pad + len(data)) // 6
         for encode in (base64.b64encode, base64.urlsafe_b64encode):
             core = encode(b"\0" * pad + data).decode()[first:end]
             if len(core) >= MIN_SECRET_LENGTH:
                 forms.append(core)
-    return forms
+    return [piece for form in forms for piece in _pieces(form)]
+
+
+def _pieces(form: str) -> list[str]:
+    """A long form as consecutive pieces, each masked on its own: one pattern per character of
+    a 2,000-character private key would nest too deep for `re`. Any run of the form longer than
+    two pieces holds a whole one; the last piece is never shorter than the first."""
+    if len(form) <= 2 * _PIECE:
+        return [form]
+    cuts = list(range(0, len(form) - _PIECE, _PIECE))
+    return [form[a:b] for a, b in zip(cuts, [*cuts[1:], len(form)], strict=True)]
 
 
 def _prefix_pattern(form: str, least: int) -> str:
@@ -211,16 +233,21 @@ def _unit(char: str) -> str:
     if char.isascii() and char.isalnum():
         return char
     code = ord(char)
-    hexes = "".join(f"%{b:02x}" for b in char.encode())
-    spellings = [re.escape(char), "&#0*" + str(code) + ";",
-                 "(?i:&#x0*" + f"{code:x}" + ";)",
-                 "(?i:" + re.escape(hexes) + ")"]
+    spellings = [re.escape(char), f"&#0*{code};", f"&#[xX]0*{_hex(f'{code:x}')};",
+                 "".join(f"%{_hex(f'{b:02x}')}" for b in char.encode())]
     if code <= 0xFFFF:
-        spellings.append(r"(?i:\\u" + f"{code:04x}" + ")")
+        spellings.append(r"\\u" + _hex(f"{code:04x}"))
     if char in _NAMED:
         spellings.append(f"&{_NAMED[char]};")
     if char.isascii():
         spellings.append(r"\\" + re.escape(char))  # Markdown or JSON escape: \- \/ \"
     if char == " ":
         spellings.append(r"\+")
+    if char in "\n\r\t":  # JSON's short escapes (a PEM key has newlines)
+        spellings.append(re.escape(json.dumps(char)[1:-1]))
     return "(?:" + "|".join(spellings) + ")"
+
+
+def _hex(digits: str) -> str:
+    """Hex digits in either case: `2f` matches `2F` (cheaper to compile than a (?i:) group)."""
+    return "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in digits)
