@@ -10,13 +10,12 @@ from ..client.session import Session
 from ..client.turn import TurnHandle
 from ..protocol.redact import Redactor
 from ..protocol.result import TurnResult
-from ..render import render_bundle
+from .publish import turn
 
 
 def register(ipython: Any, redactor: Redactor) -> None:
     def result_bundle(result: TurnResult, *_: Any, **__: Any) -> dict[str, Any]:
-        bundle: dict[str, Any] = redactor.obj(render_bundle(redactor.obj(result.to_json())))
-        return bundle
+        return turn(result.to_json(), redactor=redactor)
 
     def handle_bundle(turn: TurnHandle, *_: Any, **__: Any) -> dict[str, Any]:
         if turn.result is not None:

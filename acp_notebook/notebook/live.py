@@ -23,7 +23,7 @@ from ..client.turn import TurnHandle
 from ..protocol.mutations import Mutation, SessionChanged
 from ..protocol.redact import Redactor
 from ..protocol.result import TurnRecord, TurnResult
-from ..render import LIVE_FORMATS, render_bundle
+from ..render import LIVE_FORMATS
 from . import publish
 
 
@@ -86,8 +86,7 @@ class LiveView:
     def _bundle(self) -> dict[str, Any]:
         transcript = live_transcript(self.session, self._record(), self.turn, self.note)
         # live: a text ending in the start of a key holds that end back until the next redraw.
-        return render_bundle(self.redactor.obj(transcript, live=True), live=True,
-                             formats=LIVE_FORMATS)
+        return publish.turn(transcript, live=True, formats=LIVE_FORMATS, redactor=self.redactor)
 
     async def _render_loop(self) -> None:
         while not self._finished():
@@ -115,12 +114,12 @@ class LiveView:
             if self._controls_handle is not None:
                 self._controls_handle.update({"text/plain": ""}, raw=True)
         if self._handle is not None:
-            bundle = (render_bundle(self.redactor.obj(final_transcript(result, self.note)))
+            bundle = (publish.turn(final_transcript(result, self.note), redactor=self.redactor)
                       if keep_record else {"text/plain": ""})
             publish.update(self._handle, bundle)
             self.updates += 1
         elif keep_record:
-            publish.show(render_bundle(self.redactor.obj(final_transcript(result, self.note))))
+            publish.show(publish.turn(final_transcript(result, self.note), redactor=self.redactor))
 
     async def aclose(self) -> None:
         self._done = True

@@ -22,16 +22,33 @@ from typing import Any, TypeVar
 from IPython.display import DisplayHandle, display
 
 from ..protocol.redact import Redactor
+from ..render import ALL_FORMATS, render_bundle
 
 REDACTOR = Redactor(environ=os.environ)
 
 T = TypeVar("T")
 
 
+class _Masked(dict[str, Any]):
+    """A bundle rendered from a masked transcript (see `turn`): masking it again is not needed."""
+
+
 def mask(bundle: dict[str, Any]) -> dict[str, Any]:
     """The bundle with every string of every MIME type masked."""
+    if isinstance(bundle, _Masked):
+        return bundle
     masked: dict[str, Any] = REDACTOR.obj(bundle)
     return masked
+
+
+def turn(transcript: dict[str, Any], *, live: bool = False,
+         formats: tuple[str, ...] = ALL_FORMATS, redactor: Redactor = REDACTOR) -> dict[str, Any]:
+    """A turn's bundle: its transcript masked (`live`: holding back a text's end that could be
+    the start of a key), then rendered. Every string of the bundle is drawn from that transcript,
+    so `show` and `update` do not mask it a second time: a second pass over a large turn's HTML
+    cost 8 ms a redraw, three times the rendering."""
+    return _Masked(render_bundle(redactor.obj(transcript, live=live), live=live,
+                                 formats=formats))
 
 
 def show(bundle: dict[str, Any], *, display_id: bool = False) -> DisplayHandle | None:
