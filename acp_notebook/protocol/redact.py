@@ -38,8 +38,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASS|CREDENTIAL|AUTH|COOKIE|SESSION_ID|PRIVATE"
-                         r"|_PAT$", re.I)
+# AUTH but not AUTHOR: GIT_AUTHOR_NAME would blank the user's name in every answer.
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASS|CREDENTIAL|AUTH(?!OR)|COOKIE|SESSION_ID"
+                         r"|PRIVATE|_PAT$", re.I)
 MIN_SECRET_LENGTH = 8  # shorter values ("1", "true") would blank out ordinary text
 MASK = "[redacted]"
 _REPEATED_MASK = re.compile(f"(?:{re.escape(MASK)}){{2,}}")
@@ -53,8 +54,8 @@ PREFIX_LENGTH = 16
 # credentials file in a variable would otherwise make a pattern of hundreds of thousands).
 MAX_SECRET_LENGTH = 8192
 _PIECE = 64  # forms longer than two pieces are masked piece by piece (see _pieces)
-# Longest spelling of one character by the encodings above ("&#x0000e9;" is 10): the window at
-# the end of a live text searched for the start of a secret.
+# Longest spelling of one character by the encodings above ("&#x0000e9;" is 10): the end of a
+# live text searched for the start of a secret is PREFIX_LENGTH of them.
 _MAX_UNIT = 12
 
 
@@ -178,7 +179,7 @@ class Redactor:
         # A held-back end shorter than the masked prefix length: longer ones are masked anyway.
         self._tail = re.compile("(?:" + "|".join(
             _prefix_pattern(f[:prefix_length(len(f)) - 1], 1) for f in forms) + r")\Z")
-        self._window = max(len(f) for f in forms) * _MAX_UNIT
+        self._window = PREFIX_LENGTH * _MAX_UNIT
         anchors = [_anchor(f[:prefix_length(len(f))]) for f in forms]
         self._anchors = None if "" in anchors else tuple(set(anchors))
 
