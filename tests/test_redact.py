@@ -138,6 +138,7 @@ def test_short_values_and_innocent_names_are_not_secrets() -> None:
         "DB_PASSWORD": "hunter2!",
         "HF_TOKEN": "hf_" + "q" * 30,
         "GITHUB_PAT": "github_pat_" + "z" * 30,
+        "GIT_AUTHOR_NAME": "Ada Lovelace",
     }
     assert secret_values(env) == {"hunter2!", "hf_" + "q" * 30, "github_pat_" + "z" * 30}
     redactor = Redactor(secret_values(env))
