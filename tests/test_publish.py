@@ -8,7 +8,9 @@ import logging
 import os
 import urllib.parse
 from collections.abc import Iterator
+from pathlib import Path
 
+import anyio
 import pytest
 from IPython.core.error import UsageError
 
@@ -117,3 +119,39 @@ def test_reprs_shown_as_cell_values_are_masked(
     monkeypatch.setattr(Session, "__repr__", lambda self: f"<Session {late_key}>")
     bundle, _ = shell.display_formatter.format(Session.__new__(Session))
     assert bundle["text/plain"] == f"<Session {MASK}>"
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+async def test_the_chat_widget_masks_its_turns_and_status(tmp_path: Path) -> None:
+    from acp_notebook.widgets.chat import ChatWidget
+    from tests.agents.script import script
+    from tests.client_helpers import Agent
+
+    agent = Agent(tmp_path)
+    steps = script(
+        {"say": f"the key is {urllib.parse.quote(KEY, safe='')} and {KEY[:20]}"},
+        {
+            "update": {
+                "sessionUpdate": "usage_update",
+                "used": 1,
+                "size": 10,
+                "cost": {"amount": 0.5, "currency": KEY},
+            }
+        },
+    )
+    with anyio.fail_after(30):
+        async with agent.client() as client:
+            session = await client.new_session()
+            chat = ChatWidget(session, redactor=Redactor([KEY]))
+            await chat.send(steps)
+            (view,) = chat.log.children
+            drawn = anyio.Event()
+            view.observe(lambda _change: drawn.set(), names="value")
+            if "the key is" not in view.value:  # the redraw after the turn is yet to come
+                await drawn.wait()
+            shown = [view.value, chat.status.value]
+            chat.close()
+    assert "the key is" in shown[0] and MASK in shown[0], shown
+    assert all(KEY[:16] not in s and "Q7w%2FE9r" not in s for s in shown), shown
+    assert MASK in shown[1], shown
