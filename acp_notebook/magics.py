@@ -125,10 +125,13 @@ class AcpNotebook(Magics):
 
     def registry(self) -> Registry:
         try:
-            return Registry.build(self.agents, self.default_agent or None,
-                                  self.agents_file or None)
+            registry = Registry.build(self.agents, self.default_agent or None,
+                                      self.agents_file or None)
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
+        for spec in registry.agents.values():  # keys in agents' env or options: never shown
+            self.runtime.remember(spec)
+        return registry
 
     def client_options(self) -> dict[str, Any]:
         from .client.permissions import PermissionPolicy

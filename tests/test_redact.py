@@ -13,7 +13,13 @@ import urllib.parse
 
 import pytest
 
-from acp_notebook.protocol.redact import MASK, Redactor, prefix_length, secret_values
+from acp_notebook.protocol.redact import (
+    MASK,
+    Redactor,
+    prefix_length,
+    secret_args,
+    secret_values,
+)
 
 KEY = "sk-live-Ab3/xY9+zQ7=mN2_pL8-kR4.tW6~vB1c"
 
@@ -192,3 +198,21 @@ def test_a_long_secret_is_masked_in_pieces_and_compiles() -> None:
     excerpt = pem[500:1500]  # any long run of it: whole pieces inside are masked
     masked = redactor.text(excerpt)
     assert MASK in masked and len(masked) < 200, masked
+
+
+def test_secret_options_of_an_agent_command_are_secrets() -> None:
+    argv = [
+        "agent",
+        "--api-key",
+        "sk-abcdefgh1",
+        "--token=tok-12345678",
+        "--model",
+        "large-model",
+        "--password",
+        "-x",
+        "--key-file",
+        "/home/u/.key.json",
+        "--keep-alive",
+        "yes-please",
+    ]
+    assert secret_args(argv) == {"sk-abcdefgh1", "tok-12345678"}

@@ -106,6 +106,7 @@ def setup(tmp_path: Path) -> dict[str, str]:
     ]
     (config / "agents.toml").write_text(
         f"[agents.secretive]\ncommand = {json.dumps(command)}\n\n"
+        f"[agents.flagged]\ncommand = {json.dumps(['my-agent', '--api-key', KEY])}\n\n"
         f"[agents.broken]\ncommand = {json.dumps(command)}\n"
         'env = { FAIL_INIT = "1" }\n'
     )
@@ -184,6 +185,7 @@ def test_a_key_never_reaches_the_saved_notebook(tmp_path: Path, when: str) -> No
     assert any("split: " in u and "joined" not in u for u in updates), len(updates)
 
     # Where each output was, there is a mask, not nothing.
+    assert f"my-agent --api-key '{MASK}'" in text(nb.cells[0])  # %agent list: the command
     assert MASK in text(nb.cells[4]) and MASK in text(nb.cells[5]), nb.cells[4].outputs
     assert MASK in text(nb.cells[6])
     failed = dict(errors(nb))

@@ -21,7 +21,7 @@ from typing import Any
 from ..client.client import Client, connect
 from ..client.session import Session
 from ..config import AgentSpec
-from ..protocol.redact import secret_values
+from ..protocol.redact import secret_args, secret_values
 from .publish import REDACTOR, install_log_mask
 
 
@@ -109,12 +109,16 @@ class Runtime:
             host = None
         if host is None:
             host = self.hosts[spec.name] = AgentHost(spec, options)
-            self.redactor.add(secret_values(spec.env))
+            self.remember(spec)
         try:
             return await host.start()
         except BaseException:
             self.hosts.pop(spec.name, None)
             raise
+
+    def remember(self, spec: AgentSpec) -> None:
+        """Mask what this agent is given as secrets: its `env` values and secret options."""
+        self.redactor.add(secret_values(spec.env) | secret_args(spec.command))
 
     def changed_options(self, agent: str, options: dict[str, Any]) -> list[str]:
         """Options the running agent was started with that differ now (permission policy

@@ -35,7 +35,7 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 # AUTH but not AUTHOR: GIT_AUTHOR_NAME would blank the user's name in every answer.
@@ -62,6 +62,25 @@ _MAX_UNIT = 12
 def secret_values(env: Mapping[str, str | None]) -> set[str]:
     return {v for k, v in env.items()
             if v and SECRET_NAME.search(k) and len(v) >= MIN_SECRET_LENGTH}
+
+
+_OPTION = re.compile(r"--?([\w.-]+)(?:=(.*))?", re.S)
+_PATH_OPTION = re.compile(r"FILE|PATH|DIR", re.I)
+
+
+def secret_args(argv: Sequence[str]) -> set[str]:
+    """Values of secret-looking options in an agent's command line (`--api-key VALUE`,
+    `--token=VALUE`): `%agent list` shows the command, and the agent may echo it."""
+    found: set[str] = set()
+    for option, following in zip(argv, [*argv[1:], ""], strict=True):
+        match = _OPTION.fullmatch(option)
+        if (match is None or not SECRET_NAME.search(match[1])
+                or _PATH_OPTION.search(match[1])):  # --key-file PATH: a path is no secret
+            continue
+        value = match[2] if match[2] is not None else following
+        if len(value) >= MIN_SECRET_LENGTH and not value.startswith("-"):
+            found.add(value)
+    return found
 
 
 class _EnvironScan:
