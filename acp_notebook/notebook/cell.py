@@ -62,9 +62,9 @@ async def open_session(runtime: Runtime, spec: AgentSpec, name: str, new: bool,
         # negotiated in initialize): a change takes a fresh agent, or it would silently not apply.
         await runtime.close_agent(spec.name)
         publish.show({"text/markdown": f"*Settings changed ({', '.join(changed)}): agent "
-                                  f"`{spec.name}` restarted; its sessions start anew.*",
-                 "text/plain": f"Settings changed ({', '.join(changed)}): agent {spec.name} "
-                               "restarted; its sessions start anew."})
+                                       f"`{spec.name}` restarted; its sessions start anew.*",
+                      "text/plain": f"Settings changed ({', '.join(changed)}): agent "
+                                    f"{spec.name} restarted; its sessions start anew."})
     entry = runtime.find(name)
     if entry is not None and entry.agent != spec.name:
         raise ValueError(f"session {name!r} belongs to agent {entry.agent!r}; pick another "

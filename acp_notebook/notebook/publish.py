@@ -8,7 +8,8 @@ draw is masked before rendering too (`REDACTOR.obj`), because a renderer may spl
 highlighted span, a wrapped line) where the mask of the finished bundle would no longer see it.
 
 There is one redactor per kernel process: the secrets are the process's environment, read anew
-at every call (a cell may have run `load_dotenv()`), plus each agent's configured `env`.
+at every call (a cell may have run `load_dotenv()`), plus each configured agent's `env` and
+secret command-line options (`Runtime.remember`).
 """
 
 from __future__ import annotations
@@ -97,7 +98,11 @@ class LogMask(logging.Filter):
     exceptions) and land in the cell's stderr, so in the saved notebook."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = REDACTOR.text(record.getMessage())
+        try:
+            message = record.getMessage()
+        except Exception:  # arguments that do not fit the format: the handler would quote both
+            message = f"{record.msg} {record.args!r}"
+        record.msg = REDACTOR.text(message)
         record.args = None
         if record.exc_info:
             record.exc_text = REDACTOR.text(logging.Formatter().formatException(record.exc_info))
