@@ -126,7 +126,7 @@ class Redactor:
         self._environ = _EnvironScan(environ) if environ is not None else None
         self._pattern: re.Pattern[str] | None = None
         self._tail: re.Pattern[str] | None = None
-        self._window = 0
+        self._window = PREFIX_LENGTH * _MAX_UNIT
         self._anchors: tuple[str, ...] | None = None
         self.add(secrets)
 
@@ -191,6 +191,7 @@ class Redactor:
 
     def _compile(self) -> None:
         forms = sorted({f for s in self._secrets for f in _forms(s)}, key=len, reverse=True)
+        self._anchors = None  # meanwhile every text runs the pattern: no new key slips through
         # Longest first: at one position the first branch that matches wins, so a secret that
         # contains another is masked whole.
         self._pattern = re.compile("|".join(_prefix_pattern(f, prefix_length(len(f)))
@@ -198,7 +199,6 @@ class Redactor:
         # A held-back end shorter than the masked prefix length: longer ones are masked anyway.
         self._tail = re.compile("(?:" + "|".join(
             _prefix_pattern(f[:prefix_length(len(f)) - 1], 1) for f in forms) + r")\Z")
-        self._window = PREFIX_LENGTH * _MAX_UNIT
         anchors = [_anchor(f[:prefix_length(len(f))]) for f in forms]
         self._anchors = None if "" in anchors else tuple(set(anchors))
 
