@@ -216,3 +216,15 @@ def test_secret_options_of_an_agent_command_are_secrets() -> None:
         "yes-please",
     ]
     assert secret_args(argv) == {"sk-abcdefgh1", "tok-12345678"}
+
+
+def test_a_run_from_the_middle_or_the_end_of_a_key_is_masked() -> None:
+    redactor = Redactor([KEY])
+    # The key cut in two parts around other text: the second part is masked too.
+    masked = redactor.text(f"first {KEY[:20]}, then {KEY[20:]}.")
+    assert KEY[:16] not in masked and KEY[24:] not in masked, masked
+    # The last 16 characters alone, and a long run from the middle: at most a few characters
+    # (up to the next point the pattern starts from) stay.
+    assert redactor.text(f"ends with {KEY[-16:]}") == f"ends with {MASK}"
+    middle = redactor.text(f"[{KEY[5:35]}]")
+    assert MASK in middle and len(middle) <= len(MASK) + 2 + 7, middle

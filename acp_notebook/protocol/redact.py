@@ -7,7 +7,8 @@ cell, a saved notebook, a transcript, a widget or an error message.
 What is masked, for each secret value of at least `MIN_SECRET_LENGTH` characters:
 
 - the value itself, and any run of at least `prefix_length(len)` characters that equals its start
-  (a truncated echo such as the first 20 characters is a leak too);
+  (a truncated echo such as the first 20 characters is a leak too); a run from its middle or its
+  end, from a few points inside it on (`_windows`: a key cut in two parts);
 - the value as the page or a file may spell it: each punctuation or non-ASCII character may be
   percent-encoded (`%2F`, `+` for a space), JSON-escaped (`\\/`, `\\u00e9`), an HTML entity
   (`&amp;`, `&#47;`) or Markdown-escaped (`\\-`), in any mix;
@@ -54,6 +55,7 @@ PREFIX_LENGTH = 16
 # credentials file in a variable would otherwise make a pattern of hundreds of thousands).
 MAX_SECRET_LENGTH = 8192
 _PIECE = 64  # forms longer than two pieces are masked piece by piece (see _pieces)
+_STEP, _WINDOWS = 8, 4  # where a run from inside a secret is masked from (see _windows)
 # Longest spelling of one character by the encodings above ("&#x0000e9;" is 10): the end of a
 # live text searched for the start of a secret is PREFIX_LENGTH of them.
 _MAX_UNIT = 12
@@ -190,16 +192,19 @@ class Redactor:
         return value
 
     def _compile(self) -> None:
-        forms = sorted({f for s in self._secrets for f in _forms(s)}, key=len, reverse=True)
+        # (what to match, how many of its first characters make a leak)
+        starts = {(f, prefix_length(len(f))) for s in self._secrets for f in _forms(s)}
+        starts |= {w for s in self._secrets for w in _windows(s)}
+        ordered = sorted(starts, key=lambda start: len(start[0]), reverse=True)
         self._anchors = None  # meanwhile every text runs the pattern: no new key slips through
         # Longest first: at one position the first branch that matches wins, so a secret that
         # contains another is masked whole.
-        self._pattern = re.compile("|".join(_prefix_pattern(f, prefix_length(len(f)))
-                                            for f in forms))
+        self._pattern = re.compile("|".join(_prefix_pattern(f, n) for f, n in ordered))
         # A held-back end shorter than the masked prefix length: longer ones are masked anyway.
+        forms = {f for s in self._secrets for f in _forms(s)}
         self._tail = re.compile("(?:" + "|".join(
             _prefix_pattern(f[:prefix_length(len(f)) - 1], 1) for f in forms) + r")\Z")
-        anchors = [_anchor(f[:prefix_length(len(f))]) for f in forms]
+        anchors = [_anchor(f[:n]) for f, n in ordered]
         self._anchors = None if "" in anchors else tuple(set(anchors))
 
 
@@ -207,7 +212,7 @@ def _anchor(start: str) -> str:
     """The longest run of letters and digits in `start` (they have no other spelling), or ""
     when it is too short to filter texts with."""
     run = max(re.findall(r"[A-Za-z0-9]+", start), key=len, default="")
-    return run if len(run) >= 4 else ""
+    return run if len(run) >= 3 else ""
 
 
 def _forms(secret: str) -> list[str]:
@@ -224,6 +229,27 @@ def _forms(secret: str) -> list[str]:
             if len(core) >= MIN_SECRET_LENGTH:
                 forms.append(core)
     return [piece for form in forms for piece in _pieces(form)]
+
+
+def _windows(secret: str) -> list[tuple[str, int]]:
+    """The secret from a few points inside it on, and from its last prefix-length characters:
+    a run from its middle or its end (a key cut in two parts, "...the rest: <last 20>") is
+    masked but for the characters before the next point. At most `_WINDOWS` points a piece,
+    at least `_STEP` apart: each costs a scan of every text for its anchor."""
+    out = []
+    for piece in _pieces(secret[:MAX_SECRET_LENGTH]):
+        least = prefix_length(len(piece))
+        last = len(piece) - least
+        if last <= 0:
+            continue
+        step = max(_STEP, -(-last // _WINDOWS))
+        for at in sorted({*range(step, last, step), last}):
+            # From there or a little further, where its first characters hold an anchor.
+            found = next((a for a in range(at, min(at + step, last + 1))
+                          if _anchor(piece[a:a + least])), None)
+            if found is not None:
+                out.append((piece[found:], least))
+    return out
 
 
 def _pieces(form: str) -> list[str]:
