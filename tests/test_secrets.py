@@ -38,6 +38,7 @@ key = os.environ["MY_API_KEY"]
 spell = {{
     "{{KEY}}": key, "{{KEY_A}}": key[:{SPLIT}], "{{KEY_B}}": key[{SPLIT}:],
     "{{KEY_URL}}": urllib.parse.quote(key, safe=""), "{{KEY_HEAD}}": key[:20],
+    "{{KEY_TAIL}}": key[20:],
     "{{KEY_JSON}}": json.dumps(key)[1:-1].replace("/", "\\\\/"),
     "{{KEY_BASIC}}": base64.b64encode(("user:" + key).encode()).decode(),
 }}
@@ -72,6 +73,7 @@ def spellings() -> dict[str, str]:
     return {
         "key": KEY,
         "head20": KEY[:20],
+        "tail16": KEY[-16:],
         "prefix": KEY[: prefix_length(len(KEY))],
         "split": KEY[:SPLIT],
         "url": urllib.parse.quote(KEY, safe=""),
@@ -140,6 +142,7 @@ def test_a_key_never_reaches_the_saved_notebook(tmp_path: Path, when: str) -> No
         {"say": "{KEY_B} joined. "},
         {"say": "url: {KEY_URL} json: {KEY_JSON} basic: {KEY_BASIC} head: {KEY_HEAD}..."},
         {"think": "thinking about {KEY_HEAD}"},
+        {"say": "cut in two: {KEY_HEAD} and then {KEY_TAIL}. "},
         tool_call("c1", "read {KEY}"),
         {"update": {"sessionUpdate": "session_info_update", "title": "title {KEY}"}},
     )
