@@ -145,6 +145,9 @@ def test_short_values_and_innocent_names_are_not_secrets() -> None:
         "HF_TOKEN": "hf_" + "q" * 30,
         "GITHUB_PAT": "github_pat_" + "z" * 30,
         "GIT_AUTHOR_NAME": "Ada Lovelace",
+        "EMPTY_TOKEN": " " * 12,
+        "PLACEHOLDER_KEY": "*" * 12,
+        "ZERO_SECRET": "00000000",
     }
     assert secret_values(env) == {"hunter2!", "hf_" + "q" * 30, "github_pat_" + "z" * 30}
     redactor = Redactor(secret_values(env))

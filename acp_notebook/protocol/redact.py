@@ -62,8 +62,13 @@ _MAX_UNIT = 12
 
 
 def secret_values(env: Mapping[str, str | None]) -> set[str]:
-    return {v for k, v in env.items()
-            if v and SECRET_NAME.search(k) and len(v) >= MIN_SECRET_LENGTH}
+    return {v for k, v in env.items() if v and SECRET_NAME.search(k) and maskable(v)}
+
+
+def maskable(value: str) -> bool:
+    """Long enough, and not a filler that ordinary text is full of: eight spaces (an empty
+    secret padded), "00000000", "********" (a placeholder)."""
+    return len(value) >= MIN_SECRET_LENGTH and len(set(value)) >= 3 and not value.isspace()
 
 
 _OPTION = re.compile(r"--?([\w.-]+)(?:=(.*))?", re.S)
@@ -80,7 +85,7 @@ def secret_args(argv: Sequence[str]) -> set[str]:
                 or _PATH_OPTION.search(match[1])):  # --key-file PATH: a path is no secret
             continue
         value = match[2] if match[2] is not None else following
-        if len(value) >= MIN_SECRET_LENGTH and not value.startswith("-"):
+        if maskable(value) and not value.startswith("-"):
             found.add(value)
     return found
 
@@ -108,7 +113,7 @@ class _EnvironScan:
                 secret = looks[name] = bool(SECRET_NAME.search(name))
             if secret:
                 value = self.environ.get(name)
-                if value and len(value) >= MIN_SECRET_LENGTH:
+                if value and maskable(value):
                     out.append(value)
         return out
 
@@ -137,7 +142,7 @@ class Redactor:
         return frozenset(self._secrets)
 
     def add(self, secrets: Iterable[str]) -> None:
-        new = {s for s in secrets if len(s) >= MIN_SECRET_LENGTH}
+        new = {s for s in secrets if maskable(s)}
         if new <= self._secrets:
             return
         new -= self._secrets
