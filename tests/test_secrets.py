@@ -3,9 +3,11 @@
 Headless (nbclient, a real kernel). The cell reads the key from a file (as `load_dotenv()` does),
 so the key is in no cell source and the whole saved notebook can be searched for it. A scripted
 agent started after that has the key in its environment and echoes it every way it can: whole,
-split across chunks (with a redraw in between), URL-encoded, JSON-escaped, base64, its first 20
-characters, in a thought, a tool call, the session title (`%agent status`, `%agent sessions`), a
-turn error, an error answer shown as a usage error, an error at start-up, and its stderr.
+split across chunks (with a redraw in between), cut in two parts, URL-encoded, JSON-escaped,
+base64, its first 20 characters, in a thought, a tool call, the session title (`%agent status`,
+`%agent sessions`), a turn error, an error answer shown as a usage error, an error at start-up,
+and its stderr. An agent configured with `--api-key KEY` does not show it in `%agent list`.
+Run twice: the key set by a cell, and the key in the kernel's environment from the start.
 """
 
 from __future__ import annotations
