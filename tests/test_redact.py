@@ -188,6 +188,8 @@ def test_masking_is_linear_and_cheap_when_nothing_matches() -> None:
         # 8 times the text: well under 8 * 4 times the time (a quadratic mask would take 64).
         assert large < 32 * small + 0.01, (with_key, small, large)
     assert cost(16_000, False) < 0.25  # about 1 MB, nothing to mask
+    # A key in a long text: the pattern runs around it, not over the whole text again.
+    assert cost(16_000, True) < 3 * cost(16_000, False) + 0.01
 
 
 def test_a_long_secret_is_masked_in_pieces_and_compiles() -> None:
@@ -231,3 +233,20 @@ def test_a_run_from_the_middle_or_the_end_of_a_key_is_masked() -> None:
     assert redactor.text(f"ends with {KEY[-16:]}") == f"ends with {MASK}"
     middle = redactor.text(f"[{KEY[5:35]}]")
     assert MASK in middle and len(middle) <= len(MASK) + 2 + 7, middle
+
+
+def test_a_long_text_is_masked_around_each_occurrence() -> None:
+    redactor = Redactor([KEY])
+    filler = "ordinary words, numbers 0123456789 and sk-live- prefixes. " * 2000
+    spelled = [
+        KEY,
+        urllib.parse.quote(KEY, safe=""),
+        base64.b64encode(KEY.encode()).decode(),
+        KEY[:20],
+        KEY[-16:],
+    ]
+    text = spelled[0] + filler + f" {spelled[1]} " + filler + f" {spelled[2]} {spelled[3]} "
+    text += filler + spelled[4]
+    masked = redactor.text(text)
+    assert masked.count(MASK) == 5 and not leaks(masked), masked.count(MASK)
+    assert masked.count(filler) == 3  # the rest intact
