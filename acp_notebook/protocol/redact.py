@@ -136,6 +136,7 @@ class Redactor:
         self._tail: re.Pattern[str] | None = None
         self._window = PREFIX_LENGTH * _MAX_UNIT
         self._before = self._after = 0
+        self._last: tuple[str, bool, str] = ("", False, "")  # the last long text masked
         self._anchors: tuple[str, ...] | None = None
         self.add(secrets)
 
@@ -185,6 +186,18 @@ class Redactor:
     def _text(self, value: str, live: bool) -> str:
         if self._pattern is None:
             return value
+        if len(value) > _SMALL_TEXT:
+            # A transcript holds its answer twice (the message part and "text"): mask it once.
+            last_in, last_live, last_out = self._last
+            if live == last_live and value == last_in:
+                return last_out
+            masked = self._text_uncached(value, live)
+            self._last = (value, live, masked)
+            return masked
+        return self._text_uncached(value, live)
+
+    def _text_uncached(self, value: str, live: bool) -> str:
+        assert self._pattern is not None
         value = self._mask(value, self._pattern)
         if live and self._tail is not None:
             start = max(0, len(value) - self._window)
@@ -240,6 +253,7 @@ class Redactor:
         starts |= {w for s in self._secrets for w in _windows(s)}
         ordered = sorted(starts, key=lambda start: len(start[0]), reverse=True)
         self._anchors = None  # meanwhile every text runs the pattern: no new key slips through
+        self._last = ("", False, "")
         # Longest first: at one position the first branch that matches wins, so a secret that
         # contains another is masked whole.
         self._pattern = re.compile("|".join(_prefix_pattern(f, n) for f, n in ordered))
