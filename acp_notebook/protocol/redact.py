@@ -22,9 +22,11 @@ chunks is one key again there.
 
 The secret set is re-read from the environment at each call (`os.environ` as it is now: a cell may
 have run `load_dotenv()` since the kernel started). Re-reading costs one pass over the variables'
-names; the pattern, one compiled `re` alternation, is rebuilt only when the set grows. Masking is
-one `re.sub` over the text, linear in its length. Secrets are never forgotten: a key removed from
-the environment may still be known to an agent started before.
+names; the pattern, one compiled `re` alternation, is rebuilt only when the set grows. Masking
+looks for each pattern branch's anchor (a few letters or digits of it) with `str.find`, and runs
+the pattern only around what it finds: linear in the text's length, about 10 ms a megabyte here
+with two keys whether or not one is in it. Secrets are never forgotten: a key removed from the
+environment may still be known to an agent started before.
 
 A hostile agent that knows a key can always spell it in some other way (reversed, in pieces
 shorter than the prefix length): masking stops echoes and the usual encodings, not an agent that
