@@ -128,10 +128,13 @@ class AcpNotebook(Magics):
 
     def registry(self) -> Registry:
         try:
-            return Registry.build(self.agents, self.default_agent or None,
-                                  self.agents_file or None)
+            registry = Registry.build(self.agents, self.default_agent or None,
+                                      self.agents_file or None)
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
+        for spec in registry.agents.values():  # keys in agents' env or options: never shown
+            self.runtime.remember(spec)
+        return registry
 
     def client_options(self) -> dict[str, Any]:
         from .client.permissions import PermissionPolicy
@@ -165,8 +168,10 @@ class AcpNotebook(Magics):
 
     async def _run_cell(self, args: argparse.Namespace, body: str) -> Any:
         from .notebook import session_cell
+        from .notebook.publish import guarded
 
-        return await session_cell.run(self, args, body)
+        # Errors quote the agent (its error message, its stderr): they leave masked.
+        return await guarded(session_cell.run(self, args, body))
 
     # -- %agent ----------------------------------------------------------------------------------
 
@@ -174,8 +179,9 @@ class AcpNotebook(Magics):
     def agent_line(self, line: str) -> Coroutine[Any, Any, Any]:
         """%agent [list|status|sessions|resume|load|mode|config|stop|restart|close|help] ..."""
         from .notebook import commands
+        from .notebook.publish import guarded
 
-        return commands.run(self, line)
+        return guarded(commands.run(self, line))
 
 
 def _parse(parser: _Parser, line: str) -> argparse.Namespace:

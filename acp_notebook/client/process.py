@@ -16,7 +16,7 @@ import anyio
 import anyio.abc
 
 from ..errors import AgentStartError
-from ..protocol.redact import Redactor, secret_values
+from ..protocol.redact import Redactor, secret_args, secret_values
 
 
 class StderrTail:
@@ -102,8 +102,10 @@ class AgentProcess:
         self.command = [str(c) for c in command]
         self.env = env
         self.cwd = cwd
-        # Error messages quote stderr; the agent's API keys must not be quoted with it.
-        self.redactor = Redactor(secret_values(child_env(env)))
+        # Error messages quote stderr; the agent's API keys must not be quoted with it, nor a
+        # key a cell puts in os.environ later (the agent may read it from a .env file).
+        self.redactor = Redactor(secret_values(child_env(env)) | secret_args(self.command),
+                                 environ=os.environ)
         self.stderr = StderrTail(stderr_limit, self.redactor)
         self._proc: anyio.abc.Process | None = None
         self._send_lock = anyio.Lock()

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from IPython.display import display
 
 from ..client.permissions import PermissionPolicy
 from ..client.session import Session
@@ -21,7 +20,7 @@ from ..client.turn import TurnHandle
 from ..config import AgentSpec
 from ..errors import AcpError, AgentStartError
 from ..protocol.result import TurnResult
-from . import views
+from . import publish, views
 from .live import LiveView
 from .runtime import Runtime
 from .views import Code
@@ -63,8 +62,8 @@ async def open_session(runtime: Runtime, spec: AgentSpec, name: str, new: bool,
         # fs, terminal, protection and the like are fixed when the agent starts (they are
         # negotiated in initialize): a change takes a fresh agent, or it would silently not apply.
         await runtime.close_agent(spec.name)
-        display(views.message(f"Settings changed ({', '.join(changed)}): agent ",
-                              Code(spec.name), " restarted; its sessions start anew."), raw=True)
+        publish.show(views.message(f"Settings changed ({', '.join(changed)}): agent ",
+                              Code(spec.name), " restarted; its sessions start anew."))
     entry = runtime.find(name)
     if entry is not None and entry.agent != spec.name:
         raise ValueError(f"session {name!r} belongs to agent {entry.agent!r}; pick another "

@@ -11,7 +11,7 @@ from IPython.display import display
 
 from ..config import ConfigError
 from ..errors import AcpError
-from . import views
+from . import publish, views
 from .cell import start_error_message
 from .runtime import NamedSession
 from .views import Code, Doc, Strong, Value
@@ -88,7 +88,7 @@ def _session(magics: AcpNotebook, args: argparse.Namespace) -> NamedSession:
 def _show(doc: Doc | dict[str, str]) -> None:
     # HTML built by `views` (every value escaped) and the same as plain text; never Markdown,
     # whose escaping would depend on the renderer (see views).
-    display(doc.bundle() if isinstance(doc, Doc) else doc, raw=True)
+    publish.show(doc.bundle() if isinstance(doc, Doc) else doc)
 
 
 def _masker(magics: AcpNotebook) -> Callable[[str], str]:
@@ -205,7 +205,7 @@ def _more(doc: Doc, items: Any, what: str) -> None:
 async def _status(magics: AcpNotebook, args: argparse.Namespace) -> None:
     facts = _status_facts(_session(magics, args))
     _show(status_doc(facts, _masker(magics)))
-    magics.user_ns["_agent_status"] = facts  # the same facts as data
+    magics.user_ns["_agent_status"] = publish.REDACTOR.obj(facts)  # the same facts as data
 
 
 async def _client(magics: AcpNotebook, args: argparse.Namespace) -> Any:
@@ -237,7 +237,7 @@ async def _sessions(magics: AcpNotebook, args: argparse.Namespace) -> None:
     except AcpError as exc:
         raise UsageError(_error_text(magics, exc)) from None
     _show(sessions_doc(spec.name, sessions, _masker(magics)))
-    magics.user_ns["_agent_sessions"] = sessions  # the same list as data
+    magics.user_ns["_agent_sessions"] = publish.REDACTOR.obj(sessions)  # the same, as data
 
 
 async def _open(magics: AcpNotebook, args: argparse.Namespace, how: str) -> None:
@@ -257,14 +257,12 @@ async def _open(magics: AcpNotebook, args: argparse.Namespace, how: str) -> None
                         f" ({how.rstrip('e')}ed{earlier}).", mask=_masker(magics)))
     if how == "load" and session.history:
         from ..client.transcript import record_transcript
-        from ..render import render_bundle
 
-        redact = magics.runtime.redactor.obj  # replayed history may echo the agent's keys too
-        for record in session.history:
+        for record in session.history:  # replayed history may echo the agent's keys too
             transcript = {**record_transcript(record, session), "success": True,
                           "stopReason": "end_turn", "note": "replayed history"}
             transcript.pop("duration")  # the replay's timing says nothing about the turn
-            display(render_bundle(redact(transcript)), raw=True)
+            publish.show(publish.turn(transcript))
 
 
 async def _resume(magics: AcpNotebook, args: argparse.Namespace) -> None:

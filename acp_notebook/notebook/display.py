@@ -1,18 +1,21 @@
-"""How turn results and handles show up when displayed (`Out[n]`, `display(result)`)."""
+"""How turn results, handles, sessions and clients show up when displayed (`Out[n]`,
+`display(result)`): masked like every other output (their reprs quote the agent's text)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..client.client import Client
+from ..client.session import Session
 from ..client.turn import TurnHandle
 from ..protocol.redact import Redactor
 from ..protocol.result import TurnResult
-from ..render import render_bundle
+from .publish import turn
 
 
 def register(ipython: Any, redactor: Redactor) -> None:
     def result_bundle(result: TurnResult, *_: Any, **__: Any) -> dict[str, Any]:
-        return render_bundle(redactor.obj(result.to_json()))
+        return turn(result.to_json(), redactor=redactor)
 
     def handle_bundle(turn: TurnHandle, *_: Any, **__: Any) -> dict[str, Any]:
         if turn.result is not None:
@@ -20,6 +23,14 @@ def register(ipython: Any, redactor: Redactor) -> None:
         return {"text/plain": f"<TurnHandle {turn.id}: running in the background; "
                               "`await h.finished` gives its result>"}
 
+    def masked_repr(obj: Any, printer: Any, cycle: bool) -> None:
+        printer.text(redactor.text(repr(obj)))
+
     formatter = ipython.display_formatter.mimebundle_formatter
     formatter.for_type(TurnResult, result_bundle)
     formatter.for_type(TurnHandle, handle_bundle)
+    # Results and handles have their text/plain in the bundle above (a text/plain formatter
+    # registered for them would win over it).
+    plain = ipython.display_formatter.formatters["text/plain"]
+    for kind in (Session, Client):
+        plain.for_type(kind, masked_repr)

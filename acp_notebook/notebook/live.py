@@ -23,7 +23,8 @@ from ..client.turn import TurnHandle
 from ..protocol.mutations import Mutation, SessionChanged
 from ..protocol.redact import Redactor
 from ..protocol.result import TurnRecord, TurnResult
-from ..render import LIVE_FORMATS, render_bundle
+from ..render import LIVE_FORMATS
+from . import publish
 
 
 class LiveView:
@@ -34,7 +35,7 @@ class LiveView:
                  redactor: Redactor | None = None, permission_timeout: float = 0) -> None:
         self.session = session
         self.permission_timeout = permission_timeout
-        self.redactor = redactor or Redactor()
+        self.redactor = redactor or publish.REDACTOR
         self.turn = turn
         self.note = note
         self.controls = controls
@@ -53,7 +54,7 @@ class LiveView:
             self._controls_handle = display(self.controls.box, display_id=True)
             self.turn.permission_handler = self._ask
         if self.show:
-            self._handle = display(self._bundle(), raw=True, display_id=True)
+            self._handle = publish.show(self._bundle(), display_id=True)
             self.updates += 1
         self._task = asyncio.get_running_loop().create_task(self._render_loop())
 
@@ -84,7 +85,8 @@ class LiveView:
 
     def _bundle(self) -> dict[str, Any]:
         transcript = live_transcript(self.session, self._record(), self.turn, self.note)
-        return render_bundle(self.redactor.obj(transcript), live=True, formats=LIVE_FORMATS)
+        # live: a text ending in the start of a key holds that end back until the next redraw.
+        return publish.turn(transcript, live=True, formats=LIVE_FORMATS, redactor=self.redactor)
 
     async def _render_loop(self) -> None:
         while not self._finished():
@@ -95,7 +97,7 @@ class LiveView:
             cost = 0.0
             if self._handle is not None and self.turn.result is None:
                 started = time.perf_counter()
-                self._handle.update(self._bundle(), raw=True)
+                publish.update(self._handle, self._bundle())
                 self.updates += 1
                 cost = time.perf_counter() - started
             # Redrawing runs on the loop that also reads the agent: a large turn, costly to
@@ -112,13 +114,12 @@ class LiveView:
             if self._controls_handle is not None:
                 self._controls_handle.update({"text/plain": ""}, raw=True)
         if self._handle is not None:
-            bundle = (render_bundle(self.redactor.obj(final_transcript(result, self.note)))
+            bundle = (publish.turn(final_transcript(result, self.note), redactor=self.redactor)
                       if keep_record else {"text/plain": ""})
-            self._handle.update(bundle, raw=True)
+            publish.update(self._handle, bundle)
             self.updates += 1
         elif keep_record:
-            display(render_bundle(self.redactor.obj(final_transcript(result, self.note))),
-                    raw=True)
+            publish.show(publish.turn(final_transcript(result, self.note), redactor=self.redactor))
 
     async def aclose(self) -> None:
         self._done = True

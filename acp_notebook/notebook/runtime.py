@@ -23,7 +23,8 @@ import anyio
 from ..client.client import Client, connect
 from ..client.session import Session
 from ..config import AgentSpec
-from ..protocol.redact import Redactor, secret_values
+from ..protocol.redact import secret_args, secret_values
+from .publish import REDACTOR, install_log_mask
 
 
 class AgentHost:
@@ -114,8 +115,10 @@ class Runtime:
         self.hosts: dict[str, AgentHost] = {}
         self.sessions: dict[str, NamedSession] = {}
         self.last_session: str | None = None  # what %agent status/stop mean without --session
-        # Everything this kernel shows or saves of a turn passes through it.
-        self.redactor = Redactor(secret_values(os.environ))
+        # Everything this kernel shows or saves passes through it (see publish.py); it reads
+        # os.environ anew at each use, so a key a cell sets later is masked too.
+        self.redactor = REDACTOR
+        install_log_mask()
         _RUNTIMES.add(self)
 
     async def client(self, spec: AgentSpec, options: dict[str, Any]) -> Client:
@@ -125,12 +128,16 @@ class Runtime:
             host = None
         if host is None:
             host = self.hosts[spec.name] = AgentHost(spec, options)
-            self.redactor.add(secret_values(spec.env))
+            self.remember(spec)
         try:
             return await host.start()
         except BaseException:
             self.hosts.pop(spec.name, None)
             raise
+
+    def remember(self, spec: AgentSpec) -> None:
+        """Mask what this agent is given as secrets: its `env` values and secret options."""
+        self.redactor.add(secret_values(spec.env) | secret_args(spec.command))
 
     def changed_options(self, agent: str, options: dict[str, Any]) -> list[str]:
         """Options the running agent was started with that differ now (permission policy

@@ -8,12 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 from IPython.core.error import UsageError
-from IPython.display import display
 
 from ..config import AgentSpec, ConfigError
 from ..errors import AcpError, PromptError, RequestTimeoutError
 from ..protocol.result import TurnResult
-from . import views
+from . import publish, views
 from .cell import (
     CellOptions,
     TurnFailed,
@@ -77,7 +76,7 @@ async def run(magics: AcpNotebook, args: argparse.Namespace, body: str) -> Any:
         from ..widgets.controls import TurnControls
 
         label = f"{spec.name} · session {session.id[:12]} · running…"
-        controls = TurnControls(lambda: _spawn(turn.cancel()), label)
+        controls = TurnControls(lambda: _spawn(turn.cancel()), label, magics.runtime.redactor)
     # The note is its own line above (see below), not repeated in the live footer.
     view = LiveView(session, turn, max_rate=magics.max_update_rate, controls=controls,
                     show=not opts.quiet, redactor=magics.runtime.redactor,
@@ -86,7 +85,7 @@ async def run(magics: AcpNotebook, args: argparse.Namespace, body: str) -> Any:
     # (the cell's value shows the record, and the renderers do not draw the transcript's "note"),
     # so this line is the only place a saved notebook tells that the demo agent answered.
     if note:  # our own words, no agent text: safe as Markdown
-        display({"text/markdown": f"*{note}*", "text/plain": note}, raw=True)
+        publish.show({"text/markdown": f"*{note}*", "text/plain": note})
     view.start()
     left = None if timeout is None else max(deadline - anyio.current_time(), 0.001)
 

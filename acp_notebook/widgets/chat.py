@@ -37,7 +37,7 @@ class ChatWidget:
         self.stop_button = w.Button(description="Stop", icon="stop", button_style="danger",
                                     disabled=True)
         self.status = w.HTML()
-        self.prompts = PermissionPrompts()
+        self.prompts = PermissionPrompts(self.redactor)
         self.box = w.VBox([self.log, self.prompts.box,
                            w.HBox([self.input, w.VBox([self.send_button, self.stop_button])]),
                            self.status])
@@ -116,14 +116,17 @@ class ChatWidget:
                 transcript = live_transcript(self.session, record, turn)
             else:
                 transcript = live_transcript(self.session, None, turn)
-            bundle = render_bundle(self.redactor.obj(transcript), live=turn.result is None)
+            live = turn.result is None
+            bundle = render_bundle(self.redactor.obj(transcript, live=live), live=live)
             # The HTML widget typesets math in its value: an agent's `$` stays text.
-            view.value = f'<div class="mathjax_ignore">{bundle["text/html"]}</div>'
+            shown = self.redactor.text(bundle["text/html"])
+            view.value = f'<div class="mathjax_ignore">{shown}</div>'
         self._set_status()
 
     def _set_status(self) -> None:
-        self.status.value = status_html(self.session.id, self.session.mode, self.session.usage,
-                                        self.session.running is not None)
+        self.status.value = self.redactor.text(status_html(
+            self.session.id, self.session.mode, self.session.usage,
+            self.session.running is not None))
 
     def closed(self) -> bool:
         return self._closed

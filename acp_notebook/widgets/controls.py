@@ -15,6 +15,7 @@ import ipywidgets as w
 
 from ..client.permissions import PermissionRequest
 from ..notebook.views import Strong, Value, html_span, text
+from ..protocol.redact import Redactor
 
 _STYLE = {
     "allow_once": "success",
@@ -27,24 +28,28 @@ _STYLE = {
 class PermissionPrompts:
     """One row of buttons per pending permission request; `ask()` waits for a click."""
 
-    def __init__(self) -> None:
+    def __init__(self, redactor: Redactor | None = None) -> None:
         self.box = w.VBox()
+        # The title and the options' names come from the agent: a widget is saved with the
+        # notebook (its state) and read by the page, so they are masked like any output.
+        self.redactor = redactor or Redactor()
 
     async def ask(self, request: PermissionRequest) -> str | None:
         loop = asyncio.get_running_loop()
         chosen: asyncio.Future[str | None] = loop.create_future()
-        title = request.part.title or request.part.tool_call_id
+        mask = self.redactor.text
+        title = mask(text(request.part.title or request.part.tool_call_id, 10_000))
         buttons = []
         for option in request.options:
             kind = option.get("kind")
-            button = w.Button(description=option_label(option),
+            button = w.Button(description=option_label(option, mask),
                               button_style=_STYLE.get(kind, "") if isinstance(kind, str) else "",
                               tooltip=text(kind, 40))
             button.add_class("acpnb-permission-option")
             button.on_click(_chooser(chosen, str(option.get("optionId"))))
             buttons.append(button)
         label = w.HTML(value=html_span(Strong("Permission requested"), " (",
-                                       Value(request.tool_kind), "): ", Value(title)))
+                                       Value(mask(request.tool_kind)), "): ", Value(title)))
         row = w.VBox([label, w.HBox(buttons)])
         row.add_class("acpnb-permission")
         self.box.children = (*self.box.children, row)
@@ -71,12 +76,13 @@ _KIND_WORDS = {
 }
 
 
-def option_label(option: dict[str, Any]) -> str:
+def option_label(option: dict[str, Any], mask: Callable[[str], str] = str) -> str:
     """A permission button's text (plain text: ipywidgets shows a Button's description as text).
     Our word for the option's kind, then the agent's name for it when that says something else."""
     kind = option.get("kind")
     words = _KIND_WORDS.get(kind, "") if isinstance(kind, str) else ""
-    name = text(option.get("name") or option.get("optionId"), 60)
+    # Masked before it is cut to 60 characters: a cut key would no longer be recognised.
+    name = text(mask(text(option.get("name") or option.get("optionId"), 10_000)), 60)
     if not words:
         return f"{name} (unknown kind)" if name else "(unnamed option)"
     if set(name.casefold().split()) <= set(words.casefold().split()):
@@ -95,12 +101,14 @@ def _chooser(chosen: asyncio.Future[str | None], option_id: str) -> Callable[[An
 class TurnControls:
     """A Stop button, a status line, and the turn's permission prompts."""
 
-    def __init__(self, on_stop: Callable[[], None], label: str) -> None:
+    def __init__(self, on_stop: Callable[[], None], label: str,
+                 redactor: Redactor | None = None) -> None:
+        redactor = redactor or Redactor()
         self.stop_button = w.Button(description="Stop", icon="stop", button_style="danger",
                                     tooltip="Cancel this turn (sends session/cancel)",
                                     layout=w.Layout(width="90px"))
-        self.status = w.HTML(value=html_span(label))
-        self.prompts = PermissionPrompts()
+        self.status = w.HTML(value=html_span(redactor.text(label)))
+        self.prompts = PermissionPrompts(redactor)
         self.box = w.VBox([w.HBox([self.stop_button, self.status]), self.prompts.box])
         self.box.add_class("acpnb-controls")
         self._on_stop = on_stop

@@ -1,0 +1,157 @@
+"""The ways out other than a cell's display: exceptions, log records, widgets, reprs."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import os
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+from IPython.core.error import UsageError
+
+from acp_notebook.client.permissions import PermissionRequest
+from acp_notebook.notebook import publish
+from acp_notebook.protocol.redact import MASK, Redactor
+from acp_notebook.protocol.state import PermissionPart
+from acp_notebook.widgets.controls import PermissionPrompts, TurnControls
+
+KEY = "sk-pub-" + "Q7w/E9r+T2y=U4i" * 2
+
+
+@pytest.fixture
+def late_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A key set in os.environ after the kernel's redactor was built."""
+    monkeypatch.setitem(os.environ, "MY_LATE_API_KEY", KEY)
+    yield KEY
+
+
+def test_a_magic_error_leaves_masked_with_its_chain(late_key: str) -> None:
+    async def failing() -> None:
+        try:
+            raise ValueError(f"agent said {urllib.parse.quote(late_key, safe='')}")
+        except ValueError as exc:
+            raise UsageError(f"cannot apply: {late_key[:20]}") from exc
+
+    with pytest.raises(UsageError) as caught:
+        asyncio.run(publish.guarded(failing()))
+    assert str(caught.value) == f"cannot apply: {MASK}"
+    assert str(caught.value.__cause__) == f"agent said {MASK}"
+
+
+def test_log_records_of_the_extension_are_masked(late_key: str) -> None:
+    publish.install_log_mask()
+    logger = logging.getLogger("acp_notebook")
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logger.addHandler(handler)
+    try:
+        logger.warning("acp_notebook: garbage %s", f"KEY={late_key}")
+        try:
+            raise RuntimeError(late_key)
+        except RuntimeError:
+            logger.exception("failed with %r", late_key[:18])
+    finally:
+        logger.removeHandler(handler)
+    out = stream.getvalue()
+    assert late_key[:16] not in out, out
+    assert out.count(MASK) == 3, out
+
+
+def test_permission_buttons_and_labels_are_masked() -> None:
+    part = PermissionPart(
+        "p1",
+        "call-1",
+        f"run env {KEY}",
+        [{"optionId": "ok", "name": f"Allow {KEY}", "kind": "allow_once"}],
+    )
+    request = PermissionRequest(part, "execute", {}, "s1")
+    prompts = PermissionPrompts(Redactor([KEY]))
+    controls = TurnControls(lambda: None, f"agent · session {KEY}", Redactor([KEY]))
+
+    async def ask() -> list[str]:
+        waiting = asyncio.ensure_future(prompts.ask(request))
+        for _ in range(100):  # ask() draws its row before its first await: one yield is enough
+            if prompts.box.children:
+                break
+            await asyncio.sleep(0)
+        (row,) = prompts.box.children
+        label, buttons = row.children
+        shown = [
+            label.value,
+            *(b.description for b in buttons.children),
+            *(b.tooltip for b in buttons.children),
+        ]
+        buttons.children[0].click()
+        assert await waiting == "ok"
+        return shown
+
+    shown = asyncio.run(ask())
+    assert all(KEY not in s and KEY[:16] not in s for s in shown), shown
+    assert MASK in shown[0] and MASK in shown[1]
+    assert KEY not in controls.status.value and MASK in controls.status.value
+    prompts.close()
+    controls.close()
+
+
+def test_reprs_shown_as_cell_values_are_masked(
+    late_key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from acp_notebook.notebook.display import register
+    from acp_notebook.protocol.result import TurnResult
+
+    shell = InteractiveShell.instance()
+    register(shell, publish.REDACTOR)
+    result = TurnResult(turn_id="t1", success=True, text=f"the key: {late_key}")
+    bundle, _ = shell.display_formatter.format(result)
+    assert bundle and all(late_key[:16] not in str(v) for v in bundle.values()), bundle
+    assert "the key: " in bundle["text/plain"]  # the rendered text, not the repr
+
+    # A session's repr quotes its id, which the agent chose.
+    from acp_notebook.client.session import Session
+
+    monkeypatch.setattr(Session, "__repr__", lambda self: f"<Session {late_key}>")
+    bundle, _ = shell.display_formatter.format(Session.__new__(Session))
+    assert bundle["text/plain"] == f"<Session {MASK}>"
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+async def test_the_chat_widget_masks_its_turns_and_status(tmp_path: Path) -> None:
+    from acp_notebook.widgets.chat import ChatWidget
+    from tests.agents.script import script
+    from tests.client_helpers import Agent
+
+    agent = Agent(tmp_path)
+    steps = script(
+        {"say": f"the key is {urllib.parse.quote(KEY, safe='')} and {KEY[:20]}"},
+        {
+            "update": {
+                "sessionUpdate": "usage_update",
+                "used": 1,
+                "size": 10,
+                "cost": {"amount": 0.5, "currency": KEY},
+            }
+        },
+    )
+    with anyio.fail_after(30):
+        async with agent.client() as client:
+            session = await client.new_session()
+            chat = ChatWidget(session, redactor=Redactor([KEY]))
+            await chat.send(steps)
+            (view,) = chat.log.children
+            drawn = anyio.Event()
+            view.observe(lambda _change: drawn.set(), names="value")
+            if "the key is" not in view.value:  # the redraw after the turn is yet to come
+                await drawn.wait()
+            shown = [view.value, chat.status.value]
+            chat.close()
+    assert "the key is" in shown[0] and MASK in shown[0], shown
+    assert all(KEY[:16] not in s and "Q7w%2FE9r" not in s for s in shown), shown
+    assert MASK in shown[1], shown
