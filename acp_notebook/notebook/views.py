@@ -264,6 +264,6 @@ def message(*pieces: Piece | Any, mask: Callable[[str], str] = str) -> dict[str,
     return Doc(mask).para(*pieces).bundle()
 
 
-def html_span(*pieces: Piece | Any) -> str:
+def html_span(*pieces: Piece | Any, mask: Callable[[str], str] = str) -> str:
     """Inline HTML for a widget's value (innerHTML), with math typesetting off."""
-    return f'<span class="mathjax_ignore">{inline_html(pieces)}</span>'
+    return f'<span class="mathjax_ignore">{inline_html(pieces, mask)}</span>'

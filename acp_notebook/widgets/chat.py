@@ -8,6 +8,7 @@ a cell's record, redrawn at most `max_rate` times a second.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as w
@@ -15,7 +16,7 @@ import ipywidgets as w
 from ..client.session import Session
 from ..client.transcript import final_transcript, live_transcript
 from ..client.turn import TurnHandle
-from ..notebook.views import Code, Strong, Value, html_span, money, number, percent
+from ..notebook.views import Code, Strong, Value, html_span, money, number, percent, text
 from ..protocol.mutations import Mutation, SessionChanged
 from ..protocol.redact import Redactor
 from ..protocol.state import Usage
@@ -124,9 +125,8 @@ class ChatWidget:
         self._set_status()
 
     def _set_status(self) -> None:
-        self.status.value = self.redactor.text(status_html(
-            self.session.id, self.session.mode, self.session.usage,
-            self.session.running is not None))
+        self.status.value = status_html(self.session.id, self.session.mode, self.session.usage,
+                                        self.session.running is not None, self.redactor.text)
 
     def closed(self) -> bool:
         return self._closed
@@ -148,8 +148,10 @@ class ChatWidget:
         display(self.box)
 
 
-def status_html(session_id: Any, mode: Any, usage: Usage | None, running: bool) -> str:
-    """The chat's status line (innerHTML): every value from the agent escaped, numbers total."""
+def status_html(session_id: Any, mode: Any, usage: Usage | None, running: bool,
+                mask: Callable[[str], str] = str) -> str:
+    """The chat's status line (innerHTML): every value from the agent masked (before it is cut
+    short, or a cut key would not be recognised) and escaped, numbers total."""
     parts: list[Any] = ["session ", Code(session_id)]
     if mode:
         parts += [" · mode ", Code(mode)]
@@ -158,7 +160,8 @@ def status_html(session_id: Any, mode: Any, usage: Usage | None, running: bool) 
         parts += [f" · context {number(usage.used)}/{number(usage.size)}"
                   + (f" ({pct})" if pct else "")]
         if usage.cost_amount is not None:
-            parts += [" · cost ", Value(money(usage.cost_amount, usage.cost_currency))]
+            currency = mask(text(usage.cost_currency, 10_000))
+            parts += [" · cost ", Value(money(usage.cost_amount, currency))]
     if running:
         parts += [" · ", Strong("running…")]
-    return f"<small>{html_span(*parts)}</small>"
+    return f"<small>{html_span(*parts, mask=mask)}</small>"
