@@ -1,6 +1,7 @@
 """The rich `text/html` view of a turn: parts in arrival order, then alerts and a footer.
 
-Everything from the agent is escaped (here, in `htmlbits`, `cards` and `minimd`). The markup
+Everything from the agent is escaped (here, in `htmlbits` and `cards`); its Markdown is
+converted by `agentmd` (markdown-it-py, raw HTML off). The markup
 reads without the stylesheet (GitHub strips it): statuses are words and glyphs, not colours.
 """
 
@@ -11,8 +12,8 @@ from typing import Any
 
 from . import labels
 from .cards import permission, raw, tool_call
+from .agentmd import inline, to_html
 from .htmlbits import block, css_class
-from .minimd import inline, to_html
 from .model import Error, Message, Permission, Plan, PlanItem, Raw, ToolCall, Turn
 from .style import STYLE
 
@@ -22,7 +23,7 @@ def render_html(turn: Turn) -> str:
     last = len(turn.parts) - 1
     for i, part in enumerate(turn.parts):
         if isinstance(part, Message):
-            _message(out, part, thinking=turn.live and i == last)
+            _message(out, part, growing=turn.live and i == last)
         elif isinstance(part, ToolCall):
             tool_call(out, part, turn)
         elif isinstance(part, Permission):
@@ -44,15 +45,15 @@ def _multiline(s: str) -> str:
     return escape(s, quote=False).replace("\n", "<br>\n")
 
 
-def _message(out: list[str], m: Message, *, thinking: bool) -> None:
+def _message(out: list[str], m: Message, *, growing: bool) -> None:
     if m.role == "thought":
         if not m.text and not m.blocks:
             return
-        label = "Thinking…" if thinking else "Thoughts"
+        label = "Thinking…" if growing else "Thoughts"
         words = m.text.count(" ") + m.text.count("\n") + 1  # about: split() costs more
         out.append(f'<details class="acpnb-thought"><summary>💭 {label} '
                    f'<span class="acpnb-muted">(~{words:,} words)</span></summary><div>')
-        out.append(to_html(m.text))
+        out.append(to_html(m.text, live=growing))
         _blocks(out, m.blocks)
         out.append("</div></details>")
         return
@@ -62,7 +63,7 @@ def _message(out: list[str], m: Message, *, thinking: bool) -> None:
     out.append(f'<div class="{cls}">')
     if m.role == "user":
         out.append("<strong>👤 You</strong>")
-    out.append(to_html(m.text))
+    out.append(to_html(m.text, live=growing))
     _blocks(out, m.blocks)
     out.append("</div>")
 
