@@ -37,8 +37,8 @@ from acp_notebook.render import (
     render_markdown,
     render_text,
 )
-from acp_notebook.render.diff import unified
 from acp_notebook.render.agentmd import to_html
+from acp_notebook.render.diff import unified
 
 MIMES = {"text/plain", "text/markdown", "text/html", MIME_TRANSCRIPT}
 

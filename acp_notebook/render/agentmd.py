@@ -31,14 +31,16 @@ from .urls import safe_url
 #: Levels of block nesting (a list item inside a list counts two) before the text goes plain.
 MAX_NESTING = 20
 #: The longest piece (text between blank lines at the margin) parsed as Markdown.
-MAX_PIECE = 50_000
+MAX_PIECE = 20_000
 #: How much of one text is parsed as Markdown; the rest is shown as text.
-MAX_CHARS = 200_000
+MAX_CHARS = 100_000
 #: While a turn streams, its last (growing) piece is parsed only up to this size.
-MAX_LIVE_PIECE = 20_000
+MAX_LIVE_PIECE = 5_000
 #: A one-line string (a title) longer than this is shown as text.
 MAX_INLINE = 2_000
 
+#: The size pieces are grouped to (see `_grouped`).
+_GROUP = 2000
 _TASK = re.compile(r"\[([ xX])\][ \t]")
 _LANG_UNSAFE = re.compile(r"[^A-Za-z0-9_+-]")
 _LINK_ATTRS = {"target": "_blank", "rel": "noopener noreferrer nofollow"}
@@ -56,37 +58,51 @@ def _tidy(state: StateCore) -> None:
         if tok.type == "fence":
             words = tok.info.split()
             tok.info = _LANG_UNSAFE.sub("", words[0])[:30] if words else ""
-        elif (i >= 2 and tok.type == "inline" and tokens[i - 1].type == "paragraph_open"
-                and tokens[i - 2].type == "list_item_open" and tok.children
-                and tok.children[0].type == "text"
-                and (m := _TASK.match(tok.children[0].content)) is not None):
+        elif (
+            i >= 2
+            and tok.type == "inline"
+            and tokens[i - 1].type == "paragraph_open"
+            and tokens[i - 2].type == "list_item_open"
+            and tok.children
+            and tok.children[0].type == "text"
+            and (m := _TASK.match(tok.children[0].content)) is not None
+        ):
             first = tok.children[0]
             box = "☑ " if m.group(1) in "xX" else "☐ "
-            first.content = box + first.content[m.end():]
+            first.content = box + first.content[m.end() :]
 
 
-def _link_open(self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict,
-               env: Any) -> str:
+def _link_open(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: Any
+) -> str:
     for name, value in _LINK_ATTRS.items():
         tokens[idx].attrSet(name, value)
     return self.renderToken(tokens, idx, options, env)
 
 
-def _image(self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict,
-           env: Any) -> str:
+def _image(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: Any
+) -> str:
     tok = tokens[idx]
     alt = escape(self.renderInlineAsText(tok.children or [], options, env), quote=False)
     label = "🖼 " + (alt or "image")
     src = str(tok.attrGet("src") or "")
     if not safe_url(src):
         return label
-    return (f'<a href="{escape(src)}" target="_blank" rel="noopener noreferrer nofollow">'
-            f"{label}</a>")
+    return f'<a href="{escape(src)}" target="_blank" rel="noopener noreferrer nofollow">{label}</a>'
 
 
 def _parser() -> MarkdownIt:
-    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False,
-                                   "maxNesting": MAX_NESTING, "xhtmlOut": False})
+    md = MarkdownIt(
+        "commonmark",
+        {
+            "html": False,
+            "linkify": False,
+            "typographer": False,
+            "maxNesting": MAX_NESTING,
+            "xhtmlOut": False,
+        },
+    )
     md.enable(["table", "strikethrough"])
     md.validateLink = _checked_link  # type: ignore[method-assign]
     md.core.ruler.push("acpnb_tidy", _tidy)
@@ -112,7 +128,7 @@ def pieces(src: str, *, live: bool = False) -> list[tuple[str, bool]]:
     if "\r" in src:
         src = src.replace("\r\n", "\n").replace("\r", "\n")
     head, rest = src[:MAX_CHARS], src[MAX_CHARS:]
-    parts = [head] if len(head) < 2000 else fences.chunks(head)
+    parts = [head] if len(head) < _GROUP else _grouped(fences.chunks(head))
     out = [(p, len(p) <= MAX_PIECE) for p in parts]
     if live and out and len(out[-1][0]) > MAX_LIVE_PIECE:
         out[-1] = (out[-1][0], False)
@@ -121,12 +137,29 @@ def pieces(src: str, *, live: bool = False) -> list[tuple[str, bool]]:
     return out
 
 
+def _grouped(chunks: list[str]) -> list[str]:
+    """Consecutive chunks joined into pieces of at least `_GROUP` characters: fewer, larger
+    pieces to convert and cache. Greedy from the start, so as the text grows the groups stay
+    the same; the chunks after the last full group stay apart (only the last one grows)."""
+    out: list[str] = []
+    group: list[str] = []
+    size = 0
+    for chunk in chunks:
+        group.append(chunk)
+        size += len(chunk)
+        if size >= _GROUP:
+            out.append("".join(group))
+            group, size = [], 0
+    out.extend(group)
+    return out
+
+
 def to_html(src: str, *, live: bool = False) -> str:
     """The agent's Markdown `src` as safe HTML."""
     return "".join(_piece_html(p) if ok else plain_html(p) for p, ok in pieces(src, live=live))
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=2048)
 def _piece_html(src: str) -> str:
     tokens = parse(src)
     if tokens is None:

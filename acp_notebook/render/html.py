@@ -11,8 +11,8 @@ from html import escape
 from typing import Any
 
 from . import labels
-from .cards import permission, raw, tool_call
 from .agentmd import inline, to_html
+from .cards import permission, raw, tool_call
 from .htmlbits import block, css_class
 from .model import Error, Message, Permission, Plan, PlanItem, Raw, ToolCall, Turn
 from .style import STYLE
