@@ -128,6 +128,7 @@ def check_bundle(bundle: dict[str, Any]) -> None:
     shown = MARKED_LIKE.render(md)
     assert problems(shown, markdown=True) == [], (md, shown)
     assert problems(bundle["text/html"], markdown=False) == []
+    assert "could not render" not in md + bundle["text/html"]  # the guards stay unused
     # JupyterLab lifts math ($...$, \\(...\\), \\[...\\], \begin{}) and @@n@@ placeholders
     # out of the Markdown source before rendering it: none may come from the agent.
     assert "$" not in md and "@@" not in md and "\\\\" not in md and "\\begin" not in md
@@ -461,3 +462,27 @@ def test_deep_nesting_is_shown_as_text_not_dropped() -> None:
     bundle = render_bundle({"text": ">" * 1000 + " the last word", "success": True})
     assert "the last word" in bundle["text/html"]
     assert "the last word" in bundle["text/markdown"]
+
+
+def test_a_part_that_fails_to_render_does_not_blank_the_others(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> str:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr("acp_notebook.render.html.to_html", broken)
+    monkeypatch.setattr("acp_notebook.render.markdown.to_markdown", broken)
+    bundle = render_bundle(
+        {
+            "text": "the answer",
+            "success": True,
+            "parts": [
+                {"type": "message", "role": "agent", "text": "the answer"},
+                {"type": "tool_call", "title": "Read the file", "status": "completed"},
+            ],
+        }
+    )
+    for mime in ("text/html", "text/markdown"):
+        assert "Read the file" in bundle[mime] and "could not render the turn" not in bundle[mime]
+    assert "could not render this part: RecursionError" in bundle["text/html"]
+    assert "the answer" in bundle["text/markdown"]  # as plain text

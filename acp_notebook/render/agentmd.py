@@ -4,8 +4,9 @@ One parser for both views: CommonMark with GFM tables and strikethrough, raw HTM
 agent's tags are text), links only to http(s), mailto and relative targets, images shown as
 links (a remote image could track the reader), task list boxes as ☐/☑.
 
-Bounded: nesting deeper than `MAX_NESTING` levels, a piece longer than `MAX_PIECE` characters,
-or what lies past `MAX_CHARS` is shown as plain escaped text instead (markdown-it-py's cost
+Bounded: nesting deeper than `MAX_NESTING` levels, a piece longer than `MAX_PIECE` characters
+(or with more than `MAX_BRACKETS` brackets), or what lies past `MAX_CHARS` is shown as plain
+escaped text instead (markdown-it-py's cost
 grows with such input, and past its nesting limit it drops content). A long answer is cut into
 independent pieces (`fences.chunks`) that are converted and memoised one by one, so a streaming
 answer only re-converts its last piece.
@@ -36,6 +37,8 @@ MAX_PIECE = 20_000
 MAX_CHARS = 100_000
 #: While a turn streams, its last (growing) piece is parsed only up to this size.
 MAX_LIVE_PIECE = 5_000
+#: A piece with more `[` than this is shown as text (see `_parsable`).
+MAX_BRACKETS = 1_000
 #: A one-line string (a title) longer than this is shown as text.
 MAX_INLINE = 2_000
 
@@ -129,12 +132,18 @@ def pieces(src: str, *, live: bool = False) -> list[tuple[str, bool]]:
         src = src.replace("\r\n", "\n").replace("\r", "\n")
     head, rest = src[:MAX_CHARS], src[MAX_CHARS:]
     parts = [head] if len(head) < _GROUP else _grouped(fences.chunks(head))
-    out = [(p, len(p) <= MAX_PIECE) for p in parts]
+    out = [(p, _parsable(p)) for p in parts]
     if live and out and len(out[-1][0]) > MAX_LIVE_PIECE:
         out[-1] = (out[-1][0], False)
     if rest:
         out.append((rest, False))
     return out
+
+
+def _parsable(piece: str) -> bool:
+    # Brackets cost markdown-it-py the most (each may open a link it looks ahead for): a piece
+    # made of thousands of them is not an answer anyone wrote.
+    return len(piece) <= MAX_PIECE and piece.count("[") <= MAX_BRACKETS
 
 
 def _grouped(chunks: list[str]) -> list[str]:

@@ -13,8 +13,8 @@ from typing import Any
 from . import labels
 from .agentmd import inline, to_html
 from .cards import permission, raw, tool_call
-from .htmlbits import block, css_class
-from .model import Error, Message, Permission, Plan, PlanItem, Raw, ToolCall, Turn
+from .htmlbits import block, css_class, note
+from .model import Error, Message, Part, Permission, Plan, PlanItem, Raw, ToolCall, Turn
 from .style import STYLE
 
 
@@ -22,23 +22,32 @@ def render_html(turn: Turn) -> str:
     out: list[str] = [f'<div class="acpnb-turn" data-turn-id="{escape(turn.turn_id)}">', STYLE]
     last = len(turn.parts) - 1
     for i, part in enumerate(turn.parts):
-        if isinstance(part, Message):
-            _message(out, part, growing=turn.live and i == last)
-        elif isinstance(part, ToolCall):
-            tool_call(out, part, turn)
-        elif isinstance(part, Permission):
-            permission(out, part, turn.live)
-        elif isinstance(part, Plan):
-            _plan(out, part.entries)
-        elif isinstance(part, Raw):
-            raw(out, part)
-        elif isinstance(part, Error):
-            _alert(out, part.level, "⚠ Error" if part.level == "error" else "⚠ Warning",
-                   part.message)
+        mark = len(out)
+        try:
+            _part(out, part, turn, growing=turn.live and i == last)
+        except Exception as exc:  # one part that fails to render must not blank the others
+            del out[mark:]  # its half-written markup
+            out.append(note(f"(could not render this part: {type(exc).__name__})"))
     _turn_alerts(out, turn)
     _footer(out, turn)
     out.append("</div>")
     return "".join(out)
+
+
+def _part(out: list[str], part: Part, turn: Turn, *, growing: bool) -> None:
+    if isinstance(part, Message):
+        _message(out, part, growing=growing)
+    elif isinstance(part, ToolCall):
+        tool_call(out, part, turn)
+    elif isinstance(part, Permission):
+        permission(out, part, turn.live)
+    elif isinstance(part, Plan):
+        _plan(out, part.entries)
+    elif isinstance(part, Raw):
+        raw(out, part)
+    elif isinstance(part, Error):
+        _alert(out, part.level, "⚠ Error" if part.level == "error" else "⚠ Warning",
+               part.message)
 
 
 def _multiline(s: str) -> str:

@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from . import clip, labels, mdsafe
 from .diff import unified
-from .mdwrite import inline, to_markdown
+from .mdwrite import inline, plain, to_markdown
 from .model import DiffContent, Permission, Terminal, TerminalContent, ToolCall, Turn
 
 #: The Markdown view is a summary: diffs and terminal output are clipped harder than in HTML.
@@ -23,7 +23,10 @@ TERMINAL_LINES = 40
 def render_markdown(turn: Turn) -> str:
     blocks: list[str] = []
     if turn.text.strip():
-        blocks.append(to_markdown(turn.text))
+        try:
+            blocks.append(to_markdown(turn.text))
+        except Exception:  # the answer that fails to render must not blank the record
+            blocks.append(plain(turn.text))
     record = _record(turn)
     if record:
         if blocks:
@@ -50,7 +53,11 @@ def _record(turn: Turn) -> list[str]:
     if actions:
         lines = ["**Tool calls**", ""]
         for p in actions:
-            lines.extend(_tool_call(p, turn) if isinstance(p, ToolCall) else [_permission(p, turn)])
+            try:
+                lines.extend(_tool_call(p, turn) if isinstance(p, ToolCall)
+                             else [_permission(p, turn)])
+            except Exception as exc:  # nor one tool call the others
+                lines.append(f"- (could not render this part: {type(exc).__name__})")
         out.append("\n".join(lines))
 
     for r in turn.raws:

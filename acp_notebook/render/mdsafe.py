@@ -24,6 +24,10 @@ from .urls import safe_url
 
 _ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;", "\\": "&#92;", "$": "&#36;", "@": "&#64;"}
 _TEXT = str.maketrans({c: _ENTITIES.get(c, "\\" + c) for c in string.punctuation})
+_BACKSLASHED = [c for c in string.punctuation if c not in _ENTITIES]
+#: `&` first: the references put in afterwards are not escaped again.
+_ENTITY_ORDER = [("&", "&amp;"), *((c, r) for c, r in _ENTITIES.items() if c not in "&\\"),
+                 ("\x00", "&#92;")]
 #: Inside <code> and <pre>: references only, read the same as raw HTML and as Markdown text.
 _CODE = str.maketrans({c: _ENTITIES.get(c, f"&#{ord(c)};") for c in string.punctuation})
 #: What a link destination keeps as it is; everything else is percent-encoded.
@@ -33,7 +37,18 @@ _URL_KEEP = frozenset(string.ascii_letters + string.digits + "-._~:/?#=%+,;!*")
 
 def text(s: str) -> str:
     """`s` as literal Markdown text (newlines kept: the caller decides what they mean)."""
-    return s.translate(_TEXT)
+    if len(s) < 2000:
+        return s.replace("\x00", "").translate(_TEXT)
+    # The same, faster on long text: one C-level pass per character instead of a lookup per
+    # character. A backslash is parked as NUL (dropped from the input) while others are added.
+    s = s.replace("\x00", "").replace("\\", "\x00")
+    for c in _BACKSLASHED:
+        if c in s:
+            s = s.replace(c, "\\" + c)
+    for c, ref in _ENTITY_ORDER:
+        if c in s:
+            s = s.replace(c, ref)
+    return s
 
 
 def inline(s: str) -> str:

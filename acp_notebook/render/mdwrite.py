@@ -36,7 +36,7 @@ def _piece(src: str) -> str:
 
 def plain(src: str) -> str:
     """Text shown as text: each line escaped, blank lines kept as paragraph breaks."""
-    return "\n".join(mdsafe.text(line.strip()) for line in src.strip("\n").split("\n"))
+    return "\n".join(line.strip() for line in mdsafe.text(src.strip("\n")).split("\n"))
 
 
 def _blocks(nodes: list[SyntaxTreeNode], *, tight: bool) -> list[str]:
