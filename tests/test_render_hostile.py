@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from acp_notebook.render import render_bundle
+from acp_notebook.render import LIVE_FORMATS, render_bundle
 
 #: Raw HTML on, like marked in JupyterLab.
 MARKED_LIKE = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
@@ -486,3 +486,29 @@ def test_a_part_that_fails_to_render_does_not_blank_the_others(
         assert "Read the file" in bundle[mime] and "could not render the turn" not in bundle[mime]
     assert "could not render this part: RecursionError" in bundle["text/html"]
     assert "the answer" in bundle["text/markdown"]  # as plain text
+
+
+def test_a_streaming_answer_reparses_only_its_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Redraws come up to 25 times a second: the pieces that did not change are not parsed again.
+    from acp_notebook.render import agentmd
+
+    calls: list[str] = []
+    real_parse = agentmd.MD.parse
+
+    def counting(src: str, env: Any = None) -> Any:
+        calls.append(src)
+        return real_parse(src, env)
+
+    monkeypatch.setattr(agentmd.MD, "parse", counting)
+    answer = "".join(f"## Part {i}\n\nSome *text* with `code` {i}.\n\n" for i in range(400))
+    render_bundle({"parts": [{"type": "message", "role": "agent", "text": answer}]}, live=True)
+    calls.clear()
+    for more in ("More", " words", " here.\n\n", "- a list"):
+        answer += more
+        render_bundle(
+            {"parts": [{"type": "message", "role": "agent", "text": answer}]},
+            live=True,
+            formats=LIVE_FORMATS,
+        )
+        assert len(calls) == 1 and len(calls[0]) < 200, calls
+        calls.clear()

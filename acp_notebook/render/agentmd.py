@@ -168,7 +168,7 @@ def to_html(src: str, *, live: bool = False) -> str:
     return "".join(_piece_html(p) if ok else plain_html(p) for p, ok in pieces(src, live=live))
 
 
-@lru_cache(maxsize=2048)
+@lru_cache(maxsize=512)
 def _piece_html(src: str) -> str:
     tokens = parse(src)
     if tokens is None:

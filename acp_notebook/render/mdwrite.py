@@ -26,7 +26,7 @@ def to_markdown(src: str) -> str:
     return "\n\n".join(o for o in out if o)
 
 
-@lru_cache(maxsize=2048)
+@lru_cache(maxsize=512)
 def _piece(src: str) -> str:
     tokens = agentmd.parse(src)
     if tokens is None:
