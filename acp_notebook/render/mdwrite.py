@@ -54,7 +54,7 @@ def _block(node: SyntaxTreeNode) -> list[str]:
         return _inline_of(node).split("\n")
     if kind == "heading":
         level = int(node.tag[1:]) if node.tag[1:].isdigit() else 1
-        return ["#" * level + " " + _inline_of(node).replace("\n", " ")]
+        return ["#" * level + " " + _one_line(_inline_of(node))]
     if kind == "blockquote":
         return [f"> {line}" if line else ">" for line in _blocks(node.children, tight=False)]
     if kind in ("bullet_list", "ordered_list"):
@@ -92,7 +92,7 @@ def _table(node: SyntaxTreeNode) -> list[str]:
     aligns: list[str] = []
     for section in node.children:
         for tr in section.children:
-            cells = [_inline_of(cell).replace("\n", " ") for cell in tr.children]
+            cells = [_one_line(_inline_of(cell)) for cell in tr.children]
             if not aligns:
                 aligns = [_ALIGN.get(str(c.attrGet("style") or ""), "---") for c in tr.children]
             rows.append(cells)
@@ -101,6 +101,12 @@ def _table(node: SyntaxTreeNode) -> list[str]:
     lines = ["| " + " | ".join(rows[0]) + " |", "| " + " | ".join(aligns) + " |"]
     lines.extend("| " + " | ".join(row) + " |" for row in rows[1:])
     return lines
+
+
+def _one_line(md: str) -> str:
+    """Inline Markdown with its line breaks (soft, and hard: a backslash at the end of a line;
+    the agent's own backslashes are references) made spaces."""
+    return md.replace("\\\n", " ").replace("\n", " ")
 
 
 def _inline_of(node: SyntaxTreeNode) -> str:
@@ -126,7 +132,7 @@ def _inline(node: SyntaxTreeNode, *, in_link: bool = False) -> str:
         dest = mdsafe.destination(str(node.attrGet("href") or ""))
         if dest is None or in_link:
             return label
-        return f"[{label or mdsafe.text(dest)}]({dest})"
+        return f"[{label}]({dest})"
     if kind == "image":
         alt = "".join(_plain_text(c) for c in node.children)
         label = "🖼 " + mdsafe.text(" ".join(alt.split()) or "image")
@@ -151,4 +157,4 @@ def inline(src: str) -> str:
     line = " ".join(src.split())
     if len(line) > agentmd.MAX_INLINE:
         return mdsafe.text(line)
-    return _inline_of(SyntaxTreeNode(agentmd.MD.parseInline(line))).replace("\n", " ")
+    return _one_line(_inline_of(SyntaxTreeNode(agentmd.MD.parseInline(line))))
