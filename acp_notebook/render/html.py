@@ -1,8 +1,8 @@
 """The rich `text/html` view of a turn: parts in arrival order, then alerts and a footer.
 
 Everything from the agent is escaped (here, in `htmlbits` and `cards`); its Markdown is
-converted by `agentmd` (markdown-it-py, raw HTML off). The markup
-reads without the stylesheet (GitHub strips it): statuses are words and glyphs, not colours.
+converted by `agentmd` (markdown-it-py, raw HTML off). The markup reads without the stylesheet
+(GitHub strips it): statuses are words and glyphs, not colours.
 """
 
 from __future__ import annotations
