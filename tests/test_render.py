@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import html as html_lib
 import json
 import re
 from html.parser import HTMLParser
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from markdown_it import MarkdownIt
 
 from acp_notebook.protocol.result import TurnResult
 from acp_notebook.protocol.state import (
@@ -35,10 +37,23 @@ from acp_notebook.render import (
     render_markdown,
     render_text,
 )
+from acp_notebook.render.agentmd import to_html
 from acp_notebook.render.diff import unified
-from acp_notebook.render.minimd import to_html
 
 MIMES = {"text/plain", "text/markdown", "text/html", MIME_TRANSCRIPT}
+
+#: A CommonMark/GFM renderer with raw HTML on, as JupyterLab's (marked) renders `text/markdown`.
+MARKED_LIKE = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+
+
+def shown(md: str) -> str:
+    """The HTML a Markdown renderer with raw HTML on makes of `md`."""
+    return str(MARKED_LIKE.render(md))
+
+
+def seen(md: str) -> str:
+    """What a reader sees of `md`: its rendered HTML without tags, entities decoded."""
+    return html_lib.unescape(re.sub(r"<[^>]*>", "", shown(md)))
 
 
 def _message(role: str, text: str) -> MessagePart:
@@ -133,14 +148,16 @@ def test_full_transcript_renders_all_four_mime_types() -> None:
     assert "$0.0123 this turn" in html and "$0.53 in total" in html and "12.3\u00a0s" in html
 
     md = bundle["text/markdown"]
-    assert md.startswith("I'll fix the bug in `app.py`.")
-    assert "Done: `f` now returns **2**." in md
+    assert seen(md).startswith("I'll fix the bug in app.py.")
+    assert "Done: <code>f</code> now returns <strong>2</strong>." in shown(md)
     assert "\n---\n" in md and "- [x] Read the code" in md and "- [ ] Fix the bug" in md
-    assert "- ✓ ✏️ Edit app.py — completed (+2 −1)" in md
-    assert "```diff" in md and "+    return 2" in md
-    assert "**allowed once by policy**" in md and "⊘ 🗑️ rm -rf / — cancelled" in md
-    assert "future_thing" in md and "invalid JSON" in md
-    assert r"\$0.0123 this turn" in md  # escaped: no MathJax between two dollar signs
+    assert "✓ ✏️ Edit app.py — completed (+2 −1)" in seen(md)
+    assert '<pre><code class="language-diff">' in md and "+    return 2" in seen(md)
+    assert "<strong>allowed once by policy</strong>" in shown(md)
+    assert "⊘ 🗑️ rm -rf / — cancelled" in seen(md)
+    assert "future_thing" in seen(md) and "invalid JSON" in seen(md)
+    assert "&#36;0\\.0123 this turn" in md  # no `$`: no MathJax between two dollar signs
+    assert "$0.0123 this turn" in seen(md)
 
     text = bundle["text/plain"]
     assert text.startswith("I'll fix the bug in `app.py`.")
@@ -287,19 +304,17 @@ def test_javascript_links_are_not_links() -> None:
     html = to_html(EVIL_LINKS)
     assert "href" not in html
     safe = to_html("[ok](https://example.com/a?b=1&c=2) <https://x.y> see https://z.org/p.")
-    assert safe.count("<a href=") == 3 and 'href="https://example.com/a?b=1&amp;c=2"' in safe
+    assert safe.count("<a href=") == 2 and 'href="https://example.com/a?b=1&amp;c=2"' in safe
     assert 'rel="noopener noreferrer nofollow"' in safe
-    assert 'href="https://z.org/p"' in safe  # the full stop is not part of the URL
+    assert "see https://z.org/p." in safe  # a bare URL stays text (CommonMark: no linkify)
 
 
 def test_markdown_output_defuses_html_and_unsafe_links() -> None:
     md = render_bundle(hostile_transcript())["text/markdown"]
-    outside_code = re.sub(r"```.*?```", "", md, flags=re.S)
-    outside_code = re.sub(r"`[^`\n]*`", "", outside_code)
-    assert "<script" not in outside_code.lower() and "<img" not in outside_code.lower()
-    assert "&lt;script>" in outside_code
-    assert not re.search(r"\]\(\s*(javascript|vbscript|data|java)", md, re.I)
-    assert "<javascript:" not in md
+    html = shown(md)
+    assert "<script" not in html.lower() and "<img" not in html.lower()
+    assert "<script>alert(1)</script>" in seen(md)  # shown as text, not dropped
+    assert not re.search(r"(href|src)=\"\s*(javascript|vbscript|data)", html, re.I)
 
 
 def test_message_blocks() -> None:
@@ -321,7 +336,9 @@ def test_message_blocks() -> None:
 
 def test_code_in_markdown_is_left_alone() -> None:
     md = render_bundle(turn(text="Use `a < b && c` and\n\n```html\n<b>&amp;</b>\n```\n"))
-    assert "`a < b && c`" in md["text/markdown"] and "<b>&amp;</b>" in md["text/markdown"]
+    assert "<code>a &lt; b &amp;&amp; c</code>" in shown(md["text/markdown"])
+    assert '<pre><code class="language-html">' in md["text/markdown"]
+    assert "<b>&amp;</b>" in seen(md["text/markdown"])  # shown as written
     assert "<code>a &lt; b &amp;&amp; c</code>" in md["text/html"]
     assert "&lt;b&gt;&amp;amp;&lt;/b&gt;" in md["text/html"]
 
@@ -330,7 +347,7 @@ def test_unterminated_fence_is_closed_before_the_record() -> None:
     md = render_bundle(turn(text="Here:\n\n```python\nprint(1)", stopReason="cancelled",
                             success=False))["text/markdown"]
     body, _, record = md.partition("\n---\n")
-    assert body.rstrip().endswith("```") and body.count("```") == 2
+    assert body.rstrip().endswith("</code></pre>") and "print(1)" in seen(body)
     assert "Cancelled" in record
 
 
@@ -348,13 +365,13 @@ def test_minimal_markdown_converter() -> None:
         "| a | b |\n|:--|--:|\n| 1 | `2` |\n\n---\n")
     assert "<h1>Title</h1>" in html
     assert "<strong>bold</strong>" in html and "<em>em</em>" in html
-    assert "<del>gone</del>" in html and "<code>code</code>" in html
+    assert "<s>gone</s>" in html and "<code>code</code>" in html
     assert "snake_case_name" in html and "<em>case</em>" not in html
     assert "Second line.<br>" in html
     assert "<ul>\n<li>one</li>" in html and "☑ done" in html and "<li>nested</li>" in html
     assert '<ol start="3">' in html and "<li>fourth</li>" in html
     assert "<blockquote>" in html and "<em>text</em>" in html
-    assert '<pre><code class="language-python">if a &lt; b:\n    pass</code></pre>' in html
+    assert '<pre><code class="language-python">if a &lt; b:\n    pass\n</code></pre>' in html
     assert '<th style="text-align:left">a</th>' in html and "<td" in html
     assert "<hr>" in html
 
@@ -473,8 +490,9 @@ def test_huge_diff_is_truncated_to_its_head() -> None:
     bundle = render_bundle(transcript)
     assert "+row 0<" in bundle["text/html"] and "+row 4999" not in bundle["text/html"]
     assert re.search(r"… [\d,]+ more lines", bundle["text/html"])
-    assert "+row 0\n" in bundle["text/markdown"] and "+row 4999" not in bundle["text/markdown"]
-    assert "more lines" in bundle["text/markdown"]
+    md = seen(bundle["text/markdown"])
+    assert "+row 0\n" in md and "+row 4999" not in md
+    assert "more lines" in md
     assert bundle[MIME_TRANSCRIPT]["parts"][0]["content"][0]["newText"] == new
 
 
@@ -564,7 +582,7 @@ def test_permission_decisions(outcome: str, option: str | None, by: str | None, 
                               expected: str) -> None:
     bundle = render_bundle(turn(parts=[perm(outcome, option, by)]), live=live)
     assert expected in bundle["text/html"]
-    assert expected in bundle["text/markdown"]
+    assert expected in seen(bundle["text/markdown"])
     assert f"🔐 permission: Run ls → {expected}" in bundle["text/plain"]
     if option == "allow":
         assert '<strong class="acpnb-chosen">✓ Allow once</strong>' in bundle["text/html"]
@@ -601,7 +619,8 @@ def test_errors_are_visible() -> None:
     assert 'role="alert"><strong>⚠ Error</strong> protocol error: bad frame' in html
     assert "✗ The turn failed:</strong> the agent exited (code 1)" in html
     assert "<strong>failed</strong>" in html
-    assert "✗ **The turn failed:** the agent exited (code 1)" in bundle["text/markdown"]
+    assert ("✗ <strong>The turn failed:</strong> the agent exited (code 1)"
+            in shown(bundle["text/markdown"]))
     assert "✗ failed: the agent exited (code 1)" in bundle["text/plain"]
     # The same message as an error part and as the turn's error is shown once.
     same = render_bundle(turn(error="boom", success=False,
@@ -619,7 +638,7 @@ def test_unknown_updates_are_kept() -> None:
     assert "<code>telepathy</code>" in html and "&lt;b&gt;hi&lt;/b&gt;" in html
     assert "unknown update kind" in html and '<details class="acpnb-raw">' in html
     assert "part hologram" in html and "[1, 2, 3]" in html
-    assert "`telepathy`" in bundle["text/markdown"]
+    assert "<code>telepathy</code>" in bundle["text/markdown"]
     assert "❔ unknown update telepathy (unknown update kind)" in bundle["text/plain"]
 
 
@@ -741,9 +760,9 @@ def test_odd_values(odd: dict[str, Any]) -> None:
 def test_markdown_code_spans_cannot_smuggle_html_across_paragraphs() -> None:
     # A "code span" across a blank line is two paragraphs to a Markdown renderer, and a
     # backslash-escaped backtick opens nothing: the HTML between must come out escaped.
-    from acp_notebook.render.mdsafe import neutralize
+    from acp_notebook.render.mdwrite import to_markdown
 
     for evil in ("see `a\n\n<img src=x onerror=alert(1)>\n\nb`",
                  "see \\`<img src=x onerror=alert(1)>`"):
-        assert "<img" not in neutralize(evil), evil
-    assert neutralize("keep `a<b` as code") == "keep `a<b` as code"
+        assert "<img" not in shown(to_markdown(evil)), evil
+    assert shown(to_markdown("keep `a<b` as code")) == "<p>keep <code>a&lt;b</code> as code</p>\n"

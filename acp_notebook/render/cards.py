@@ -9,10 +9,10 @@ from functools import lru_cache
 from html import escape
 
 from . import clip, labels
+from .agentmd import inline, to_html
 from .diff import unified
 from .htmlbits import block, css_class, json_details, note
 from .jsondump import dump
-from .minimd import inline, to_html
 from .model import (
     BlockContent,
     DiffContent,

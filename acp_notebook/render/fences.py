@@ -1,8 +1,9 @@
-"""Where fenced code blocks are in Markdown, and where the text splits into independent chunks.
+"""Where a long Markdown text splits into independent chunks, for speed only.
 
-Both Markdown paths use it to work on large pieces of text instead of line by line: fenced code
-is left alone, and a long answer is cut into chunks that are converted (and memoised) one by one,
-so a streaming answer only re-converts its last chunk.
+A long answer is cut into chunks that are parsed (and memoised) one by one, so a streaming
+answer only re-parses its last chunk. Cuts are after a blank line, at the margin, outside what
+looks like fenced code. A wrong guess here only changes how a chunk is laid out, never what is
+safe: each chunk goes through the full parser and the escaping on its own.
 """
 
 from __future__ import annotations
@@ -97,31 +98,3 @@ def _chunks(text: str) -> tuple[str, ...]:
         cut = find("\n\n", after)
     out.append(text[pos:])
     return tuple(out)
-
-
-_TICKS = re.compile(r"`+")
-
-
-def code_spans(text: str) -> list[tuple[int, int, int]]:
-    """(start, end, ticks) of each inline code span: a backtick run up to the next run of the
-    same length (CommonMark). Linear: no regex backtracking over long runs of backticks."""
-    if "`" not in text:
-        return []
-    runs = [(m.start(), m.end()) for m in _TICKS.finditer(text)]
-    by_length: dict[int, list[int]] = {}
-    for i in range(len(runs) - 1, -1, -1):  # reversed, so each list pops from the left end
-        by_length.setdefault(runs[i][1] - runs[i][0], []).append(i)
-    spans: list[tuple[int, int, int]] = []
-    i = 0
-    while i < len(runs):
-        start, end = runs[i]
-        same = by_length[end - start]
-        while same and same[-1] <= i:
-            same.pop()
-        if not same:
-            i += 1  # no closing run: the backticks are literal
-            continue
-        j = same.pop()
-        spans.append((start, runs[j][1], end - start))
-        i = j + 1
-    return spans

@@ -1,7 +1,8 @@
 """The rich `text/html` view of a turn: parts in arrival order, then alerts and a footer.
 
-Everything from the agent is escaped (here, in `htmlbits`, `cards` and `minimd`). The markup
-reads without the stylesheet (GitHub strips it): statuses are words and glyphs, not colours.
+Everything from the agent is escaped (here, in `htmlbits` and `cards`); its Markdown is
+converted by `agentmd` (markdown-it-py, raw HTML off). The markup reads without the stylesheet
+(GitHub strips it): statuses are words and glyphs, not colours.
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ from html import escape
 from typing import Any
 
 from . import labels
+from .agentmd import inline, to_html
 from .cards import permission, raw, tool_call
-from .htmlbits import block, css_class
-from .minimd import inline, to_html
-from .model import Error, Message, Permission, Plan, PlanItem, Raw, ToolCall, Turn
+from .htmlbits import block, css_class, note
+from .model import Error, Message, Part, Permission, Plan, PlanItem, Raw, ToolCall, Turn
 from .style import STYLE
 
 
@@ -21,38 +22,47 @@ def render_html(turn: Turn) -> str:
     out: list[str] = [f'<div class="acpnb-turn" data-turn-id="{escape(turn.turn_id)}">', STYLE]
     last = len(turn.parts) - 1
     for i, part in enumerate(turn.parts):
-        if isinstance(part, Message):
-            _message(out, part, thinking=turn.live and i == last)
-        elif isinstance(part, ToolCall):
-            tool_call(out, part, turn)
-        elif isinstance(part, Permission):
-            permission(out, part, turn.live)
-        elif isinstance(part, Plan):
-            _plan(out, part.entries)
-        elif isinstance(part, Raw):
-            raw(out, part)
-        elif isinstance(part, Error):
-            _alert(out, part.level, "⚠ Error" if part.level == "error" else "⚠ Warning",
-                   part.message)
+        mark = len(out)
+        try:
+            _part(out, part, turn, growing=turn.live and i == last)
+        except Exception as exc:  # one part that fails to render must not blank the others
+            del out[mark:]  # its half-written markup
+            out.append(note(f"(could not render this part: {type(exc).__name__})"))
     _turn_alerts(out, turn)
     _footer(out, turn)
     out.append("</div>")
     return "".join(out)
 
 
+def _part(out: list[str], part: Part, turn: Turn, *, growing: bool) -> None:
+    if isinstance(part, Message):
+        _message(out, part, growing=growing)
+    elif isinstance(part, ToolCall):
+        tool_call(out, part, turn)
+    elif isinstance(part, Permission):
+        permission(out, part, turn.live)
+    elif isinstance(part, Plan):
+        _plan(out, part.entries)
+    elif isinstance(part, Raw):
+        raw(out, part)
+    elif isinstance(part, Error):
+        _alert(out, part.level, "⚠ Error" if part.level == "error" else "⚠ Warning",
+               part.message)
+
+
 def _multiline(s: str) -> str:
     return escape(s, quote=False).replace("\n", "<br>\n")
 
 
-def _message(out: list[str], m: Message, *, thinking: bool) -> None:
+def _message(out: list[str], m: Message, *, growing: bool) -> None:
     if m.role == "thought":
         if not m.text and not m.blocks:
             return
-        label = "Thinking…" if thinking else "Thoughts"
+        label = "Thinking…" if growing else "Thoughts"
         words = m.text.count(" ") + m.text.count("\n") + 1  # about: split() costs more
         out.append(f'<details class="acpnb-thought"><summary>💭 {label} '
                    f'<span class="acpnb-muted">(~{words:,} words)</span></summary><div>')
-        out.append(to_html(m.text))
+        out.append(to_html(m.text, live=growing))
         _blocks(out, m.blocks)
         out.append("</div></details>")
         return
@@ -62,7 +72,7 @@ def _message(out: list[str], m: Message, *, thinking: bool) -> None:
     out.append(f'<div class="{cls}">')
     if m.role == "user":
         out.append("<strong>👤 You</strong>")
-    out.append(to_html(m.text))
+    out.append(to_html(m.text, live=growing))
     _blocks(out, m.blocks)
     out.append("</div>")
 

@@ -1,6 +1,6 @@
 """Small pieces of HTML the turn view is made of: notes, collapsed JSON, content blocks.
 
-Everything from the agent is escaped here: text with `html.escape`, Markdown by `minimd`, and
+Everything from the agent is escaped here: text with `html.escape`, Markdown by `agentmd`, and
 only http(s) links and base64 raster images become attributes.
 """
 
@@ -12,8 +12,8 @@ from html import escape
 from typing import Any
 
 from . import clip
+from .agentmd import to_html
 from .jsondump import dump
-from .minimd import to_html
 from .model import mapping, text
 from .urls import safe_url
 

@@ -1,28 +1,32 @@
 """The `text/markdown` view: the answer, then a compact record of the turn below a rule.
 
-Read on GitHub, in nbconvert and in VS Code, so it uses plain CommonMark/GFM only (no HTML).
-The agent's text goes through `mdsafe`: raw HTML and unsafe links defused.
+Read on GitHub, in nbconvert, in VS Code, and in JupyterLab, which renders it with raw HTML on
+and, for trusted output, no sanitiser. So nothing of the agent's goes out as Markdown: its answer
+is parsed and written back (`mdwrite`), every other string is escaped (`mdsafe`), and code,
+diffs and terminal output are `<pre>` blocks around character references.
 """
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
 from . import clip, labels, mdsafe
 from .diff import unified
+from .mdwrite import inline, plain, to_markdown
 from .model import DiffContent, Permission, Terminal, TerminalContent, ToolCall, Turn
 
 #: The Markdown view is a summary: diffs and terminal output are clipped harder than in HTML.
 DIFF_LINES = 80
 TERMINAL_LINES = 40
-_BACKTICKS = re.compile(r"`{3,}")
 
 
 def render_markdown(turn: Turn) -> str:
     blocks: list[str] = []
     if turn.text.strip():
-        blocks.append(mdsafe.neutralize(turn.text).rstrip())
+        try:
+            blocks.append(to_markdown(turn.text))
+        except Exception:  # the answer that fails to render must not blank the record
+            blocks.append(plain(turn.text))
     record = _record(turn)
     if record:
         if blocks:
@@ -42,19 +46,23 @@ def _record(turn: Turn) -> list[str]:
             state = ("" if e.status in ("completed", "pending")
                      else f" {glyph} *{mdsafe.inline(word)}*")
             prio = f" · {mdsafe.inline(e.priority)}" if e.priority else ""
-            lines.append(f"- [{box}] {mdsafe.inline(e.content) or '…'}{state}{prio}")
+            lines.append(f"- [{box}] {inline(e.content) or '…'}{state}{prio}")
         out.append("\n".join(lines))
 
     actions = [p for p in turn.parts if isinstance(p, ToolCall | Permission)]
     if actions:
         lines = ["**Tool calls**", ""]
         for p in actions:
-            lines.extend(_tool_call(p, turn) if isinstance(p, ToolCall) else [_permission(p, turn)])
+            try:
+                lines.extend(_tool_call(p, turn) if isinstance(p, ToolCall)
+                             else [_permission(p, turn)])
+            except Exception as exc:  # nor one tool call the others
+                lines.append(f"- (could not render this part: {type(exc).__name__})")
         out.append("\n".join(lines))
 
     for r in turn.raws:
         problem = f" ({mdsafe.inline(r.problem)})" if r.problem else ""
-        out.append(f"❔ Unknown update `{_code(r.kind)}`{problem}: kept in the transcript.")
+        out.append(f"❔ Unknown update {mdsafe.code(r.kind)}{problem}: kept in the transcript.")
     alerts = [(("⚠ **Error:** " if e.level == "error" else "⚠ **Warning:** ")
                + mdsafe.inline(e.message)) for e in turn.errors]
     if turn.stop_reason == "refusal":
@@ -75,7 +83,7 @@ def _record(turn: Turn) -> list[str]:
 
 def _tool_call(call: ToolCall, turn: Turn) -> list[str]:
     glyph, word = labels.tool_status(call.status)
-    title = mdsafe.inline(call.title) or mdsafe.inline(call.kind)
+    title = inline(call.title) or mdsafe.inline(call.kind)
     word = mdsafe.inline(word)
     extra = ""
     diffs = [unified(c.path, c.old, c.new) for c in call.content if isinstance(c, DiffContent)]
@@ -112,19 +120,13 @@ def _diff_block(path: str, old: str | None, new: str) -> tuple[str, ...]:
 
 
 def _permission(p: Permission, turn: Turn) -> str:
-    title = mdsafe.inline(p.title) or "a tool call"
+    title = inline(p.title) or "a tool call"
     return f"- 🔐 Permission: {title} → **{mdsafe.inline(labels.decision(p, live=turn.live))}**"
 
 
 def _fenced(body: str, lang: str, note: str) -> list[str]:
-    """A fenced block nested in a list item; the fence outlasts any backtick run inside."""
-    longest = max((len(m.group(0)) for m in _BACKTICKS.finditer(body)), default=2)
-    fence = "`" * (longest + 1)
-    lines = [f"  {fence}{lang}", *("  " + line for line in body.split("\n")), f"  {fence}"]
+    """A preformatted block nested in a list item (`mdsafe.pre`: nothing in it is markup)."""
+    lines = [f"  {line}" if line else "" for line in mdsafe.pre(body, lang)]
     if note:
-        lines.append(f"  {note}")
+        lines.append(f"  {mdsafe.inline(note)}")
     return lines
-
-
-def _code(s: str) -> str:
-    return s.replace("`", "'").replace("\n", " ")

@@ -1,0 +1,192 @@
+"""The agent's Markdown, parsed by markdown-it-py and turned into HTML, with bounds.
+
+One parser for both views: CommonMark with GFM tables and strikethrough, raw HTML off (the
+agent's tags are text), links only to http(s), mailto and relative targets, images shown as
+links (a remote image could track the reader), task list boxes as ☐/☑.
+
+Bounded: nesting deeper than `MAX_NESTING` levels, a piece longer than `MAX_PIECE` characters
+(or with more than `MAX_BRACKETS` brackets), or what lies past `MAX_CHARS` is shown as plain
+escaped text instead (markdown-it-py's cost
+grows with such input, and past its nesting limit it drops content). A long answer is cut into
+independent pieces (`fences.chunks`) that are converted and memoised one by one, so a streaming
+answer only re-converts its last piece.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+from html import escape
+from typing import Any
+
+from markdown_it import MarkdownIt
+from markdown_it.renderer import RendererHTML
+from markdown_it.rules_core import StateCore
+from markdown_it.token import Token
+from markdown_it.utils import OptionsDict
+
+from . import fences
+from .urls import safe_url
+
+#: Levels of block nesting (a list item inside a list counts two) before the text goes plain.
+MAX_NESTING = 20
+#: The longest piece (text between blank lines at the margin) parsed as Markdown.
+MAX_PIECE = 20_000
+#: How much of one text is parsed as Markdown; the rest is shown as text.
+MAX_CHARS = 100_000
+#: While a turn streams, its last (growing) piece is parsed only up to this size.
+MAX_LIVE_PIECE = 5_000
+#: A piece with more `[` than this is shown as text (see `_parsable`).
+MAX_BRACKETS = 1_000
+#: A one-line string (a title) longer than this is shown as text.
+MAX_INLINE = 2_000
+
+#: The size pieces are grouped to (see `_grouped`).
+_GROUP = 2000
+_TASK = re.compile(r"\[([ xX])\][ \t]")
+_LANG_UNSAFE = re.compile(r"[^A-Za-z0-9_+-]")
+_LINK_ATTRS = {"target": "_blank", "rel": "noopener noreferrer nofollow"}
+
+
+def _checked_link(url: str) -> bool:
+    return bool(safe_url(url))
+
+
+def _tidy(state: StateCore) -> None:
+    """A fence's language reduced to a safe word (it becomes a class name); task list boxes:
+    `- [x] done` → `- ☑ done` (the first text of a list item's first paragraph)."""
+    tokens = state.tokens
+    for i, tok in enumerate(tokens):
+        if tok.type == "fence":
+            words = tok.info.split()
+            tok.info = _LANG_UNSAFE.sub("", words[0])[:30] if words else ""
+        elif (
+            i >= 2
+            and tok.type == "inline"
+            and tokens[i - 1].type == "paragraph_open"
+            and tokens[i - 2].type == "list_item_open"
+            and tok.children
+            and tok.children[0].type == "text"
+            and (m := _TASK.match(tok.children[0].content)) is not None
+        ):
+            first = tok.children[0]
+            box = "☑ " if m.group(1) in "xX" else "☐ "
+            first.content = box + first.content[m.end() :]
+
+
+def _link_open(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: Any
+) -> str:
+    for name, value in _LINK_ATTRS.items():
+        tokens[idx].attrSet(name, value)
+    return self.renderToken(tokens, idx, options, env)
+
+
+def _image(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: Any
+) -> str:
+    tok = tokens[idx]
+    alt = escape(self.renderInlineAsText(tok.children or [], options, env), quote=False)
+    label = "🖼 " + (alt or "image")
+    src = str(tok.attrGet("src") or "")
+    if not safe_url(src):
+        return label
+    return f'<a href="{escape(src)}" target="_blank" rel="noopener noreferrer nofollow">{label}</a>'
+
+
+def _parser() -> MarkdownIt:
+    md = MarkdownIt(
+        "commonmark",
+        {
+            "html": False,
+            "linkify": False,
+            "typographer": False,
+            "maxNesting": MAX_NESTING,
+            "xhtmlOut": False,
+        },
+    )
+    md.enable(["table", "strikethrough"])
+    md.validateLink = _checked_link  # type: ignore[method-assign]
+    md.core.ruler.push("acpnb_tidy", _tidy)
+    md.add_render_rule("link_open", _link_open)
+    md.add_render_rule("image", _image)
+    return md
+
+
+MD = _parser()
+
+
+def parse(src: str) -> list[Token] | None:
+    """The tokens of one piece, or None when it nests too deep to be shown as Markdown."""
+    tokens = MD.parse(src)
+    if any(t.level >= MAX_NESTING - 1 for t in tokens):
+        return None
+    return tokens
+
+
+def pieces(src: str, *, live: bool = False) -> list[tuple[str, bool]]:
+    """`src` cut into pieces, each with whether it may be parsed as Markdown."""
+    src = src.replace("\x00", "")
+    if "\r" in src:
+        src = src.replace("\r\n", "\n").replace("\r", "\n")
+    head, rest = src[:MAX_CHARS], src[MAX_CHARS:]
+    parts = [head] if len(head) < _GROUP else _grouped(fences.chunks(head))
+    out = [(p, _parsable(p)) for p in parts]
+    if live and out and len(out[-1][0]) > MAX_LIVE_PIECE:
+        out[-1] = (out[-1][0], False)
+    if rest:
+        out.append((rest, False))
+    return out
+
+
+def _parsable(piece: str) -> bool:
+    # Brackets cost markdown-it-py the most (each may open a link it looks ahead for): a piece
+    # made of thousands of them is not an answer anyone wrote.
+    return len(piece) <= MAX_PIECE and piece.count("[") <= MAX_BRACKETS
+
+
+def _grouped(chunks: list[str]) -> list[str]:
+    """Consecutive chunks joined into pieces of at least `_GROUP` characters: fewer, larger
+    pieces to convert and cache. Greedy from the start, so as the text grows the groups stay
+    the same; the chunks after the last full group stay apart (only the last one grows)."""
+    out: list[str] = []
+    group: list[str] = []
+    size = 0
+    for chunk in chunks:
+        group.append(chunk)
+        size += len(chunk)
+        if size >= _GROUP:
+            out.append("".join(group))
+            group, size = [], 0
+    out.extend(group)
+    return out
+
+
+def to_html(src: str, *, live: bool = False) -> str:
+    """The agent's Markdown `src` as safe HTML."""
+    return "".join(_piece_html(p) if ok else plain_html(p) for p, ok in pieces(src, live=live))
+
+
+@lru_cache(maxsize=512)
+def _piece_html(src: str) -> str:
+    tokens = parse(src)
+    if tokens is None:
+        return plain_html(src)
+    return str(MD.renderer.render(tokens, MD.options, {}))
+
+
+def plain_html(src: str) -> str:
+    """Text shown as it is, for what is not parsed as Markdown."""
+    if not src.strip():
+        return ""
+    return f'<pre class="acpnb-out">{escape(src.strip(chr(10)), quote=False)}</pre>'
+
+
+@lru_cache(maxsize=1024)
+def inline(src: str) -> str:
+    """A one-line string (a tool title, a plan entry) as inline HTML."""
+    line = " ".join(src.split())
+    if len(line) > MAX_INLINE:
+        return escape(line, quote=False)
+    return str(MD.renderInline(line))

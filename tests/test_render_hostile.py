@@ -1,0 +1,514 @@
+"""A hostile agent against the turn's own output (issue 7, items 1 and 6).
+
+Every payload goes where an agent can put text (the answer, thoughts, tool titles and output,
+plan entries, permission titles, errors, unknown updates, the footer) and the bundle is checked
+the way a browser would meet it: `text/html` as it is, and `text/markdown` rendered by a
+CommonMark/GFM renderer with raw HTML on (what JupyterLab does with marked, with no sanitiser
+for trusted output), both parsed with `html.parser`. Nothing may come out but a small set of
+elements, no `on*` attribute and no URL with a scheme other than http(s) and mailto.
+
+Then pathological input: deep nesting of each construct and long runs of each delimiter must
+render in bounded time, as text past the limits, without losing the other parts of the turn.
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import re
+import time
+from html.parser import HTMLParser
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
+
+from acp_notebook.render import LIVE_FORMATS, render_bundle
+
+#: Raw HTML on, like marked in JupyterLab.
+MARKED_LIKE = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+
+MD_TAGS = {
+    "p",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "ul",
+    "ol",
+    "li",
+    "blockquote",
+    "pre",
+    "code",
+    "em",
+    "strong",
+    "s",
+    "del",
+    "a",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "hr",
+    "br",
+}
+HTML_TAGS = MD_TAGS | {"div", "span", "details", "summary", "style", "img"}
+SAFE_ATTRS = {
+    "href",
+    "class",
+    "style",
+    "title",
+    "target",
+    "rel",
+    "start",
+    "alt",
+    "src",
+    "open",
+    "role",
+    "data-turn-id",
+}
+
+
+class _Checker(HTMLParser):
+    def __init__(self, tags: set[str], *, images: bool) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags, self.images = tags, images
+        self.problems: list[str] = []
+        self.styles = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in self.tags:
+            self.problems.append(f"<{tag}>")
+        self.styles += tag == "style"
+        for name, value in attrs:
+            v = re.sub(r"[\x00-\x20]", "", value or "").lower()
+            if name.startswith("on") or name not in SAFE_ATTRS:
+                self.problems.append(f"{tag} {name}={value!r}")
+            if (
+                name == "href"
+                and re.match(r"[a-z][a-z0-9+.-]*:", v)
+                and not re.match(r"(https?|mailto):", v)
+            ):
+                self.problems.append(f"href {value!r}")
+            if name == "src" and not (self.images and v.startswith("data:image/")):
+                self.problems.append(f"src {value!r}")
+            if name == "style" and not re.fullmatch(
+                r"(width:[\d.]+%|text-align:\w+|"
+                r"max-width:100%)",
+                value or "",
+            ):
+                self.problems.append(f"style {value!r}")
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.handle_starttag(tag, attrs)
+
+    def handle_comment(self, data: str) -> None:
+        pass  # inert
+
+    def handle_pi(self, data: str) -> None:
+        self.problems.append(f"<?{data}>")
+
+
+def problems(html: str, *, markdown: bool) -> list[str]:
+    checker = _Checker(MD_TAGS if markdown else HTML_TAGS, images=not markdown)
+    checker.feed(html)
+    checker.close()
+    if not markdown and checker.styles != 1:
+        checker.problems.append(f"{checker.styles} <style> elements")
+    return checker.problems
+
+
+def check_bundle(bundle: dict[str, Any]) -> None:
+    md = bundle["text/markdown"]
+    shown = MARKED_LIKE.render(md)
+    assert problems(shown, markdown=True) == [], (md, shown)
+    assert problems(bundle["text/html"], markdown=False) == []
+    assert "could not render" not in md + bundle["text/html"]  # the guards stay unused
+    # JupyterLab lifts math ($...$, \\(...\\), \\[...\\], \begin{}) and @@n@@ placeholders
+    # out of the Markdown source before rendering it: none may come from the agent.
+    assert "$" not in md and "@@" not in md and "\\\\" not in md and "\\begin" not in md
+
+
+# -- payloads -----------------------------------------------------------------------------------
+
+PAYLOADS = [
+    "<script>alert(1)</script>",
+    "<img src=x onerror=alert(1)>",
+    "<IMG SRC=x OnError=alert(1)>",
+    "<svg onload=alert(1)>",
+    "<svg><script>alert(1)</script></svg>",
+    "<iframe srcdoc='<script>alert(1)</script>'></iframe>",
+    "<a href='javascript:alert(1)'>x</a>",
+    "<details open ontoggle=alert(1)>",
+    "<style>@import 'javascript:alert(1)'</style>",
+    "<math><mtext><table><mglyph><style><img src=x onerror=alert(1)>",
+    "<form action=javascript:alert(1)><button>x</button></form>",
+    "<object data=javascript:alert(1)></object><embed src=javascript:alert(1)>",
+    "<meta http-equiv=refresh content='0;url=javascript:alert(1)'><base href=javascript:/>",
+    "<link rel=import href=data:text/html,x>",
+    "[x](javascript:alert(1))",
+    "[x](JaVaScRiPt:alert(1))",
+    "[x]( javascript:alert(1) )",
+    "[x](<javascript:alert(1)>)",
+    "[x](java\nscript:alert(1))",
+    "[x](java&#09;script:alert(1))",
+    "[x](&#106;avascript:alert(1))",
+    "[x](&#x6A;avascript:alert(1))",
+    "[x](javascript&colon;alert(1))",
+    "[x](vbscript:msgbox(1))",
+    "[x](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)",
+    "![x](javascript:alert(1))",
+    '![x](x "onerror=alert(1)")',
+    '[x](https://a.b/" onmouseover="alert(1))',
+    '[x](https://a.b/ "t" onmouseover=alert(1))',
+    "<javascript:alert(1)>",
+    "<JAVASCRIPT:alert(1)>",
+    "<vbscript:alert(1)>",
+    "[x][r]\n\n[r]: javascript:alert(1)",
+    '[x][r]\n\n[r]: <javascript:alert(1)> "title"',
+    "[x]\n\n[x]: &#106;avascript:alert(1)",
+    "see \\`<img src=x onerror=alert(1)>`",
+    "see \\\\`<img src=x onerror=alert(1)>`",
+    "`a\\`<img src=x onerror=alert(1)>`",
+    "see `a\n\n<img src=x onerror=alert(1)>\n\nb`",
+    "``a`<img src=x onerror=alert(1)>``",
+    # A backtick the Markdown parser does not read as a code span (in a link destination or
+    # title, across a table cell, a list item or a heading) must not hide the HTML after it.
+    "[x](https://a`b) <img src=x onerror=alert(1)> `",
+    '[x](https://a "`") <img src=x onerror=alert(1)> `',
+    "![a](https://a`b) <img src=x onerror=alert(1)> `",
+    "| `a | <img src=x onerror=alert(1)> ` |\n|---|---|",
+    "- `a\n- <img src=x onerror=alert(1)> `",
+    "# `a\n<img src=x onerror=alert(1)> `",
+    "x <https://a`b> <img src=x onerror=alert(1)> `",
+    "```\n<script>alert(1)</script>",
+    "~~~\n<img src=x onerror=alert(1)>\n```",
+    "    <img src=x onerror=alert(1)>",
+    "<!-- <img src=x onerror=alert(1)> -->",
+    "<!-- --!><img src=x onerror=alert(1)> -->",
+    "<!--><img src=x onerror=alert(1)>-->",
+    "<![CDATA[<img src=x onerror=alert(1)>]]>",
+    "<?php <img src=x onerror=alert(1)> ?>",
+    "<!DOCTYPE x><img src=x onerror=alert(1)>",
+    "| a | b |\n|---|---|\n| `x\\|<img src=x onerror=alert(1)>` | y |",
+    "| a \\| <img src=x onerror=alert(1)> |\n|---|",
+    "| a |\n|---|\n| \\\\| <img src=x onerror=alert(1)> |",
+    "[[[x](javascript:alert(1))](javascript:alert(2))](javascript:alert(3))",
+    "[a [b](javascript:alert(1)) c](https://ok)",
+    '[x](https://ok "a\nb" onmouseover=alert(1))',
+    "[x](https://ok 'a\n\nb')<img src=x onerror=alert(1)>",
+    "&lt;img src=x onerror=alert(1)&gt;",
+    "&amp;lt;script&amp;gt;alert(1)&amp;lt;/script&amp;gt;",
+    "&#60;script&#62;alert(1)&#60;/script&#62;",
+    "\\<script>alert(1)\\</script>",
+    "$<img src=x onerror=alert(1)>$",
+    "$$\n<img src=x onerror=alert(1)>\n$$",
+    "\\(<img src=x onerror=alert(1)>\\)",
+    "`$` x <img src=x onerror=alert(1)> `$`",
+    '[a](https://x/$) " onmouseover=alert(1) " [b](https://y/$)',
+    '@@0@@ " onmouseover=alert(1)',
+    "> <img src=x onerror=alert(1)>\n>> <script>alert(1)</script>",
+    "- <img src=x onerror=alert(1)>\n  - `x` <svg onload=alert(1)>",
+    "# <img src=x onerror=alert(1)>\nx\n===",
+    "<div>\n\n*x*\n\n</div><img src=x onerror=alert(1)>",
+    "<pre>\n</pre><img src=x onerror=alert(1)>",
+    "</code></pre><img src=x onerror=alert(1)>",
+    "```<img src=x onerror=alert(1)>\nx\n```",
+    '```js" onmouseover="alert(1)\nx\n```',
+    "**<img src=x onerror=alert(1)>**_<svg/onload=alert(1)>_",
+    "x<span style=x onmouseover=alert(1)>y</span>",
+    '<a href="https://ok" onclick="alert(1)">x</a>',
+    "[x](https://ok)<img src=x onerror=alert(1)>",
+    "[x](mailto:a@b.c?body=<img src=x onerror=alert(1)>)",
+    "www.evil.com/<img src=x onerror=alert(1)>",
+    'https://evil.com/"><img src=x onerror=alert(1)>',
+]
+
+
+def hostile(payload: str) -> dict[str, Any]:
+    """A finished turn with `payload` in every place an agent controls."""
+    p = payload
+    return {
+        "turnId": p,
+        "agent": "agent",
+        "success": True,
+        "stopReason": p,
+        "error": p,
+        "usage": {"used": 1, "size": 2, "cost": {"amount": 1.5, "currency": p}},
+        "cost": 0.5,
+        "terminals": [{"terminalId": "t", "command": p, "output": p}],
+        "parts": [
+            {"type": "message", "role": "thought", "text": p},
+            {
+                "type": "message",
+                "role": "agent",
+                "text": p,
+                "blocks": [
+                    {"type": "text", "text": p},
+                    {"type": "resource_link", "uri": p, "name": p},
+                    {"type": "image", "mimeType": p, "data": p},
+                ],
+            },
+            {"type": "plan", "entries": [{"content": p, "priority": p, "status": p}]},
+            {
+                "type": "tool_call",
+                "toolCallId": p,
+                "title": p,
+                "kind": p,
+                "status": p,
+                "locations": [{"path": p}],
+                "content": [
+                    {"type": "content", "content": {"type": "text", "text": "# t\n" + p}},
+                    {"type": "diff", "path": p, "oldText": p, "newText": p + "\n" + p},
+                    {"type": "terminal", "terminalId": "t"},
+                ],
+                "rawInput": {p: p},
+            },
+            {
+                "type": "permission",
+                "title": p,
+                "outcome": "selected",
+                "optionId": p,
+                "decidedBy": p,
+                "options": [{"optionId": p, "name": p, "kind": p}],
+            },
+            {"type": "raw", "sessionUpdate": p, "raw": {p: p}, "problem": p},
+            {"type": "error", "level": "error", "message": p},
+        ],
+    }
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_payload_runs_nowhere(payload: str) -> None:
+    check_bundle(render_bundle(hostile(payload)))
+    answer = render_bundle({"text": payload, "success": True, "stopReason": "end_turn"})
+    check_bundle(answer)
+
+
+def test_payload_text_is_shown_not_dropped() -> None:
+    bundle = render_bundle({"text": "a <img src=x onerror=alert(1)> b `$x`", "success": True})
+    seen = html_lib.unescape(re.sub(r"<[^>]*>", "", MARKED_LIKE.render(bundle["text/markdown"])))
+    assert "a <img src=x onerror=alert(1)> b $x" in seen
+
+
+FRAGMENTS = [
+    "<",
+    ">",
+    "&",
+    "`",
+    "``",
+    "```",
+    "\\",
+    "[",
+    "]",
+    "(",
+    ")",
+    "!",
+    "*",
+    "_",
+    "~~",
+    "|",
+    "\n",
+    "\n\n",
+    " ",
+    "    ",
+    "#",
+    "- ",
+    "1. ",
+    "> ",
+    '"',
+    "'",
+    "=",
+    ":",
+    "$",
+    "@@",
+    "&#106;",
+    "&#x3C;",
+    "&lt;",
+    "javascript:",
+    "JaVaScRiPt:",
+    "data:",
+    "vbscript:",
+    "alert(1)",
+    "img src=x onerror=",
+    "script",
+    "svg onload=",
+    "<!--",
+    "-->",
+    "<![CDATA[",
+    "]]>",
+    "https://",
+    "mailto:",
+    "www.",
+    "x",
+    "\t",
+    "\x00",
+    "\r",
+    "\u2028",
+    "\ufeff",
+    "|---|",
+    "[r]: ",
+]
+
+
+@given(st.lists(st.sampled_from(FRAGMENTS), max_size=60))
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_fuzzed_answers_run_nowhere(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    check_bundle(
+        render_bundle(
+            {
+                "text": text,
+                "success": True,
+                "parts": [
+                    {"type": "tool_call", "title": text, "kind": "edit", "status": "completed"},
+                    {"type": "plan", "entries": [{"content": text}]},
+                ],
+            }
+        )
+    )
+
+
+@given(st.text(max_size=300))
+@settings(max_examples=200, deadline=None)
+def test_any_text_runs_nowhere(text: str) -> None:
+    check_bundle(render_bundle({"text": text, "error": text, "success": False}))
+
+
+# -- bounds ---------------------------------------------------------------------------------------
+
+MB = 1_000_000
+PATHOLOGICAL = {
+    "quotes": ">" * 1000 + " x",
+    "quotes spaced": "> " * 5000 + "x",
+    "ordered": "1. " * 500 + "x",
+    "bullets": "- " * 5000 + "x",
+    "nested lists": "".join("  " * i + "- a\n" for i in range(2000)),
+    "nested ordered": "".join("   " * i + "1. a\n" for i in range(1500)),
+    "quotes in lists": "> - " * 3000 + "x",
+    "brackets": "[" * 100_000,
+    "image brackets": "![" * 50_000,
+    "image bracket pieces": ("![" * 10_000 + "\n\n") * 250,
+    "links": "[a](" * 50_000,
+    "stars": "*" * 100_000,
+    "star words": "*a " * 100_000,
+    "underscores": "_" * 100_000,
+    "backticks": "`" * 100_000,
+    "backtick runs": "".join("`" * i + " " for i in range(1, 400)),
+    "lt": "<" * 100_000,
+    "tags": "<a " * 50_000,
+    "entities": "&amp;" * 100_000,
+    "entity runs": "&#" + "9" * 100_000,
+    "emphasis mix": "a *b _c ~~d " * 30_000,
+    "long line": "word " * 400_000,
+    "many lines": "x\n" * 500_000,
+    "hard breaks": "a\\\n" * 100_000,
+    "table": "| a |\n|---|\n" + "| x |\n" * 50_000,
+    "wide table": "|" * 50_000 + "\n" + "|-" * 25_000 + "\n",
+    "fences": "```\n" * 100_000,
+    "five MB": ("Some *text* with `code` and [a link](https://x.y).\n\n" * 100_000)[: 5 * MB],
+    "five MB line": "x" * (5 * MB),
+}
+
+
+@pytest.mark.parametrize("name", list(PATHOLOGICAL))
+def test_pathological_answers_are_bounded_and_lose_nothing_else(name: str) -> None:
+    text = PATHOLOGICAL[name]
+    transcript = {
+        "text": text,
+        "success": True,
+        "stopReason": "end_turn",
+        "parts": [
+            {
+                "type": "tool_call",
+                "toolCallId": "c1",
+                "title": "Read the file",
+                "kind": "read",
+                "status": "completed",
+            },
+            {"type": "message", "role": "agent", "text": text},
+            {
+                "type": "tool_call",
+                "toolCallId": "c2",
+                "title": "Run the tests",
+                "kind": "execute",
+                "status": "failed",
+            },
+        ],
+    }
+    for live in (True, False):
+        start = time.perf_counter()
+        bundle = render_bundle(transcript, live=live)
+        elapsed = time.perf_counter() - start
+        # Generous (a shared, loaded machine): a guard against blow-ups, not a speed test.
+        assert elapsed < 30, f"{name}: {elapsed:.1f} s"
+        for mime in ("text/html", "text/markdown"):
+            out = bundle[mime]
+            assert "could not render" not in out and "RecursionError" not in out, mime
+            assert "Read the file" in out and "Run the tests" in out, mime
+    assert problems(bundle["text/html"], markdown=False) == []
+    md = bundle["text/markdown"]
+    assert "$" not in md and "@@" not in md and "\\\\" not in md
+    # The test's own renderer is quadratic on some of these: it reads a bounded sample.
+    assert problems(MARKED_LIKE.render(md[:20_000] + md[-20_000:]), markdown=True) == []
+
+
+def test_deep_nesting_is_shown_as_text_not_dropped() -> None:
+    bundle = render_bundle({"text": ">" * 1000 + " the last word", "success": True})
+    assert "the last word" in bundle["text/html"]
+    assert "the last word" in bundle["text/markdown"]
+
+
+def test_a_part_that_fails_to_render_does_not_blank_the_others(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> str:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr("acp_notebook.render.html.to_html", broken)
+    monkeypatch.setattr("acp_notebook.render.markdown.to_markdown", broken)
+    bundle = render_bundle(
+        {
+            "text": "the answer",
+            "success": True,
+            "parts": [
+                {"type": "message", "role": "agent", "text": "the answer"},
+                {"type": "tool_call", "title": "Read the file", "status": "completed"},
+            ],
+        }
+    )
+    for mime in ("text/html", "text/markdown"):
+        assert "Read the file" in bundle[mime] and "could not render the turn" not in bundle[mime]
+    assert "could not render this part: RecursionError" in bundle["text/html"]
+    assert "the answer" in bundle["text/markdown"]  # as plain text
+
+
+def test_a_streaming_answer_reparses_only_its_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Redraws come up to 25 times a second: the pieces that did not change are not parsed again.
+    from acp_notebook.render import agentmd
+
+    calls: list[str] = []
+    real_parse = agentmd.MD.parse
+
+    def counting(src: str, env: Any = None) -> Any:
+        calls.append(src)
+        return real_parse(src, env)
+
+    monkeypatch.setattr(agentmd.MD, "parse", counting)
+    answer = "".join(f"## Part {i}\n\nSome *text* with `code` {i}.\n\n" for i in range(400))
+    render_bundle({"parts": [{"type": "message", "role": "agent", "text": answer}]}, live=True)
+    calls.clear()
+    for more in ("More", " words", " here.\n\n", "- a list"):
+        answer += more
+        render_bundle(
+            {"parts": [{"type": "message", "role": "agent", "text": answer}]},
+            live=True,
+            formats=LIVE_FORMATS,
+        )
+        assert len(calls) == 1 and len(calls[0]) < 200, calls
+        calls.clear()
