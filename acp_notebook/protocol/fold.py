@@ -566,6 +566,7 @@ def _patch_tool_call(call: ToolCallPart, model: Any, present: set[str]) -> None:
         call.title = model.title
     if "kind" in present and model.kind is not None:
         call.tool_kind = _value(model.kind)
+        call.stated_kinds.add(call.tool_kind)
     if "status" in present and model.status is not None:
         call.status = _value(model.status)
     if "content" in present:
