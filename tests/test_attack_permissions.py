@@ -102,3 +102,55 @@ async def test_a_tool_call_never_sheds_a_kind_it_was_stated_as(
         "allow",
         "allow",
     ]
+
+
+@pytest.mark.timeout(30)
+async def test_a_diff_or_terminal_replaced_by_an_update_still_counts(agent: Agent) -> None:
+    policy = PermissionPolicy(allow={"read"}, deny={"edit", "execute"})
+    diff = {"type": "diff", "path": "/etc/passwd", "oldText": "a", "newText": "b"}
+    with anyio.fail_after(20):
+        async with agent.client(permission_policy=policy) as client:
+            session = await client.new_session()
+            result = await (
+                await session.prompt(
+                    script(
+                        {
+                            "update": {
+                                "sessionUpdate": "tool_call",
+                                "toolCallId": "d1",
+                                "title": "look",
+                                "kind": "read",
+                                "content": [diff],
+                            }
+                        },
+                        {
+                            "update": {
+                                "sessionUpdate": "tool_call_update",
+                                "toolCallId": "d1",
+                                "content": [],
+                            }
+                        },
+                        {"permission": {"toolCallId": "d1", "kind": "read"}},
+                        {
+                            "update": {
+                                "sessionUpdate": "tool_call",
+                                "toolCallId": "t1",
+                                "title": "look",
+                                "kind": "read",
+                                "content": [{"type": "terminal", "terminalId": "x"}],
+                            }
+                        },
+                        {
+                            "update": {
+                                "sessionUpdate": "tool_call_update",
+                                "toolCallId": "t1",
+                                "content": [],
+                            }
+                        },
+                        {"permission": {"toolCallId": "t1", "kind": "read"}},
+                        {"permission": {"toolCallId": "r1", "kind": "read"}},
+                    )
+                )
+            ).finished
+    answers = reports(result.text, "PERMISSION ")
+    assert [a["result"]["outcome"]["optionId"] for a in answers] == ["reject", "reject", "allow"]

@@ -185,6 +185,8 @@ def _content_kinds(tool_call: dict[str, Any], earlier: ToolCallPart | None,
         if isinstance(items, list):
             content.extend(items)
     types = {item.get("type") for item in content if isinstance(item, dict)}
+    if earlier is not None:
+        types |= earlier.shown_types  # shown once, then replaced by an update: still shown
     kinds: set[str] = set()
     if "diff" in types and not stated & _WRITING_KINDS:
         kinds.add("edit")

@@ -72,6 +72,9 @@ class ToolCallPart:
     # Every kind the agent ever stated for this call (updates and permission requests), not
     # only the latest: a permission policy must not let a call shed a kind by relabelling.
     stated_kinds: set[str] = field(default_factory=set, repr=False)
+    # Every content type it ever showed ("diff", "terminal"): replacing its content by an update
+    # does not make an edit or an execute it showed into something else.
+    shown_types: set[str] = field(default_factory=set, repr=False)
 
     kind = "tool_call"
 
