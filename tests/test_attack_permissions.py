@@ -34,7 +34,7 @@ async def test_a_tool_call_never_sheds_a_kind_it_was_stated_as(
             result = await (
                 await session.prompt(
                     script(
-                        # Asked as an execute, then as a read twice: the third ask used to be allowed.
+                        # Asked as an execute, then as a read twice: the third was allowed.
                         {
                             "permission": {
                                 "toolCallId": "c1",
@@ -44,7 +44,7 @@ async def test_a_tool_call_never_sheds_a_kind_it_was_stated_as(
                         },
                         {"permission": {"toolCallId": "c1", "kind": "read", "title": "look"}},
                         {"permission": {"toolCallId": "c1", "kind": "read", "title": "look"}},
-                        # Shown as an execute, relabelled as a read by an update, then asked as a read.
+                        # Shown as an execute, relabelled a read by an update, asked as a read.
                         {
                             "update": {
                                 "sessionUpdate": "tool_call",

@@ -571,8 +571,8 @@ def _patch_tool_call(call: ToolCallPart, model: Any, present: set[str]) -> None:
         call.status = _value(model.status)
     if "content" in present:
         call.content = [schema.dump(c) for c in model.content or []]
-        call.shown_types.update(c.get("type") for c in call.content
-                                if c.get("type") in ("diff", "terminal"))
+        call.shown_types.update(t for t in ("diff", "terminal")
+                                if any(c.get("type") == t for c in call.content))
     if "locations" in present:
         call.locations = [schema.dump(loc) for loc in model.locations or []]
     if "raw_input" in present:
