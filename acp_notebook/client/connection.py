@@ -78,6 +78,13 @@ class Connection:
 
     # -- reading ---------------------------------------------------------------------------------
 
+    def _report_dropped(self, splitter: rpc.LineSplitter) -> None:
+        for size in splitter.dropped:
+            self._dispatch(rpc.Malformed(
+                f"a line longer than the limit of {splitter.max_line} bytes",
+                f"{size} bytes, dropped"))
+        splitter.dropped.clear()
+
     async def run(self, task_group: anyio.abc.TaskGroup) -> None:
         """Read until the agent closes stdout; then fail whatever is still waiting."""
         self._tg = task_group
@@ -92,6 +99,8 @@ class Connection:
                 except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                     break
                 lines = splitter.feed(data)
+                if splitter.dropped:
+                    self._report_dropped(splitter)
                 if not lines:
                     continue
                 # Decode a whole read at once: json.loads(str) skips the per-line encoding
@@ -133,6 +142,8 @@ class Connection:
                     else:
                         self._dispatch(rpc.classify(obj, line))
             rest = splitter.flush()
+            if splitter.dropped:
+                self._report_dropped(splitter)
             if rest.strip():
                 self._dispatch(rpc.decode(rest))
         finally:
