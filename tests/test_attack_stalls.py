@@ -50,3 +50,49 @@ async def test_an_overlong_line_is_an_error_part_and_the_turn_goes_on(
     assert result.success and result.text == "before\n\n after"
     assert len(result.errors) == 1 and "limit of 1048576 bytes" in result.errors[0]
     assert len(result.errors[0]) < 300
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+async def test_requests_from_the_agent_at_once_are_bounded(agent: Agent) -> None:
+    """200 permission requests sent at once, none answered by the user: at most MAX_INCOMING
+    are served (each holds a task and, for reads, up to 10 MB of answer); the rest are refused
+    at once, and the turn goes on."""
+    import json
+
+    from acp_notebook.client import connection
+
+    limit = getattr(connection, "MAX_INCOMING", 64)
+    asked = 0
+
+    async def handler(request: object) -> str | None:
+        nonlocal asked
+        asked += 1
+        await anyio.sleep_forever()
+        return None
+
+    (agent.cwd / "f.txt").write_text("synchronised")
+    flood = [
+        {
+            "raw": json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 10_000 + i,
+                    "method": "session/request_permission",
+                    "params": {
+                        "sessionId": "x",
+                        "options": [],
+                        "toolCall": {"toolCallId": f"c{i}", "kind": "read"},
+                    },
+                }
+            )
+        }
+        for i in range(200)
+    ]
+    with anyio.fail_after(50):
+        async with agent.client(permission_handler=handler) as client:
+            session = await client.new_session()
+            steps = script(*flood, {"say": "done"})
+            result = await (await session.prompt(steps)).finished
+    assert result.success and result.text.endswith("done")
+    assert asked <= limit, f"{asked} permission requests served at once"
