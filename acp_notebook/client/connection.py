@@ -35,6 +35,12 @@ class RpcError(Exception):
 
 RequestHandler = Callable[[str, Any], Awaitable[Any]]
 
+# Requests from the agent being served at once, each until its answer is written. Unbounded, an
+# agent that sends requests and never reads its stdin made the client keep every answer (a
+# 10 MB file read each) and a task per request. Past it, a short error answer; past twice it,
+# nothing (even small answers pile up when the agent does not read), a protocol error instead.
+MAX_INCOMING = 64
+
 
 @dataclass(eq=False)
 class _Pending:
@@ -71,12 +77,20 @@ class Connection:
         # them, as the spec requires, and that late answer is not a protocol error.
         self._abandoned: collections.deque[int] = collections.deque(maxlen=1000)
         self._incoming: dict[Any, _Incoming] = {}
+        self._serving = 0  # tasks answering the agent's requests (see MAX_INCOMING)
         self._tg: anyio.abc.TaskGroup | None = None
         self.closed: BaseException | None = None  # why, once closed
         self.closed_event = anyio.Event()
         self.malformed = 0
 
     # -- reading ---------------------------------------------------------------------------------
+
+    def _report_dropped(self, splitter: rpc.LineSplitter) -> None:
+        for size in splitter.dropped:
+            self._dispatch(rpc.Malformed(
+                f"a line longer than the limit of {splitter.max_line} bytes",
+                f"{size} bytes, dropped"))
+        splitter.dropped.clear()
 
     async def run(self, task_group: anyio.abc.TaskGroup) -> None:
         """Read until the agent closes stdout; then fail whatever is still waiting."""
@@ -92,6 +106,8 @@ class Connection:
                 except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                     break
                 lines = splitter.feed(data)
+                if splitter.dropped:
+                    self._report_dropped(splitter)
                 if not lines:
                     continue
                 # Decode a whole read at once: json.loads(str) skips the per-line encoding
@@ -133,6 +149,8 @@ class Connection:
                     else:
                         self._dispatch(rpc.classify(obj, line))
             rest = splitter.flush()
+            if splitter.dropped:
+                self._report_dropped(splitter)
             if rest.strip():
                 self._dispatch(rpc.decode(rest))
         finally:
@@ -147,7 +165,16 @@ class Connection:
             # Other notifications, known or not, need nothing from us (the spec says ignore).
         elif isinstance(frame, rpc.Request):
             assert self._tg is not None
-            self._tg.start_soon(self._serve, frame, name=f"acp request {frame.method}")
+            if self._serving < MAX_INCOMING:
+                self._serving += 1
+                self._tg.start_soon(self._serve, frame, name=f"acp request {frame.method}")
+            elif self._serving < 2 * MAX_INCOMING:
+                self._serving += 1
+                self._tg.start_soon(self._refuse, frame, name="acp request refused")
+            else:
+                self._on_protocol_error(
+                    f"the agent sent more than {2 * MAX_INCOMING} requests at once without "
+                    f"reading the answers; {rpc.excerpt(frame.method, 60)} was dropped")
         elif isinstance(frame, rpc.Response):
             self._resolve(frame)
         else:
@@ -209,7 +236,26 @@ class Connection:
 
     # -- requests from the agent -----------------------------------------------------------------
 
+    async def _refuse(self, request: rpc.Request) -> None:
+        try:
+            if self.closed is None:
+                with anyio.CancelScope(shield=True):
+                    await self._send(rpc.encode_error(
+                        request.id, rpc.INTERNAL_ERROR,
+                        f"too many requests at once (more than {MAX_INCOMING}); "
+                        "wait for the answers"))
+        except (AgentExitedError, ProtocolError):
+            pass  # the agent exited meanwhile: nobody to answer; the reader reports it
+        finally:
+            self._serving -= 1
+
     async def _serve(self, request: rpc.Request) -> None:
+        try:
+            await self._serve_one(request)
+        finally:
+            self._serving -= 1
+
+    async def _serve_one(self, request: rpc.Request) -> None:
         scope = anyio.CancelScope()
         incoming = _Incoming(scope)
         if request.id in self._incoming:
@@ -240,7 +286,10 @@ class Connection:
                 del self._incoming[request.id]
         if reply is not None and self.closed is None:
             with anyio.CancelScope(shield=True):
-                await self._send(reply)
+                try:
+                    await self._send(reply)
+                except (AgentExitedError, ProtocolError):
+                    pass  # the agent exited meanwhile: nobody to answer; the reader reports it
 
     def _peer_cancelled(self, params: Any) -> None:
         rid = params.get("requestId") if isinstance(params, dict) else None

@@ -23,7 +23,8 @@ policy decides on all the kinds a request is taken to be: rejected if any is den
 if all are allowed. The title is free text and is not read for a kind: guessing from prose
 would be a new way to be fooled; it is shown to whoever is asked. A second request for a tool
 call already decided is decided afresh (no answer is remembered, not even an "always"), and the
-kinds the call was stated as before still count: it cannot shed a denied kind by asking again.
+kinds the call was ever stated as (by any update or request) still count: it cannot shed a
+denied kind by asking again or by a `tool_call_update` relabelling it.
 (Not irregular in itself: fast-agent names every request's tool call "pending".)
 """
 
@@ -158,8 +159,10 @@ def _stated_kinds(tool_call: dict[str, Any], earlier: ToolCallPart | None,
                   problems: list[str]) -> set[str]:
     kinds: set[str] = set()
     # The fold's default for a tool call with no kind is "other": only another kind was stated.
-    if earlier is not None and earlier.tool_kind in TOOL_KINDS - {"other"}:
-        kinds.add(earlier.tool_kind)
+    # Every kind stated before, not only the latest: relabelling a call (an update, or asking
+    # again as another kind) must not shed a kind that a rule rejects or does not allow.
+    if earlier is not None:
+        kinds |= (earlier.stated_kinds | {earlier.tool_kind}) & (TOOL_KINDS - {"other"})
     if "kind" not in tool_call:
         if not kinds:
             problems.append("the tool call's kind was never stated")
@@ -182,6 +185,8 @@ def _content_kinds(tool_call: dict[str, Any], earlier: ToolCallPart | None,
         if isinstance(items, list):
             content.extend(items)
     types = {item.get("type") for item in content if isinstance(item, dict)}
+    if earlier is not None:
+        types |= earlier.shown_types  # shown once, then replaced by an update: still shown
     kinds: set[str] = set()
     if "diff" in types and not stated & _WRITING_KINDS:
         kinds.add("edit")

@@ -35,6 +35,11 @@ from ..protocol import jsonrpc as rpc
 from .connection import RpcError
 
 MAX_LINKS = 40  # symlinks followed in one path, as Linux's own limit
+# Directory descriptors a walk holds below its root. A 4096-byte path can be 2,000 components
+# deep: holding one descriptor per level let a single request take 2,000 of the kernel's file
+# descriptors (four at once: 8,000, past the usual soft limit of 1,024). Older levels are
+# closed and opened again from the root when a `..` climbs back to them.
+KEEP_DIRS = 16
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _TMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -79,10 +84,18 @@ class Spot:
 class _Walk:
     roots: Sequence[Root]
     make_dirs: bool
-    stack: list[int] = field(default_factory=list)  # descriptors, the root's first
+    # The root's descriptor, then one entry per level in `names`: a descriptor for the last
+    # KEEP_DIRS levels at most, None for older ones (closed; reopened on a `..` back to them).
+    stack: list[int | None] = field(default_factory=list)
     names: list[str] = field(default_factory=list)  # components below the root
     root: Root | None = None
     hops: int = 0
+
+    @property
+    def top(self) -> int:
+        fd = self.stack[-1]
+        assert fd is not None  # the current directory is always held
+        return fd
 
     def enter(self, components: list[str], shown: str) -> list[str]:
         """Start again at the root this absolute path is in; the components left to walk."""
@@ -113,7 +126,59 @@ class _Walk:
 
     def close(self) -> None:
         while self.stack:
-            os.close(self.stack.pop())
+            fd = self.stack.pop()
+            if fd is not None:
+                os.close(fd)
+
+    def take(self) -> int:
+        """The current directory's descriptor, now the caller's to close."""
+        fd = self.top
+        self.stack.pop()
+        return fd
+
+    def push(self, fd: int, name: str) -> None:
+        self.stack.append(fd)
+        self.names.append(name)
+        old = len(self.stack) - 1 - KEEP_DIRS
+        if old > 0:
+            fd_old, self.stack[old] = self.stack[old], None
+            if fd_old is not None:
+                os.close(fd_old)
+
+    def pop(self, shown: str) -> None:
+        """Climb one level (a `..`) to the directory walked through, never the OS's parent."""
+        fd = self.stack.pop()
+        if fd is not None:
+            os.close(fd)
+        self.names.pop()
+        if self.stack[-1] is None:
+            self.reopen(shown)
+
+    def reopen(self, shown: str) -> None:
+        """Open the closed levels again from the root, each component with O_NOFOLLOW as the
+        first time (a directory swapped for a link meanwhile is refused), keeping the last
+        KEEP_DIRS of them. Called when every level below the root is closed."""
+        keep_from = max(1, len(self.names) - KEEP_DIRS + 1)
+        fd, passing = self.stack[0], None  # `passing`: a level not kept, closed after the next
+        assert fd is not None
+        try:
+            for level, name in enumerate(self.names, start=1):
+                try:
+                    fd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                except OSError as exc:
+                    raise denied(
+                        f"{shown}: {self.real()} changed during the request ({exc.strerror})"
+                    ) from None
+                if passing is not None:
+                    os.close(passing)
+                    passing = None
+                if level >= keep_from:
+                    self.stack[level] = fd
+                else:
+                    passing = fd
+        finally:
+            if passing is not None:
+                os.close(passing)
 
     def real(self, name: str | None = None) -> str:
         assert self.root is not None
@@ -125,7 +190,7 @@ class _Walk:
         if self.hops > MAX_LINKS:
             raise denied(f"too many symbolic links (or a path that keeps changing): {shown}")
         try:
-            target = os.readlink(name, dir_fd=self.stack[-1])
+            target = os.readlink(name, dir_fd=self.top)
         except OSError:  # replaced by something else since its lstat: look again
             return [name, *rest]
         if target.startswith("/"):
@@ -137,24 +202,23 @@ class _Walk:
         is a symlink, to be followed."""
         for _ in range(2):
             try:
-                fd = os.open(name, _DIR_FLAGS, dir_fd=self.stack[-1])
+                fd = os.open(name, _DIR_FLAGS, dir_fd=self.top)
             except FileNotFoundError:
                 if not self.make_dirs:
                     raise RpcError(rpc.RESOURCE_NOT_FOUND, f"file not found: {shown}") from None
                 try:
-                    os.mkdir(name, 0o777, dir_fd=self.stack[-1])
+                    os.mkdir(name, 0o777, dir_fd=self.top)
                 except FileExistsError:
                     pass  # made by someone else meanwhile: open it (O_NOFOLLOW) all the same
                 continue
             except OSError as exc:
                 if exc.errno not in (errno.ENOTDIR, errno.ELOOP):
                     raise denied(f"cannot open {self.real(name)}: {exc.strerror}") from None
-                st = lstat(name, self.stack[-1])
+                st = lstat(name, self.top)
                 if st is not None and stat.S_ISLNK(st.st_mode):
                     return False
                 raise denied(f"not a directory: {self.real(name)}") from None
-            self.stack.append(fd)
-            self.names.append(name)
+            self.push(fd, name)
             return True
         raise denied(f"{self.real(name)} keeps changing")
 
@@ -176,17 +240,16 @@ def locate(roots: Sequence[Root], path: str, *, make_dirs: bool = False) -> Spot
             if name == "..":
                 if not walk.names:
                     raise denied(f"access denied: {path} leads outside the session's workspace")
-                os.close(walk.stack.pop())
-                walk.names.pop()
+                walk.pop(path)
             elif todo:
                 if not walk.descend(name, path):
                     todo = walk.follow(name, todo, path)
             else:
-                st = lstat(name, walk.stack[-1])
+                st = lstat(name, walk.top)
                 if st is not None and stat.S_ISLNK(st.st_mode):
                     todo = walk.follow(name, todo, path)
                     continue
-                return Spot(walk.stack.pop(), name, walk.real(name), st)
+                return Spot(walk.take(), name, walk.real(name), st)
         raise denied(f"is a directory: {path}")
     finally:
         walk.close()

@@ -566,10 +566,13 @@ def _patch_tool_call(call: ToolCallPart, model: Any, present: set[str]) -> None:
         call.title = model.title
     if "kind" in present and model.kind is not None:
         call.tool_kind = _value(model.kind)
+        call.stated_kinds.add(call.tool_kind)
     if "status" in present and model.status is not None:
         call.status = _value(model.status)
     if "content" in present:
         call.content = [schema.dump(c) for c in model.content or []]
+        call.shown_types.update(t for t in ("diff", "terminal")
+                                if any(c.get("type") == t for c in call.content))
     if "locations" in present:
         call.locations = [schema.dump(loc) for loc in model.locations or []]
     if "raw_input" in present:

@@ -214,18 +214,28 @@ def encode_error(rid: RequestId, code: int, message: str, data: Any = None) -> b
     return _dumps({"jsonrpc": JSONRPC, "id": rid, "error": error})
 
 
+# The longest line kept. Lines of any length were buffered: an agent writing without a newline
+# grew the kernel's memory until it died. 256 MiB still carries a 50 MB answer or file write.
+MAX_LINE_BYTES = 256 * 1024 * 1024
+
+
 class LineSplitter:
-    """Splits a byte stream into lines of any length.
+    """Splits a byte stream into lines of at most `max_line` bytes.
 
     Pieces of an unfinished line are kept in a list and joined once, so a 50 MB line arriving
-    in 64 KiB reads costs linear time, not quadratic.
+    in 64 KiB reads costs linear time, not quadratic. A line that grows past `max_line` is
+    dropped as it arrives (never held whole): its size is appended to `dropped`, and reading
+    goes on at the next newline.
     """
 
-    __slots__ = ("_pending", "_pending_size")
+    __slots__ = ("_pending", "_pending_size", "_skipped", "dropped", "max_line")
 
-    def __init__(self) -> None:
+    def __init__(self, max_line: int | None = None) -> None:
         self._pending: list[bytes] = []
         self._pending_size = 0
+        self._skipped = -1  # bytes of the oversized line being dropped; -1: none
+        self.dropped: list[int] = []  # sizes of the lines dropped, for the caller to report
+        self.max_line = MAX_LINE_BYTES if max_line is None else max_line
 
     @property
     def buffered(self) -> int:
@@ -233,24 +243,45 @@ class LineSplitter:
 
     def feed(self, data: bytes) -> list[bytes]:
         if b"\n" not in data:
-            if data:
-                self._pending.append(data)
-                self._pending_size += len(data)
+            self._add(data)
             return []
         lines = data.split(b"\n")
         tail = lines.pop()
-        if self._pending:
-            self._pending.append(lines[0])
-            lines[0] = b"".join(self._pending)
+        if self._skipped >= 0:
+            self.dropped.append(self._skipped + len(lines[0]))
+            self._skipped = -1
+            del lines[0]
+        elif self._pending:
+            if self._pending_size + len(lines[0]) > self.max_line:
+                self.dropped.append(self._pending_size + len(lines[0]))
+                del lines[0]
+            else:
+                self._pending.append(lines[0])
+                lines[0] = b"".join(self._pending)
             self._pending = []
             self._pending_size = 0
-        if tail:
-            self._pending.append(tail)
-            self._pending_size = len(tail)
+        if any(len(line) > self.max_line for line in lines):
+            self.dropped.extend(len(line) for line in lines if len(line) > self.max_line)
+            lines = [line for line in lines if len(line) <= self.max_line]
+        self._add(tail)
         return lines
+
+    def _add(self, data: bytes) -> None:
+        if not data:
+            return
+        if self._skipped >= 0:
+            self._skipped += len(data)
+            return
+        self._pending.append(data)
+        self._pending_size += len(data)
+        if self._pending_size > self.max_line:
+            self._skipped, self._pending, self._pending_size = self._pending_size, [], 0
 
     def flush(self) -> bytes:
         """What is left at end of stream: an unterminated last line, if any."""
+        if self._skipped >= 0:
+            self.dropped.append(self._skipped)
+            self._skipped = -1
         rest = b"".join(self._pending)
         self._pending = []
         self._pending_size = 0

@@ -69,6 +69,12 @@ class ToolCallPart:
     raw_output: Any = None
     meta: dict[str, Any] | None = None
     size: int = field(default=0, repr=False)  # characters counted against the turn's budget
+    # Every kind the agent ever stated for this call (updates and permission requests), not
+    # only the latest: a permission policy must not let a call shed a kind by relabelling.
+    stated_kinds: set[str] = field(default_factory=set, repr=False)
+    # Every content type it ever showed ("diff", "terminal"): replacing its content by an update
+    # does not make an edit or an execute it showed into something else.
+    shown_types: set[str] = field(default_factory=set, repr=False)
 
     kind = "tool_call"
 
