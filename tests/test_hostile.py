@@ -5,7 +5,7 @@ a client terminal, tool calls, images, resource links), one light turn per paylo
 title, `updatedAt`, mode, config options and usage currency), `%agent status` after each,
 `%agent sessions` (paged), a turn with a hostile stop reason, a failing turn, a permission
 request, and a chat widget. Then every rendering that reached the front-end, the saved outputs
-and every live frame on iopub and the chat's HTML, must be inert (`assert_inert`): what a
+and every live frame on iopub and the chat's HTML, must be inert (`tests/markup_check.py`): what a
 browser would run is found by rendering the Markdown as marked does and parsing the HTML.
 The same notebook in JupyterLab, with a check of what actually ran: tests/test_lab_hostile.py.
 """
@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from tests.hostile_payloads import CLASSES, by_class, findings, payload_ids
+from tests.hostile_payloads import CLASSES, by_class
+from tests.markup_check import bundle_problems, payload_ids
 from tests.nb_util import MIME_TURN, RecordingClient, errors, execute, outputs, text
 
 AGENT = Path(__file__).parent / "agents" / "hostile_agent.py"
@@ -114,8 +115,9 @@ def test_hostile_agent_cannot_script_the_page(cls: str, tmp_path: Path) -> None:
     )
     assert all(pid in record for pid in ids), "a payload never reached the turn's record"
     sessions = next(c for c in nb.cells if c.source.startswith("%agent sessions"))
-    sessions_md = "".join(o["data"].get("text/markdown", "") for o in outputs(sessions))
-    listed = [i for i in range(len(ids)) if f"listed-{i}-" in sessions_md]
+    # `%agent sessions` shows escaped HTML and text (no Markdown since sec-commands).
+    sessions_text = "".join(o["data"].get("text/plain", "") for o in outputs(sessions))
+    listed = [i for i in range(len(ids)) if f"listed-{i}-" in sessions_text]
     assert listed == list(range(len(ids))), f"%agent sessions missed pages: {listed}"
     decisions = [json.loads(line) for line in log.read_text().splitlines()]
     assert decisions and all(
@@ -127,7 +129,7 @@ def test_hostile_agent_cannot_script_the_page(cls: str, tmp_path: Path) -> None:
     assert len(bundles) > 4 * len(ids)
     leaks: dict[str, list[str]] = {}
     for where, bundle in bundles:
-        problems = findings(bundle)
+        problems = bundle_problems(bundle, plain_controls=True)
         if problems:
             leaks[where] = problems
     ran = payload_ids([p for problems in leaks.values() for p in problems])
