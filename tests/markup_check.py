@@ -37,7 +37,16 @@ ul
 """.split()
 )
 #: The project's HTML adds these (`<style>` is judged by its content).
-HTML_ELEMENTS = MARKDOWN_ELEMENTS | {"b", "div", "span", "details", "summary", "small", "img", "style"}
+HTML_ELEMENTS = MARKDOWN_ELEMENTS | {
+    "b",
+    "div",
+    "span",
+    "details",
+    "summary",
+    "small",
+    "img",
+    "style",
+}
 ALLOWED_ATTRIBUTES = frozenset(
     "href class style title target rel start alt src open role align data-turn-id".split()
 )
@@ -55,7 +64,7 @@ _PWNED_ID = re.compile(r"/([a-z]+-\d\d)/\.source")
 
 MARKED_LIKE = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
 # marked keeps any link target; markdown-it-py would drop javascript: ones and hide the hole.
-MARKED_LIKE.validateLink = lambda url: True
+MARKED_LIKE.validateLink = lambda url: True  # type: ignore[method-assign]
 
 
 def _project_styles() -> frozenset[str]:
