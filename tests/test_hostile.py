@@ -115,7 +115,7 @@ def test_hostile_agent_cannot_script_the_page(cls: str, tmp_path: Path) -> None:
     )
     assert all(pid in record for pid in ids), "a payload never reached the turn's record"
     sessions = next(c for c in nb.cells if c.source.startswith("%agent sessions"))
-    # `%agent sessions` shows escaped HTML and text (no Markdown since sec-commands).
+    # The sessions table is HTML plus plain text (never Markdown): every page is in the text.
     sessions_text = "".join(o["data"].get("text/plain", "") for o in outputs(sessions))
     listed = [i for i in range(len(ids)) if f"listed-{i}-" in sessions_text]
     assert listed == list(range(len(ids))), f"%agent sessions missed pages: {listed}"
