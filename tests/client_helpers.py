@@ -19,8 +19,9 @@ import anyio
 from acp_notebook.client.client import Client, connect
 from acp_notebook.client.session import Session
 from acp_notebook.protocol.mutations import Mutation, PartUpdated
+from acp_notebook.protocol.result import TurnResult
 from acp_notebook.protocol.state import ToolCallPart
-from tests.agents.script import agent_command
+from tests.agents.script import agent_command, script
 
 
 class Agent:
@@ -137,3 +138,8 @@ def tool_call(call_id: str, title: str = "A tool", **fields: Any) -> dict[str, A
 
 def tool_update(call_id: str, **fields: Any) -> dict[str, Any]:
     return {"sessionUpdate": "tool_call_update", "toolCallId": call_id, **fields}
+
+
+async def run_script(session: Session, *steps: dict[str, Any]) -> TurnResult:
+    """A turn of the scripted agent doing `steps`, to its end."""
+    return await (await session.prompt(script(*steps))).finished

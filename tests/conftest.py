@@ -1,12 +1,32 @@
-"""Fixtures for the client-core tests (tests/test_client_*.py)."""
+"""Shared fixtures: the client-core tests' agent, and the JupyterLab tests' server and browser.
+
+Without /usr/bin/chromium (or the playwright package) the browser tests skip, except in CI (env
+CI set), where a missing browser is a failure.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.client_helpers import Agent
+
+CHROMIUM = "/usr/bin/chromium"
+#: A JupyterLab server: its URL, token and root directory.
+Lab = tuple[str, str, Path]
 
 
 @pytest.fixture
@@ -17,3 +37,130 @@ def anyio_backend() -> str:
 @pytest.fixture
 def agent(tmp_path: Path) -> Agent:
     return Agent(tmp_path)
+
+
+def _browser_problem() -> str | None:
+    if not (os.path.exists(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        return f"{CHROMIUM} is not installed (apt-get install chromium)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is not installed (pip install -e .[test])"
+    return None
+
+
+@pytest.fixture(scope="session")
+def browser_ok() -> None:
+    problem = _browser_problem()
+    if problem is None:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"CI must run the browser tests: {problem}")
+    pytest.skip(problem)
+
+
+@pytest.fixture(scope="session")
+def lab_server(browser_ok: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """One JupyterLab server for the test session: starting one costs seconds of a loaded CPU."""
+    root = tmp_path_factory.mktemp("lab")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    token = secrets.token_hex(16)
+    env = dict(
+        os.environ,
+        JUPYTER_CONFIG_DIR=f"{root}/.c",
+        JUPYTER_RUNTIME_DIR=f"{root}/.r",
+        JUPYTERLAB_SETTINGS_DIR=f"{root}/.s",
+        JUPYTERLAB_WORKSPACES_DIR=f"{root}/.w",
+        XDG_CONFIG_HOME=f"{root}/.xdg",
+        ACP_NOTEBOOK_DEMO_SPEED="1",
+    )
+    for key in ("ACP_NOTEBOOK_AGENT", "ACP_NOTEBOOK_AGENTS_FILE"):
+        env.pop(key, None)
+    settings = root / ".s/@jupyterlab/apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(
+        '{"fetchNews": "false", "checkForUpdates": false}'
+    )
+    log = open(root / "lab.log", "w")  # closed in the teardown
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            "--allow-root",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root}",
+            "--LabApp.news_url=None",
+            "--LabApp.expose_app_in_browser=True",
+        ],
+        env=env,
+        start_new_session=True,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:  # an external process: poll its status endpoint until it answers
+        try:
+            urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=1)
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                log.close()
+                pytest.fail("JupyterLab did not start:\n" + (root / "lab.log").read_text())
+            time.sleep(0.1)
+    yield base, token, root
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def lab(lab_server: Lab) -> Iterator[Lab]:
+    """The shared server, left as a module found it: its kernels shut down, its notebook
+    settings (windowing, output limits) removed, so the next module starts clean."""
+    yield lab_server
+    base, token, root = lab_server
+    auth = {"Authorization": f"token {token}"}
+    with urllib.request.urlopen(urllib.request.Request(f"{base}/api/kernels", headers=auth)) as r:
+        kernels = json.load(r)
+    for kernel in kernels:
+        request = urllib.request.Request(
+            f"{base}/api/kernels/{kernel['id']}", headers=auth, method="DELETE"
+        )
+        urllib.request.urlopen(request, timeout=30).close()
+    shutil.rmtree(root / ".s/@jupyterlab/notebook-extension", ignore_errors=True)
+
+
+@pytest.fixture
+def page(browser_ok: None) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.set_default_timeout(30_000)
+        yield page
+        browser.close()

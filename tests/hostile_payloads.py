@@ -1,41 +1,26 @@
-"""Hostile strings for agent-controlled fields, and a checker that their rendering is inert.
+"""The hostile-agent payload corpus: strings an agent may put in any field it controls.
 
-Every payload, if a browser ran it, sets `window.__acp_pwned` (through `top`, so a script in a
-same-origin frame counts too) to the payload's id:
-`Reflect.set(top,/__acp_pwned/.source,/tags-01/.source)`. That JavaScript has no quotes, spaces
-or `=`, so it is a valid unquoted attribute value (CommonMark's inline HTML allows no `=` there)
-and survives most escaping mistakes; whoever finds it knows which payload ran.
+Two kinds, both used wherever agent text is shown (tests/markup_check.py checks the result):
 
-Classes (`CLASSES`): raw HTML tags, link schemes, Markdown structure (code spans, tables, fences,
-comments, block closers, newlines), and attribute or template contexts. `tests/agents/
-hostile_agent.py` puts them in every string it controls.
+- `PAYLOADS` (`CLASSES`): templates in four classes, raw HTML tags, link schemes, Markdown
+  structure (code spans, tables, fences, comments, block closers, newlines), and attribute or
+  template contexts. Each, if a browser ran it, sets `window.__acp_pwned` (through `top`, so a
+  script in a same-origin frame counts too) to the payload's id:
+  `Reflect.set(top,/__acp_pwned/.source,/tags-01/.source)`. That JavaScript has no quotes, spaces
+  or `=`, so it is a valid unquoted attribute value (CommonMark's inline HTML allows no `=` there)
+  and survives most escaping mistakes; whoever finds it knows which payload ran.
+  `tests/agents/hostile_agent.py` puts one class in every string it controls.
+- `ALERTS`: literal strings that call `alert(1)` (a dialog is what the browser tests watch for),
+  written against the turn's renderer, `%agent status` and `%agent sessions`.
 
-`assert_inert(bundle)` renders each `text/markdown` with markdown-it-py in html mode with link
-validation off (as marked does in JupyterLab, which does not sanitise trusted output), parses the
-result and each `text/html` with `html.parser`, and fails on an element outside an allowlist, an
-event-handler or unknown attribute, a script-capable URL, or a stylesheet other than the
-project's own. The module itself is standard library only at import time: the agent imports it.
+`TEXTS` is every payload's text. Standard library only: the agent imports this module by path.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from html.parser import HTMLParser
-from typing import Any
 
-__all__ = [
-    "CLASSES",
-    "PAYLOADS",
-    "Payload",
-    "assert_inert",
-    "by_class",
-    "findings",
-    "html_problems",
-    "js",
-    "markdown_problems",
-    "payload_ids",
-]
+__all__ = ["ALERTS", "CLASSES", "PAYLOADS", "TEXTS", "Payload", "by_class", "encodable", "js"]
 
 
 @dataclass(frozen=True)
@@ -160,201 +145,144 @@ def by_class(cls: str) -> list[Payload]:
     return found
 
 
-# -- the checker ------------------------------------------------------------------------------
+# Payloads that call `alert` (a dialog in the browser) instead of naming themselves, kept as they
+# were written against the turn's renderer and then against `%agent status` and `sessions`.
+ALERTS: list[str] = [
+    "<script>alert(1)</script>",
+    "<img src=x onerror=alert(1)>",
+    "<IMG SRC=x OnError=alert(1)>",
+    "<svg onload=alert(1)>",
+    "<svg><script>alert(1)</script></svg>",
+    "<iframe srcdoc='<script>alert(1)</script>'></iframe>",
+    "<a href='javascript:alert(1)'>x</a>",
+    "<details open ontoggle=alert(1)>",
+    "<style>@import 'javascript:alert(1)'</style>",
+    "<math><mtext><table><mglyph><style><img src=x onerror=alert(1)>",
+    "<form action=javascript:alert(1)><button>x</button></form>",
+    "<object data=javascript:alert(1)></object><embed src=javascript:alert(1)>",
+    "<meta http-equiv=refresh content='0;url=javascript:alert(1)'><base href=javascript:/>",
+    "<link rel=import href=data:text/html,x>",
+    "[x](javascript:alert(1))",
+    "[x](JaVaScRiPt:alert(1))",
+    "[x]( javascript:alert(1) )",
+    "[x](<javascript:alert(1)>)",
+    "[x](java\nscript:alert(1))",
+    "[x](java&#09;script:alert(1))",
+    "[x](&#106;avascript:alert(1))",
+    "[x](&#x6A;avascript:alert(1))",
+    "[x](javascript&colon;alert(1))",
+    "[x](vbscript:msgbox(1))",
+    "[x](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)",
+    "![x](javascript:alert(1))",
+    '![x](x "onerror=alert(1)")',
+    '[x](https://a.b/" onmouseover="alert(1))',
+    '[x](https://a.b/ "t" onmouseover=alert(1))',
+    "<javascript:alert(1)>",
+    "<JAVASCRIPT:alert(1)>",
+    "<vbscript:alert(1)>",
+    "[x][r]\n\n[r]: javascript:alert(1)",
+    '[x][r]\n\n[r]: <javascript:alert(1)> "title"',
+    "[x]\n\n[x]: &#106;avascript:alert(1)",
+    "see \\`<img src=x onerror=alert(1)>`",
+    "see \\\\`<img src=x onerror=alert(1)>`",
+    "`a\\`<img src=x onerror=alert(1)>`",
+    "see `a\n\n<img src=x onerror=alert(1)>\n\nb`",
+    "``a`<img src=x onerror=alert(1)>``",
+    # A backtick the Markdown parser does not read as a code span (in a link destination or
+    # title, across a table cell, a list item or a heading) must not hide the HTML after it.
+    "[x](https://a`b) <img src=x onerror=alert(1)> `",
+    '[x](https://a "`") <img src=x onerror=alert(1)> `',
+    "![a](https://a`b) <img src=x onerror=alert(1)> `",
+    "| `a | <img src=x onerror=alert(1)> ` |\n|---|---|",
+    "- `a\n- <img src=x onerror=alert(1)> `",
+    "# `a\n<img src=x onerror=alert(1)> `",
+    "x <https://a`b> <img src=x onerror=alert(1)> `",
+    "```\n<script>alert(1)</script>",
+    "~~~\n<img src=x onerror=alert(1)>\n```",
+    "    <img src=x onerror=alert(1)>",
+    "<!-- <img src=x onerror=alert(1)> -->",
+    "<!-- --!><img src=x onerror=alert(1)> -->",
+    "<!--><img src=x onerror=alert(1)>-->",
+    "<![CDATA[<img src=x onerror=alert(1)>]]>",
+    "<?php <img src=x onerror=alert(1)> ?>",
+    "<!DOCTYPE x><img src=x onerror=alert(1)>",
+    "| a | b |\n|---|---|\n| `x\\|<img src=x onerror=alert(1)>` | y |",
+    "| a \\| <img src=x onerror=alert(1)> |\n|---|",
+    "| a |\n|---|\n| \\\\| <img src=x onerror=alert(1)> |",
+    "[[[x](javascript:alert(1))](javascript:alert(2))](javascript:alert(3))",
+    "[a [b](javascript:alert(1)) c](https://ok)",
+    '[x](https://ok "a\nb" onmouseover=alert(1))',
+    "[x](https://ok 'a\n\nb')<img src=x onerror=alert(1)>",
+    "&lt;img src=x onerror=alert(1)&gt;",
+    "&amp;lt;script&amp;gt;alert(1)&amp;lt;/script&amp;gt;",
+    "&#60;script&#62;alert(1)&#60;/script&#62;",
+    "\\<script>alert(1)\\</script>",
+    "$<img src=x onerror=alert(1)>$",
+    "$$\n<img src=x onerror=alert(1)>\n$$",
+    "\\(<img src=x onerror=alert(1)>\\)",
+    "`$` x <img src=x onerror=alert(1)> `$`",
+    '[a](https://x/$) " onmouseover=alert(1) " [b](https://y/$)',
+    '@@0@@ " onmouseover=alert(1)',
+    "> <img src=x onerror=alert(1)>\n>> <script>alert(1)</script>",
+    "- <img src=x onerror=alert(1)>\n  - `x` <svg onload=alert(1)>",
+    "# <img src=x onerror=alert(1)>\nx\n===",
+    "<div>\n\n*x*\n\n</div><img src=x onerror=alert(1)>",
+    "<pre>\n</pre><img src=x onerror=alert(1)>",
+    "</code></pre><img src=x onerror=alert(1)>",
+    "```<img src=x onerror=alert(1)>\nx\n```",
+    '```js" onmouseover="alert(1)\nx\n```',
+    "**<img src=x onerror=alert(1)>**_<svg/onload=alert(1)>_",
+    "x<span style=x onmouseover=alert(1)>y</span>",
+    '<a href="https://ok" onclick="alert(1)">x</a>',
+    "[x](https://ok)<img src=x onerror=alert(1)>",
+    "[x](mailto:a@b.c?body=<img src=x onerror=alert(1)>)",
+    "www.evil.com/<img src=x onerror=alert(1)>",
+    'https://evil.com/"><img src=x onerror=alert(1)>',
+    # Values in command displays: quotes, escapes, control characters, long runs.
+    "<iframe src=javascript:alert(1)></iframe>",
+    '"><img src=x onerror=alert(1)>',
+    "'><svg/onload=alert(1)>",
+    "\\`<img src=x onerror=alert(1)>`",
+    "``<img src=x onerror=alert(1)>`",
+    "`a` \\` <img src=x onerror=alert(1)> `",
+    "a \\| <img src=x onerror=alert(1)> \\|",
+    "`a \\| <img src=x onerror=alert(1)> \\|`",
+    "`x | <img src=x onerror=alert(1)> |`",
+    "a ` b",
+    "x | <img src=x onerror=alert(1)> |",
+    "[x](&#x6A;&#x61;vascript:alert(1))",
+    '<a href="&#x6A;avascript:alert(1)">x</a>',
+    "<a href=data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==>x</a>",
+    "[x]: javascript:alert(1)\n\n[x]",
+    "title\n\n<script>alert(1)</script>",
+    "title\n<img src=x onerror=alert(1)>",
+    "line\r\n<svg onload=alert(1)>",
+    "<style>*{display:none}</style>",
+    "<form action=javascript:alert(1)><button>go</button></form>",
+    "<object data=javascript:alert(1)></object>",
+    "<meta http-equiv=refresh content='0;url=javascript:alert(1)'>",
+    "<scr<script>ipt>alert(1)</script>",
+    "&lt;script&gt;alert(1)&lt;/script&gt;",
+    "$\\href{javascript:alert(1)}{x}$",
+    "\x1b[31mred\x1b[0m \x1b]8;;javascript:alert(1)\x07link\x1b]8;;\x07",
+    "\u202egnp.exe",
+    "\ud800 lone surrogate",
+    "`" * 300 + "<img src=x onerror=alert(1)>",
+    "|" * 40,
+    "<" * 50 + "script>alert(1)",
+]
 
-ALLOWED_ELEMENTS = frozenset(
-    """
-a abbr b blockquote br caption code col colgroup dd del details div dl dt em h1 h2 h3 h4 h5 h6
-hr i img ins kbd li mark ol p pre q s samp small span strong sub summary sup table tbody td tfoot
-th thead tr u ul
-""".split()
-)
-# Named here only to say why a finding matters; anything not allowed above is a finding anyway.
-FORBIDDEN_ELEMENTS = frozenset(
-    """
-script iframe frame frameset svg style form object embed meta base link math applet template
-input button textarea select video audio source noscript portal
-""".split()
-)
-ALLOWED_ATTRIBUTES = frozenset(
-    """
-class title alt href src style target rel role start open colspan rowspan align width height
-lang dir datetime
-""".split()
-)
-URL_ATTRIBUTES = frozenset(
-    {
-        "href",
-        "src",
-        "action",
-        "formaction",
-        "data",
-        "poster",
-        "srcset",
-        "background",
-        "xlink:href",
-        "codebase",
-        "cite",
-    }
-)
-_SAFE_DATA_IMAGE = re.compile(r"data:image/(png|jpeg|gif|webp)[;,]", re.I)
-_INVISIBLE = re.compile(r"[\x00-\x20\x7f-\x9f\u200b-\u200f\u2028\u2029\ufeff]")
-_BAD_CSS = re.compile(
-    r"url\s*\(|expression\s*\(|@import|javascript:|behavior\s*:|-moz-binding", re.I
-)
-_PWNED_ID = re.compile(r"/([a-z]+-\d\d)/\.source")
-_MATH_HREF = re.compile(r"\$[^$]*\\href\s*\{[^}]*(javascript|vbscript|data):", re.I)
-
-
-def _project_styles() -> frozenset[str]:
-    """The project's own stylesheet(s): the only `<style>` content an output may carry."""
-    try:
-        from acp_notebook.render.style import STYLE
-    except ImportError:
-        return frozenset()
-    m = re.fullmatch(r"<style>(.*)</style>", STYLE, re.S)
-    return frozenset({m.group(1) if m else STYLE})
-
-
-class _Inspector(HTMLParser):
-    def __init__(self, source: str, styles: frozenset[str]) -> None:
-        super().__init__(convert_charrefs=True)
-        self._lines = source.split("\n")  # as HTMLParser counts lines (not at U+2028)
-        self.problems: list[str] = []
-        self._styles = styles
-        self._stack: list[str] = []
-        self._style_text: list[str] | None = None
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self._element(tag, attrs, self.get_starttag_text() or tag)
-        if tag not in ("br", "hr", "img", "col"):
-            self._stack.append(tag)
-        if tag == "style":
-            self._style_text = []
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self._element(tag, attrs, self.get_starttag_text() or tag)
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "style" and self._style_text is not None:
-            css = "".join(self._style_text)
-            if css not in self._styles:
-                self.problems.append(f"a <style> that is not the project's: {css[:200]!r}")
-            self._style_text = None
-        if tag in self._stack:
-            while self._stack and self._stack.pop() != tag:
-                pass
-
-    def handle_data(self, data: str) -> None:
-        if self._style_text is not None:
-            self._style_text.append(data)
-        elif "code" not in self._stack and "pre" not in self._stack:
-            # JupyterLab typesets $…$ in Markdown with MathJax, whose \href takes a URL.
-            if _MATH_HREF.search(data):
-                self.problems.append(f"a MathJax \\href to a script URL: {data[:200]!r}")
-
-    def handle_comment(self, data: str) -> None:
-        pass  # a comment is inert once parsed as one
-
-    def _context(self) -> str:
-        """The source from the current tag on: a finding names what follows (a script body)."""
-        line, col = self.getpos()
-        return ("\n".join(self._lines[line - 1 : line + 3])[col:])[:300]
-
-    def _element(self, tag: str, attrs: list[tuple[str, str | None]], raw: str) -> None:
-        raw = self._context() or raw
-        if tag == "style":
-            return  # judged by its content, at its end tag
-        if tag not in ALLOWED_ELEMENTS:
-            self.problems.append(f"element <{tag}>: {raw!r}")
-        for name, value in attrs:
-            value = value or ""
-            if name.startswith("on"):
-                self.problems.append(f"event handler {name}= on <{tag}>: {raw!r}")
-            elif name in URL_ATTRIBUTES:
-                if not _url_ok(tag, name, value):
-                    self.problems.append(f"script URL in <{tag} {name}>: {raw!r}")
-            elif name == "style":
-                if _BAD_CSS.search(value):
-                    self.problems.append(f"active CSS in <{tag} style>: {raw!r}")
-            elif name not in ALLOWED_ATTRIBUTES and not name.startswith(("data-", "aria-")):
-                self.problems.append(f"attribute {name}= on <{tag}>: {raw!r}")
-
-
-def _url_ok(tag: str, name: str, value: str) -> bool:
-    cleaned = _INVISIBLE.sub("", value).lower()  # browsers ignore these in a scheme
-    if cleaned.startswith(("javascript:", "vbscript:")):
-        return False
-    if cleaned.startswith("data:"):
-        return tag == "img" and name == "src" and bool(_SAFE_DATA_IMAGE.match(cleaned))
-    # A scheme-less colon before any slash (e.g. "java\tscript:") was handled above; other
-    # schemes (http, mailto, relative) cannot run script.
-    return True
-
-
-def _markdown_renderer() -> Any:
-    from markdown_it import MarkdownIt
-
-    md = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
-    md.validateLink = lambda url: True  # marked does not filter link schemes; neither do we
-    return md
+#: Every payload's text, templated ones first.
+TEXTS: list[str] = [p.text for p in PAYLOADS] + ALERTS
 
 
-def html_problems(html: str) -> list[str]:
-    inspector = _Inspector(html, _project_styles())
-    inspector.feed(html)
-    inspector.close()
-    return inspector.problems
-
-
-# In a table row marked splits cells at a pipe after an even number of backslashes (`\\|` is an
-# escaped backslash, then a separator), where markdown-it-py sees an escaped pipe.
-_EVEN_SLASHES_PIPE = re.compile(r"(?<!\\)((?:\\\\)+)\|")
-
-
-def _as_marked_splits_cells(markdown: str) -> str:
-    return "\n".join(
-        _EVEN_SLASHES_PIPE.sub(r"\1 |", line) if line.lstrip().startswith("|") else line
-        for line in markdown.split("\n")
-    )
-
-
-def markdown_problems(markdown: str) -> list[str]:
-    renderer = _markdown_renderer()
-    problems = html_problems(renderer.render(markdown))
-    marked = _as_marked_splits_cells(markdown)
-    if marked != markdown:
-        problems += [p for p in html_problems(renderer.render(marked)) if p not in problems]
-    return problems
-
-
-def findings(bundle: dict[str, Any]) -> list[str]:
-    """Every unsafe thing in a mimebundle, as `mime: problem` lines."""
-    out: list[str] = []
-    for mime, value in bundle.items():
-        text = "".join(value) if isinstance(value, list) else value
-        if mime in ("application/javascript", "text/javascript", "image/svg+xml"):
-            out.append(f"{mime}: a script-capable MIME type is displayed")
-        elif not isinstance(text, str):
+def encodable(texts: list[str]) -> list[str]:
+    """Those that survive UTF-8 (no lone surrogate): a display holding one fails as a whole."""
+    out = []
+    for t in texts:
+        try:
+            t.encode()
+        except UnicodeEncodeError:
             continue
-        elif mime == "text/markdown":
-            out += [f"{mime}: {p}" for p in markdown_problems(text)]
-        elif mime == "text/html":
-            out += [f"{mime}: {p}" for p in html_problems(text)]
+        out.append(t)
     return out
-
-
-def payload_ids(problems: list[str]) -> list[str]:
-    """The ids of the payloads named in these problems (where the payload's script survived)."""
-    # The first id after the offending tag is its payload's; later ones are the text around it.
-    return sorted({m.group(1) for p in problems if (m := _PWNED_ID.search(p)) is not None})
-
-
-def assert_inert(bundle: dict[str, Any], where: str = "") -> None:
-    """Fails, naming the payloads, if any rendering in `bundle` could run script."""
-    problems = findings(bundle)
-    if problems:
-        ids = payload_ids(problems)
-        shown = "\n  ".join(problems[:20])
-        more = f"\n  … and {len(problems) - 20} more" if len(problems) > 20 else ""
-        raise AssertionError(f"{where or 'output'} is not inert (payloads {ids}):\n  {shown}{more}")

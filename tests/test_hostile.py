@@ -5,7 +5,7 @@ a client terminal, tool calls, images, resource links), one light turn per paylo
 title, `updatedAt`, mode, config options and usage currency), `%agent status` after each,
 `%agent sessions` (paged), a turn with a hostile stop reason, a failing turn, a permission
 request, and a chat widget. Then every rendering that reached the front-end, the saved outputs
-and every live frame on iopub and the chat's HTML, must be inert (`assert_inert`): what a
+and every live frame on iopub and the chat's HTML, must be inert (`tests/markup_check.py`): what a
 browser would run is found by rendering the Markdown as marked does and parsing the HTML.
 The same notebook in JupyterLab, with a check of what actually ran: tests/test_lab_hostile.py.
 """
@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from tests.hostile_payloads import CLASSES, by_class, findings, payload_ids
+from tests.hostile_payloads import CLASSES, by_class
+from tests.markup_check import bundle_problems, payload_ids
 from tests.nb_util import MIME_TURN, RecordingClient, errors, execute, outputs, text
 
 AGENT = Path(__file__).parent / "agents" / "hostile_agent.py"
@@ -128,7 +129,7 @@ def test_hostile_agent_cannot_script_the_page(cls: str, tmp_path: Path) -> None:
     assert len(bundles) > 4 * len(ids)
     leaks: dict[str, list[str]] = {}
     for where, bundle in bundles:
-        problems = findings(bundle)
+        problems = bundle_problems(bundle, plain_controls=True)
         if problems:
             leaks[where] = problems
     ran = payload_ids([p for problems in leaks.values() for p in problems])

@@ -2,8 +2,9 @@
 
 The scripted agent sets titles, config options, modes, commands, a currency and usage numbers
 chosen to break out of Markdown or crash the formatting; `session/list` answers come from session
-files written here. Every output of the command cells must pass `markup_check` (as marked would
-render its Markdown, and as trusted HTML), and the cells must not fail.
+files written here. The strings are the `ALERTS` of tests/hostile_payloads.py; every output of
+the command cells must pass tests/markup_check.py, and the cells must not fail. The helpers that
+build those cells serve tests/test_lab_hostile_commands.py too.
 """
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from tests.markup_check import PAYLOADS, bundle_problems
+from acp_notebook.notebook.commands import MAX_ITEMS
+from tests.hostile_payloads import ALERTS as PAYLOADS
+from tests.markup_check import bundle_problems
 from tests.nb_util import errors, execute, scripted, text
 
 pytestmark = pytest.mark.timeout(120)
 
-# One line each: they go on a magic's command line too.
-LINE_PAYLOADS = [p for p in PAYLOADS if "\n" not in p and "\r" not in p]
 
 
 def problems_of(cell: Any) -> list[str]:
@@ -31,17 +32,45 @@ def problems_of(cell: Any) -> list[str]:
     return found
 
 
-def loop_cell(agent: str, steps_of: str) -> str:
-    """A cell that, for each payload P, runs a quiet turn of `steps_of(P)`, then %agent status."""
+def titles_cell(agent: str) -> str:
+    """A cell that, for each payload P (a variable of the kernel), makes it the session's title
+    in a quiet turn, then shows `%agent status`."""
     return (
         "import json\n"
         "ip = get_ipython()\n"
         "for P in PAYLOADS:\n"
-        f"    steps = {steps_of}\n"
+        "    steps = [{'update': {'sessionUpdate': 'session_info_update', 'title': P}}]\n"
         f"    await ip.run_cell_magic('agent', '--quiet --agent ' + {agent!r},\n"
         "                            '#script ' + json.dumps(steps))\n"
         "    await ip.run_line_magic('agent', 'status')\n"
     )
+
+
+def config_options(payloads: list[str]) -> list[dict[str, Any]]:
+    """A select option per payload: its id, name, value and choice."""
+    return [
+        {
+            "id": f"o{i}-{p}",
+            "name": p,
+            "type": "select",
+            "currentValue": p,
+            "options": [{"value": p, "name": p}],
+        }
+        for i, p in enumerate(payloads)
+    ]
+
+
+def session_files(state: Path, payloads: list[str]) -> None:
+    """The scripted agent's `session/list` answer: a session per payload, in every field."""
+    state.mkdir(exist_ok=True)
+    for i, payload in enumerate(payloads):
+        entry = {
+            "sessionId": payload,
+            "cwd": payload,
+            "title": payload,
+            "updatedAt": f"2026-01-01T00:00:{i:02d}Z {payload}",
+        }
+        (state / f"s{i}.json").write_text(json.dumps(entry), encoding="utf-8")
 
 
 def test_hostile_session_titles_in_status(tmp_path: Path) -> None:
@@ -49,7 +78,7 @@ def test_hostile_session_titles_in_status(tmp_path: Path) -> None:
     nb = execute(
         [
             f"PAYLOADS = {PAYLOADS!r}",
-            loop_cell(agent, "[{'update': {'sessionUpdate': 'session_info_update', 'title': P}}]"),
+            titles_cell(agent),
         ],
         tmp_path,
         timeout=90,
@@ -62,16 +91,7 @@ def test_hostile_session_titles_in_status(tmp_path: Path) -> None:
 
 
 def test_hostile_options_modes_commands_and_agent_name_in_status(tmp_path: Path) -> None:
-    options = [
-        {
-            "id": f"o{i}-{p}",
-            "name": p,
-            "type": "select",
-            "currentValue": p,
-            "options": [{"value": p, "name": p}],
-        }
-        for i, p in enumerate(PAYLOADS)
-    ]
+    options = config_options(PAYLOADS)
     commands = [{"name": p, "description": p} for p in PAYLOADS]
     steps = [
         {"update": {"sessionUpdate": "config_option_update", "configOptions": options}},
@@ -102,7 +122,8 @@ def test_hostile_options_modes_commands_and_agent_name_in_status(tmp_path: Path)
     assert not errors(nb)
     for cell in (nb.cells[1], nb.cells[3]):
         shown = text(cell)
-        assert shown.count("onerror=alert(1)") >= len(PAYLOADS), shown[:2000]
+        # Each list shows its first MAX_ITEMS entries, a payload in several places of each.
+        assert shown.count("onerror=alert(1)") >= MAX_ITEMS, shown[:2000]
         assert problems_of(cell) == []
 
 
@@ -160,15 +181,7 @@ def test_hostile_numbers_in_status(tmp_path: Path) -> None:
 
 def test_hostile_session_list(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    state.mkdir()
-    for i, payload in enumerate(PAYLOADS):
-        entry = {
-            "sessionId": payload,
-            "cwd": payload,
-            "title": payload,
-            "updatedAt": f"2026-01-01T00:00:{i:02d}Z {payload}",
-        }
-        (state / f"s{i}.json").write_text(json.dumps(entry), encoding="utf-8")
+    session_files(state, PAYLOADS)
     agent = scripted("--list", "--state-dir", str(state))
     nb = execute([f"%agent sessions --agent {agent}", "print(len(_agent_sessions))"], tmp_path)
     assert not errors(nb)

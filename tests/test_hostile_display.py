@@ -1,9 +1,9 @@
 """Agent-chosen values in what `%agent` commands and the widgets show, in process.
 
 Every string an agent picks (titles, names, ids, modes, currencies, dates, paths) is tried with
-the payloads of `markup_check`, and every number with values that used to crash or leak (huge
+every payload of `hostile_payloads`, and every number with values that used to crash or leak (huge
 ints, NaN, infinities, bools, strings, nested garbage). Each display must come out, carry no
-Markdown, and pass the markup check. tests/test_hostile_commands.py does the same through real
+Markdown, and pass `markup_check`. tests/test_hostile_commands.py does the same through real
 kernels and the scripted agent.
 """
 
@@ -21,7 +21,8 @@ from acp_notebook.notebook.commands import sessions_doc, status_doc
 from acp_notebook.protocol.state import Usage
 from acp_notebook.widgets.chat import status_html
 from acp_notebook.widgets.controls import option_label
-from tests.markup_check import PAYLOADS, bundle_problems, html_problems, self_test
+from tests.hostile_payloads import TEXTS as PAYLOADS
+from tests.markup_check import bundle_problems, html_problems, self_test
 
 pytestmark = pytest.mark.timeout(60)
 

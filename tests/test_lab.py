@@ -1,7 +1,8 @@
 """What a person sees in JupyterLab: headless Chromium driven by Playwright.
 
-A private JupyterLab server (own config, settings, runtime and workspace dirs, a token) runs the
-project's kernel; the demo agent streams at its normal speed. Screenshots go to
+A private JupyterLab server (own config, settings, runtime and workspace dirs, a token; the `lab`
+fixture of tests/conftest.py, one per test session) runs the project's kernel; the demo agent
+streams at its normal speed. Screenshots go to
 test-artifacts/lab-*.png (gitignored). See shared/reference/jupyter-test-recipe.md.
 
 Without /usr/bin/chromium (or the playwright package) the tests skip, except in CI (env CI set),
@@ -10,14 +11,7 @@ where a missing browser is a failure.
 
 from __future__ import annotations
 
-import os
-import secrets
-import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
@@ -25,88 +19,9 @@ import pytest
 
 from tests.nb_util import new_nb
 
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).parent.parent / "test-artifacts"
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
-
-
-def _browser_problem() -> str | None:
-    if not (os.path.exists(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
-        return f"{CHROMIUM} is not installed (apt-get install chromium)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "the playwright package is not installed (pip install -e .[test])"
-    return None
-
-
-@pytest.fixture(scope="module")
-def browser_ok() -> None:
-    problem = _browser_problem()
-    if problem is None:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"CI must run the browser tests: {problem}")
-    pytest.skip(problem)
-
-
-@pytest.fixture(scope="module")
-def lab(browser_ok, tmp_path_factory):
-    root = tmp_path_factory.mktemp("lab")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    token = secrets.token_hex(16)
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=f"{root}/.c", JUPYTER_RUNTIME_DIR=f"{root}/.r",
-               JUPYTERLAB_SETTINGS_DIR=f"{root}/.s", JUPYTERLAB_WORKSPACES_DIR=f"{root}/.w",
-               XDG_CONFIG_HOME=f"{root}/.xdg", ACP_NOTEBOOK_DEMO_SPEED="1")
-    for key in ("ACP_NOTEBOOK_AGENT", "ACP_NOTEBOOK_AGENTS_FILE"):
-        env.pop(key, None)
-    settings = root / ".s/@jupyterlab/apputils-extension"
-    settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text(
-        '{"fetchNews": "false", "checkForUpdates": false}')
-    log = open(root / "lab.log", "w")  # closed in the teardown
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
-         "--ip=127.0.0.1", f"--port={port}", "--ServerApp.port_retries=0",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-         "--LabApp.news_url=None", "--LabApp.expose_app_in_browser=True"],
-        env=env, start_new_session=True, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:  # an external process: poll its status endpoint until it answers
-        try:
-            urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=1)
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.close()
-                pytest.fail("JupyterLab did not start:\n" + (root / "lab.log").read_text())
-            time.sleep(0.1)
-    yield base, token, root
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(5)
-    log.close()
-
-
-@pytest.fixture
-def page(browser_ok):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync"])
-        page = browser.new_page(viewport={"width": 1200, "height": 900})
-        page.set_default_timeout(30_000)
-        yield page
-        browser.close()
 
 
 READY = """() => { const w = window.jupyterapp?.shell.currentWidget;

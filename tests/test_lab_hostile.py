@@ -24,15 +24,9 @@ from typing import Any
 import nbformat
 import pytest
 
-from tests import test_lab
 from tests.hostile_payloads import CLASSES, by_class
 from tests.nb_util import new_nb
 from tests.test_lab import ARTIFACTS, READY, output
-
-# The JupyterLab server and the browser page of tests/test_lab.py (a private server per module).
-browser_ok = test_lab.browser_ok
-lab = test_lab.lab
-page = test_lab.page
 
 AGENT = Path(__file__).parent / "agents" / "hostile_agent.py"
 

@@ -1,6 +1,6 @@
 """A hostile agent's strings in `%agent status` and `%agent sessions`, rendered by JupyterLab.
 
-The same payloads as tests/test_hostile_commands.py (each calls `alert(1)` if it runs), shown in
+The same payloads and cells as tests/test_hostile_commands.py (each calls `alert` if it runs), in
 a real JupyterLab in headless Chromium. A last cell shows HTML whose handler calls
 `alert('control')`: trusted output runs it, so the page's dialogs prove the detection works, and
 it must be the only dialog. Skipped like tests/test_lab.py without a browser.
@@ -12,15 +12,16 @@ import json
 
 import pytest
 
-from tests.markup_check import PAYLOADS
+from tests.hostile_payloads import ALERTS, encodable
 from tests.nb_util import scripted
-from tests.test_lab import browser_ok, lab, open_and_run, output, page, shoot  # noqa: F401
+from tests.test_hostile_commands import config_options, session_files, titles_cell
+from tests.test_lab import open_and_run, output, shoot
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
 # A lone surrogate fails a whole display on main (it cannot be encoded): kept out of the cells
 # that show the markup payloads together, so they are rendered and tried.
-MARKUP = [p for p in PAYLOADS if "\ud800" not in p]
+MARKUP = encodable(ALERTS)
 
 CONTROL = (
     "from IPython.display import HTML\n"
@@ -28,33 +29,16 @@ CONTROL = (
 )
 
 
-def test_agent_strings_run_no_script_in_lab(page, lab) -> None:  # noqa: F811
+def test_agent_strings_run_no_script_in_lab(page, lab) -> None:
     root = lab[2]
     # Every cell rendered, not only those in view: an output never drawn runs nothing either.
     tracker = root / ".s/@jupyterlab/notebook-extension"
     tracker.mkdir(parents=True, exist_ok=True)
     (tracker / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
     state = root / "hostile-state"
-    state.mkdir(exist_ok=True)
-    for i, payload in enumerate(MARKUP):
-        entry = {
-            "sessionId": payload,
-            "cwd": payload,
-            "title": payload,
-            "updatedAt": f"2026-01-01T00:00:{i:02d}Z {payload}",
-        }
-        (state / f"s{i}.json").write_text(json.dumps(entry), encoding="utf-8")
+    session_files(state, MARKUP)
     lister = scripted("--list", "--state-dir", str(state))
-    options = [
-        {
-            "id": f"o{i}-{p}",
-            "name": p,
-            "type": "select",
-            "currentValue": p,
-            "options": [{"value": p, "name": p}],
-        }
-        for i, p in enumerate(MARKUP)
-    ]
+    options = config_options(MARKUP)
     settings = [
         {"update": {"sessionUpdate": "config_option_update", "configOptions": options}},
         {
@@ -62,19 +46,10 @@ def test_agent_strings_run_no_script_in_lab(page, lab) -> None:  # noqa: F811
                 "sessionUpdate": "usage_update",
                 "used": 5,
                 "size": 10,
-                "cost": {"amount": 1, "currency": PAYLOADS[9]},
+                "cost": {"amount": 1, "currency": "\\`<img src=x onerror=alert(1)>`"},
             }
         },
     ]
-    titles = (
-        "import json\n"
-        "ip = get_ipython()\n"
-        "for P in PAYLOADS:\n"
-        "    steps = [{'update': {'sessionUpdate': 'session_info_update', 'title': P}}]\n"
-        f"    await ip.run_cell_magic('agent', '--quiet --agent ' + {scripted()!r},\n"
-        "                            '#script ' + json.dumps(steps))\n"
-        "    await ip.run_line_magic('agent', 'status')\n"
-    )
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     open_and_run(
@@ -84,8 +59,8 @@ def test_agent_strings_run_no_script_in_lab(page, lab) -> None:  # noqa: F811
         f"%%agent --quiet --new --agent {scripted('--modes')}\n#script {json.dumps(settings)}",
         "%agent status",
         f"%agent sessions --agent {lister}",
-        f"PAYLOADS = {PAYLOADS!r}",
-        titles,
+        f"PAYLOADS = {ALERTS!r}",
+        titles_cell(scripted()),
         CONTROL,
     )
     # The control cell runs last, unless Run All stopped at an error.

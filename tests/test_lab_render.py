@@ -1,8 +1,8 @@
 """The turn's output in a real JupyterLab (headless Chromium): no payload runs script.
 
 Output made by a cell that just ran is trusted: JupyterLab renders its `text/markdown` (marked,
-after lifting math) and its `text/html` without a sanitiser. Each payload of
-`test_render_hostile` is rendered by `render_bundle` inside the kernel and displayed as
+after lifting math) and its `text/html` without a sanitiser. Each `ALERTS` payload
+of tests/hostile_payloads.py is rendered by `render_bundle` inside the kernel and displayed as
 `text/markdown` alone and as `text/html` alone; a payload that ran would raise an alert dialog
 (every payload calls `alert`) or leave an element with an event handler in the page.
 """
@@ -12,19 +12,22 @@ from __future__ import annotations
 import nbformat
 import pytest
 
+from tests.hostile_payloads import ALERTS, encodable
 from tests.nb_util import new_nb
-from tests.test_lab import READY, browser_ok, lab, page  # noqa: F401 (fixtures)
-from tests.test_render_hostile import PAYLOADS
+from tests.test_lab import READY
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
+#: A lone surrogate cannot be sent to the page at all.
+PAYLOADS = encodable(ALERTS)
 #: Payloads per cell: JupyterLab shows the first 50 outputs of a cell and folds the rest.
 BATCH = 12
 CELL = """\
 from IPython.display import display
 from acp_notebook.render import render_bundle
-from tests.test_render_hostile import PAYLOADS, hostile
-for p in PAYLOADS[{start}:{end}]:
+from tests.hostile_payloads import ALERTS, encodable
+from tests.test_render_hostile import hostile
+for p in encodable(ALERTS)[{start}:{end}]:
     b = render_bundle(hostile(p))
     display({{"text/markdown": b["text/markdown"]}}, raw=True)
     display({{"text/html": b["text/html"]}}, raw=True)
@@ -45,7 +48,7 @@ HANDLERS = """() => {
 }"""
 
 
-def test_no_payload_runs_in_jupyterlab(page, lab) -> None:  # noqa: F811
+def test_no_payload_runs_in_jupyterlab(page, lab) -> None:
     base, token, root = lab
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))

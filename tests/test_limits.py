@@ -25,7 +25,7 @@ from acp_notebook.protocol.mutations import SessionChanged
 from acp_notebook.protocol.result import TurnRecord, finish
 from acp_notebook.protocol.state import ErrorPart, RawPart, ToolCallPart
 from tests.agents.script import script
-from tests.client_helpers import Agent, Watcher
+from tests.client_helpers import Agent, Watcher, run_script
 from tests.nb_util import execute, scripted, transcripts
 
 pytestmark = pytest.mark.anyio
@@ -329,17 +329,14 @@ async def test_alternating_chunks_through_the_client_stay_in_bounded_parts(agent
     with anyio.fail_after(50):
         async with agent.client() as client:
             session = await client.new_session()
-            result = await (
-                await session.prompt(
-                    script(
-                        {
-                            "flood": [chunk("a"), chunk("t", "agent_thought_chunk")],
-                            "times": 100_000,
-                        },
-                        {"say": "END"},
-                    )
-                )
-            ).finished
+            result = await run_script(
+                session,
+                {
+                    "flood": [chunk("a"), chunk("t", "agent_thought_chunk")],
+                    "times": 100_000,
+                },
+                {"say": "END"},
+            )
     assert result.success, result.error
     assert len(result.parts) == 5_001
     assert result.text.replace("\n", "").endswith("aEND")  # nothing lost, END joined last
@@ -352,30 +349,27 @@ async def test_updates_after_the_turn_are_bounded(agent: Agent) -> None:
         async with agent.client() as client:
             session = await client.new_session()
             watcher = Watcher(session)
-            result = await (
-                await session.prompt(
-                    script(
-                        {"say": "answer"},
+            result = await run_script(
+                session,
+                {"say": "answer"},
+                {
+                    "after_turn": [
+                        # A round trip first: the client has ended the turn.
                         {
-                            "after_turn": [
-                                # A round trip first: the client has ended the turn.
-                                {
-                                    "request": "fs/read_text_file",
-                                    "quiet": True,
-                                    "params": {"path": str(agent.cwd / "missing.txt")},
-                                },
-                                {"flood": [chunk("x" * 1000)], "times": 5_000},
-                                {
-                                    "update": {
-                                        "sessionUpdate": "session_info_update",
-                                        "title": "flooded",
-                                    }
-                                },
-                            ]
+                            "request": "fs/read_text_file",
+                            "quiet": True,
+                            "params": {"path": str(agent.cwd / "missing.txt")},
                         },
-                    )
-                )
-            ).finished
+                        {"flood": [chunk("x" * 1000)], "times": 5_000},
+                        {
+                            "update": {
+                                "sessionUpdate": "session_info_update",
+                                "title": "flooded",
+                            }
+                        },
+                    ]
+                },
+            )
             await watcher.wait_for(
                 lambda m: (
                     isinstance(m, SessionChanged)
@@ -394,24 +388,21 @@ async def test_updates_for_unknown_sessions_are_dropped_never_buffered(agent: Ag
     with anyio.fail_after(50):
         async with agent.client() as client:
             session = await client.new_session()
-            result = await (
-                await session.prompt(
-                    script(
+            result = await run_script(
+                session,
+                {
+                    "flood": [
                         {
-                            "flood": [
-                                {
-                                    "sessionUpdate": "agent_message_chunk",
-                                    "content": {"type": "text", "text": "boo" * 100},
-                                }
-                            ],
-                            "times": 50_000,
-                            "session_id": "made-up",
-                        },
-                        {"flood": [chunk("x")], "times": 10, "session_id": "made-up-2"},
-                        {"say": "done"},
-                    )
-                )
-            ).finished
+                            "sessionUpdate": "agent_message_chunk",
+                            "content": {"type": "text", "text": "boo" * 100},
+                        }
+                    ],
+                    "times": 50_000,
+                    "session_id": "made-up",
+                },
+                {"flood": [chunk("x")], "times": 10, "session_id": "made-up-2"},
+                {"say": "done"},
+            )
             assert result.text == "done"
             assert client.dropped_updates == 50_010
             assert not client._orphans
@@ -451,9 +442,7 @@ async def test_nan_from_the_agent_reaches_no_transcript(agent: Agent) -> None:
                 + "9" * 400
                 + ',"size":100}}}'
             )
-            result = await (
-                await session.prompt(script({"raw": raw}, {"raw": usage}, {"say": "ok"}))
-            ).finished
+            result = await run_script(session, {"raw": raw}, {"raw": usage}, {"say": "ok"})
             assert session.usage is None
     (call,) = result.tool_calls
     assert isinstance(call, ToolCallPart) and call.raw_input == {"n": None, "big": None}
@@ -502,8 +491,6 @@ async def test_a_huge_unknown_response_id_is_quoted_as_an_excerpt(agent: Agent) 
     with anyio.fail_after(50):
         async with agent.client() as client:
             session = await client.new_session()
-            result = await (
-                await session.prompt(script({"respond_id": "i" * 100_000}, {"say": "ok"}))
-            ).finished
+            result = await run_script(session, {"respond_id": "i" * 100_000}, {"say": "ok"})
     (error,) = result.errors
     assert "unknown or already answered request id" in error and len(error) < 1_000

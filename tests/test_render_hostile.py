@@ -1,11 +1,11 @@
 """A hostile agent against the turn's own output (issue 7, items 1 and 6).
 
-Every payload goes where an agent can put text (the answer, thoughts, tool titles and output,
-plan entries, permission titles, errors, unknown updates, the footer) and the bundle is checked
-the way a browser would meet it: `text/html` as it is, and `text/markdown` rendered by a
-CommonMark/GFM renderer with raw HTML on (what JupyterLab does with marked, with no sanitiser
-for trusted output), both parsed with `html.parser`. Nothing may come out but a small set of
-elements, no `on*` attribute and no URL with a scheme other than http(s) and mailto.
+Every payload of tests/hostile_payloads.py goes where an agent can put text (the answer,
+thoughts, tool titles and output, plan entries, permission titles, errors, unknown updates, the
+footer) and the bundle is checked the way a browser would meet it (tests/markup_check.py):
+`text/html` as it is, and `text/markdown` as marked renders it in JupyterLab, with no sanitiser
+for trusted output. Nothing may come out but a small set of elements, no `on*` attribute and
+no URL with a scheme other than http(s) and mailto.
 
 Then pathological input: deep nesting of each construct and long runs of each delimiter must
 render in bounded time, as text past the limits, without losing the other parts of the turn.
@@ -16,218 +16,19 @@ from __future__ import annotations
 import html as html_lib
 import re
 import time
-from html.parser import HTMLParser
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from markdown_it import MarkdownIt
 
 from acp_notebook.render import LIVE_FORMATS, render_bundle
-
-#: Raw HTML on, like marked in JupyterLab.
-MARKED_LIKE = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
-
-MD_TAGS = {
-    "p",
-    "h1",
-    "h2",
-    "h3",
-    "h4",
-    "h5",
-    "h6",
-    "ul",
-    "ol",
-    "li",
-    "blockquote",
-    "pre",
-    "code",
-    "em",
-    "strong",
-    "s",
-    "del",
-    "a",
-    "table",
-    "thead",
-    "tbody",
-    "tr",
-    "th",
-    "td",
-    "hr",
-    "br",
-}
-HTML_TAGS = MD_TAGS | {"div", "span", "details", "summary", "style", "img"}
-SAFE_ATTRS = {
-    "href",
-    "class",
-    "style",
-    "title",
-    "target",
-    "rel",
-    "start",
-    "alt",
-    "src",
-    "open",
-    "role",
-    "data-turn-id",
-}
-
-
-class _Checker(HTMLParser):
-    def __init__(self, tags: set[str], *, images: bool) -> None:
-        super().__init__(convert_charrefs=True)
-        self.tags, self.images = tags, images
-        self.problems: list[str] = []
-        self.styles = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag not in self.tags:
-            self.problems.append(f"<{tag}>")
-        self.styles += tag == "style"
-        for name, value in attrs:
-            v = re.sub(r"[\x00-\x20]", "", value or "").lower()
-            if name.startswith("on") or name not in SAFE_ATTRS:
-                self.problems.append(f"{tag} {name}={value!r}")
-            if (
-                name == "href"
-                and re.match(r"[a-z][a-z0-9+.-]*:", v)
-                and not re.match(r"(https?|mailto):", v)
-            ):
-                self.problems.append(f"href {value!r}")
-            if name == "src" and not (self.images and v.startswith("data:image/")):
-                self.problems.append(f"src {value!r}")
-            if name == "style" and not re.fullmatch(
-                r"(width:[\d.]+%|text-align:\w+|"
-                r"max-width:100%)",
-                value or "",
-            ):
-                self.problems.append(f"style {value!r}")
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.handle_starttag(tag, attrs)
-
-    def handle_comment(self, data: str) -> None:
-        pass  # inert
-
-    def handle_pi(self, data: str) -> None:
-        self.problems.append(f"<?{data}>")
-
-
-def problems(html: str, *, markdown: bool) -> list[str]:
-    checker = _Checker(MD_TAGS if markdown else HTML_TAGS, images=not markdown)
-    checker.feed(html)
-    checker.close()
-    if not markdown and checker.styles != 1:
-        checker.problems.append(f"{checker.styles} <style> elements")
-    return checker.problems
+from tests.hostile_payloads import TEXTS
+from tests.markup_check import MARKED_LIKE, html_problems, turn_problems
 
 
 def check_bundle(bundle: dict[str, Any]) -> None:
-    md = bundle["text/markdown"]
-    shown = MARKED_LIKE.render(md)
-    assert problems(shown, markdown=True) == [], (md, shown)
-    assert problems(bundle["text/html"], markdown=False) == []
-    assert "could not render" not in md + bundle["text/html"]  # the guards stay unused
-    # JupyterLab lifts math ($...$, \\(...\\), \\[...\\], \begin{}) and @@n@@ placeholders
-    # out of the Markdown source before rendering it: none may come from the agent.
-    assert "$" not in md and "@@" not in md and "\\\\" not in md and "\\begin" not in md
-
-
-# -- payloads -----------------------------------------------------------------------------------
-
-PAYLOADS = [
-    "<script>alert(1)</script>",
-    "<img src=x onerror=alert(1)>",
-    "<IMG SRC=x OnError=alert(1)>",
-    "<svg onload=alert(1)>",
-    "<svg><script>alert(1)</script></svg>",
-    "<iframe srcdoc='<script>alert(1)</script>'></iframe>",
-    "<a href='javascript:alert(1)'>x</a>",
-    "<details open ontoggle=alert(1)>",
-    "<style>@import 'javascript:alert(1)'</style>",
-    "<math><mtext><table><mglyph><style><img src=x onerror=alert(1)>",
-    "<form action=javascript:alert(1)><button>x</button></form>",
-    "<object data=javascript:alert(1)></object><embed src=javascript:alert(1)>",
-    "<meta http-equiv=refresh content='0;url=javascript:alert(1)'><base href=javascript:/>",
-    "<link rel=import href=data:text/html,x>",
-    "[x](javascript:alert(1))",
-    "[x](JaVaScRiPt:alert(1))",
-    "[x]( javascript:alert(1) )",
-    "[x](<javascript:alert(1)>)",
-    "[x](java\nscript:alert(1))",
-    "[x](java&#09;script:alert(1))",
-    "[x](&#106;avascript:alert(1))",
-    "[x](&#x6A;avascript:alert(1))",
-    "[x](javascript&colon;alert(1))",
-    "[x](vbscript:msgbox(1))",
-    "[x](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)",
-    "![x](javascript:alert(1))",
-    '![x](x "onerror=alert(1)")',
-    '[x](https://a.b/" onmouseover="alert(1))',
-    '[x](https://a.b/ "t" onmouseover=alert(1))',
-    "<javascript:alert(1)>",
-    "<JAVASCRIPT:alert(1)>",
-    "<vbscript:alert(1)>",
-    "[x][r]\n\n[r]: javascript:alert(1)",
-    '[x][r]\n\n[r]: <javascript:alert(1)> "title"',
-    "[x]\n\n[x]: &#106;avascript:alert(1)",
-    "see \\`<img src=x onerror=alert(1)>`",
-    "see \\\\`<img src=x onerror=alert(1)>`",
-    "`a\\`<img src=x onerror=alert(1)>`",
-    "see `a\n\n<img src=x onerror=alert(1)>\n\nb`",
-    "``a`<img src=x onerror=alert(1)>``",
-    # A backtick the Markdown parser does not read as a code span (in a link destination or
-    # title, across a table cell, a list item or a heading) must not hide the HTML after it.
-    "[x](https://a`b) <img src=x onerror=alert(1)> `",
-    '[x](https://a "`") <img src=x onerror=alert(1)> `',
-    "![a](https://a`b) <img src=x onerror=alert(1)> `",
-    "| `a | <img src=x onerror=alert(1)> ` |\n|---|---|",
-    "- `a\n- <img src=x onerror=alert(1)> `",
-    "# `a\n<img src=x onerror=alert(1)> `",
-    "x <https://a`b> <img src=x onerror=alert(1)> `",
-    "```\n<script>alert(1)</script>",
-    "~~~\n<img src=x onerror=alert(1)>\n```",
-    "    <img src=x onerror=alert(1)>",
-    "<!-- <img src=x onerror=alert(1)> -->",
-    "<!-- --!><img src=x onerror=alert(1)> -->",
-    "<!--><img src=x onerror=alert(1)>-->",
-    "<![CDATA[<img src=x onerror=alert(1)>]]>",
-    "<?php <img src=x onerror=alert(1)> ?>",
-    "<!DOCTYPE x><img src=x onerror=alert(1)>",
-    "| a | b |\n|---|---|\n| `x\\|<img src=x onerror=alert(1)>` | y |",
-    "| a \\| <img src=x onerror=alert(1)> |\n|---|",
-    "| a |\n|---|\n| \\\\| <img src=x onerror=alert(1)> |",
-    "[[[x](javascript:alert(1))](javascript:alert(2))](javascript:alert(3))",
-    "[a [b](javascript:alert(1)) c](https://ok)",
-    '[x](https://ok "a\nb" onmouseover=alert(1))',
-    "[x](https://ok 'a\n\nb')<img src=x onerror=alert(1)>",
-    "&lt;img src=x onerror=alert(1)&gt;",
-    "&amp;lt;script&amp;gt;alert(1)&amp;lt;/script&amp;gt;",
-    "&#60;script&#62;alert(1)&#60;/script&#62;",
-    "\\<script>alert(1)\\</script>",
-    "$<img src=x onerror=alert(1)>$",
-    "$$\n<img src=x onerror=alert(1)>\n$$",
-    "\\(<img src=x onerror=alert(1)>\\)",
-    "`$` x <img src=x onerror=alert(1)> `$`",
-    '[a](https://x/$) " onmouseover=alert(1) " [b](https://y/$)',
-    '@@0@@ " onmouseover=alert(1)',
-    "> <img src=x onerror=alert(1)>\n>> <script>alert(1)</script>",
-    "- <img src=x onerror=alert(1)>\n  - `x` <svg onload=alert(1)>",
-    "# <img src=x onerror=alert(1)>\nx\n===",
-    "<div>\n\n*x*\n\n</div><img src=x onerror=alert(1)>",
-    "<pre>\n</pre><img src=x onerror=alert(1)>",
-    "</code></pre><img src=x onerror=alert(1)>",
-    "```<img src=x onerror=alert(1)>\nx\n```",
-    '```js" onmouseover="alert(1)\nx\n```',
-    "**<img src=x onerror=alert(1)>**_<svg/onload=alert(1)>_",
-    "x<span style=x onmouseover=alert(1)>y</span>",
-    '<a href="https://ok" onclick="alert(1)">x</a>',
-    "[x](https://ok)<img src=x onerror=alert(1)>",
-    "[x](mailto:a@b.c?body=<img src=x onerror=alert(1)>)",
-    "www.evil.com/<img src=x onerror=alert(1)>",
-    'https://evil.com/"><img src=x onerror=alert(1)>',
-]
+    assert turn_problems(bundle) == [], bundle["text/markdown"]
 
 
 def hostile(payload: str) -> dict[str, Any]:
@@ -283,7 +84,13 @@ def hostile(payload: str) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("payload", PAYLOADS)
+# JupyterLab typesets `$…$` in the rendered turn with MathJax (the source's `&#36;` is a `$` by
+# then): its `\\href` makes a link to any URL. The turn's output has no `mathjax_ignore` yet.
+MATH_HREF_GAP = pytest.mark.xfail(strict=True, reason="MathJax \\href in the turn's output")
+TURN_PAYLOADS = [pytest.param(p, marks=MATH_HREF_GAP) if "\\href" in p else p for p in TEXTS]
+
+
+@pytest.mark.parametrize("payload", TURN_PAYLOADS)
 def test_payload_runs_nowhere(payload: str) -> None:
     check_bundle(render_bundle(hostile(payload)))
     answer = render_bundle({"text": payload, "success": True, "stopReason": "end_turn"})
@@ -451,11 +258,12 @@ def test_pathological_answers_are_bounded_and_lose_nothing_else(name: str) -> No
             out = bundle[mime]
             assert "could not render" not in out and "RecursionError" not in out, mime
             assert "Read the file" in out and "Run the tests" in out, mime
-    assert problems(bundle["text/html"], markdown=False) == []
+    assert html_problems(bundle["text/html"]) == []
     md = bundle["text/markdown"]
     assert "$" not in md and "@@" not in md and "\\\\" not in md
     # The test's own renderer is quadratic on some of these: it reads a bounded sample.
-    assert problems(MARKED_LIKE.render(md[:20_000] + md[-20_000:]), markdown=True) == []
+    sample = MARKED_LIKE.render(md[:20_000] + md[-20_000:])
+    assert html_problems(sample, markdown=True) == []
 
 
 def test_deep_nesting_is_shown_as_text_not_dropped() -> None:

@@ -27,7 +27,7 @@ from acp_notebook.client.supervisor import cgroup_available
 from acp_notebook.client.terminal import Terminals
 from acp_notebook.protocol.mutations import Delta
 from tests.agents.script import script
-from tests.client_helpers import Agent, Watcher, alive, gone, reports
+from tests.client_helpers import Agent, Watcher, alive, gone, reports, run_script
 from tests.nb_util import process_gone, scripted, wait_until
 from tests.test_hygiene import Kernel, assert_no_growth, counts
 
@@ -100,15 +100,12 @@ async def test_kill_and_release_end_an_escaped_grandchild(
             session = await client.new_session()
             # The command exits at once; its setsid grandchild stays (wait_for_exit returns
             # with the pid file written). The turn then ends normally: only `how` kills it.
-            result = await (
-                await session.prompt(
-                    script(
-                        req("terminal/create", command=escaping(pid_file)),
-                        req("terminal/wait_for_exit", terminalId="term-1"),
-                        req(how, terminalId="term-1"),
-                    )
-                )
-            ).finished
+            result = await run_script(
+                session,
+                req("terminal/create", command=escaping(pid_file)),
+                req("terminal/wait_for_exit", terminalId="term-1"),
+                req(how, terminalId="term-1"),
+            )
             assert result.success, result
             assert reports(result.text, "RESPONSE ")[2] == {"result": {}}
             # (By now `how` has been answered: the grandchild may be gone already.)
@@ -150,14 +147,11 @@ async def test_closing_the_session_or_client_ends_an_escaped_grandchild(
             session = await client.new_session()
             watcher = Watcher(session)
             # The turn ends normally (end_turn) with the terminal running and never released.
-            result = await (
-                await session.prompt(
-                    script(
-                        req("terminal/create", command=escaping(pid_file, RUNNING)),
-                        req("terminal/output", terminalId="term-1"),
-                    )
-                )
-            ).finished
+            result = await run_script(
+                session,
+                req("terminal/create", command=escaping(pid_file, RUNNING)),
+                req("terminal/output", terminalId="term-1"),
+            )
             assert result.success, result
             await ready(watcher)
             pid = grandchild(pid_file)
@@ -173,17 +167,12 @@ async def test_the_agent_dying_ends_its_terminals(agent: Agent, pid_file: Path) 
     with anyio.fail_after(40):
         async with agent.client(terminal=True) as client:
             session = await client.new_session()
-            result = await (
-                await session.prompt(
-                    script(
-                        req("terminal/create", command=escaping(pid_file)),
-                        req(
-                            "terminal/wait_for_exit", terminalId="term-1"
-                        ),  # the pid file is written
-                        {"kill_self": True},
-                    )
-                )
-            ).finished
+            result = await run_script(
+                session,
+                req("terminal/create", command=escaping(pid_file)),
+                req("terminal/wait_for_exit", terminalId="term-1"),  # the pid file is written
+                {"kill_self": True},
+            )
             assert not result.success
             # Nobody can release them now: the next agent process does not know their ids.
             pid = grandchild(pid_file, running=False)  # killed with the agent already, maybe
@@ -201,17 +190,14 @@ async def test_the_17th_terminal_is_refused_and_a_released_one_frees_a_slot(agen
     with anyio.fail_after(60):
         async with agent.client(terminal=True) as client:
             session = await client.new_session()
-            result = await (
-                await session.prompt(
-                    script(
-                        *creates,
-                        req("terminal/release", terminalId="term-3"),
-                        req("terminal/create", command="echo", args=["still", "spawning"]),
-                        req("terminal/wait_for_exit", terminalId="term-17"),
-                        req("terminal/output", terminalId="term-17"),
-                    )
-                )
-            ).finished
+            result = await run_script(
+                session,
+                *creates,
+                req("terminal/release", terminalId="term-3"),
+                req("terminal/create", command="echo", args=["still", "spawning"]),
+                req("terminal/wait_for_exit", terminalId="term-17"),
+                req("terminal/output", terminalId="term-17"),
+            )
             answers = reports(result.text, "RESPONSE ")
             assert all("result" in a for a in answers[:16]), answers[:16]
             refused = answers[16]["error"]
@@ -250,9 +236,9 @@ async def released_terminals_leave_nothing(agent: Agent, grandchildren: list[int
     with anyio.fail_after(100):
         async with agent.client(terminal=True) as client:
             session = await client.new_session()
-            missing = await (
-                await session.prompt(script(req("terminal/create", command="/nonexistent/command")))
-            ).finished
+            missing = await run_script(
+                session, req("terminal/create", command="/nonexistent/command")
+            )
             error = reports(missing.text, "RESPONSE ")[0]["error"]
             assert "could not start '/nonexistent/command'" in error["message"]
             assert client.terminal_slots.used == 0
@@ -265,7 +251,7 @@ async def released_terminals_leave_nothing(agent: Agent, grandchildren: list[int
                     for n in range(batch * 10 + 1, batch * 10 + 11)
                     for step in cycle
                 ]
-                result = await (await session.prompt(script(*steps))).finished
+                result = await run_script(session, *steps)
                 answers = reports(result.text, "RESPONSE ")
                 assert all("result" in a for a in answers), answers
                 grandchildren.extend(int(t["output"]) for t in result.terminals)
@@ -283,20 +269,17 @@ async def test_a_huge_output_byte_limit_is_clamped_to_the_clients(agent: Agent) 
     with anyio.fail_after(40):
         async with agent.client(terminal=True, terminal_output_limit=1000) as client:
             session = await client.new_session()
-            result = await (
-                await session.prompt(
-                    script(
-                        req(
-                            "terminal/create",
-                            command=sys.executable,
-                            args=["-c", code],
-                            outputByteLimit=10**15,
-                        ),
-                        req("terminal/wait_for_exit", terminalId="term-1"),
-                        req("terminal/output", terminalId="term-1"),
-                    )
-                )
-            ).finished
+            result = await run_script(
+                session,
+                req(
+                    "terminal/create",
+                    command=sys.executable,
+                    args=["-c", code],
+                    outputByteLimit=10**15,
+                ),
+                req("terminal/wait_for_exit", terminalId="term-1"),
+                req("terminal/output", terminalId="term-1"),
+            )
     output = reports(result.text, "RESPONSE ")[2]["result"]
     assert output["output"] == "x" * 1000 and output["truncated"] is True
 
@@ -318,7 +301,7 @@ async def test_released_terminals_keep_a_bounded_total_of_output(agent: Agent) -
     with anyio.fail_after(60):
         async with agent.client(terminal=True, terminal_output_limit=1000) as client:
             session = await client.new_session()
-            result = await (await session.prompt(script(*steps))).finished
+            result = await run_script(session, *steps)
     assert result.success, result
     outputs = {t["terminalId"]: t for t in result.terminals}
     assert sum(len(t["output"]) for t in outputs.values()) <= 8 * 1000
@@ -427,14 +410,11 @@ async def test_a_command_that_kills_its_supervisor_still_loses_its_grandchild(
     with anyio.fail_after(40):
         async with agent.client(terminal=True) as client:
             session = await client.new_session()
-            result = await (
-                await session.prompt(
-                    script(
-                        req("terminal/create", command=command),
-                        req("terminal/wait_for_exit", terminalId="term-1"),
-                    )
-                )
-            ).finished
+            result = await run_script(
+                session,
+                req("terminal/create", command=command),
+                req("terminal/wait_for_exit", terminalId="term-1"),
+            )
             assert result.success, result
             pid = grandchild(pid_file, running=False)
             assert await gone(pid), "the grandchild outlived the supervisor the command killed"
