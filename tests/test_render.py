@@ -134,7 +134,7 @@ def test_full_transcript_renders_all_four_mime_types() -> None:
     json.dumps(bundle)  # a display_data payload must be JSON
 
     html = bundle["text/html"]
-    assert html.startswith('<div class="acpnb-turn"') and html.count("<style>") == 1
+    assert html.startswith('<div class="acpnb-turn ') and html.count("<style>") == 1
     assert "💭 Thoughts" in html and "<details" in html
     assert "📋 Plan" in html
     assert "Edit app.py" in html and "acpnb-add" in html and "acpnb-del" in html
@@ -148,7 +148,7 @@ def test_full_transcript_renders_all_four_mime_types() -> None:
     assert "$0.0123 this turn" in html and "$0.53 in total" in html and "12.3\u00a0s" in html
 
     md = bundle["text/markdown"]
-    assert seen(md).startswith("I'll fix the bug in app.py.")
+    assert seen(md).lstrip().startswith("I'll fix the bug in app.py.")
     assert "Done: <code>f</code> now returns <strong>2</strong>." in shown(md)
     assert "\n---\n" in md and "- [x] Read the code" in md and "- [ ] Fix the bug" in md
     assert "✓ ✏️ Edit app.py — completed (+2 −1)" in seen(md)

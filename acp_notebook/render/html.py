@@ -15,11 +15,14 @@ from .agentmd import inline, to_html
 from .cards import permission, raw, tool_call
 from .htmlbits import block, css_class, note
 from .model import Error, Message, Part, Permission, Plan, PlanItem, Raw, ToolCall, Turn
-from .style import STYLE
+from .style import MATH_OFF, STYLE
 
 
 def render_html(turn: Turn) -> str:
-    out: list[str] = [f'<div class="acpnb-turn" data-turn-id="{escape(turn.turn_id)}">', STYLE]
+    # MathJax (JupyterLab, nbconvert) typesets `$…$` in HTML outputs unless told not to: an
+    # answer's dollars stay text, and a `\href` in them can never become a link.
+    out: list[str] = [f'<div class="acpnb-turn {MATH_OFF}" data-turn-id="{escape(turn.turn_id)}">',
+                      STYLE]
     last = len(turn.parts) - 1
     for i, part in enumerate(turn.parts):
         mark = len(out)

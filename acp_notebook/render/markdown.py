@@ -14,6 +14,7 @@ from . import clip, labels, mdsafe
 from .diff import unified
 from .mdwrite import inline, plain, to_markdown
 from .model import DiffContent, Permission, Terminal, TerminalContent, ToolCall, Turn
+from .style import MATH_OFF
 
 #: The Markdown view is a summary: diffs and terminal output are clipped harder than in HTML.
 DIFF_LINES = 80
@@ -32,7 +33,10 @@ def render_markdown(turn: Turn) -> str:
         if blocks:
             blocks.append("---")
         blocks.extend(record)
-    return "\n\n".join(blocks) + "\n"
+    # JupyterLab typesets the rendered Markdown's text with MathJax: a `$` escaped as a character
+    # reference is a `$` again in the page. The wrapper is HTML of ours, and the Markdown inside it
+    # (set off by blank lines) is parsed as Markdown by CommonMark renderers.
+    return f'<div class="{MATH_OFF}">\n\n' + "\n\n".join(blocks) + "\n\n</div>\n"
 
 
 def _record(turn: Turn) -> list[str]:
