@@ -1,0 +1,531 @@
+"""The rules that keep the package's design true, checked by reading its source with `ast`.
+
+Nothing here imports `acp_notebook`: each check parses the files, so a module that fails to
+import still gets its imports checked, and the checks run in a fraction of a second.
+
+The rules (CONTRIBUTING.md explains them to a newcomer):
+
+1. No import cycles among `acp_notebook` modules. Every import counts, including the ones under
+   `if TYPE_CHECKING:` and inside functions: a cycle that only type checkers see still ties
+   the two modules together for whoever has to change one of them. `from . import x`, where
+   `x` is a submodule, is an edge to that submodule; `from . import name` where `name` is not
+   a submodule is an edge to the package's `__init__`. Importing a submodule is not counted
+   as an edge to its parent packages (Python runs their `__init__` first, but that is the
+   package's business, and a package `__init__` importing its own submodules would
+   otherwise always look like a cycle).
+2. Imports point down the layers of `LAYERS` below (every import counts, as in rule 1), and
+   the pure layers import none of the third-party packages in `FORBIDDEN_THIRD_PARTY`.
+3. No module over `MAX_MODULE_LINES` lines. No function over `MAX_FUNCTION_LINES` lines
+   (from its `def` line to its last line) unless its docstring has a line starting with
+   `Long because`, followed by the reason, e.g. "Long because it is one flat table of
+   handlers; splitting it would hide which message goes where."
+4. No module reads or writes another object's private attribute: `x._name` is allowed only
+   when `x` is `self`, `cls`, `super()` or `type(self)`. Not `self._a._b` either: that reads
+   the private attribute of whatever `self._a` is. The one exception: `_name` is an
+   attribute that a class of the same module defines (in its body or as `self._name`), e.g.
+   `other._key` in `__eq__`, or a module-private helper class used only by its module.
+   Privacy in Python is a convention between the authors of one module; what another module
+   needs must become public and documented. A few names in `PUBLIC_UNDERSCORE` begin with an
+   underscore but are documented public API (`namedtuple._replace`, `os._exit`).
+
+Each rule is one test over the real package, and each has a unit test that runs its checker
+on a small synthetic package in `tmp_path`, to show that it can fail.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = "acp_notebook"
+
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+LONG_REASON = "Long because"
+
+# Layer of each module, by the first matching prefix of its dotted name (relative to the
+# package; "" is the package root `__init__`). Longest prefixes are tried first.
+LAYER_OF: dict[str, str] = {
+    "": "root",
+    "errors": "base",
+    "_version": "base",
+    "protocol": "protocol",
+    "client": "client",
+    "config": "client",
+    "render": "render",
+    "widgets": "widgets",
+    "notebook": "notebook",
+    "magics": "magics",
+    "demo_agent": "demo_agent",
+}
+
+# The layers each layer may import (itself always included). `base` (errors, the version)
+# is importable from anywhere. `widgets` and `notebook` share the top tier (the cycle test
+# keeps their modules from importing each other in a loop); `magics` is the thin entry point
+# above them that nothing imports. The root `__init__` re-exports from every layer, lazily
+# for the client. The demo agent is a separate program: stdlib only, nothing of the package.
+LAYERS: dict[str, set[str]] = {
+    "base": {"base"},
+    "protocol": {"base", "protocol"},
+    "client": {"base", "protocol", "client"},
+    "render": {"base", "protocol", "render"},
+    "widgets": {"base", "protocol", "client", "render", "widgets", "notebook"},
+    "notebook": {"base", "protocol", "client", "render", "widgets", "notebook"},
+    "magics": {"base", "protocol", "client", "render", "widgets", "notebook", "magics"},
+    "root": {"base", "protocol", "client", "render", "widgets", "notebook", "magics", "root"},
+    "demo_agent": {"demo_agent"},
+}
+
+# Third-party packages a pure layer must not import (checked on the top-level name).
+UI = {"IPython", "ipywidgets", "ipykernel", "traitlets", "nbformat", "nbclient"}
+FORBIDDEN_THIRD_PARTY: dict[str, set[str]] = {
+    "protocol": {"anyio", *UI},
+    "render": {"anyio", *UI},
+    "client": UI,
+    "base": {"anyio", *UI},
+}
+# The demo agent must start in tens of milliseconds: the standard library only.
+STDLIB_ONLY = {"demo_agent"}
+
+PUBLIC_UNDERSCORE = {"_replace", "_asdict", "_fields", "_field_defaults", "_make", "_exit"}
+
+
+@dataclass(frozen=True)
+class Module:
+    name: str  # dotted, e.g. "acp_notebook.client.session"
+    path: Path
+    is_package: bool
+    tree: ast.Module
+
+    def where(self, line: int) -> str:
+        depth = self.name.count(".") + self.is_package  # how far up the root of the tree is
+        return f"{self.path.relative_to(self.path.parents[depth]).as_posix()}:{line}"
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str
+    target: str  # a module of the package, or a top-level third-party/stdlib name
+    line: int
+    internal: bool
+
+
+def load_package(root: Path, package: str) -> dict[str, Module]:
+    """Every module of `package`, which lives in `root / package`, parsed."""
+    modules: dict[str, Module] = {}
+    for path in sorted((root / package).rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        is_package = parts[-1] == "__init__"
+        if is_package:
+            parts = parts[:-1]
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        modules[".".join(parts)] = Module(".".join(parts), path, is_package, tree)
+    return modules
+
+
+def _resolve(module: Module, level: int, name: str | None) -> str:
+    """The absolute dotted name of a relative import's base."""
+    if level == 0:
+        return name or ""
+    base = module.name.split(".")
+    if not module.is_package:
+        base = base[:-1]
+    base = base[: len(base) - (level - 1)]
+    return ".".join([*base, name] if name else base)
+
+
+def imports(module: Module, modules: dict[str, Module], package: str) -> Iterator[Edge]:
+    """Every import of `module`, wherever it appears (TYPE_CHECKING and functions included)."""
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield _edge(module, alias.name, node.lineno, modules, package)
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(module, node.level, node.module)
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                target = sub if sub in modules else base
+                yield _edge(module, target, node.lineno, modules, package)
+
+
+def _edge(module: Module, target: str, line: int, modules: dict[str, Module], package: str) -> Edge:
+    if target == package or target.startswith(package + "."):
+        # `import pkg.a.b` where b is a name, not a module: fall back to the longest module.
+        while target not in modules and "." in target:
+            target = target.rsplit(".", 1)[0]
+        return Edge(module.name, target, line, True)
+    return Edge(module.name, target.split(".")[0], line, False)
+
+
+def import_graph(modules: dict[str, Module], package: str) -> dict[str, list[Edge]]:
+    """Each module's imports of other modules of the package, one edge per line and target."""
+    return {
+        name: sorted(
+            {e for e in imports(m, modules, package) if e.internal and e.target != name},
+            key=lambda e: (e.line, e.target),
+        )
+        for name, m in modules.items()
+    }
+
+
+def strongly_connected(graph: dict[str, list[Edge]]) -> list[list[str]]:
+    """Tarjan's algorithm; the components with more than one module, each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for edge in graph.get(node, []):
+            if edge.target not in index:
+                visit(edge.target)
+                low[node] = min(low[node], low[edge.target])
+            elif edge.target in on_stack:
+                low[node] = min(low[node], index[edge.target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def cycle_offenders(root: Path, package: str) -> list[str]:
+    modules = load_package(root, package)
+    graph = import_graph(modules, package)
+    offenders = []
+    for component in strongly_connected(graph):
+        members = set(component)
+        lines = [
+            f"{modules[e.source].where(e.line)}: {e.source} -> {e.target}"
+            for name in component
+            for e in graph[name]
+            if e.target in members
+        ]
+        lines = by_place(lines)
+        offenders.append(
+            f"import cycle among {len(component)} modules: {', '.join(component)}\n"
+            + "\n".join("    " + line for line in lines)
+        )
+    return offenders  # in the order of strongly_connected(), which sorts them
+
+
+def layer_of(name: str, package: str, table: dict[str, str]) -> str | None:
+    relative = name[len(package) + 1 :] if name != package else ""
+    for prefix in sorted(table, key=len, reverse=True):
+        if relative == prefix or (prefix and relative.startswith(prefix + ".")):
+            return table[prefix]
+    return None
+
+
+def layer_offenders(
+    root: Path,
+    package: str,
+    table: dict[str, str] = LAYER_OF,
+    allowed: dict[str, set[str]] = LAYERS,
+    forbidden: dict[str, set[str]] = FORBIDDEN_THIRD_PARTY,
+    stdlib_only: set[str] = STDLIB_ONLY,
+) -> list[str]:
+    modules = load_package(root, package)
+    offenders = []
+    for name, module in modules.items():
+        layer = layer_of(name, package, table)
+        if layer is None:
+            offenders.append(
+                f"{module.where(1)}: {name} belongs to no layer: add its prefix to LAYER_OF "
+                "in tests/test_layers.py and to the table in CONTRIBUTING.md"
+            )
+            continue
+        for edge in imports(module, modules, package):
+            if edge.internal:
+                target_layer = layer_of(edge.target, package, table)
+                if target_layer not in allowed[layer] | {layer}:
+                    offenders.append(
+                        f"{module.where(edge.line)}: {name} ({layer}) imports {edge.target} "
+                        f"({target_layer}); {layer} may import only "
+                        f"{', '.join(sorted(allowed[layer]))}: move the shared code down a "
+                        "layer, or pass it in from above"
+                    )
+            elif edge.target in forbidden.get(layer, set()):
+                offenders.append(
+                    f"{module.where(edge.line)}: {name} ({layer}) imports {edge.target}, "
+                    f"which the {layer} layer must not: keep the I/O or UI in a layer above"
+                )
+            elif layer in stdlib_only and edge.target not in sys.stdlib_module_names:
+                offenders.append(
+                    f"{module.where(edge.line)}: {name} ({layer}) imports {edge.target}, "
+                    "not in the standard library: the demo agent must start in tens of ms"
+                )
+    return by_place(offenders)
+
+
+def _docstring_gives_reason(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    doc = ast.get_docstring(node) or ""
+    return any(line.strip().startswith(LONG_REASON) for line in doc.splitlines())
+
+
+def size_offenders(
+    root: Path,
+    package: str,
+    max_module: int = MAX_MODULE_LINES,
+    max_function: int = MAX_FUNCTION_LINES,
+) -> list[str]:
+    offenders = []
+    for module in load_package(root, package).values():
+        count = len(module.path.read_text(encoding="utf-8").splitlines())
+        if count > max_module:
+            offenders.append(
+                f"{module.where(1)}: {count} lines (max {max_module}): split it into "
+                "modules that each have one job"
+            )
+        for node in ast.walk(module.tree):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            assert node.end_lineno is not None
+            length = node.end_lineno - node.lineno + 1
+            if length > max_function and not _docstring_gives_reason(node):
+                offenders.append(
+                    f"{module.where(node.lineno)}: {node.name}() is {length} lines "
+                    f"(max {max_function}): split it, or give the reason in its docstring "
+                    f"on a line starting '{LONG_REASON}'"
+                )
+    return by_place(offenders)
+
+
+def _is_own(value: ast.expr) -> bool:
+    """`self`, `cls`, `super()`, `type(self)`: the object whose class is being written."""
+    if isinstance(value, ast.Name):
+        return value.id in {"self", "cls"}
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+        if value.func.id == "super":
+            return True
+        if value.func.id == "type" and len(value.args) == 1:
+            return _is_own(value.args[0])
+    return False
+
+
+def _own_private_names(tree: ast.Module) -> set[str]:
+    """Private attributes the module's own classes define: in a class body or as self._x."""
+    names: set[str] = set()
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        for node in ast.walk(cls):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ast.Store)
+                and _is_own(node.value)
+            ):
+                names.add(node.attr)
+    return {n for n in names if n.startswith("_")}
+
+
+def private_offenders(root: Path, package: str) -> list[str]:
+    offenders = []
+    for name, module in load_package(root, package).items():
+        own = _own_private_names(module.tree)
+        for node in ast.walk(module.tree):
+            if not isinstance(node, ast.Attribute):
+                continue
+            attr = node.attr
+            if not attr.startswith("_") or (attr.startswith("__") and attr.endswith("__")):
+                continue
+            if _is_own(node.value) or attr in own or attr in PUBLIC_UNDERSCORE:
+                continue
+            verb = "writes" if isinstance(node.ctx, ast.Store | ast.Del) else "reads"
+            offenders.append(
+                f"{module.where(node.lineno)}: {name} {verb} {ast.unparse(node)}, another "
+                "object's private attribute: make what it needs public (and documented) "
+                "on that object's class"
+            )
+    return by_place(offenders)
+
+
+def by_place(offenders: list[str]) -> list[str]:
+    """Sorted by file, then line number (not as text: line 9 comes before line 10)."""
+
+    def key(offender: str) -> tuple[str, int]:
+        path, line, _ = offender.split(":", 2)
+        return path, int(line) if line.isdigit() else 0
+
+    return sorted(dict.fromkeys(offenders), key=key)
+
+
+def _report(offenders: list[str], rule: str) -> str:
+    return f"{len(offenders)} {rule}:\n" + "\n".join(offenders)
+
+
+# -- the rules, on the real package -------------------------------------------------------------
+
+
+def test_no_import_cycles() -> None:
+    offenders = cycle_offenders(REPO, PACKAGE)
+    assert not offenders, _report(
+        offenders,
+        "import cycle(s), TYPE_CHECKING imports included; break each by moving what both "
+        "sides need into a lower module, or by passing it in",
+    )
+
+
+def test_imports_point_down_the_layers() -> None:
+    offenders = layer_offenders(REPO, PACKAGE)
+    assert not offenders, _report(offenders, "import(s) against the layers (see LAYERS)")
+
+
+def test_modules_and_functions_are_short() -> None:
+    offenders = size_offenders(REPO, PACKAGE)
+    assert not offenders, _report(offenders, "module(s) or function(s) too long")
+
+
+def test_no_private_attribute_of_another_object() -> None:
+    offenders = private_offenders(REPO, PACKAGE)
+    assert not offenders, _report(offenders, "access(es) to another object's private attribute")
+
+
+def test_py_typed_is_shipped() -> None:
+    # PEP 561: without this marker, mypy ignores the package's annotations in a user's code.
+    assert (REPO / PACKAGE / "py.typed").is_file(), "add an empty acp_notebook/py.typed"
+
+
+# -- each checker can fail ----------------------------------------------------------------------
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+def test_cycle_checker_finds_type_checking_and_submodule_cycles(tmp_path: Path) -> None:
+    write_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "from . import a\n",  # a package importing its own submodule
+            "pkg/a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+            "    from .sub import b\n",
+            "pkg/sub/__init__.py": "",
+            "pkg/sub/b.py": "from .. import a\n",  # an edge to the submodule a
+            "pkg/c.py": "from . import version\n",  # a name of the package __init__
+            "pkg/d.py": "def f():\n    from .c import version\n",
+        },
+    )
+    found = cycle_offenders(tmp_path, "pkg")
+    assert len(found) == 1, found
+    assert "pkg.a, pkg.sub.b" in found[0]
+    assert "pkg/a.py:3: pkg.a -> pkg.sub.b" in found[0]
+    assert "pkg/sub/b.py:1: pkg.sub.b -> pkg.a" in found[0]
+    # `from . import version` in a submodule is an edge to pkg/__init__: with the root's
+    # import of c, that closes a second cycle.
+    (tmp_path / "pkg/__init__.py").write_text("from . import a, c\n", encoding="utf-8")
+    found = cycle_offenders(tmp_path, "pkg")
+    assert len(found) == 2, found
+    assert "pkg, pkg.c" in found[0]
+
+
+def test_cycle_checker_passes_a_clean_tree(tmp_path: Path) -> None:
+    write_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "from .a import x\nfrom . import b\n",
+            "pkg/a.py": "x = 1\n",
+            "pkg/b.py": "import pkg.a\nfrom .a import x\n",
+        },
+    )
+    assert cycle_offenders(tmp_path, "pkg") == []
+
+
+def test_layer_checker_finds_upward_and_third_party_imports(tmp_path: Path) -> None:
+    write_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/errors.py": "",
+            "pkg/protocol/__init__.py": "import anyio\n",
+            "pkg/protocol/p.py": "from ..errors import E\nfrom ..client import c\n",
+            "pkg/client/__init__.py": "",
+            "pkg/client/c.py": "import anyio\nfrom ..protocol import p\n",
+            "pkg/render/r.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+            "    from ..client.c import C\n",
+            "pkg/demo_agent/__init__.py": "import json\nimport pydantic\n",
+            "pkg/stray.py": "",
+        },
+    )
+    found = layer_offenders(tmp_path, "pkg")
+    text = "\n".join(found)
+    assert len(found) == 5, text
+    assert "pkg/protocol/__init__.py:1: pkg.protocol (protocol) imports anyio" in text
+    assert "pkg/protocol/p.py:2: pkg.protocol.p (protocol) imports pkg.client.c (client)" in text
+    assert "pkg/render/r.py:3: pkg.render.r (render) imports pkg.client.c (client)" in text
+    assert "pkg/demo_agent/__init__.py:2: pkg.demo_agent (demo_agent) imports pydantic" in text
+    assert "pkg.stray belongs to no layer" in text
+
+
+def test_size_checker_finds_long_modules_and_functions(tmp_path: Path) -> None:
+    body = "    x = 1\n" * 60
+    write_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "x = 1\n" * 401,
+            "pkg/a.py": f"def long():\n{body}\n"
+            f'def excused():\n    """Does x.\n\n    Long because it is a table.\n    """\n{body}'
+            f"class K:\n    async def method(self):\n{body.replace('    ', '        ')}",
+            "pkg/b.py": f"def ok():\n{body[:-10]}",  # exactly 60 lines
+        },
+    )
+    found = size_offenders(tmp_path, "pkg")
+    text = "\n".join(found)
+    assert len(found) == 3, text
+    assert "pkg/__init__.py:1: 401 lines" in text
+    assert "pkg/a.py:1: long() is 61 lines" in text
+    assert "method() is 61 lines" in text
+
+
+def test_private_checker_finds_reads_and_writes(tmp_path: Path) -> None:
+    write_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": "import os\nfrom . import b\n"
+            "class A:\n"
+            "    def __init__(self, other):\n"
+            "        self._mine = 1\n"
+            "        other._theirs = 2\n"  # writes another object's private attribute
+            "        self._helper = b.B()\n"
+            "        print(self._helper._inner)\n"  # self._a._b: still another object's
+            "        b._private()\n"  # a private function of another module
+            "    def __eq__(self, other):\n"
+            "        return self._mine == other._mine\n"  # defined by this module: allowed
+            "    def f(self):\n"
+            "        super()._g(); type(self)._h; self.__dict__\n"
+            "        os._exit(0)\n"
+            "        return self._replace(x=1)\n",
+            "pkg/b.py": "class B:\n    _inner = 1\ndef _private(): pass\n",
+        },
+    )
+    found = private_offenders(tmp_path, "pkg")
+    text = "\n".join(found)
+    assert len(found) == 3, text
+    assert "pkg/a.py:6: pkg.a writes other._theirs" in text
+    assert "pkg/a.py:8: pkg.a reads self._helper._inner" in text
+    assert "pkg/a.py:9: pkg.a reads b._private" in text
