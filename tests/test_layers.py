@@ -1,7 +1,7 @@
 """The rules that keep the package's design true, checked by reading its source with `ast`.
 
-Nothing here imports `acp_notebook`: each check parses the files, so a module that fails to
-import still gets its imports checked, and the checks run in a fraction of a second.
+The checks import nothing of `acp_notebook`: each parses the files, so a module that fails to
+import still gets its imports checked, and they run in a fraction of a second.
 
 The rules (CONTRIBUTING.md explains them to a newcomer):
 
@@ -399,6 +399,21 @@ def test_modules_and_functions_are_short() -> None:
 def test_no_private_attribute_of_another_object() -> None:
     offenders = private_offenders(REPO, PACKAGE)
     assert not offenders, _report(offenders, "access(es) to another object's private attribute")
+
+
+def test_demo_agent_method_names_match_the_sdk() -> None:
+    # The demo agent spells out its method names to stay stdlib-only (rule 2); this keeps
+    # them equal to the SDK-derived constants, so a renamed method is caught here.
+    from acp_notebook.demo_agent import methods as demo
+    from acp_notebook.protocol import methods as sdk
+
+    names = [n for n in vars(demo) if n.isupper()]
+    assert names
+    wrong = {n: (getattr(demo, n), getattr(sdk, n, None)) for n in names}
+    wrong = {n: pair for n, pair in wrong.items() if pair[0] != pair[1]}
+    assert not wrong, (
+        f"acp_notebook/demo_agent/methods.py differs from protocol/methods.py: {wrong}"
+    )
 
 
 def test_py_typed_is_shipped() -> None:
