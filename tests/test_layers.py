@@ -325,12 +325,16 @@ def _own_private_names(tree: ast.Module) -> set[str]:
     """Private attributes the module's own classes define: in a class body or as self._x."""
     names: set[str] = set()
     for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
-        for node in ast.walk(cls):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                names.add(node.name)
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                names.add(node.id)
-            elif (
+        for statement in cls.body:  # methods, nested classes, class attributes, fields
+            if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(statement.name)
+            elif isinstance(statement, ast.Assign | ast.AnnAssign | ast.AugAssign):
+                targets = (
+                    statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                )
+                names.update(t.id for t in targets if isinstance(t, ast.Name))
+        for node in ast.walk(cls):  # self._x = ... in any method
+            if (
                 isinstance(node, ast.Attribute)
                 and isinstance(node.ctx, ast.Store)
                 and _is_own(node.value)
@@ -534,13 +538,17 @@ def test_private_checker_finds_reads_and_writes(tmp_path: Path) -> None:
             "    def f(self):\n"
             "        super()._g(); type(self)._h; self.__dict__\n"
             "        os._exit(0)\n"
-            "        return self._replace(x=1)\n",
+            "        return self._replace(x=1)\n"
+            "    def g(self, other):\n"
+            "        _local = 1\n"
+            "        return other._local\n",  # a local variable is not an attribute
             "pkg/b.py": "class B:\n    _inner = 1\ndef _private(): pass\n",
         },
     )
     found = private_offenders(tmp_path, "pkg")
     text = "\n".join(found)
-    assert len(found) == 3, text
+    assert len(found) == 4, text
     assert "pkg/a.py:6: pkg.a writes other._theirs" in text
+    assert "pkg/a.py:18: pkg.a reads other._local" in text
     assert "pkg/a.py:8: pkg.a reads self._helper._inner" in text
     assert "pkg/a.py:9: pkg.a reads b._private" in text
