@@ -47,8 +47,8 @@ MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 LONG_REASON = "Long because"
 
-# Layer of each module, by the first matching prefix of its dotted name (relative to the
-# package; "" is the package root `__init__`). Longest prefixes are tried first.
+# Layer of each module, by the longest prefix of its dotted name (relative to the package;
+# "" is the package root `__init__`) found here. A module matching none fails the layer test.
 LAYER_OF: dict[str, str] = {
     "": "root",
     "errors": "base",
@@ -66,7 +66,7 @@ LAYER_OF: dict[str, str] = {
 # The layers each layer may import (itself always included). `base` (errors, the version)
 # is importable from anywhere. `widgets` and `notebook` share the top tier (the cycle test
 # keeps their modules from importing each other in a loop); `magics` is the thin entry point
-# above them that nothing imports. The root `__init__` re-exports from every layer, lazily
+# above them that only the root imports. The root `__init__` re-exports from every layer, lazily
 # for the client. The demo agent is a separate program: stdlib only, nothing of the package.
 LAYERS: dict[str, set[str]] = {
     "base": {"base"},
