@@ -20,7 +20,8 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, List, Unicode
 
-from .config import ConfigError, Registry
+from .config import Registry
+from .errors import ConfigError
 
 _CELL_RE = re.compile(r"%%agent(?:\s|$)")
 _LINE_RE = re.compile(r"%agent(?:\s|$)")

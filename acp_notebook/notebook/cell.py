@@ -18,24 +18,13 @@ from ..client.permissions import PermissionPolicy
 from ..client.session import Session
 from ..client.turn import TurnHandle
 from ..config import AgentSpec
-from ..errors import AcpError, AgentStartError
+from ..errors import AgentStartError, InvalidArgumentError
+from ..errors import TurnFailed as TurnFailed  # defined in errors.py; still importable here
 from ..protocol.result import TurnResult
 from . import publish, views
 from .live import LiveView
 from .runtime import Runtime
 from .views import Code
-
-
-class TurnFailed(AcpError):
-    """A `%%agent` turn failed: the agent errored, exited, timed out, or refused."""
-
-    def __init__(self, message: str, result: TurnResult | None = None) -> None:
-        super().__init__(message)
-        self.result = result
-
-    def _render_traceback_(self) -> list[str]:
-        # IPython shows this instead of a Python traceback: the paragraph is the whole story.
-        return [f"\x1b[31mTurnFailed\x1b[0m: {self.args[0]}"]
 
 
 @dataclass
@@ -66,8 +55,9 @@ async def open_session(runtime: Runtime, spec: AgentSpec, name: str, new: bool,
                               Code(spec.name), " restarted; its sessions start anew."))
     entry = runtime.find(name)
     if entry is not None and entry.agent != spec.name:
-        raise ValueError(f"session {name!r} belongs to agent {entry.agent!r}; pick another "
-                         f"--session name, or close it with %agent close --session {name}")
+        raise InvalidArgumentError(
+            f"session {name!r} belongs to agent {entry.agent!r}; pick another --session name, "
+            f"or close it with %agent close --session {name}")
     if entry is not None and not new:
         runtime.last_session = name
         return entry.session

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 from IPython.display import display
 
-from ..config import ConfigError
 from ..errors import AcpError
 from . import publish, views
 from .cell import start_error_message
@@ -59,7 +58,7 @@ async def run(magics: AcpNotebook, line: str) -> Any:
         raise UsageError(f"unknown %agent command {args.command!r}\n\n{USAGE}")
     try:
         return await handler(magics, args)
-    except (ValueError, ConfigError, AcpError) as exc:
+    except (ValueError, AcpError) as exc:  # ConfigError, NotOfferedError, a refusal...
         raise UsageError(_error_text(magics, exc)) from None
 
 

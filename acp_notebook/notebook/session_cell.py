@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from IPython.core.error import UsageError
 
-from ..config import AgentSpec, ConfigError
-from ..errors import AcpError, PromptError, RequestTimeoutError
+from ..config import AgentSpec
+from ..errors import AcpError, ConfigError, PromptError, RequestTimeoutError
 from ..protocol.result import TurnResult
 from . import publish, views
 from .cell import (
