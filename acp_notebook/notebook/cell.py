@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -23,25 +22,9 @@ from ..errors import TurnFailed as TurnFailed  # defined in errors.py; still imp
 from ..protocol.result import TurnResult
 from . import publish, views
 from .live import LiveView
+from .options import CellOptions as CellOptions  # declared in options.py; importable here
 from .runtime import Runtime
 from .views import Code
-
-
-@dataclass
-class CellOptions:
-    agent: str | None = None
-    session: str | None = None
-    new: bool = False
-    mode: str | None = None
-    config: list[tuple[str, str | bool]] = field(default_factory=list)
-    out: str | None = None
-    background: bool = False
-    timeout: float | None = None
-    allow: list[str] = field(default_factory=list)
-    deny: list[str] = field(default_factory=list)
-    quiet: bool = False
-    files: list[str] = field(default_factory=list)
-    variables: list[str] = field(default_factory=list)
 
 
 async def open_session(runtime: Runtime, spec: AgentSpec, name: str, new: bool,
