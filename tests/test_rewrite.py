@@ -47,6 +47,7 @@ CASES = {
     "%agent   status -s work  \n": line_call("status -s work"),
     "x = 1\n%agent mode plan\nprint(x)\n": "x = 1\n" + line_call("mode plan") + "print(x)\n",
     "%agent close --all\n%agent list\n": line_call("close --all") + line_call("list"),
+    "%agent status?\n": line_call("status?"),
     # Other magics are IPython's, whatever they start with.
     "%agents\n": "get_ipython().run_line_magic('agents', '')\n",
     "%%agents x\nbody\n": "get_ipython().run_cell_magic('agents', 'x', 'body\\n')\n",

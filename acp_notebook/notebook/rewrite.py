@@ -10,8 +10,8 @@ every streamed display update lands in that cell, Run All waits for it, its valu
   looks at that line only, as IPython's own `cell_magic` does (and runs just before it).
 - A line magic is found in the cell's *tokens*, as IPython's `EscapedCommand` finds it: a
   logical line whose first token is `%`. So `%agent` inside a string, a comment or a bracket is
-  left alone. `AwaitedAgentLine` is a token transformer that wins over `EscapedCommand` at the
-  same place (lower priority number) for `%agent` lines at column 0; an indented one (in a
+  left alone. `AwaitedAgentLine` is a token transformer that wins over IPython's own at the same
+  place (a lower priority number) for `%agent` lines at column 0; an indented one (in a
   `def`, where `await` is invalid) is left to IPython, as it always was.
 """
 
@@ -48,9 +48,10 @@ def rewrite_agent_cell(lines: list[str]) -> list[str]:
 class AwaitedAgentLine(TokenTransformBase):
     """A top-level `%agent ...` line becomes an awaited `run_line_magic` call."""
 
-    # Below EscapedCommand's 10: at the same place, this one is applied (HelpEnd's 5 still wins,
-    # so `%agent?` shows the magic's help as before).
-    priority = 9
+    # Below EscapedCommand's 10 and HelpEnd's 5: at the same place, this one is applied, so
+    # `%agent status?` stays a subcommand's argument, as it always was. `%agent?` is not an
+    # `%agent` line (no space after the name): it still shows the magic's help.
+    priority = 4
 
     @classmethod
     def find(cls, tokens_by_line: list[list[tokenize.TokenInfo]]) -> AwaitedAgentLine | None:
