@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-
+from ._version import __version__
 from .errors import (
     AcpError,
     AgentExitedError,
@@ -22,10 +21,16 @@ from .errors import (
     AuthRequiredError,
     CapabilityError,
     ClientClosedError,
+    ConfigError,
+    InvalidArgumentError,
+    InvalidCommandError,
+    NotOfferedError,
     PromptError,
     ProtocolError,
     RequestError,
     RequestTimeoutError,
+    RpcError,
+    TurnFailed,
 )
 from .protocol.limits import Limits
 from .protocol.mutations import (
@@ -77,8 +82,10 @@ def unload_ipython_extension(ipython: Any) -> None:
 __all__ = [
     "AcpError", "AgentExitedError", "AgentStartError", "AgentStartTimeoutError",
     "AuthRequiredError", "CapabilityError",
-    "Client", "ClientClosedError", "ClientOptions", "Delta", "Limits", "Mutation", "PartUpdated",
-    "PermissionPolicy", "PermissionRequest", "PlanEntry", "PromptError", "ProtocolError",
-    "RequestError", "RequestTimeoutError", "RequestWarning", "Session", "SessionChanged",
-    "TurnFinished", "TurnHandle", "TurnResult", "TurnStarted", "Usage", "__version__", "connect",
+    "Client", "ClientClosedError", "ClientOptions", "ConfigError", "Delta",
+    "InvalidArgumentError", "InvalidCommandError", "Limits", "Mutation", "NotOfferedError",
+    "PartUpdated", "PermissionPolicy", "PermissionRequest", "PlanEntry", "PromptError",
+    "ProtocolError", "RequestError", "RequestTimeoutError", "RequestWarning", "RpcError",
+    "Session", "SessionChanged", "TurnFailed", "TurnFinished", "TurnHandle", "TurnResult",
+    "TurnStarted", "Usage", "__version__", "connect",
 ]

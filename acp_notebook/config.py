@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .errors import ConfigError as ConfigError  # defined in errors.py; still importable here
+
 DEMO = "demo"
 ENV_DEFAULT = "ACP_NOTEBOOK_AGENT"
 ENV_AGENTS_FILE = "ACP_NOTEBOOK_AGENTS_FILE"
@@ -57,10 +59,6 @@ def builtin_agents() -> dict[str, AgentSpec]:
         AgentSpec("fast-agent", ("fast-agent-acp",), description="fast-agent"),
     ]
     return {a.name: a for a in entries}
-
-
-class ConfigError(ValueError):
-    """A user agent entry is malformed; the message names the entry and the field."""
 
 
 def parse_entry(name: str, entry: Any, source: str) -> AgentSpec:

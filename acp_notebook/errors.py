@@ -3,6 +3,11 @@
 A turn never raises these from `await turn.finished`: it resolves to a result whose `error` holds
 the message. They are raised by calls that cannot give a result: connecting, creating or loading
 a session, a JSON-RPC request the agent answered with an error, bad input.
+
+Every exception of the package is here, and exported from `acp_notebook`. Where a built-in names
+the same condition (a bad value, a timeout), the class also subclasses it, so `except ValueError`
+or `except TimeoutError` catches it too. This module imports nothing of the package: any layer
+may import it.
 """
 
 from __future__ import annotations
@@ -84,3 +89,56 @@ class PromptError(AcpError, ValueError):
 
 class ClientClosedError(AcpError):
     """The client or session was closed."""
+
+
+class InvalidArgumentError(AcpError, ValueError):
+    """A public call got a value it does not accept: an option out of range, an unknown tool
+    kind or permission default, a session name already used for another agent.
+
+    Also a `ValueError`, so `except ValueError` catches it.
+    """
+
+
+class NotOfferedError(InvalidArgumentError):
+    """The agent does not offer what was asked: a mode, a config option or one of its values,
+    an auth method. The message lists what it offers."""
+
+
+class InvalidCommandError(InvalidArgumentError, TypeError):
+    """The agent command is not a list of strings (a single string would be split wrongly).
+
+    Also a `TypeError`, what it was before it had a class of its own.
+    """
+
+
+class ConfigError(AcpError, ValueError):
+    """A user agent entry is malformed, or the agent named is unknown; the message names the
+    entry and the field."""
+
+
+class RpcError(AcpError):
+    """Raised by a handler of the agent's requests (fs, terminal, permission) to answer it with
+    a JSON-RPC error; the client never raises it to its caller."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class TurnFailed(AcpError):
+    """A `%%agent` turn failed: the agent errored, exited, timed out, or refused.
+
+    Raised in the cell so nbclient, papermill and Run All stop on it. `result` is the turn's
+    `TurnResult` when there was a turn (None when the agent could not even start).
+    """
+
+    def __init__(self, message: str, result: Any = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython's hook (by this name) to show something instead of a Python traceback: the
+        # paragraph is the whole story.
+        return [f"\x1b[31mTurnFailed\x1b[0m: {self.args[0]}"]

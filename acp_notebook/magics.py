@@ -1,18 +1,14 @@
-"""`%%agent` and `%agent`: argument parsing, configuration, wiring. The work is elsewhere.
+"""`%%agent` and `%agent`: configuration (traitlets) and wiring; the work is in `notebook/`.
 
-Cells run on the kernel's event loop, and a magic is a plain call: a coroutine it returns is not
-run. So an input transformer rewrites `%%agent` cells (and top-level `%agent` lines) into
-`await get_ipython().run_cell_magic(...)`: the cell then awaits the turn, every streamed display
-update lands in that cell, Run All waits for it, its value becomes `Out[n]`, and widget clicks
-(Stop, permissions) are handled meanwhile (ipykernel >= 7.4).
+`AcpNotebook` is the magics object IPython holds: its settings and the kernel's `Runtime`. The
+`%%agent` options and their parser are in `notebook/options.py`, the rewrite that makes the cells
+awaited in `notebook/rewrite.py`, the `%%agent` flow in `notebook/session_cell.py` and the
+`%agent` subcommands in `notebook/commands.py`; those take this object as a `notebook.host.Host`.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import re
-import shlex
 from collections.abc import Coroutine
 from typing import Any
 
@@ -20,60 +16,9 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, List, Unicode
 
-from .config import ConfigError, Registry
-
-_CELL_RE = re.compile(r"%%agent(?:\s|$)")
-_LINE_RE = re.compile(r"%agent(?:\s|$)")
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports a usage error instead of exiting the kernel's process."""
-
-    def error(self, message: str) -> Any:
-        raise UsageError(f"{message}\n\n{self.format_usage().strip()}")
-
-    def exit(self, status: int = 0, message: str | None = None) -> Any:
-        raise UsageError(message or self.format_help())
-
-
-def _config_pair(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return key.strip(), value.strip()
-
-
-def _kinds(text: str) -> list[str]:
-    return [k for k in re.split(r"[,\s]+", text) if k]
-
-
-def cell_parser() -> _Parser:
-    p = _Parser(prog="%%agent", add_help=True,
-                description="Send the cell's body as a prompt to an ACP agent.")
-    p.add_argument("--agent", "-a", help="agent name (see %%agent list) or a full command line")
-    p.add_argument("--session", "-s", help="session name (default: one per agent)")
-    p.add_argument("--new", action="store_true", help="start a new session for this name")
-    p.add_argument("--mode", help="set the session mode first")
-    p.add_argument("--config", action="append", type=_config_pair, default=[],
-                   metavar="KEY=VALUE", help="set a session config option first (repeatable)")
-    p.add_argument("--out", metavar="NAME", help="also bind the turn result to NAME")
-    p.add_argument("--background", "--bg", action="store_true",
-                   help="return the turn handle at once; the output keeps streaming")
-    p.add_argument("--timeout", type=float, metavar="SECONDS",
-                   help="cancel the turn after SECONDS and fail the cell")
-    p.add_argument("--allow", action="append", type=_kinds, default=[], metavar="KINDS",
-                   help="tool kinds to allow without asking, e.g. read,search")
-    p.add_argument("--deny", action="append", type=_kinds, default=[], metavar="KINDS",
-                   help="tool kinds to reject without asking, e.g. execute,delete")
-    p.add_argument("--with", "-w", dest="variables", action="append", default=[],
-                   metavar="NAME", help="give the agent a kernel variable as context: a "
-                   "DataFrame's shape, dtypes and head, a figure as PNG, else its repr "
-                   "(repeatable)")
-    p.add_argument("--file", "-f", action="append", default=[], metavar="PATH",
-                   help="attach a file (repeatable)")
-    p.add_argument("--quiet", "-q", action="store_true",
-                   help="no live output; only the final record")
-    return p
+from .config import Registry
+from .errors import ConfigError
+from .notebook.options import CellOptions, parse_cell_line
 
 
 @magics_class
@@ -117,6 +62,16 @@ class AcpNotebook(Magics):
         from .notebook.runtime import Runtime
 
         self.runtime = Runtime()
+        #: The task closing every agent, once `close()` started it (see unload).
+        self.closing: asyncio.Task[None] | None = None
+
+    def close(self) -> asyncio.Task[None]:
+        """Close every session and stop every agent, in a task on the kernel's loop (an unload
+        is a plain call); the task is kept here until it is done."""
+        if self.closing is None:
+            loop = asyncio.get_event_loop()
+            self.closing = loop.create_task(self.runtime.close_all())
+        return self.closing
 
     @property
     def user_ns(self) -> dict[str, Any]:
@@ -155,7 +110,8 @@ class AcpNotebook(Magics):
         from ipywidgets import Widget
 
         # A widget front-end (JupyterLab, Notebook 7, VS Code) opens the widget control comm
-        # when it connects; nbclient, papermill and `jupyter execute` never do.
+        # when it connects; nbclient, papermill and `jupyter execute` never do. ipywidgets keeps
+        # that comm in a private attribute and offers no public way to ask: read, never written.
         return getattr(Widget, "_control_comm", None) is not None
 
     # -- %%agent ---------------------------------------------------------------------------------
@@ -163,15 +119,14 @@ class AcpNotebook(Magics):
     @cell_magic
     def agent(self, line: str, cell: str) -> Coroutine[Any, Any, Any]:
         """Send the cell body as a prompt. Options: %%agent --help."""
-        args = _parse(cell_parser(), line)
-        return self._run_cell(args, cell)
+        return self._run_cell(parse_cell_line(line), cell)
 
-    async def _run_cell(self, args: argparse.Namespace, body: str) -> Any:
+    async def _run_cell(self, opts: CellOptions, body: str) -> Any:
         from .notebook import session_cell
         from .notebook.publish import guarded
 
         # Errors quote the agent (its error message, its stderr): they leave masked.
-        return await guarded(session_cell.run(self, args, body))
+        return await guarded(session_cell.run(self, opts, body))
 
     # -- %agent ----------------------------------------------------------------------------------
 
@@ -182,14 +137,6 @@ class AcpNotebook(Magics):
         from .notebook.publish import guarded
 
         return guarded(commands.run(self, line))
-
-
-def _parse(parser: _Parser, line: str) -> argparse.Namespace:
-    try:
-        argv = shlex.split(line)
-    except ValueError as exc:
-        raise UsageError(f"cannot parse options: {exc}") from None
-    return parser.parse_args(argv)
 
 
 def _notebook_paths(user_ns: dict[str, Any] | None = None) -> list[str]:
@@ -221,27 +168,6 @@ def _notebook_paths(user_ns: dict[str, Any] | None = None) -> list[str]:
     return paths
 
 
-# -- the input transformer ------------------------------------------------------------------------
-
-def transform_agent_cells(lines: list[str]) -> list[str]:
-    """Make `%%agent` cells and top-level `%agent` lines awaited (see the module docstring)."""
-    if not lines:
-        return lines
-    if _CELL_RE.match(lines[0]):
-        line = lines[0][len("%%agent"):].strip()
-        body = "".join(lines[1:])
-        return [f"await get_ipython().run_cell_magic('agent', {line!r}, {body!r})\n"]
-    if not any(_LINE_RE.match(x) for x in lines):
-        return lines
-    out = []
-    for x in lines:
-        if _LINE_RE.match(x):
-            rest = x[len("%agent"):].strip()
-            x = f"await get_ipython().run_line_magic('agent', {rest!r})\n"
-        out.append(x)
-    return out
-
-
 def load_ipython_extension(ipython: Any) -> None:
     # Not lazy, on purpose: importing ipywidgets registers the "jupyter.widget.control" comm
     # target, which JupyterLab opens once when it connects to the kernel. Imported later (at the
@@ -249,23 +175,30 @@ def load_ipython_extension(ipython: Any) -> None:
     # widget front-end and Lab got no Stop or permission buttons (permissions were rejected).
     import ipywidgets  # noqa: F401
 
+    from .notebook import rewrite
+
     magics = AcpNotebook(shell=ipython, parent=ipython)
     ipython.register_magics(magics)
-    if transform_agent_cells not in ipython.input_transformers_cleanup:
-        ipython.input_transformers_cleanup.append(transform_agent_cells)
+    rewrite.install(ipython)
     _register_formatters(ipython, magics)
     if _reset_last_traceback not in ipython.events.callbacks["pre_run_cell"]:
         ipython.events.register("pre_run_cell", _reset_last_traceback)
-    ipython._acp_notebook = magics
+
+
+def instance(ipython: Any) -> AcpNotebook | None:
+    """The `AcpNotebook` registered with this shell, if the extension is loaded."""
+    magics = ipython.magics_manager.registry.get(AcpNotebook.__name__)
+    return magics if isinstance(magics, AcpNotebook) else None
 
 
 def _reset_last_traceback(info: Any = None) -> None:
     # ipykernel's shell sets `_last_traceback` in its run_cell(), which a cell with top-level
-    # await (every %%agent cell, see transform_agent_cells) bypasses; its execute handler then
+    # await (every %%agent cell, see notebook/rewrite.py) bypasses; its execute handler then
     # reads the attribute for the reply. So a UsageError (which shows no traceback) in the first
     # failing %%agent cell of a kernel crashed the handler with AttributeError and sent no
     # reply: the cell hung forever. Later ones replied with an older cell's traceback. Reset
-    # both attributes before every cell, as ipykernel's run_cell() does.
+    # both attributes before every cell, as ipykernel's run_cell() does. They are ipykernel's
+    # private attributes, written here because ipykernel offers no public way to reset them.
     from IPython import get_ipython
 
     shell = get_ipython()
@@ -275,15 +208,14 @@ def _reset_last_traceback(info: Any = None) -> None:
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    if transform_agent_cells in ipython.input_transformers_cleanup:
-        ipython.input_transformers_cleanup.remove(transform_agent_cells)
+    from .notebook import rewrite
+
+    rewrite.uninstall(ipython)
     if _reset_last_traceback in ipython.events.callbacks["pre_run_cell"]:
         ipython.events.unregister("pre_run_cell", _reset_last_traceback)
-    magics = getattr(ipython, "_acp_notebook", None)
+    magics = instance(ipython)
     if magics is not None:
-        loop = asyncio.get_event_loop()
-        task = loop.create_task(magics.runtime.close_all())
-        magics._closing = task  # keep a reference until it is done
+        magics.close()
 
 
 def _register_formatters(ipython: Any, magics: AcpNotebook) -> None:

@@ -189,7 +189,8 @@ class Kernel:
 
     def agent_pid(self) -> int:
         self.run("%%agent\nhello")
-        pid = int(self.run("print(get_ipython()._acp_notebook.runtime.hosts['demo'].client.pid)"))
+        pid = int(self.run("from acp_notebook.magics import instance\n"
+                           "print(instance(get_ipython()).runtime.hosts['demo'].client.pid)"))
         assert alive(pid)
         return pid
 

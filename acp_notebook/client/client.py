@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from .. import __version__
+from .._version import __version__
 from ..errors import (
     AcpError,
     AgentExitedError,

@@ -19,19 +19,9 @@ import anyio
 import anyio.abc
 
 from ..errors import AgentExitedError, ProtocolError, RequestError
+from ..errors import RpcError as RpcError  # defined in errors.py; still importable from here
 from ..protocol import jsonrpc as rpc
 from .process import AgentProcess
-
-
-class RpcError(Exception):
-    """Raised by a request handler to answer with a JSON-RPC error."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
-
 
 RequestHandler = Callable[[str, Any], Awaitable[Any]]
 

@@ -35,6 +35,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..errors import InvalidArgumentError
 from ..protocol import schema
 from ..protocol.state import PermissionPart, ToolCallPart
 
@@ -63,7 +64,8 @@ class PermissionPolicy:
                  default: Decision = "ask") -> None:
         allow_set, deny_set = _kinds(allow), _kinds(deny)
         if default not in ("allow", "reject", "ask"):
-            raise ValueError(f"default must be 'allow', 'reject' or 'ask', not {default!r}")
+            raise InvalidArgumentError(
+                f"default must be 'allow', 'reject' or 'ask', not {default!r}")
         object.__setattr__(self, "allow", allow_set)
         object.__setattr__(self, "deny", deny_set)
         object.__setattr__(self, "default", default)
@@ -94,8 +96,8 @@ def _kinds(names: Iterable[str]) -> frozenset[str]:
     kinds = frozenset(names)
     unknown = kinds - TOOL_KINDS - {"*"}
     if unknown:
-        raise ValueError(f"unknown tool kind(s): {', '.join(sorted(unknown))}; "
-                         f"known: {', '.join(sorted(TOOL_KINDS))}, or *")
+        raise InvalidArgumentError(f"unknown tool kind(s): {', '.join(sorted(unknown))}; "
+                                   f"known: {', '.join(sorted(TOOL_KINDS))}, or *")
     return kinds
 
 

@@ -15,6 +15,7 @@ from ..errors import (
     AgentStartError,
     CapabilityError,
     ClientClosedError,
+    NotOfferedError,
     ProtocolError,
     RequestError,
     RequestTimeoutError,
@@ -519,8 +520,8 @@ class Session:
             raise CapabilityError("the agent offers no session modes")
         known = {m.get("id") for m in self.modes}
         if known and mode_id not in known:
-            raise ValueError(f"unknown mode {mode_id!r}; the agent offers: "
-                             f"{', '.join(sorted(str(k) for k in known))}")
+            raise NotOfferedError(f"unknown mode {mode_id!r}; the agent offers: "
+                                  f"{', '.join(sorted(str(k) for k in known))}")
         await self._ensure_live()
         await self._client._request("session/set_mode", {"sessionId": self._id, "modeId": mode_id})
         self._fold.current_mode_id = mode_id
@@ -532,22 +533,23 @@ class Session:
         option = next((o for o in self.config_options if o.get("id") == config_id), None)
         if option is None:
             offered = ", ".join(str(o.get("id")) for o in self.config_options) or "none"
-            raise ValueError(f"unknown config option {config_id!r}; the agent offers: {offered}")
+            raise NotOfferedError(
+                f"unknown config option {config_id!r}; the agent offers: {offered}")
         params: dict[str, Any] = {"sessionId": self._id, "configId": config_id, "value": value}
         if option.get("type") == "boolean":
             if not isinstance(value, bool):
-                raise ValueError(f"config option {config_id!r} takes true or false")
+                raise NotOfferedError(f"config option {config_id!r} takes true or false")
             params["type"] = "boolean"
         elif isinstance(value, bool):
             # A bool for a select option used to be sent as a boolean change, which the agent
             # can only refuse: a bad value is a ValueError before anything is sent.
-            raise ValueError(f"config option {config_id!r} takes one of its values, "
-                             f"not {value!r}")
+            raise NotOfferedError(f"config option {config_id!r} takes one of its values, "
+                                  f"not {value!r}")
         else:
             allowed = _select_values(option)
             if allowed and value not in allowed:
-                raise ValueError(f"{value!r} is not a value of {config_id!r}; choose from: "
-                                 f"{', '.join(sorted(allowed))}")
+                raise NotOfferedError(f"{value!r} is not a value of {config_id!r}; choose from: "
+                                      f"{', '.join(sorted(allowed))}")
         await self._ensure_live()
         response = await self._client._request("session/set_config_option", params)
         if isinstance(response, dict):

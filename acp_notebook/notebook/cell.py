@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -18,41 +17,14 @@ from ..client.permissions import PermissionPolicy
 from ..client.session import Session
 from ..client.turn import TurnHandle
 from ..config import AgentSpec
-from ..errors import AcpError, AgentStartError
+from ..errors import AgentStartError, InvalidArgumentError
+from ..errors import TurnFailed as TurnFailed  # defined in errors.py; still importable here
 from ..protocol.result import TurnResult
 from . import publish, views
 from .live import LiveView
+from .options import CellOptions as CellOptions  # declared in options.py; importable here
 from .runtime import Runtime
 from .views import Code
-
-
-class TurnFailed(AcpError):
-    """A `%%agent` turn failed: the agent errored, exited, timed out, or refused."""
-
-    def __init__(self, message: str, result: TurnResult | None = None) -> None:
-        super().__init__(message)
-        self.result = result
-
-    def _render_traceback_(self) -> list[str]:
-        # IPython shows this instead of a Python traceback: the paragraph is the whole story.
-        return [f"\x1b[31mTurnFailed\x1b[0m: {self.args[0]}"]
-
-
-@dataclass
-class CellOptions:
-    agent: str | None = None
-    session: str | None = None
-    new: bool = False
-    mode: str | None = None
-    config: list[tuple[str, str | bool]] = field(default_factory=list)
-    out: str | None = None
-    background: bool = False
-    timeout: float | None = None
-    allow: list[str] = field(default_factory=list)
-    deny: list[str] = field(default_factory=list)
-    quiet: bool = False
-    files: list[str] = field(default_factory=list)
-    variables: list[str] = field(default_factory=list)
 
 
 async def open_session(runtime: Runtime, spec: AgentSpec, name: str, new: bool,
@@ -66,8 +38,9 @@ async def open_session(runtime: Runtime, spec: AgentSpec, name: str, new: bool,
                               Code(spec.name), " restarted; its sessions start anew."))
     entry = runtime.find(name)
     if entry is not None and entry.agent != spec.name:
-        raise ValueError(f"session {name!r} belongs to agent {entry.agent!r}; pick another "
-                         f"--session name, or close it with %agent close --session {name}")
+        raise InvalidArgumentError(
+            f"session {name!r} belongs to agent {entry.agent!r}; pick another --session name, "
+            f"or close it with %agent close --session {name}")
     if entry is not None and not new:
         runtime.last_session = name
         return entry.session

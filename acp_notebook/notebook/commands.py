@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.display import display
 
-from ..config import ConfigError
 from ..errors import AcpError
 from . import publish, views
-from .cell import start_error_message
+from .cell import apply_settings, open_session, start_error_message
+from .host import Host
+from .options import CellOptions, Parser, parse
 from .runtime import NamedSession
 from .views import Code, Doc, Strong, Value
-
-if TYPE_CHECKING:
-    from ..magics import AcpNotebook
 
 USAGE = """\
 %agent list                          agents you can use (built-in, TOML file, config)
@@ -34,10 +32,8 @@ USAGE = """\
 """
 
 
-def _parser() -> argparse.ArgumentParser:
-    from ..magics import _Parser
-
-    p = _Parser(prog="%agent", usage=USAGE, add_help=False)
+def _parser() -> Parser:
+    p = Parser(prog="%agent", usage=USAGE, add_help=False)
     p.add_argument("command", nargs="?", default="list")
     p.add_argument("value", nargs="?")
     p.add_argument("--session", "-s")
@@ -47,10 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-async def run(magics: AcpNotebook, line: str) -> Any:
-    from ..magics import _parse
-
-    args = _parse(_parser(), line)  # type: ignore[arg-type]
+async def run(host: Host, line: str) -> Any:
+    """One `%agent` line: the subcommand's display, or a usage error."""
+    args = parse(_parser(), line)
     if args.help or args.command == "help":
         _show(Doc().pre(USAGE))
         return None
@@ -58,14 +53,14 @@ async def run(magics: AcpNotebook, line: str) -> Any:
     if handler is None:
         raise UsageError(f"unknown %agent command {args.command!r}\n\n{USAGE}")
     try:
-        return await handler(magics, args)
-    except (ValueError, ConfigError, AcpError) as exc:
-        raise UsageError(_error_text(magics, exc)) from None
+        return await handler(host, args)
+    except (ValueError, AcpError) as exc:  # ConfigError, NotOfferedError, a refusal...
+        raise UsageError(_error_text(host, exc)) from None
 
 
-def _error_text(magics: AcpNotebook, exc: BaseException | str) -> str:
+def _error_text(host: Host, exc: BaseException | str) -> str:
     """An error that may quote the agent, for a usage error: masked, no control characters."""
-    return views.lines(magics.runtime.redactor.text(str(exc)))
+    return views.lines(host.runtime.redactor.text(str(exc)))
 
 
 def _need(args: argparse.Namespace, what: str) -> str:
@@ -74,8 +69,8 @@ def _need(args: argparse.Namespace, what: str) -> str:
     return str(args.value)
 
 
-def _session(magics: AcpNotebook, args: argparse.Namespace) -> NamedSession:
-    runtime = magics.runtime
+def _session(host: Host, args: argparse.Namespace) -> NamedSession:
+    runtime = host.runtime
     name = args.session or runtime.last_session
     entry = runtime.find(name) if name else None
     if entry is None:
@@ -91,18 +86,18 @@ def _show(doc: Doc | dict[str, str]) -> None:
     publish.show(doc.bundle() if isinstance(doc, Doc) else doc)
 
 
-def _masker(magics: AcpNotebook) -> Callable[[str], str]:
-    return magics.runtime.redactor.text
+def _masker(host: Host) -> Callable[[str], str]:
+    return host.runtime.redactor.text
 
 
-async def _list(magics: AcpNotebook, args: argparse.Namespace) -> None:
-    registry = magics.registry()
+async def _list(host: Host, args: argparse.Namespace) -> None:
+    registry = host.registry()
     default = registry.default
     rows = []
     for name, spec in sorted(registry.agents.items()):
         rows.append([(Code(name), " (default)" if name == default else ""),
                      Code(spec.command_line), "yes" if spec.available else "no", spec.source])
-    doc = Doc(_masker(magics)).table(["agent", "command", "found", "from"], rows)
+    doc = Doc(_masker(host)).table(["agent", "command", "found", "from"], rows)
     if not default:
         doc.para("No default agent: cells without ", Code("--agent"),
                  " use the embedded demo agent.")
@@ -202,18 +197,18 @@ def _more(doc: Doc, items: Any, what: str) -> None:
         doc.item(f"… {extra} more {what}")
 
 
-async def _status(magics: AcpNotebook, args: argparse.Namespace) -> None:
-    facts = _status_facts(_session(magics, args))
-    _show(status_doc(facts, _masker(magics)))
-    magics.user_ns["_agent_status"] = publish.REDACTOR.obj(facts)  # the same facts as data
+async def _status(host: Host, args: argparse.Namespace) -> None:
+    facts = _status_facts(_session(host, args))
+    _show(status_doc(facts, _masker(host)))
+    host.user_ns["_agent_status"] = publish.REDACTOR.obj(facts)  # the same facts as data
 
 
-async def _client(magics: AcpNotebook, args: argparse.Namespace) -> Any:
-    spec, _ = magics.registry().resolve(args.agent)
+async def _client(host: Host, args: argparse.Namespace) -> Any:
+    spec, _ = host.registry().resolve(args.agent)
     try:
-        return spec, await magics.runtime.client(spec, magics.client_options())
+        return spec, await host.runtime.client(spec, host.client_options())
     except AcpError as exc:
-        raise UsageError(_error_text(magics, start_error_message(exc, spec))) from None
+        raise UsageError(_error_text(host, start_error_message(exc, spec))) from None
 
 
 def sessions_doc(agent: str, sessions: list[Any], mask: Callable[[str], str] = str) -> Doc:
@@ -230,31 +225,31 @@ def sessions_doc(agent: str, sessions: list[Any], mask: Callable[[str], str] = s
         ["id", "title", "updated", "cwd"], rows)
 
 
-async def _sessions(magics: AcpNotebook, args: argparse.Namespace) -> None:
-    spec, client = await _client(magics, args)
+async def _sessions(host: Host, args: argparse.Namespace) -> None:
+    spec, client = await _client(host, args)
     try:
         sessions: list[dict[str, Any]] = await client.list_sessions()
     except AcpError as exc:
-        raise UsageError(_error_text(magics, exc)) from None
-    _show(sessions_doc(spec.name, sessions, _masker(magics)))
-    magics.user_ns["_agent_sessions"] = publish.REDACTOR.obj(sessions)  # the same, as data
+        raise UsageError(_error_text(host, exc)) from None
+    _show(sessions_doc(spec.name, sessions, _masker(host)))
+    host.user_ns["_agent_sessions"] = publish.REDACTOR.obj(sessions)  # the same, as data
 
 
-async def _open(magics: AcpNotebook, args: argparse.Namespace, how: str) -> None:
+async def _open(host: Host, args: argparse.Namespace, how: str) -> None:
     session_id = _need(args, "a session id (see %agent sessions)")
-    spec, client = await _client(magics, args)
+    spec, client = await _client(host, args)
     name = args.session or spec.name
-    if magics.runtime.find(name) is not None:
-        await magics.runtime.close_session(name)
+    if host.runtime.find(name) is not None:
+        await host.runtime.close_session(name)
     opener = client.resume_session if how == "resume" else client.load_session
     try:
         session = await opener(session_id)
     except AcpError as exc:
-        raise UsageError(_error_text(magics, exc)) from None
-    magics.runtime.add(name, spec.name, session)
+        raise UsageError(_error_text(host, exc)) from None
+    host.runtime.add(name, spec.name, session)
     earlier = f", {len(session.history)} earlier turns" if how == "load" else ""
     _show(views.message("Session ", Code(session_id), " is now ", Code(f"--session {name}"),
-                        f" ({how.rstrip('e')}ed{earlier}).", mask=_masker(magics)))
+                        f" ({how.rstrip('e')}ed{earlier}).", mask=_masker(host)))
     if how == "load" and session.history:
         from ..client.transcript import record_transcript
 
@@ -265,82 +260,79 @@ async def _open(magics: AcpNotebook, args: argparse.Namespace, how: str) -> None
             publish.show(publish.turn(transcript))
 
 
-async def _resume(magics: AcpNotebook, args: argparse.Namespace) -> None:
-    await _open(magics, args, "resume")
+async def _resume(host: Host, args: argparse.Namespace) -> None:
+    await _open(host, args, "resume")
 
 
-async def _load(magics: AcpNotebook, args: argparse.Namespace) -> None:
-    await _open(magics, args, "load")
+async def _load(host: Host, args: argparse.Namespace) -> None:
+    await _open(host, args, "load")
 
 
-async def _mode(magics: AcpNotebook, args: argparse.Namespace) -> None:
+async def _mode(host: Host, args: argparse.Namespace) -> None:
     mode = _need(args, "a mode id")
-    entry = _session(magics, args)
+    entry = _session(host, args)
     await entry.session.set_mode(mode)
-    _show(views.message("Mode of ", Code(entry.name), ": ", Code(mode), mask=_masker(magics)))
+    _show(views.message("Mode of ", Code(entry.name), ": ", Code(mode), mask=_masker(host)))
 
 
-async def _config(magics: AcpNotebook, args: argparse.Namespace) -> None:
+async def _config(host: Host, args: argparse.Namespace) -> None:
     pair = _need(args, "KEY=VALUE")
     key, sep, value = pair.partition("=")
     if not sep:
         raise UsageError("%agent config needs KEY=VALUE")
-    entry = _session(magics, args)
-    from .cell import CellOptions, apply_settings
-
+    entry = _session(host, args)
     await apply_settings(entry.session, CellOptions(config=[(key, value)]))
     _show(views.message(Code(key), " of ", Code(entry.name), " is now ", Code(value),
-                        mask=_masker(magics)))
+                        mask=_masker(host)))
 
 
-async def _stop(magics: AcpNotebook, args: argparse.Namespace) -> None:
-    entry = _session(magics, args)
+async def _stop(host: Host, args: argparse.Namespace) -> None:
+    entry = _session(host, args)
     result = await entry.session.stop()
     _show(views.message("No turn was running.") if result is None else
           views.message("Stopped turn ", Code(result.turn_id), " (", Value(result.stop_reason),
-                        ").", mask=_masker(magics)))
+                        ").", mask=_masker(host)))
 
 
-async def _restart(magics: AcpNotebook, args: argparse.Namespace) -> None:
-    spec, _ = magics.registry().resolve(args.agent or _agent_of_last(magics))
-    await magics.runtime.restart_agent(spec.name)
+async def _restart(host: Host, args: argparse.Namespace) -> None:
+    spec, _ = host.registry().resolve(args.agent or _agent_of_last(host))
+    await host.runtime.restart_agent(spec.name)
     _show(views.message("Agent ", Code(spec.name), " restarted: its sessions continue on a fresh "
                         "process at the next prompt."))
 
 
-async def _close(magics: AcpNotebook, args: argparse.Namespace) -> None:
-    runtime = magics.runtime
+async def _close(host: Host, args: argparse.Namespace) -> None:
+    runtime = host.runtime
     if args.all:
         await runtime.close_all()
         _show(views.message("Closed every session and stopped every agent."))
     elif args.agent:
-        spec, _ = magics.registry().resolve(args.agent)
+        spec, _ = host.registry().resolve(args.agent)
         await runtime.close_agent(spec.name)
         _show(views.message("Stopped agent ", Code(spec.name), " and closed its sessions."))
     else:
-        entry = _session(magics, args)
+        entry = _session(host, args)
         await runtime.close_session(entry.name)
         _show(views.message("Closed session ", Code(entry.name), "."))
 
 
-async def _chat(magics: AcpNotebook, args: argparse.Namespace) -> Any:
+async def _chat(host: Host, args: argparse.Namespace) -> Any:
     from ..widgets.chat import ChatWidget
-    from .cell import open_session
 
-    spec, _ = magics.registry().resolve(args.agent or _agent_of_last(magics))
+    spec, _ = host.registry().resolve(args.agent or _agent_of_last(host))
     name = args.session or spec.name
     try:
-        session = await open_session(magics.runtime, spec, name, False, magics.client_options())
+        session = await open_session(host.runtime, spec, name, False, host.client_options())
     except AcpError as exc:
-        raise UsageError(_error_text(magics, start_error_message(exc, spec))) from None
-    chat = ChatWidget(session, redactor=magics.runtime.redactor)
+        raise UsageError(_error_text(host, start_error_message(exc, spec))) from None
+    chat = ChatWidget(session, redactor=host.runtime.redactor)
     display(chat.box)
     return None
 
 
-def _agent_of_last(magics: AcpNotebook) -> str | None:
-    name = magics.runtime.last_session
-    entry = magics.runtime.find(name) if name else None
+def _agent_of_last(host: Host) -> str | None:
+    name = host.runtime.last_session
+    entry = host.runtime.find(name) if name else None
     return entry.agent if entry else None
 
 

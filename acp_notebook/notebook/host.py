@@ -1,0 +1,50 @@
+"""What the notebook layer needs from the object that registered the magics.
+
+`magics.AcpNotebook` is that object (its traitlets configuration, the kernel's namespace); the
+`%%agent` flow (`session_cell`) and the `%agent` commands (`commands`) take it as a `Host` and
+use nothing else of it, so they never import `magics.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from ..config import Registry
+from .runtime import Runtime
+
+
+class Host(Protocol):
+    """The kernel's agents and settings, as the magics see them."""
+
+    @property
+    def runtime(self) -> Runtime:
+        """The kernel's agents and named sessions."""
+
+    @property
+    def user_ns(self) -> dict[str, Any]:
+        """The kernel's namespace: `--with` reads it, `--out` and `_agent_status` write it."""
+
+    @property
+    def timeout(self) -> float:
+        """The default `--timeout` in seconds (0: none)."""
+
+    @property
+    def cancel_grace(self) -> float:
+        """Seconds an agent gets to answer session/cancel before it is killed."""
+
+    @property
+    def max_update_rate(self) -> float:
+        """Display updates per second while a turn streams."""
+
+    @property
+    def permission_timeout(self) -> float:
+        """Seconds a permission request waits for a click (0: no limit)."""
+
+    def registry(self) -> Registry:
+        """The agents one can name, read anew (config, TOML file, built-ins)."""
+
+    def client_options(self) -> dict[str, Any]:
+        """`connect()` options from the configuration (fs, terminal, policy...)."""
+
+    def is_interactive(self) -> bool:
+        """Whether someone can click buttons (a widget front-end is connected)."""

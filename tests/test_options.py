@@ -1,0 +1,94 @@
+"""The `%%agent` options: one declaration (notebook/options.py) gives the parser, the options
+object and `--help`."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+from IPython.core.error import UsageError
+
+from acp_notebook.notebook.options import CellOptions, cell_parser, parse_cell_line
+
+# `%%agent --help` before the options were declared once, at 100 columns: kept word for word.
+HELP = """\
+usage: %%agent [-h] [--agent AGENT] [--session SESSION] [--new] [--mode MODE] [--config KEY=VALUE]
+               [--out NAME] [--background] [--timeout SECONDS] [--allow KINDS] [--deny KINDS]
+               [--with NAME] [--file PATH] [--quiet]
+
+Send the cell's body as a prompt to an ACP agent.
+
+options:
+  -h, --help            show this help message and exit
+  --agent AGENT, -a AGENT
+                        agent name (see %agent list) or a full command line
+  --session SESSION, -s SESSION
+                        session name (default: one per agent)
+  --new                 start a new session for this name
+  --mode MODE           set the session mode first
+  --config KEY=VALUE    set a session config option first (repeatable)
+  --out NAME            also bind the turn result to NAME
+  --background, --bg    return the turn handle at once; the output keeps streaming
+  --timeout SECONDS     cancel the turn after SECONDS and fail the cell
+  --allow KINDS         tool kinds to allow without asking, e.g. read,search
+  --deny KINDS          tool kinds to reject without asking, e.g. execute,delete
+  --with NAME, -w NAME  give the agent a kernel variable as context: a DataFrame's shape, dtypes
+                        and head, a figure as PNG, else its repr (repeatable)
+  --file PATH, -f PATH  attach a file (repeatable)
+  --quiet, -q           no live output; only the final record
+"""
+
+
+def test_help_keeps_its_content(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    assert cell_parser().format_help() == HELP
+    with pytest.raises(UsageError) as info:
+        parse_cell_line("--help")
+    assert str(info.value) == HELP
+
+
+def test_every_field_is_an_option_and_every_option_a_field() -> None:
+    flags = {flag for f in dataclasses.fields(CellOptions) for flag in f.metadata["flags"]}
+    shown = set(re.findall(r"(?<![\w-])--?[a-z][\w-]*", cell_parser().format_help()))
+    assert shown - {"-h", "--help"} == flags
+
+
+def test_an_empty_line_gives_the_defaults_and_fresh_lists() -> None:
+    first, second = parse_cell_line(""), parse_cell_line("")
+    assert first == CellOptions()
+    first.files.append("x")
+    assert second.files == [] and CellOptions().files == []
+
+
+def test_a_full_line() -> None:
+    opts = parse_cell_line(
+        "-a 'my agent --acp' -s work --new --mode plan --config model=fast --config x=1 "
+        "--out r --bg --timeout 2.5 --allow read,search --allow edit --deny execute "
+        "-w df --with fig -f a.txt --file b.txt -q")
+    assert opts == CellOptions(
+        agent="my agent --acp", session="work", new=True, mode="plan",
+        config=[("model", "fast"), ("x", "1")], out="r", background=True, timeout=2.5,
+        allow=["read", "search", "edit"], deny=["execute"], variables=["df", "fig"],
+        files=["a.txt", "b.txt"], quiet=True)
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("--nope", "unrecognized arguments: --nope"),
+    ("--timeout soon", "invalid float value"),
+    ("--config model", "expected KEY=VALUE"),
+    ("--agent 'unclosed", "cannot parse options"),
+])
+def test_bad_lines_are_usage_errors(line: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        parse_cell_line(line)
+
+
+@pytest.mark.parametrize(("opts", "message"), [
+    (CellOptions(out="1x"), "--out needs a Python name"),
+    (CellOptions(timeout=-1), "--timeout must be a positive"),
+    (CellOptions(timeout=0), "--timeout must be a positive"),
+])
+def test_check_refuses_what_argparse_cannot(opts: CellOptions, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        opts.check()
