@@ -15,9 +15,9 @@ from collections.abc import Callable
 from html import escape
 from typing import Any
 
+from ..protocol.transcript import Transcript, read_turn
 from .html import render_html
 from .markdown import render_markdown
-from .model import Turn, read_turn
 from .text import render_text
 
 __all__ = [
@@ -62,7 +62,7 @@ def render_bundle(transcript: dict[str, Any], *, live: bool = False,
     return bundle
 
 
-def _safely(view: Callable[[Turn], str], turn: Turn,
+def _safely(view: Callable[[Transcript], str], turn: Transcript,
             fallback: Callable[[Exception], str]) -> str:
     try:
         return view(turn)
