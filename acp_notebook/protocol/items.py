@@ -61,8 +61,9 @@ def content(c: dict[Any, Any]) -> Content:
     kind = c.get("type")
     if kind == "diff":
         old = c.get("oldText")
-        return DiffContent(text(c.get("path")), old if isinstance(old, str) else None,
-                           text(c.get("newText")))
+        return DiffContent(
+            text(c.get("path")), old if isinstance(old, str) else None, text(c.get("newText"))
+        )
     if kind == "terminal":
         return TerminalContent(text(c.get("terminalId")))
     if kind == "content":

@@ -72,8 +72,10 @@ class MessagePart:
 
     @classmethod
     def from_json(cls, d: dict[Any, Any]) -> MessagePart:
+        message_id = d.get("messageId")
         part = cls(text(d.get("id")), text(d.get("role")) or "agent",
-                   opt_text(d.get("messageId")), dicts(d.get("blocks")))
+                   text(message_id) if isinstance(message_id, str) else None,
+                   dicts(d.get("blocks")))
         part.append(text(d.get("text")))
         return part
 
@@ -236,8 +238,10 @@ class RawPart:
 
     @classmethod
     def from_json(cls, d: dict[Any, Any]) -> RawPart:
-        return cls(text(d.get("id")), text(d.get("sessionUpdate")) or "?", d.get("raw"),
-                   opt_text(d.get("problem")))
+        kind = d.get("sessionUpdate")
+        name = text(kind)  # kept as it is when a string, even empty (the views show "?")
+        return cls(text(d.get("id")), name if name or isinstance(kind, str) else "?",
+                   d.get("raw"), opt_text(d.get("problem")))
 
 
 @dataclass(slots=True, eq=False)

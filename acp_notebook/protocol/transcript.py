@@ -119,8 +119,9 @@ def read_turn(transcript: Any, *, live: bool = False) -> Transcript:
 
 
 def _joined(parts: list[Part], role: str) -> str:
-    return "\n\n".join(p.text for p in parts
-                       if isinstance(p, MessagePart) and p.role == role and p.text)
+    return "\n\n".join(
+        p.text for p in parts if isinstance(p, MessagePart) and p.role == role and p.text
+    )
 
 
 def _message(role: str, body: str) -> MessagePart:

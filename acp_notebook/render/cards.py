@@ -173,7 +173,7 @@ def raw(out: list[str], r: RawPart) -> None:
     """An update this renderer does not know, kept as collapsed JSON."""
     problem = f' <span class="acpnb-muted">({escape(r.problem)})</span>' if r.problem else ""
     out.append(f'<details class="acpnb-raw"><summary>❔ Unknown update '
-               f'<code>{escape(r.update_kind)}</code>{problem}</summary>')
+               f'<code>{escape(r.update_kind or "?")}</code>{problem}</summary>')
     clipped = dump(r.raw)
     out.append(f'<pre class="acpnb-out">{escape(clipped.text, quote=False)}</pre>'
                f'{note(clipped.note)}</details>')

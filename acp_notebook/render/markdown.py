@@ -68,7 +68,7 @@ def _record(turn: Transcript) -> list[str]:
 
     for r in turn.raws:
         problem = f" ({mdsafe.inline(r.problem)})" if r.problem else ""
-        out.append(f"❔ Unknown update {mdsafe.code(r.update_kind)}{problem}: kept in the "
+        out.append(f"❔ Unknown update {mdsafe.code(r.update_kind or '?')}{problem}: kept in the "
                    "transcript.")
     out.extend(f"• A {mdsafe.code(kind)} part: kept in the transcript."
                for kind in labels.other_kinds(turn))

@@ -29,7 +29,7 @@ def render_text(turn: Transcript) -> str:
             record.append(f"🔐 permission: {title} → {labels.decision(p, live=turn.live)}")
         elif isinstance(p, RawPart):
             problem = f" ({_one_line(p.problem)})" if p.problem else ""
-            record.append(f"❔ unknown update {_one_line(p.update_kind)}{problem}")
+            record.append(f"❔ unknown update {_one_line(p.update_kind or '?')}{problem}")
         elif isinstance(p, ErrorPart):
             record.append(f"⚠ {p.level}: {_one_line(p.message)}")
     record.extend(f"• a {kind} part" for kind in labels.other_kinds(turn))
