@@ -177,16 +177,6 @@ def exit_status(term: Terminal, *, live: bool) -> str:
     return "running…" if live else "no exit status"
 
 
-#: The part kinds the plain and Markdown views draw (or, for messages and plans, draw above).
-DRAWN_KINDS = frozenset({"message", "plan", "tool_call", "permission", "raw", "error"})
-
-
-def other_kinds(turn: Transcript) -> list[str]:
-    """The kinds of the turn's parts that the plain and Markdown views have no line for (a
-    part kind newer than them): each gets a line saying it is in the transcript."""
-    return [p.kind for p in turn.parts if p.kind not in DRAWN_KINDS]
-
-
 def footer(turn: Transcript) -> list[str]:
     """The footer's pieces in order, shared by the plain and Markdown views."""
     pieces = []

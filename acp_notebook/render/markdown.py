@@ -18,6 +18,8 @@ from .diff import unified
 from .mdwrite import inline, plain, to_markdown
 from .style import MATH_OFF
 
+#: The part kinds drawn here (messages as the answer; others have a line of their kind).
+_DRAWN = frozenset({"message", "plan", "tool_call", "permission", "raw", "error"})
 #: The Markdown view is a summary: diffs and terminal output are clipped harder than in HTML.
 DIFF_LINES = 80
 TERMINAL_LINES = 40
@@ -70,8 +72,8 @@ def _record(turn: Transcript) -> list[str]:
         problem = f" ({mdsafe.inline(r.problem)})" if r.problem else ""
         out.append(f"❔ Unknown update {mdsafe.code(r.update_kind or '?')}{problem}: kept in the "
                    "transcript.")
-    out.extend(f"• A {mdsafe.code(kind)} part: kept in the transcript."
-               for kind in labels.other_kinds(turn))
+    out.extend(f"• A {mdsafe.code(p.kind)} part: kept in the transcript."
+               for p in turn.parts if p.kind not in _DRAWN)
     alerts = [(("⚠ **Error:** " if e.level == "error" else "⚠ **Warning:** ")
                + mdsafe.inline(e.message)) for e in turn.errors]
     if turn.stop_reason == "refusal":

@@ -32,7 +32,8 @@ def render_text(turn: Transcript) -> str:
             record.append(f"❔ unknown update {_one_line(p.update_kind or '?')}{problem}")
         elif isinstance(p, ErrorPart):
             record.append(f"⚠ {p.level}: {_one_line(p.message)}")
-    record.extend(f"• a {kind} part" for kind in labels.other_kinds(turn))
+        elif p.kind not in ("message", "plan"):  # drawn above; a kind newer than this view:
+            record.append(f"• a {_one_line(p.kind)} part")
     if turn.stop_reason == "refusal":
         record.append(f"⛔ refused: {labels.REFUSAL}")
     if turn.error and turn.error not in {e.message for e in turn.errors}:
