@@ -161,10 +161,13 @@ class PermissionPart:
         """`options`, typed."""
         return tuple(items.option(o) for o in self.options if isinstance(o, dict))
 
-    def chosen_item(self, options: tuple[items.Option, ...]) -> items.Option | None:
-        """The first of `options` (this request's `option_items`) that was chosen, if any."""
+    def chosen_item(self, options: tuple[items.Option, ...] | None = None) -> items.Option | None:
+        """The chosen option, typed: the first of `options` (this request's `option_items`,
+        by default) with the chosen id, or None."""
         if self.option_id is None:
             return None
+        if options is None:
+            options = self.option_items
         return next((o for o in options if o.option_id == self.option_id), None)
 
     def to_json(self) -> dict[str, Any]:

@@ -71,7 +71,7 @@ def decision(p: PermissionPart, *, live: bool = False) -> str:
         if by.startswith("policy"):
             return "rejected by policy (no option to reject; request cancelled)"
         return "cancelled" + _by(by)
-    chosen = p.chosen_item(p.option_items)
+    chosen = p.chosen_item()
     if chosen is None:
         verb = f"chose unknown option “{p.option_id}”"
     else:
