@@ -1,7 +1,8 @@
 """Transcripts: the JSON shape of `TurnResult.to_json()`, for a turn running or finished.
 
-Renderers take this one shape, so a live turn, a finished one and a turn read back from a saved
-notebook are drawn by the same code.
+Renderers take this one shape (masked first, see `notebook.publish`) and read it back into the
+fold's own parts (`protocol.transcript.read_turn`), so a live turn, a finished one and a turn
+read back from a saved notebook are the same objects, drawn by the same code.
 """
 
 from __future__ import annotations

@@ -1,17 +1,32 @@
-"""The parts of a turn, as the client keeps them. Plain mutable records, no I/O.
+"""The parts of a turn: the one model the fold builds, subscribers receive and renderers draw.
 
-Parts are the units a renderer draws and subscribers receive: messages (agent, user, thought),
-tool calls, permission requests, the plan, updates of kinds newer than our schema, and errors.
+Plain mutable records, no I/O: messages (agent, user, thought), tool calls, permission requests,
+the plan, updates of kinds newer than our schema, and errors. Each writes itself into the
+transcript (`to_json`) and is read back from it (`from_json`, total: a saved notebook's part may
+be malformed or from an older version, and reads as well as it can, never raising), so a turn
+streaming, finished, or read from a notebook is the same objects. Tool call content, locations
+and permission options stay the ACP dicts the agent sent; `items` has typed views of them.
+
 Message text lives in a `StringIO` (from a message's second chunk) so memory grows with the text,
 not with the number of chunks.
+
+Adding a part kind: a class here with `kind`, `to_json` and `from_json`, listed in `Part` and
+`_READERS`; the fold creates it; `render/html.py` draws it (the text and Markdown views give any
+part they do not know a line of its kind).
 """
 
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from . import items
+from .coerce import dicts, integer, mapping, number, opt_text, text
+
+#: The roles the fold gives messages. A message read from a transcript keeps any other role it
+#: has (drawn as agent text, but not part of the answer).
 Role = Literal["agent", "user", "thought"]
 
 UNFINISHED = frozenset({"pending", "in_progress"})
@@ -21,7 +36,7 @@ DEFAULT_OUTPUT_LIMIT = 1024 * 1024
 @dataclass(slots=True, eq=False)
 class MessagePart:
     part_id: str
-    role: Role
+    role: str  # a `Role`
     message_id: str | None = None
     blocks: list[dict[str, Any]] = field(default_factory=list)  # non-text content blocks
     # The text: a plain string while it is one chunk, a StringIO from the second on. A StringIO
@@ -54,6 +69,15 @@ class MessagePart:
         if self.blocks:
             out["blocks"] = self.blocks
         return out
+
+    @classmethod
+    def from_json(cls, d: dict[Any, Any]) -> MessagePart:
+        message_id = d.get("messageId")
+        part = cls(text(d.get("id")), text(d.get("role")) or "agent",
+                   text(message_id) if isinstance(message_id, str) else None,
+                   dicts(d.get("blocks")))
+        part.append(text(d.get("text")))
+        return part
 
 
 @dataclass(slots=True, eq=False)
@@ -96,6 +120,22 @@ class ToolCallPart:
             out["rawOutput"] = self.raw_output
         return out
 
+    @classmethod
+    def from_json(cls, d: dict[Any, Any]) -> ToolCallPart:
+        return cls(text(d.get("id")), text(d.get("toolCallId")), text(d.get("title")),
+                   text(d.get("kind")) or "other", text(d.get("status")) or "pending",
+                   content=dicts(d.get("content")), locations=dicts(d.get("locations")),
+                   raw_input=d.get("rawInput"), raw_output=d.get("rawOutput"))
+
+    @property
+    def content_items(self) -> tuple[items.Content, ...]:
+        """`content`, typed: text, diffs, terminals and other blocks."""
+        return tuple(items.content(c) for c in self.content if isinstance(c, dict))
+
+    @property
+    def location_items(self) -> tuple[items.Location, ...]:
+        return tuple(items.location(loc) for loc in self.locations if isinstance(loc, dict))
+
 
 @dataclass(slots=True, eq=False)
 class PermissionPart:
@@ -105,7 +145,8 @@ class PermissionPart:
     tool_call_id: str
     title: str
     options: list[dict[str, Any]]
-    outcome: Literal["pending", "selected", "cancelled"] = "pending"
+    #: "pending", "selected" or "cancelled" (a transcript's other values are kept as read).
+    outcome: str = "pending"
     option_id: str | None = None
     decided_by: str | None = None  # "policy", "user", "cancel", "agent" ($/cancel_request)
 
@@ -115,10 +156,30 @@ class PermissionPart:
     def chosen(self) -> dict[str, Any] | None:
         return next((o for o in self.options if o.get("optionId") == self.option_id), None)
 
+    @property
+    def option_items(self) -> tuple[items.Option, ...]:
+        """`options`, typed."""
+        return tuple(items.option(o) for o in self.options if isinstance(o, dict))
+
+    def chosen_item(self, options: tuple[items.Option, ...] | None = None) -> items.Option | None:
+        """The chosen option, typed: the first of `options` (this request's `option_items`,
+        by default) with the chosen id, or None."""
+        if self.option_id is None:
+            return None
+        if options is None:
+            options = self.option_items
+        return next((o for o in options if o.option_id == self.option_id), None)
+
     def to_json(self) -> dict[str, Any]:
         return {"type": "permission", "id": self.part_id, "toolCallId": self.tool_call_id,
                 "title": self.title, "options": self.options, "outcome": self.outcome,
                 "optionId": self.option_id, "decidedBy": self.decided_by}
+
+    @classmethod
+    def from_json(cls, d: dict[Any, Any]) -> PermissionPart:
+        return cls(text(d.get("id")), text(d.get("toolCallId")), text(d.get("title")),
+                   dicts(d.get("options")), text(d.get("outcome")) or "pending",
+                   opt_text(d.get("optionId")), opt_text(d.get("decidedBy")))
 
 
 @dataclass(slots=True, frozen=True)
@@ -129,6 +190,15 @@ class PlanEntry:
 
     def to_json(self) -> dict[str, Any]:
         return {"content": self.content, "priority": self.priority, "status": self.status}
+
+    @classmethod
+    def from_json(cls, e: dict[Any, Any]) -> PlanEntry:
+        return cls(text(e.get("content")), text(e.get("priority")),
+                   text(e.get("status")) or "pending")
+
+    @classmethod
+    def list_from_json(cls, x: Any) -> list[PlanEntry]:
+        return [cls.from_json(e) for e in dicts(x)]
 
 
 @dataclass(slots=True, eq=False)
@@ -142,6 +212,10 @@ class PlanPart:
 
     def to_json(self) -> dict[str, Any]:
         return {"type": "plan", "id": self.part_id, "entries": [e.to_json() for e in self.entries]}
+
+    @classmethod
+    def from_json(cls, d: dict[Any, Any]) -> PlanPart:
+        return cls(text(d.get("id")), PlanEntry.list_from_json(d.get("entries")))
 
 
 @dataclass(slots=True, eq=False)
@@ -165,6 +239,13 @@ class RawPart:
             out["problem"] = self.problem
         return out
 
+    @classmethod
+    def from_json(cls, d: dict[Any, Any]) -> RawPart:
+        kind = d.get("sessionUpdate")
+        name = text(kind)  # kept as it is when a string, even empty (the views show "?")
+        return cls(text(d.get("id")), name if name or isinstance(kind, str) else "?",
+                   d.get("raw"), opt_text(d.get("problem")))
+
 
 @dataclass(slots=True, eq=False)
 class ErrorPart:
@@ -179,10 +260,45 @@ class ErrorPart:
     def to_json(self) -> dict[str, Any]:
         return {"type": "error", "id": self.part_id, "level": self.level, "message": self.message}
 
+    @classmethod
+    def from_json(cls, d: dict[Any, Any]) -> ErrorPart:
+        return cls(text(d.get("id")), text(d.get("message")),
+                   "warning" if d.get("level") == "warning" else "error")
+
+
+@dataclass(frozen=True, slots=True)
+class Terminal:
+    """What a client terminal printed and how it ended, as of one moment: the transcript's
+    record of it (`TerminalView.snapshot`, or read back from a transcript)."""
+
+    terminal_id: str
+    command: str
+    output: str
+    truncated: bool = False
+    exit_code: int | None = None
+    signal: str | None = None
+
+    @property
+    def exited(self) -> bool:
+        return self.exit_code is not None or self.signal is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"terminalId": self.terminal_id, "command": self.command, "output": self.output,
+                "truncated": self.truncated,
+                "exitStatus": {"exitCode": self.exit_code, "signal": self.signal}}
+
+    @classmethod
+    def from_json(cls, d: dict[Any, Any]) -> Terminal:
+        status = mapping(d.get("exitStatus"))
+        return cls(text(d.get("terminalId")), text(d.get("command")), text(d.get("output")),
+                   d.get("truncated") is True, integer(status.get("exitCode")),
+                   opt_text(status.get("signal")))
+
 
 @dataclass(eq=False)
 class TerminalView:
-    """What a terminal printed and how it ended; kept after release for the record."""
+    """A client terminal's output buffer (bounded, cut on a UTF-8 boundary) and how it ended;
+    kept after release for the record. What it shows is its `snapshot()`."""
 
     terminal_id: str
     command: str
@@ -214,30 +330,67 @@ class TerminalView:
     def exit_status(self) -> dict[str, Any]:
         return {"exitCode": self.exit_code, "signal": self.signal}
 
-    def to_json(self) -> dict[str, Any]:
-        return {"terminalId": self.terminal_id, "command": self.command, "output": self.text,
-                "truncated": self.truncated, "exitStatus": self.exit_status()}
+    def snapshot(self) -> Terminal:
+        return Terminal(self.terminal_id, self.command, self.text, self.truncated,
+                        self.exit_code, self.signal)
 
+    def to_json(self) -> dict[str, Any]:
+        return self.snapshot().to_json()
 
 
 Part = MessagePart | ToolCallPart | PermissionPart | PlanPart | RawPart | ErrorPart
 
+_READERS: dict[str, Callable[[dict[Any, Any]], Part]] = {
+    "message": MessagePart.from_json,
+    "tool_call": ToolCallPart.from_json,
+    "permission": PermissionPart.from_json,
+    "plan": PlanPart.from_json,
+    "raw": RawPart.from_json,
+    "error": ErrorPart.from_json,
+}
+
+
+def part_from_json(d: dict[Any, Any]) -> Part:
+    """A part from its `to_json()` dict; a part of a kind we do not know is kept as data."""
+    kind = d.get("type")
+    reader = _READERS.get(kind) if isinstance(kind, str) else None
+    if reader is not None:
+        return reader(d)
+    return RawPart(text(d.get("id")), f"part {text(kind) or '?'}", d, None)
+
 
 @dataclass(slots=True, frozen=True)
 class Usage:
-    """Context window use and the session's cumulative cost, as of the last `usage_update`."""
+    """Context window use and the session's cumulative cost, as of the last `usage_update`.
 
-    used: int
-    size: int
+    `used` and `size` are always set by the fold; only a transcript read back may lack them.
+    """
+
+    used: int | None
+    size: int | None
     cost_amount: float | None = None
     cost_currency: str | None = None
 
     @property
     def fraction(self) -> float | None:
-        return self.used / self.size if self.size else None
+        if self.used is None or not self.size or self.size <= 0:
+            return None
+        return max(0.0, self.used / self.size)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"used": self.used, "size": self.size}
         if self.cost_amount is not None:
             out["cost"] = {"amount": self.cost_amount, "currency": self.cost_currency}
         return out
+
+    @classmethod
+    def from_json(cls, x: Any) -> Usage | None:
+        """The usage of a transcript; None when it says nothing of it."""
+        if not isinstance(x, dict):
+            return None
+        cost = mapping(x.get("cost"))
+        used, size = integer(x.get("used")), integer(x.get("size"))
+        amount = number(cost.get("amount"))
+        if used is None and size is None and amount is None:
+            return None
+        return cls(used, size, amount, opt_text(cost.get("currency")))

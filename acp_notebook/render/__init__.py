@@ -5,8 +5,9 @@
 
 The bundle holds `text/markdown` (the answer, then a compact record), `text/html` (the rich
 view), `text/plain`, and the transcript itself under `MIME_TRANSCRIPT`, so a saved notebook can
-be read, diffed and replayed. The transcript may be malformed (a saved notebook, an older
-version): rendering never raises.
+be read, diffed and replayed. The transcript is read back into the fold's own parts
+(`protocol.transcript.read_turn`) and drawn from them; it may be malformed (a saved notebook, an
+older version): reading and rendering never raise.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from collections.abc import Callable
 from html import escape
 from typing import Any
 
+from ..protocol.transcript import Transcript, read_turn
 from .html import render_html
 from .markdown import render_markdown
-from .model import Turn, read_turn
 from .text import render_text
 
 __all__ = [
@@ -62,7 +63,7 @@ def render_bundle(transcript: dict[str, Any], *, live: bool = False,
     return bundle
 
 
-def _safely(view: Callable[[Turn], str], turn: Turn,
+def _safely(view: Callable[[Transcript], str], turn: Transcript,
             fallback: Callable[[Exception], str]) -> str:
     try:
         return view(turn)

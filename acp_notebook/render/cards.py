@@ -8,38 +8,31 @@ import re
 from functools import lru_cache
 from html import escape
 
+from ..protocol.items import BlockContent, DiffContent, TerminalContent, TextContent
+from ..protocol.state import PermissionPart, RawPart, Terminal, ToolCallPart
+from ..protocol.transcript import Transcript
 from . import clip, labels
 from .agentmd import inline, to_html
 from .diff import unified
 from .htmlbits import block, css_class, json_details, note
 from .jsondump import dump
-from .model import (
-    BlockContent,
-    DiffContent,
-    Permission,
-    Raw,
-    Terminal,
-    TerminalContent,
-    TextContent,
-    ToolCall,
-    Turn,
-)
 
 _MARKDOWNISH = re.compile(r"^ {0,3}(?:#{1,6} |```|~~~|[-*+] \S|\d{1,3}[.)] \S|> |\|.*\|)"
                           r"|\*\*\S|\]\(", re.M)
 
 
-def tool_call(out: list[str], call: ToolCall, turn: Turn) -> None:
+def tool_call(out: list[str], call: ToolCallPart, turn: Transcript) -> None:
     """A collapsible card: kind icon, title, status badge; locations, content, raw input.
 
     Open when there is something to look at (a diff, a terminal) or the call failed.
     """
     glyph, word = labels.tool_status(call.status)
     status_cls = css_class(call.status)
-    diffs = [c for c in call.content if isinstance(c, DiffContent)]
+    content, locations, kind = call.content_items, call.location_items, call.tool_kind
+    diffs = [c for c in content if isinstance(c, DiffContent)]
     is_open = (call.status == "failed" or bool(diffs)
-               or any(isinstance(c, TerminalContent) for c in call.content))
-    title = inline(" ".join(call.title.split())) if call.title.strip() else escape(call.kind)
+               or any(isinstance(c, TerminalContent) for c in content))
+    title = inline(" ".join(call.title.split())) if call.title.strip() else escape(kind)
     stats = ""
     if diffs:
         added = removed = 0
@@ -48,17 +41,17 @@ def tool_call(out: list[str], call: ToolCall, turn: Turn) -> None:
             added, removed = added + u.added, removed + u.removed
         stats = f' <span class="acpnb-muted">+{added} −{removed}</span>'
     out.append(f'<details class="acpnb-tool acpnb-tool-{status_cls}"{" open" if is_open else ""}>'
-               f'<summary><span class="acpnb-kind" title="{escape(call.kind)}">'
-               f'{labels.kind_icon(call.kind)}</span> {title} '
+               f'<summary><span class="acpnb-kind" title="{escape(kind)}">'
+               f'{labels.kind_icon(kind)}</span> {title} '
                f'<span class="acpnb-badge acpnb-st-{status_cls}">{glyph} {escape(word)}</span>'
                f'{stats}</summary>')
-    if call.locations:
+    if locations:
         locs = ", ".join(
             f"<code>{escape(loc.path)}{f':{loc.line}' if loc.line is not None else ''}</code>"
-            for loc in call.locations[:20])
-        more = f" … {len(call.locations) - 20} more" if len(call.locations) > 20 else ""
+            for loc in locations[:20])
+        more = f" … {len(locations) - 20} more" if len(locations) > 20 else ""
         out.append(f'<div class="acpnb-locs">📄 {locs}{more}</div>')
-    for c in call.content:
+    for c in content:
         if isinstance(c, TextContent):
             _tool_text(out, c.text)
         elif isinstance(c, DiffContent):
@@ -67,9 +60,9 @@ def tool_call(out: list[str], call: ToolCall, turn: Turn) -> None:
             _terminal(out, c.terminal_id, turn)
         elif isinstance(c, BlockContent):
             out.append(block(c.block))
-    if call.has_raw_input:
+    if call.raw_input is not None:
         out.append(json_details("Input", call.raw_input))
-    if call.has_raw_output:
+    if call.raw_output is not None:
         out.append(json_details("Raw output", call.raw_output))
     out.append("</details>")
 
@@ -132,7 +125,7 @@ def _diff_line(line: str, *, header: bool) -> str:
     return f"<span>{esc}</span>\n"
 
 
-def _terminal(out: list[str], terminal_id: str, turn: Turn) -> None:
+def _terminal(out: list[str], terminal_id: str, turn: Transcript) -> None:
     term = turn.terminals.get(terminal_id)
     if term is None:
         out.append(note(f"terminal {terminal_id or '?'}: no output recorded"))
@@ -156,12 +149,13 @@ def _terminal_html(term: Terminal, live: bool) -> str:
             f'<div class="acpnb-note {cls}">{escape(status)}</div>')
 
 
-def permission(out: list[str], p: Permission, live: bool) -> None:
+def permission(out: list[str], p: PermissionPart, live: bool) -> None:
     """The request, its options (the chosen one marked) and how it was decided."""
     title = inline(" ".join(p.title.split())) if p.title.strip() else "a tool call"
     options = []
-    chosen = p.chosen
-    for o in p.options:
+    items = p.option_items
+    chosen = p.chosen_item(items)
+    for o in items:
         name = escape(o.name or o.option_id or o.kind or "?", quote=False)
         if chosen is not None and o is chosen:
             options.append(f'<strong class="acpnb-chosen">✓ {name}</strong>')
@@ -175,11 +169,11 @@ def permission(out: list[str], p: Permission, live: bool) -> None:
     out.append(f'<div>{"⏳" if waiting else "→"} <strong>{escape(decision)}</strong></div></div>')
 
 
-def raw(out: list[str], r: Raw) -> None:
+def raw(out: list[str], r: RawPart) -> None:
     """An update this renderer does not know, kept as collapsed JSON."""
     problem = f' <span class="acpnb-muted">({escape(r.problem)})</span>' if r.problem else ""
     out.append(f'<details class="acpnb-raw"><summary>❔ Unknown update '
-               f'<code>{escape(r.kind)}</code>{problem}</summary>')
+               f'<code>{escape(r.update_kind or "?")}</code>{problem}</summary>')
     clipped = dump(r.raw)
     out.append(f'<pre class="acpnb-out">{escape(clipped.text, quote=False)}</pre>'
                f'{note(clipped.note)}</details>')

@@ -7,18 +7,29 @@ converted by `agentmd` (markdown-it-py, raw HTML off). The markup reads without 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from html import escape
 from typing import Any
 
+from ..protocol.state import (
+    ErrorPart,
+    MessagePart,
+    Part,
+    PermissionPart,
+    PlanEntry,
+    PlanPart,
+    RawPart,
+    ToolCallPart,
+)
+from ..protocol.transcript import Transcript
 from . import labels
 from .agentmd import inline, to_html
 from .cards import permission, raw, tool_call
-from .htmlbits import block, css_class, note
-from .model import Error, Message, Part, Permission, Plan, PlanItem, Raw, ToolCall, Turn
+from .htmlbits import block, css_class, json_details, note
 from .style import MATH_OFF, STYLE
 
 
-def render_html(turn: Turn) -> str:
+def render_html(turn: Transcript) -> str:
     # MathJax (JupyterLab, nbconvert) typesets `$…$` in HTML outputs unless told not to: an
     # answer's dollars stay text, and a `\href` in them can never become a link.
     out: list[str] = [f'<div class="acpnb-turn {MATH_OFF}" data-turn-id="{escape(turn.turn_id)}">',
@@ -37,27 +48,23 @@ def render_html(turn: Turn) -> str:
     return "".join(out)
 
 
-def _part(out: list[str], part: Part, turn: Turn, *, growing: bool) -> None:
-    if isinstance(part, Message):
-        _message(out, part, growing=growing)
-    elif isinstance(part, ToolCall):
-        tool_call(out, part, turn)
-    elif isinstance(part, Permission):
-        permission(out, part, turn.live)
-    elif isinstance(part, Plan):
-        _plan(out, part.entries)
-    elif isinstance(part, Raw):
-        raw(out, part)
-    elif isinstance(part, Error):
-        _alert(out, part.level, "⚠ Error" if part.level == "error" else "⚠ Warning",
-               part.message)
+def _part(out: list[str], part: Part, turn: Transcript, *, growing: bool) -> None:
+    draw = _DRAW.get(type(part))
+    if draw is None:  # a part kind with no look of its own yet: shown as data
+        out.append(json_details(f"{part.kind} part", part.to_json()))
+    else:
+        draw(out, part, turn, growing)
+
+
+def _error(out: list[str], part: ErrorPart) -> None:
+    _alert(out, part.level, "⚠ Error" if part.level == "error" else "⚠ Warning", part.message)
 
 
 def _multiline(s: str) -> str:
     return escape(s, quote=False).replace("\n", "<br>\n")
 
 
-def _message(out: list[str], m: Message, *, growing: bool) -> None:
+def _message(out: list[str], m: MessagePart, *, growing: bool) -> None:
     if m.role == "thought":
         if not m.text and not m.blocks:
             return
@@ -85,7 +92,7 @@ def _blocks(out: list[str], blocks: tuple[dict[Any, Any], ...] | list[dict[Any, 
         out.append(block(b))
 
 
-def _plan(out: list[str], entries: tuple[PlanItem, ...]) -> None:
+def _plan(out: list[str], entries: list[PlanEntry]) -> None:
     if not entries:
         return
     done = sum(1 for e in entries if e.status == "completed")
@@ -109,7 +116,7 @@ def _alert(out: list[str], level: str, heading: str, message: str) -> None:
                f'{body}</div>')
 
 
-def _turn_alerts(out: list[str], turn: Turn) -> None:
+def _turn_alerts(out: list[str], turn: Transcript) -> None:
     reason = turn.stop_reason
     if reason == "refusal":
         _alert(out, "error", "⛔ Refused.", labels.REFUSAL)
@@ -121,7 +128,7 @@ def _turn_alerts(out: list[str], turn: Turn) -> None:
         _alert(out, "error", "✗ The turn failed:", turn.error)
 
 
-def _footer(out: list[str], turn: Turn) -> None:
+def _footer(out: list[str], turn: Transcript) -> None:
     pieces: list[str] = []
     if turn.live:
         pieces.append('<span class="acpnb-running">◌ running…</span>')
@@ -151,3 +158,15 @@ def _footer(out: list[str], turn: Turn) -> None:
             pieces.append(f"<strong>{escape(reason)}</strong>" if strong else escape(reason))
     if pieces:
         out.append(f'<div class="acpnb-footer">{" · ".join(pieces)}</div>')
+
+
+#: How each part kind is drawn, in arrival order: (out, part, turn, growing). A kind added to
+#: the model gets its look here (a function here or in `cards`).
+_DRAW: dict[type[Any], Callable[[list[str], Any, Transcript, bool], None]] = {
+    MessagePart: lambda out, p, turn, growing: _message(out, p, growing=growing),
+    ToolCallPart: lambda out, p, turn, growing: tool_call(out, p, turn),
+    PermissionPart: lambda out, p, turn, growing: permission(out, p, turn.live),
+    PlanPart: lambda out, p, turn, growing: _plan(out, p.entries),
+    RawPart: lambda out, p, turn, growing: raw(out, p),
+    ErrorPart: lambda out, p, turn, growing: _error(out, p),
+}

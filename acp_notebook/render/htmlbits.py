@@ -11,10 +11,10 @@ from functools import lru_cache
 from html import escape
 from typing import Any
 
+from ..protocol.coerce import mapping, text
 from . import clip
 from .agentmd import to_html
 from .jsondump import dump
-from .model import mapping, text
 from .urls import safe_url
 
 _CLASS_SAFE = re.compile(r"[^a-z0-9_]")

@@ -5,7 +5,8 @@ All functions return plain (unescaped) text; each format escapes it its own way.
 
 from __future__ import annotations
 
-from .model import Permission, Terminal, Turn, UsageInfo
+from ..protocol.state import PermissionPart, Terminal, Usage
+from ..protocol.transcript import Transcript
 
 KIND_ICONS: dict[str, str] = {
     "read": "📖", "edit": "✏️", "delete": "🗑️", "move": "📦", "search": "🔍",
@@ -57,7 +58,7 @@ def plan_status(status: str) -> tuple[str, str]:
     return PLAN_STATUS.get(status, ("•", status or "unknown"))
 
 
-def decision(p: Permission, *, live: bool = False) -> str:
+def decision(p: PermissionPart, *, live: bool = False) -> str:
     """How a permission request was answered: "allowed once by policy", "cancelled", ..."""
     by = p.decided_by or ""
     if p.outcome == "pending":
@@ -70,7 +71,7 @@ def decision(p: Permission, *, live: bool = False) -> str:
         if by.startswith("policy"):
             return "rejected by policy (no option to reject; request cancelled)"
         return "cancelled" + _by(by)
-    chosen = p.chosen
+    chosen = p.chosen_item()
     if chosen is None:
         verb = f"chose unknown option “{p.option_id}”"
     else:
@@ -88,7 +89,7 @@ def _by(by: str) -> str:
     return f" by {by}"
 
 
-def stop_reason(turn: Turn) -> str:
+def stop_reason(turn: Transcript) -> str:
     if turn.stop_reason is not None:
         return STOP_REASONS.get(turn.stop_reason, f"stopped: {turn.stop_reason}")
     if turn.live:
@@ -112,7 +113,7 @@ def percent(fraction: float) -> str:
     return f"{pct:.0f}%" if pct >= 1 or pct == 0 else f"{pct:.1f}%"
 
 
-def context(usage: UsageInfo) -> str:
+def context(usage: Usage) -> str:
     """ "context 45% (90k / 200k)" or what of it is known."""
     frac = usage.fraction
     if frac is not None and usage.used is not None and usage.size is not None:
@@ -131,10 +132,10 @@ def money(amount: float, currency: str | None) -> str:
     return f"{value} {cur}"
 
 
-def cost(turn: Turn) -> str:
+def cost(turn: Transcript) -> str:
     """ "cost $0.0123 this turn, $0.53 in total" or what of it is known."""
-    currency = turn.usage.currency if turn.usage else None
-    total = turn.usage.cost if turn.usage else None
+    currency = turn.usage.cost_currency if turn.usage else None
+    total = turn.usage.cost_amount if turn.usage else None
     pieces = []
     if turn.cost is not None:
         pieces.append(f"{money(turn.cost, currency)} this turn")
@@ -143,7 +144,7 @@ def cost(turn: Turn) -> str:
     return ("cost " + ", ".join(pieces)) if pieces else ""
 
 
-def tokens(turn: Turn) -> str:
+def tokens(turn: Transcript) -> str:
     t = turn.tokens
     pieces = []
     if "inputTokens" in t:
@@ -176,7 +177,7 @@ def exit_status(term: Terminal, *, live: bool) -> str:
     return "running…" if live else "no exit status"
 
 
-def footer(turn: Turn) -> list[str]:
+def footer(turn: Transcript) -> list[str]:
     """The footer's pieces in order, shared by the plain and Markdown views."""
     pieces = []
     if turn.agent:

@@ -10,18 +10,22 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from ..protocol.items import DiffContent, TerminalContent
+from ..protocol.state import PermissionPart, Terminal, ToolCallPart
+from ..protocol.transcript import Transcript
 from . import clip, labels, mdsafe
 from .diff import unified
 from .mdwrite import inline, plain, to_markdown
-from .model import DiffContent, Permission, Terminal, TerminalContent, ToolCall, Turn
 from .style import MATH_OFF
 
+#: The part kinds drawn here (messages as the answer; others have a line of their kind).
+_DRAWN = frozenset({"message", "plan", "tool_call", "permission", "raw", "error"})
 #: The Markdown view is a summary: diffs and terminal output are clipped harder than in HTML.
 DIFF_LINES = 80
 TERMINAL_LINES = 40
 
 
-def render_markdown(turn: Turn) -> str:
+def render_markdown(turn: Transcript) -> str:
     blocks: list[str] = []
     if turn.text.strip():
         try:
@@ -39,7 +43,7 @@ def render_markdown(turn: Turn) -> str:
     return f'<div class="{MATH_OFF}">\n\n' + "\n\n".join(blocks) + "\n\n</div>\n"
 
 
-def _record(turn: Turn) -> list[str]:
+def _record(turn: Transcript) -> list[str]:
     out: list[str] = []
     if turn.plan:
         done = sum(1 for e in turn.plan if e.status == "completed")
@@ -53,12 +57,12 @@ def _record(turn: Turn) -> list[str]:
             lines.append(f"- [{box}] {inline(e.content) or '…'}{state}{prio}")
         out.append("\n".join(lines))
 
-    actions = [p for p in turn.parts if isinstance(p, ToolCall | Permission)]
+    actions = [p for p in turn.parts if isinstance(p, ToolCallPart | PermissionPart)]
     if actions:
         lines = ["**Tool calls**", ""]
         for p in actions:
             try:
-                lines.extend(_tool_call(p, turn) if isinstance(p, ToolCall)
+                lines.extend(_tool_call(p, turn) if isinstance(p, ToolCallPart)
                              else [_permission(p, turn)])
             except Exception as exc:  # nor one tool call the others
                 lines.append(f"- (could not render this part: {type(exc).__name__})")
@@ -66,7 +70,10 @@ def _record(turn: Turn) -> list[str]:
 
     for r in turn.raws:
         problem = f" ({mdsafe.inline(r.problem)})" if r.problem else ""
-        out.append(f"❔ Unknown update {mdsafe.code(r.kind)}{problem}: kept in the transcript.")
+        out.append(f"❔ Unknown update {mdsafe.code(r.update_kind or '?')}{problem}: kept in the "
+                   "transcript.")
+    out.extend(f"• A {mdsafe.code(p.kind)} part: kept in the transcript."
+               for p in turn.parts if p.kind not in _DRAWN)
     alerts = [(("⚠ **Error:** " if e.level == "error" else "⚠ **Warning:** ")
                + mdsafe.inline(e.message)) for e in turn.errors]
     if turn.stop_reason == "refusal":
@@ -85,16 +92,17 @@ def _record(turn: Turn) -> list[str]:
     return out
 
 
-def _tool_call(call: ToolCall, turn: Turn) -> list[str]:
+def _tool_call(call: ToolCallPart, turn: Transcript) -> list[str]:
     glyph, word = labels.tool_status(call.status)
-    title = inline(call.title) or mdsafe.inline(call.kind)
+    title = inline(call.title) or mdsafe.inline(call.tool_kind)
     word = mdsafe.inline(word)
     extra = ""
-    diffs = [unified(c.path, c.old, c.new) for c in call.content if isinstance(c, DiffContent)]
+    content = call.content_items
+    diffs = [unified(c.path, c.old, c.new) for c in content if isinstance(c, DiffContent)]
     if diffs:
         extra = f" (+{sum(d.added for d in diffs)} −{sum(d.removed for d in diffs)})"
-    lines = [f"- {glyph} {labels.kind_icon(call.kind)} {title} — {word}{extra}"]
-    for c in call.content:
+    lines = [f"- {glyph} {labels.kind_icon(call.tool_kind)} {title} — {word}{extra}"]
+    for c in content:
         if isinstance(c, DiffContent):
             lines.extend(_diff_block(c.path, c.old, c.new))
         elif isinstance(c, TerminalContent):
@@ -123,7 +131,7 @@ def _diff_block(path: str, old: str | None, new: str) -> tuple[str, ...]:
     return tuple(_fenced(body, "diff", note))
 
 
-def _permission(p: Permission, turn: Turn) -> str:
+def _permission(p: PermissionPart, turn: Transcript) -> str:
     title = inline(p.title) or "a tool call"
     return f"- 🔐 Permission: {title} → **{mdsafe.inline(labels.decision(p, live=turn.live))}**"
 

@@ -3,12 +3,14 @@ permission, unknown update and error, then the footer. For terminals, logs and `
 
 from __future__ import annotations
 
+from ..protocol.items import DiffContent, TerminalContent
+from ..protocol.state import ErrorPart, PermissionPart, RawPart, ToolCallPart
+from ..protocol.transcript import Transcript
 from . import labels
 from .diff import unified
-from .model import DiffContent, Error, Permission, Raw, TerminalContent, ToolCall, Turn
 
 
-def render_text(turn: Turn) -> str:
+def render_text(turn: Transcript) -> str:
     blocks: list[str] = []
     if turn.text.strip():
         blocks.append(turn.text.strip("\n"))
@@ -20,16 +22,18 @@ def render_text(turn: Turn) -> str:
             prio = f" ({_one_line(e.priority)})" if e.priority else ""
             record.append(f"  {glyph} {_one_line(e.content)}{prio}")
     for p in turn.parts:
-        if isinstance(p, ToolCall):
+        if isinstance(p, ToolCallPart):
             record.append(_tool_call(p, turn))
-        elif isinstance(p, Permission):
+        elif isinstance(p, PermissionPart):
             title = _one_line(p.title) or "a tool call"
             record.append(f"🔐 permission: {title} → {labels.decision(p, live=turn.live)}")
-        elif isinstance(p, Raw):
+        elif isinstance(p, RawPart):
             problem = f" ({_one_line(p.problem)})" if p.problem else ""
-            record.append(f"❔ unknown update {_one_line(p.kind)}{problem}")
-        elif isinstance(p, Error):
+            record.append(f"❔ unknown update {_one_line(p.update_kind or '?')}{problem}")
+        elif isinstance(p, ErrorPart):
             record.append(f"⚠ {p.level}: {_one_line(p.message)}")
+        elif p.kind not in ("message", "plan"):  # drawn above; a kind newer than this view:
+            record.append(f"• a {_one_line(p.kind)} part")
     if turn.stop_reason == "refusal":
         record.append(f"⛔ refused: {labels.REFUSAL}")
     if turn.error and turn.error not in {e.message for e in turn.errors}:
@@ -44,18 +48,19 @@ def render_text(turn: Turn) -> str:
     return "\n\n".join(blocks)
 
 
-def _tool_call(call: ToolCall, turn: Turn) -> str:
+def _tool_call(call: ToolCallPart, turn: Transcript) -> str:
     glyph, word = labels.tool_status(call.status)
-    title = _one_line(call.title) or _one_line(call.kind)
+    title = _one_line(call.title) or _one_line(call.tool_kind)
     extra = []
-    diffs = [unified(c.path, c.old, c.new) for c in call.content if isinstance(c, DiffContent)]
+    content = call.content_items
+    diffs = [unified(c.path, c.old, c.new) for c in content if isinstance(c, DiffContent)]
     if diffs:
         extra.append(f"+{sum(d.added for d in diffs)} −{sum(d.removed for d in diffs)}")
-    for c in call.content:
+    for c in content:
         if isinstance(c, TerminalContent) and (term := turn.terminals.get(c.terminal_id)):
             extra.append(labels.exit_status(term, live=turn.live))
     more = f" ({', '.join(_one_line(x) for x in extra)})" if extra else ""
-    return f"{glyph} {_one_line(call.kind)}: {title} — {_one_line(word)}{more}"
+    return f"{glyph} {_one_line(call.tool_kind)}: {title} — {_one_line(word)}{more}"
 
 
 def _one_line(s: str) -> str:

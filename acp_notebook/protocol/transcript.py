@@ -1,0 +1,139 @@
+"""A turn's transcript read back into the part model: what every renderer draws.
+
+The transcript is the dict of `TurnResult.to_json()` (or of a turn still running, the same
+shape), and it may come from a saved notebook or an older version: any key may be missing or of
+the wrong type. `read_turn` is total: a value of the wrong type reads as absent, and it never
+raises. Its parts are the classes the fold builds (`state`), so a turn streaming, finished, or
+read from a notebook is drawn from the same objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .coerce import dicts, integer, mapping, number, opt_text, text
+from .state import (
+    ErrorPart,
+    MessagePart,
+    Part,
+    PermissionPart,
+    PlanEntry,
+    PlanPart,
+    RawPart,
+    Terminal,
+    ToolCallPart,
+    Usage,
+    part_from_json,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    """One turn as a renderer sees it: its parts in arrival order and what is known of its end."""
+
+    turn_id: str
+    agent: str
+    live: bool  # still streaming
+    success: bool | None
+    stop_reason: str | None
+    error: str | None
+    text: str  # the answer: agent messages joined
+    thoughts: str
+    parts: tuple[Part, ...]
+    plan: tuple[PlanEntry, ...]
+    terminals: dict[str, Terminal]
+    usage: Usage | None
+    cost: float | None  # this turn's
+    tokens: dict[str, int]
+    duration: float | None
+    note: str = ""  # the client's word on the turn ("replayed history"), not the agent's
+
+    @property
+    def tool_calls(self) -> list[ToolCallPart]:
+        return [p for p in self.parts if isinstance(p, ToolCallPart)]
+
+    @property
+    def permissions(self) -> list[PermissionPart]:
+        return [p for p in self.parts if isinstance(p, PermissionPart)]
+
+    @property
+    def errors(self) -> list[ErrorPart]:
+        return [p for p in self.parts if isinstance(p, ErrorPart)]
+
+    @property
+    def raws(self) -> list[RawPart]:
+        return [p for p in self.parts if isinstance(p, RawPart)]
+
+
+def read_turn(transcript: Any, *, live: bool = False) -> Transcript:
+    """Read a transcript dict (anything, in fact) into a `Transcript`; never raises."""
+    t = mapping(transcript)
+    parts = [part_from_json(d) for d in dicts(t.get("parts"))]
+
+    # The parts are the source; the top-level text, thoughts and plan stand in when the parts
+    # lack them (a hand-made or trimmed transcript): nothing is shown twice and nothing lost.
+    # Stand-ins go first, in the order a turn produces them: thoughts, plan, answer.
+    stand_ins: list[Part] = []
+    thoughts = _joined(parts, "thought")
+    top_thoughts = text(t.get("thoughts"))
+    if not thoughts and top_thoughts:
+        stand_ins.append(_message("thought", top_thoughts))
+        thoughts = top_thoughts
+    plans = [p for p in parts if isinstance(p, PlanPart)]
+    plan = tuple(plans[-1].entries if plans else PlanEntry.list_from_json(t.get("plan")))
+    if not plans and plan:
+        stand_ins.append(PlanPart("", list(plan)))
+    answer = _joined(parts, "agent")
+    top_text = text(t.get("text"))
+    if not any(isinstance(p, MessagePart) and p.role == "agent" for p in parts) and top_text:
+        stand_ins.append(_message("agent", top_text))
+        answer = top_text
+    parts[:0] = stand_ins
+
+    terminals: dict[str, Terminal] = {}
+    for d in dicts(t.get("terminals")):
+        term = Terminal.from_json(d)
+        if term.terminal_id:
+            terminals[term.terminal_id] = term
+
+    success = t.get("success")
+    return Transcript(
+        turn_id=text(t.get("turnId")),
+        agent=text(t.get("agent")),
+        live=bool(live),
+        success=success if isinstance(success, bool) else None,
+        stop_reason=opt_text(t.get("stopReason")),
+        error=opt_text(t.get("error")),
+        text=answer,
+        thoughts=thoughts,
+        parts=tuple(parts),
+        plan=plan,
+        terminals=terminals,
+        usage=Usage.from_json(t.get("usage")),
+        cost=number(t.get("cost")),
+        tokens=_tokens(t.get("tokens")),
+        duration=number(t.get("duration")),
+        note=text(t.get("note")),
+    )
+
+
+def _joined(parts: list[Part], role: str) -> str:
+    return "\n\n".join(
+        p.text for p in parts if isinstance(p, MessagePart) and p.role == role and p.text
+    )
+
+
+def _message(role: str, body: str) -> MessagePart:
+    part = MessagePart("", role)
+    part.append(body)
+    return part
+
+
+def _tokens(x: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for key, value in mapping(x).items():
+        n = integer(value)
+        if n is not None and isinstance(key, str):
+            out[key] = n
+    return out
