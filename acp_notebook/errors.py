@@ -84,3 +84,7 @@ class PromptError(AcpError, ValueError):
 
 class ClientClosedError(AcpError):
     """The client or session was closed."""
+
+
+class TurnStateError(AcpError, RuntimeError):
+    """A turn was moved in a way its state machine does not allow (a bug in the caller)."""
