@@ -138,7 +138,9 @@ class AgentRequests:
                     option_id = await handler(PermissionRequest(
                         part, request.label, request.tool_call, self._owner.id, request.problems))
                 except Exception as exc:  # the handler gave up (a timeout, a bug): fail closed
-                    option_id, by = None, f"rejected: {exc or type(exc).__name__}"
+                    # str(exc), not exc: an exception object is always true, and TimeoutError()
+                    # would be recorded as "rejected: " with no reason at all.
+                    option_id, by = None, f"rejected: {str(exc) or type(exc).__name__}"
                 if option_id is not None and option_id not in {o["optionId"] for o in options}:
                     raise RpcError(rpc.INVALID_PARAMS, f"unknown option id {option_id!r}")
                 if option_id is None:
