@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import itertools
 
+import anyio
 import pytest
 
 from acp_notebook.errors import AcpError, TurnStateError
+from acp_notebook.protocol.mutations import Delta, PartUpdated, TurnFinished
 from acp_notebook.protocol.result import TurnRecord, TurnResult
 from acp_notebook.protocol.turnstate import (
     END_STATES,
@@ -15,6 +17,8 @@ from acp_notebook.protocol.turnstate import (
     TurnOutcome,
     TurnState,
 )
+from tests.agents.script import script
+from tests.client_helpers import Agent, Watcher
 
 S = TurnState
 
@@ -176,3 +180,37 @@ def test_cancel_requested_means_the_turn_went_through_cancelling(
     for step in path:
         _move(machine, step)
     assert machine.cancel_requested is asked
+
+
+# -- the machine inside a real session: what a TurnHandle reports ---------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(30)
+async def test_a_session_moves_its_turns_through_the_table(agent: Agent) -> None:
+    with anyio.fail_after(20):
+        async with agent.client() as client:
+            session = await client.new_session()
+            watcher = Watcher(session)
+            first = await session.prompt(script({"say": "working"}, {"wait_cancel": True}))
+            # The agent said something: the prompt reached it, the turn runs. (Before that, more
+            # input would join the same queued turn.)
+            await watcher.wait_for(lambda m: isinstance(m, (Delta, PartUpdated)))
+            queued = await session.prompt("behind it")
+            assert (first.state, queued.state) == (S.RUNNING, S.QUEUED)
+            stopped = await session.stop()
+            done = await (await session.prompt("next")).finished
+            refused = await session.prompt(
+                script({"error": {"code": -32602, "message": "bad prompt"}})
+            )
+            failed = await refused.finished
+    assert stopped is first.result and stopped is not None and stopped.cancelled
+    assert first.machine.path == (S.QUEUED, S.RUNNING, S.CANCELLING, S.CANCELLED)
+    assert queued.machine.path == (S.QUEUED, S.CANCELLING, S.CANCELLED)
+    assert queued.cancel_requested and queued.done and queued.result is not None
+    assert queued.result.cancelled and queued.result.text == ""  # never sent
+    assert done.success
+    assert refused.machine.path == (S.QUEUED, S.RUNNING, S.FAILED)
+    assert failed.error is not None and "bad prompt" in failed.error
+    finished = [m.turn_id for m in watcher.of(TurnFinished)]
+    assert finished.count(first.id) == finished.count(queued.id) == 1  # one end each
