@@ -25,11 +25,12 @@ from ..errors import (
 from ..protocol import jsonrpc as rpc
 from ..protocol import methods
 from ..protocol.fold import SessionFold
-from ..protocol.limits import Limits, token_counts
+from ..protocol.limits import token_counts
 from ..protocol.mutations import Mutation, RequestWarning, TurnStarted
 from ..protocol.result import TurnRecord, TurnResult
 from ..protocol.turnstate import TurnOutcome, TurnState
 from .connection import Connection
+from .options import ClientOptions
 from .terminal import Terminals
 from .turn import TurnHandle
 
@@ -38,25 +39,19 @@ log = logging.getLogger("acp_notebook")
 _CANCELLED = TurnOutcome("cancelled")
 
 
-class RunnerOptions(Protocol):
-    """The client options the runner reads (live: a user may change them between turns)."""
-
-    cancel_grace: float
-    max_retries: int
-    retry_backoff: float
-    limits: Limits
-
-
 class _HasTurn(Protocol):
     @property
     def running(self) -> TurnHandle | None: ...
 
 
 class AgentLink(Protocol):
-    """What the runner needs from the client: `Client` provides it (see its session link)."""
+    """What the runner needs from the client: `Client` provides it (its "session link").
+
+    A protocol, not `Client` itself, so this module does not import client.py (which imports
+    it through session.py)."""
 
     @property
-    def options(self) -> RunnerOptions: ...
+    def options(self) -> ClientOptions: ...
     @property
     def agent_name(self) -> str: ...
     @property
