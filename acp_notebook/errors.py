@@ -142,3 +142,7 @@ class TurnFailed(AcpError):
         # IPython's hook (by this name) to show something instead of a Python traceback: the
         # paragraph is the whole story.
         return [f"\x1b[31mTurnFailed\x1b[0m: {self.args[0]}"]
+
+
+class TurnStateError(AcpError, RuntimeError):
+    """A turn was moved in a way its state machine does not allow (a bug in the caller)."""

@@ -153,6 +153,29 @@ async def test_permission_handler_is_asked_and_its_answer_sent(agent: Agent) -> 
 
 
 @pytest.mark.timeout(30)
+async def test_a_failing_handler_rejects_and_the_record_says_why(agent: Agent) -> None:
+    # An exception object is always true: `exc or type(exc).__name__` recorded a bare
+    # TimeoutError() as "rejected: ", with no reason.
+    failures = iter([TimeoutError(), ValueError("the widget is gone")])
+
+    async def handler(request):
+        raise next(failures)
+
+    with anyio.fail_after(20):
+        async with agent.client(permission_handler=handler) as client:
+            session = await client.new_session()
+            result = await (await session.prompt(script(
+                {"permission": {"toolCallId": "c1", "title": "Edit x", "kind": "edit"}},
+                {"permission": {"toolCallId": "c2", "title": "Edit y", "kind": "edit"}},
+            ))).finished
+    assert [(p.option_id, p.decided_by) for p in result.permissions] == [
+        ("reject", "rejected: TimeoutError"), ("reject", "rejected: the widget is gone")]
+    answers = reports(result.text, "PERMISSION ")
+    assert [a["result"]["outcome"] for a in answers] == [
+        {"outcome": "selected", "optionId": "reject"}] * 2
+
+
+@pytest.mark.timeout(30)
 async def test_agent_cancel_request_cancels_a_pending_permission(agent: Agent) -> None:
     asked = anyio.Event()
 

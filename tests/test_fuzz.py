@@ -303,7 +303,7 @@ def test_client_routing_of_updates_never_raises_and_stays_bounded(
         client._on_update({"sessionId": sid, "update": {"sessionUpdate": "x"}})
     for n in range(200):  # an agent inventing session ids must not grow memory without bound
         client._on_update({"sessionId": f"bogus-{n}", "update": {}})
-    assert len(client._orphans) <= 16
+    assert len(client.registry.held()) <= 16
 
 
 # -- the update fold -------------------------------------------------------------------------------

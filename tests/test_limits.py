@@ -405,7 +405,7 @@ async def test_updates_for_unknown_sessions_are_dropped_never_buffered(agent: Ag
             )
             assert result.text == "done"
             assert client.dropped_updates == 50_010
-            assert not client._orphans
+            assert not client.registry.held()
 
 
 @pytest.mark.timeout(60)

@@ -1,4 +1,9 @@
-"""A session: its state, its turns, and the agent's requests that belong to it."""
+"""A session: its state, its turns, and the agent's requests that belong to it.
+
+The work is split by job: `runner.TurnRunner` runs the turns (queue, attempts, cancellation),
+`serving.AgentRequests` answers the agent's permission, fs and terminal requests. The Session
+holds the state they share (the fold) and the public API.
+"""
 
 from __future__ import annotations
 
@@ -10,40 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..errors import (
-    AgentExitedError,
-    AgentStartError,
-    CapabilityError,
-    ClientClosedError,
-    NotOfferedError,
-    ProtocolError,
-    RequestError,
-    RequestTimeoutError,
-)
-from ..protocol import content
-from ..protocol import jsonrpc as rpc
+from ..errors import CapabilityError, ClientClosedError, NotOfferedError, RequestError
+from ..protocol import content, methods
 from ..protocol.fold import SessionFold
-from ..protocol.limits import token_counts
-from ..protocol.mutations import (
-    Delta,
-    Mutation,
-    RequestWarning,
-    SessionChanged,
-    TurnFinished,
-    TurnStarted,
-)
-from ..protocol.result import TurnRecord, TurnResult, finish
-from ..protocol.state import PermissionPart, TerminalView, Usage
+from ..protocol.mutations import Delta, Mutation, SessionChanged, TurnFinished
+from ..protocol.result import TurnRecord, TurnResult
+from ..protocol.state import TerminalView, Usage
 from .attachments import load_parts
-from .connection import RpcError
-from .permissions import (
-    Assessment,
-    PermissionHandler,
-    PermissionPolicy,
-    PermissionRequest,
-    assess,
-    pick_option,
-)
+from .permissions import PermissionHandler, PermissionPolicy
+from .runner import TurnRunner
+from .serving import AgentRequests
 from .terminal import Terminals
 from .turn import TurnHandle
 from .workspace import Workspace
@@ -69,7 +50,7 @@ class Session:
                  additional_directories: list[str], mcp_servers: list[dict[str, Any]]) -> None:
         self._client = client
         self._id = session_id
-        self._epoch = client._epoch
+        self._epoch = client.epoch
         self.cwd = cwd
         self.additional_directories = additional_directories
         self.mcp_servers = mcp_servers
@@ -80,17 +61,20 @@ class Session:
         self.permission_handler: PermissionHandler | None = opts.permission_handler
         self.workspace = Workspace([cwd, *additional_directories], opts.protected_paths,
                                    opts.protect_notebooks)
-        self.terminals = (Terminals(client._tg, self.workspace, cwd, self._terminal_output,
+        self.terminals = (Terminals(client.task_group, self.workspace, cwd, self._terminal_output,
                                     client.terminal_slots, opts.terminal_output_limit)
                           if opts.terminal else None)
-        self._next: TurnHandle | None = None
-        self._running: TurnHandle | None = None
-        self._wake = anyio.Event()
-        self._permissions: dict[str, tuple[PermissionPart, anyio.CancelScope]] = {}
+        self._requests = AgentRequests(self, self._fold, self.workspace, self.terminals,
+                                       fs=lambda: client.options.fs)
+        self._runner = TurnRunner(client, self._fold, self._emit, session_id=lambda: self._id,
+                                  on_current_agent=self._on_current_agent,
+                                  ensure_live=self._ensure_live,
+                                  cancel_permissions=self._requests.cancel_pending,
+                                  terminals=self.terminals)
         self._muted = False  # while a reopen replays history we already have
         self._closed = False
         self._last_mode: str | None = None
-        client._tg.start_soon(self._worker, name=f"acp session {session_id}")
+        client.task_group.start_soon(self._runner.work, name=f"acp session {session_id}")
 
     # -- state -----------------------------------------------------------------------------------
 
@@ -144,7 +128,7 @@ class Session:
 
     @property
     def running(self) -> TurnHandle | None:
-        return self._running
+        return self._runner.running
 
     @property
     def closed(self) -> bool:
@@ -153,6 +137,14 @@ class Session:
     @property
     def terminal_views(self) -> dict[str, TerminalView]:
         return self.terminals.views if self.terminals else {}
+
+    @property
+    def turn_record(self) -> TurnRecord | None:
+        """The live record of the turn in progress (what the agent sent so far), or None.
+
+        For views that redraw a running turn; it is mutated as updates arrive: read, don't keep.
+        """
+        return self._fold.turn
 
     # -- subscribers -----------------------------------------------------------------------------
 
@@ -179,10 +171,6 @@ class Session:
             except Exception:  # a broken renderer must not break the stream
                 log.exception("acp_notebook subscriber %r failed", callback)
 
-    def _on_update(self, update: Any) -> None:
-        if not self._muted:
-            self._fold.apply(update)
-
     # -- prompting -------------------------------------------------------------------------------
 
     async def prompt(self, query: str | list[Any], *,
@@ -202,146 +190,22 @@ class Session:
         caps = content.PromptCaps.from_wire(
             (self._client.agent_capabilities or {}).get("promptCapabilities"))
         blocks = await load_parts(parts, caps, self.cwd, self._attachment_dir())
-        turn = self._next
+        turn = self._runner.queued
         if turn is not None:
             turn.merge(blocks)
         else:
-            turn = self._next = TurnHandle(self, blocks)
-            self._wake.set()
+            turn = self._runner.enqueue(TurnHandle(self, blocks, cancel=self._runner.cancel,
+                                                   on_end=self._turn_ended))
         turn.permission_policy = turn.permission_policy or permission_policy
         turn.permission_handler = turn.permission_handler or permission_handler
         return turn
 
+    def _turn_ended(self, result: TurnResult) -> None:
+        self._emit(TurnFinished(result.turn_id, result))
+
     def _attachment_dir(self) -> Path:
         safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in self._id)[:80]
         return Path(self.cwd) / ".acp_notebook" / safe / "attachments"
-
-    async def _worker(self) -> None:
-        while not self._closed:
-            await self._wake.wait()
-            self._wake = anyio.Event()
-            while self._next is not None:
-                turn, self._next = self._next, None
-                self._running = turn
-                try:
-                    await self._run(turn)
-                except BaseException as exc:
-                    # The worker itself was cancelled (the client's task group is torn down by an
-                    # outer cancel scope or an interrupt) or hit a bug: the turn must still end,
-                    # or stop(), close() and anyone awaiting `turn.finished` would wait forever.
-                    self._abandon(turn, exc)
-                    if not isinstance(exc, Exception):
-                        raise  # cancellation goes on; a bug in one turn must not end the client
-                    log.exception("acp_notebook: turn %s failed inside the client", turn.id)
-                finally:
-                    self._running = None
-
-    async def _run(self, turn: TurnHandle) -> None:
-        fold = self._fold
-        opts = self._client.options
-        record = fold.begin_turn(turn.id, turn.prompt)
-        record.terminals = {}
-        self._emit(TurnStarted(turn.id))
-        stop_reason: str | None = None
-        error: str | None = None
-        tokens: dict[str, Any] | None = None
-        max_attempts = opts.max_retries + 1
-        attempt = 0
-        while True:
-            attempt += 1
-            retryable = False
-            if turn.cancel_requested:
-                stop_reason = "cancelled"
-                break
-            try:
-                await self._ensure_live()
-                if turn.cancelling():
-                    # stop() came while the agent (re)started or the session reopened: there
-                    # was nothing to send session/cancel on, so it was lost and the prompt went
-                    # out anyway. Not sending it is the cancellation.
-                    stop_reason = "cancelled"
-                    break
-                response = None
-                turn._abandon_scope = anyio.CancelScope()  # a scope is entered once: per attempt
-                with turn._abandon_scope:
-                    response = await self._client._request(
-                        "session/prompt", {"sessionId": self._id, "prompt": turn.prompt},
-                        deadline=False)
-                if turn._abandon_scope.cancelled_caught:
-                    stop_reason = "cancelled"
-                    error = (f"the agent did not answer session/cancel within "
-                             f"{opts.cancel_grace:g} s; the turn was given up (not the agent: "
-                             "other sessions are using it)")
-                    break
-                response = response if isinstance(response, dict) else {}
-                stop_reason = str(response.get("stopReason") or "end_turn")
-                tokens = token_counts(response.get("usage"), opts.limits)
-                break
-            except RequestError as exc:
-                if turn.cancelling():  # a cancellation-looking error is a cancellation
-                    stop_reason = "cancelled"
-                    break
-                error = str(exc)
-                retryable = exc.code == rpc.INTERNAL_ERROR
-            except (AgentExitedError, ProtocolError) as exc:
-                if turn.cancelling():
-                    stop_reason = "cancelled"
-                    if self._client._killed_for_cancel:
-                        error = (f"the agent did not answer session/cancel within "
-                                 f"{opts.cancel_grace:g} s and was stopped; the next prompt "
-                                 "starts a fresh agent process")
-                    break
-                error = str(exc)
-                retryable = True
-            except (ClientClosedError, AgentStartError, RequestTimeoutError) as exc:
-                # AgentStartError: the agent died and the fresh process cannot start (a bad
-                # key, a removed binary). It used to escape the worker and take down the client
-                # with every session; it fails this turn, and the next prompt tries again.
-                # RequestTimeoutError: reopening the session on a fresh agent was not answered.
-                error = str(exc)
-            will_retry = (retryable and not fold.visible_output and attempt < max_attempts
-                          and not turn.cancelling())
-            self._emit(RequestWarning(error or "request failed", "model_request", turn.id,
-                                      attempt, max_attempts, will_retry))
-            if not will_retry:
-                break
-            fold.add_error(f"attempt {attempt} of {max_attempts} failed, retrying: {error}",
-                           "warning")
-            error = None
-            await anyio.sleep(opts.retry_backoff * attempt)
-        if error is not None:
-            fold.add_error(error)
-            # The agent failed or died mid-turn: nothing will finish its tool calls, and the
-            # record (and a saved notebook) must not show them running forever.
-            fold.mark_unfinished("failed")
-        self._resolve_pending_permissions(None, "cancel")
-        if self.terminals is not None:
-            ids = record.terminal_ids()
-            if stop_reason != "end_turn" or error is not None:
-                self.terminals.kill_many(ids)
-                # Killed commands exit within milliseconds: wait so the record shows how.
-                with anyio.move_on_after(1.0):
-                    await self.terminals.wait_exited(ids)
-            record.terminals = {tid: v for tid, v in self.terminals.views.items() if tid in ids}
-        fold.end_turn()
-        result = finish(record, stop_reason=stop_reason, error=error, usage=fold.usage,
-                        session_id=self._id, agent=self._client.agent_name, tokens=tokens)
-        turn._resolve(result)
-        self._emit(TurnFinished(turn.id, result))
-
-    def _abandon(self, turn: TurnHandle, exc: BaseException) -> None:
-        if turn.result is not None:
-            return
-        self._resolve_pending_permissions(None, "cancel")
-        cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
-        record = self._fold.end_turn() or TurnRecord(turn_id=turn.id, prompt=turn.prompt)
-        result = finish(record, stop_reason="cancelled" if cancelled else None,
-                        error=("the client was closed while the turn ran" if cancelled
-                               else f"client error: {type(exc).__name__}: {exc}"),
-                        usage=self._fold.usage, session_id=self._id,
-                        agent=self._client.agent_name)
-        turn._resolve(result)
-        self._emit(TurnFinished(turn.id, result))
 
     def _emit(self, mutation: Mutation) -> None:
         if self._subscribers:
@@ -356,161 +220,7 @@ class Session:
         requests with `cancelled`, and waits for the agent's answer. An agent that does not answer
         within the grace period (`cancel_grace`, 5 s by default) is killed.
         """
-        queued, running = self._next, self._running
-        if queued is not None:
-            await self._cancel_turn(queued)
-        if running is None:
-            return None
-        await self._cancel_turn(running)
-        return await running.wait()
-
-    async def _cancel_turn(self, turn: TurnHandle) -> None:
-        if turn.result is not None or turn.cancel_requested:
-            return
-        turn.cancel_requested = True
-        if turn is self._next:  # never sent: it ends cancelled without reaching the agent
-            self._next = None
-            record = TurnRecord(turn_id=turn.id, prompt=turn.prompt)
-            result = finish(record, stop_reason="cancelled", error=None, usage=self.usage,
-                            session_id=self._id, agent=self._client.agent_name)
-            turn._resolve(result)
-            self._emit(TurnFinished(turn.id, result))
-            return
-        if turn is not self._running:
-            return
-        self._fold.mark_cancelled()
-        self._resolve_pending_permissions(None, "cancel")
-        conn = self._client._connection
-        if conn is not None and conn.closed is None and self._epoch == self._client._epoch:
-            with contextlib.suppress(Exception):
-                await conn.notify("session/cancel", {"sessionId": self._id})
-            self._client._tg.start_soon(self._cancel_watchdog, turn, conn)
-
-    async def _cancel_watchdog(self, turn: TurnHandle, conn: Any) -> None:
-        with anyio.move_on_after(self._client.options.cancel_grace):
-            await turn._done.wait()
-            return
-        if turn.result is None and conn is self._client._connection:
-            others = [s for s in self._client.sessions if s is not self and s.running]
-            if others:
-                # Killing the shared process would fail their turns too: give this one up
-                # ($/cancel_request goes out) and leave the agent to them.
-                turn._abandon_scope.cancel()
-            else:
-                self._client._kill_for_cancel()
-
-    # -- requests from the agent -----------------------------------------------------------------
-
-    async def handle(self, method: str, params: Any) -> Any:
-        if method == "session/request_permission":
-            return await self._request_permission(params)
-        if method == "fs/read_text_file" and self._client.options.fs:
-            return await self.workspace.read(params)
-        if method == "fs/write_text_file" and self._client.options.fs:
-            # A turn that changed something must not be re-sent by a retry: it would act twice.
-            self._fold.visible_output = True
-            return await self.workspace.write(params)
-        if method.startswith("terminal/") and self.terminals is not None:
-            handler = {
-                "terminal/create": self.terminals.create,
-                "terminal/output": self.terminals.output,
-                "terminal/wait_for_exit": self.terminals.wait_for_exit,
-                "terminal/kill": self.terminals.kill,
-                "terminal/release": self.terminals.release,
-            }.get(method)
-            if handler is not None:
-                if method == "terminal/create":
-                    self._fold.visible_output = True  # a command ran: no retry either
-                result = await handler(params)
-                if method == "terminal/create":
-                    self._track_terminal(result["terminalId"])
-                return result
-        raise RpcError(rpc.METHOD_NOT_FOUND, f"method not found: {method}")
-
-    async def _request_permission(self, params: Any) -> dict[str, Any]:
-        # The agent is not trusted: `assess` decides what the request is taken to be, and only
-        # a regular request of known kinds may be allowed by the policy (see permissions.py).
-        raw_call = params.get("toolCall") if isinstance(params, dict) else None
-        call_id = raw_call.get("toolCallId") if isinstance(raw_call, dict) else None
-        earlier = self._fold.target.tool_calls.get(call_id) if isinstance(call_id, str) else None
-        request = assess(params, earlier)
-        options = request.options
-        part = self._fold.add_permission(request.tool_call, options)
-        if request.problems:
-            self._fold.add_error("the policy cannot decide this permission request: "
-                                 + "; ".join(request.problems), "warning")
-        running = self._running
-        if running is not None and running.cancel_requested:
-            self._fold.resolve_permission(part, None, "cancel")
-            return _outcome(None)
-        policy = (running.permission_policy if running is not None else None) \
-            or self.permission_policy
-        handler = (running.permission_handler if running is not None else None) \
-            or self.permission_handler
-        decision = policy.judge(request)
-        option_id = pick_option(options, "allow") if decision == "allow" else None
-        if decision == "allow" and option_id is None:
-            decision = "ask"  # allowed, but no allow option offered: never pick another kind
-        by = "policy"
-        if decision == "ask" and handler is not None and options:
-            return await self._ask(handler, request, part)
-        if decision != "allow":
-            # "reject", or "ask" with nobody to ask: fail closed. No reject option offered:
-            # `cancelled`, the one outcome that allows nothing.
-            option_id = pick_option(options, "reject")
-            by = "policy" if decision == "reject" else "policy (nobody to ask)"
-        self._fold.resolve_permission(part, option_id, by)
-        return _outcome(option_id)
-
-    async def _ask(self, handler: PermissionHandler, request: Assessment,
-                   part: PermissionPart) -> dict[str, Any]:
-        options = request.options
-        option_id: str | None = None
-        by = "user"
-        scope = anyio.CancelScope()
-        self._permissions[part.part_id] = (part, scope)
-        try:
-            with scope:
-                try:
-                    option_id = await handler(PermissionRequest(
-                        part, request.label, request.tool_call, self._id, request.problems))
-                except Exception as exc:  # the handler gave up (a timeout, a bug): fail closed
-                    option_id, by = None, f"rejected: {exc or type(exc).__name__}"
-                if option_id is not None and option_id not in {o["optionId"] for o in options}:
-                    raise RpcError(rpc.INVALID_PARAMS, f"unknown option id {option_id!r}")
-                if option_id is None:
-                    option_id = pick_option(options, "reject")
-            if scope.cancelled_caught:  # stop()
-                if part.outcome == "pending":
-                    self._fold.resolve_permission(part, None, "cancel")
-                return _outcome(None)
-        except anyio.get_cancelled_exc_class():
-            # Cancelled from outside this scope (the agent's $/cancel_request, the
-            # connection closing): the connection answers `cancelled`; record it so too,
-            # instead of leaving the request "pending" in the turn forever.
-            if part.outcome == "pending":
-                self._fold.resolve_permission(part, None, "cancel")
-            raise
-        finally:
-            self._permissions.pop(part.part_id, None)
-        self._fold.resolve_permission(part, option_id, by)
-        return _outcome(option_id)
-
-    def _resolve_pending_permissions(self, option_id: str | None, by: str) -> None:
-        for part, scope in list(self._permissions.values()):
-            if part.outcome == "pending":
-                self._fold.resolve_permission(part, option_id, by)
-            scope.cancel()
-
-    def _track_terminal(self, terminal_id: str) -> None:
-        record = self._fold.turn
-        if record is not None and self.terminals is not None:
-            record.terminals[terminal_id] = self.terminals.views[terminal_id]
-
-    def _terminal_output(self, view: TerminalView, text: str) -> None:
-        if self._subscribers:
-            turn_id = self._fold.turn.turn_id if self._fold.turn else None
-            self._publish(Delta(turn_id, view.terminal_id, "terminal", text))
+        return await self._runner.stop()
 
     # -- session operations ----------------------------------------------------------------------
 
@@ -523,7 +233,8 @@ class Session:
             raise NotOfferedError(f"unknown mode {mode_id!r}; the agent offers: "
                                   f"{', '.join(sorted(str(k) for k in known))}")
         await self._ensure_live()
-        await self._client._request("session/set_mode", {"sessionId": self._id, "modeId": mode_id})
+        await self._client.request(methods.SESSION_SET_MODE,
+                                  {"sessionId": self._id, "modeId": mode_id})
         self._fold.current_mode_id = mode_id
         self._last_mode = mode_id
         self._emit(SessionChanged("mode"))
@@ -551,7 +262,7 @@ class Session:
                 raise NotOfferedError(f"{value!r} is not a value of {config_id!r}; choose from: "
                                       f"{', '.join(sorted(allowed))}")
         await self._ensure_live()
-        response = await self._client._request("session/set_config_option", params)
+        response = await self._client.request(methods.SESSION_SET_CONFIG_OPTION, params)
         if isinstance(response, dict):
             self._fold.set_config_options(response.get("configOptions"))
         return self.config_options
@@ -560,27 +271,69 @@ class Session:
         """End the session: cancel its turn, kill its terminals, `session/close` if supported."""
         if self._closed:
             return
+        client = self._client
         with anyio.CancelScope(shield=True):
-            if self._running is not None or self._next is not None:
-                with anyio.move_on_after(self._client.options.cancel_grace + 2):
+            if self._runner.busy:
+                with anyio.move_on_after(client.options.cancel_grace + 2):
                     await self.stop()
             self._closed = True
-            self._wake.set()
+            self._runner.shutdown()
             if self.terminals is not None:
                 await self.terminals.aclose()
-            caps = self._client.session_capabilities
-            conn = self._client._connection
-            if (caps.get("close") is not None and conn is not None and conn.closed is None
-                    and self._epoch == self._client._epoch):
+            conn = client.connection
+            if (client.session_capabilities.get("close") is not None and conn is not None
+                    and conn.closed is None and self._on_current_agent()):
                 with anyio.move_on_after(5), contextlib.suppress(Exception):
-                    await self._client._request("session/close", {"sessionId": self._id})
-            self._client._forget(self)
+                    await client.request(methods.SESSION_CLOSE, {"sessionId": self._id})
+            client.registry.forget(self)
+
+    # -- what the client and the runner use ------------------------------------------------------
+
+    def receive(self, update: Any) -> None:
+        """A `session/update` the agent sent for this session (the client routes it here)."""
+        if not self._muted:
+            self._fold.apply(update)
+
+    def report(self, message: str, level: str = "error") -> None:
+        """Show the client's `message` in the running turn (outside a turn: in `ambient`)."""
+        self._fold.add_error(message, level)
+
+    def apply_answer(self, response: Any) -> None:
+        """Keep the modes and config options of a session/new, load or resume answer."""
+        if isinstance(response, dict):
+            self._fold.set_modes(response.get("modes"))
+            self._fold.set_config_options(response.get("configOptions"))
+
+    def begin_replay(self) -> None:
+        """session/load is about to replay the conversation: it becomes `history`."""
+        self._fold.begin_replay()
+
+    def end_replay(self) -> None:
+        self._fold.end_replay()
+
+    def discard(self) -> None:
+        """The session never opened (its session/load failed): closed, telling nobody."""
+        self._closed = True
+        self._runner.shutdown()
+
+    async def handle(self, method: str, params: Any) -> Any:
+        """Answer a request the agent sent about this session (permission, fs/*, terminal/*)."""
+        return await self._requests.handle(method, params)
+
+    def _terminal_output(self, view: TerminalView, text: str) -> None:
+        if self._subscribers:
+            turn_id = self._fold.turn.turn_id if self._fold.turn else None
+            self._publish(Delta(turn_id, view.terminal_id, "terminal", text))
 
     # -- agent restarts --------------------------------------------------------------------------
 
+    def _on_current_agent(self) -> bool:
+        """Whether the session is open on the client's current agent process."""
+        return self._epoch == self._client.epoch
+
     async def _ensure_live(self) -> None:
-        await self._client._live_connection()
-        if self._epoch != self._client._epoch:
+        await self._client.live_connection()
+        if not self._on_current_agent():
             await self._reopen()
 
     async def _reopen(self) -> None:
@@ -593,40 +346,32 @@ class Session:
         response: Any = None
         try:
             if client.session_capabilities.get("resume") is not None:
-                response = await client._request("session/resume", base)
+                response = await client.request(methods.SESSION_RESUME, base)
             elif client.agent_capabilities.get("loadSession"):
                 self._muted = True  # the replay is history we already hold
                 try:
-                    response = await client._request("session/load", base)
+                    response = await client.request(methods.SESSION_LOAD, base)
                 finally:
                     self._muted = False
             else:
                 raise CapabilityError("no resume")
         except (CapabilityError, RequestError):
-            new_id, response = await client._open_new(self.cwd, self.mcp_servers,
-                                                       self.additional_directories)
+            new_id, response = await client.open_new(self.cwd, self.mcp_servers,
+                                                      self.additional_directories)
             self._id = new_id
             self._fold.add_error("the agent was restarted and cannot resume sessions: this is a "
                                  "new session, without the earlier conversation", "warning")
             self._emit(SessionChanged("session_id"))
-        self._epoch = client._epoch
-        client._register(self, old)
-        if isinstance(response, dict):
-            self._fold.set_modes(response.get("modes"))
-            self._fold.set_config_options(response.get("configOptions"))
+        self._epoch = client.epoch
+        client.registry.register(self, old)
+        self.apply_answer(response)
         if self._last_mode is not None and self._last_mode != self.mode:
             with contextlib.suppress(RequestError):
-                await client._request("session/set_mode",
-                                      {"sessionId": self._id, "modeId": self._last_mode})
+                await client.request(methods.SESSION_SET_MODE,
+                                     {"sessionId": self._id, "modeId": self._last_mode})
 
     def __repr__(self) -> str:
         return f"<Session {self._id} agent={self._client.agent_name!r} cwd={self.cwd!r}>"
-
-
-def _outcome(option_id: str | None) -> dict[str, Any]:
-    if option_id is None:
-        return {"outcome": {"outcome": "cancelled"}}
-    return {"outcome": {"outcome": "selected", "optionId": option_id}}
 
 
 def _select_values(option: dict[str, Any]) -> set[str]:

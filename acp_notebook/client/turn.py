@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Generator
+from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from ..protocol.result import TurnResult
+from ..protocol.turnstate import EndListener, TurnMachine, TurnState
 
 if TYPE_CHECKING:
     from .permissions import PermissionHandler, PermissionPolicy
     from .session import Session
+
+#: How a turn asks its session to cancel it (the session's turn runner does the work).
+Canceller = Callable[["TurnHandle"], Awaitable[None]]
 
 
 class TurnHandle:
@@ -21,29 +25,45 @@ class TurnHandle:
     `result` is None until the turn ends. `await turn.finished` gives the `TurnResult`; it never
     raises for agent, model or tool failures (check `result.success`). If the task awaiting it is
     cancelled (a cancel scope, the kernel's interrupt), the turn is cancelled too: the agent gets
-    `session/cancel`.
+    `session/cancel`. `state` says where the turn is (`TurnState`: queued, running, cancelling,
+    completed, failed, cancelled).
     """
 
-    def __init__(self, session: Session, blocks: list[dict[str, Any]]) -> None:
+    def __init__(self, session: Session, blocks: list[dict[str, Any]], *, cancel: Canceller,
+                 on_end: EndListener | None = None) -> None:
         self.id = f"turn-{uuid.uuid4().hex[:12]}"
         self.session = session
         self.prompt: list[dict[str, Any]] = list(blocks)
         self.inputs = 1
-        self.result: TurnResult | None = None
-        self.cancel_requested = False
         # Who decides this turn's permission requests; None: the session's policy and handler.
         # Per turn, so a cell's --allow or its buttons never apply to another cell's turn.
         self.permission_policy: PermissionPolicy | None = None
         self.permission_handler: PermissionHandler | None = None
-        self._done = anyio.Event()
-        # Cancelled to give up waiting for an agent that ignores session/cancel, when killing
-        # it would take other sessions' turns down with this one.
-        self._abandon_scope = anyio.CancelScope()
+        #: The turn's state machine. Only the session's turn runner moves it; read `state`.
+        self.machine = TurnMachine(self.id)
+        self._cancel = cancel
+        self._ended = anyio.Event()
+        self.machine.on_end.append(lambda _result: self._ended.set())
+        if on_end is not None:
+            self.machine.on_end.append(on_end)
+
+    @property
+    def state(self) -> TurnState:
+        return self.machine.state
+
+    @property
+    def result(self) -> TurnResult | None:
+        return self.machine.result
+
+    @property
+    def cancel_requested(self) -> bool:
+        """Whether cancelling this turn was asked for (stop(), cancel(), an interrupt)."""
+        return self.machine.cancel_requested
 
     def cancelling(self) -> bool:
-        """Whether cancellation was asked for (a call, so checks after an await are not
-        narrowed away by the type checker: the flag changes while the turn awaits)."""
-        return self.cancel_requested
+        """Whether the turn is being cancelled (a call, so checks after an await are not
+        narrowed away by the type checker: the state changes while the turn awaits)."""
+        return self.machine.state is TurnState.CANCELLING
 
     def merge(self, blocks: list[dict[str, Any]]) -> None:
         """Input sent while the previous turn ran joins this (not yet started) turn."""
@@ -52,7 +72,7 @@ class TurnHandle:
 
     @property
     def done(self) -> bool:
-        return self.result is not None
+        return self.machine.ended
 
     @property
     def finished(self) -> _Finished:
@@ -60,23 +80,24 @@ class TurnHandle:
 
     async def wait(self) -> TurnResult:
         try:
-            await self._done.wait()
+            await self._ended.wait()
         except BaseException:
             if self.result is None:
                 with anyio.CancelScope(shield=True):
-                    await self.session._cancel_turn(self)
+                    await self._cancel(self)
             raise
         assert self.result is not None
         return self.result
 
+    async def wait_ended(self) -> None:
+        """Wait for the end without cancelling the turn if this wait is cancelled (for
+        watchdogs that give up waiting, unlike `wait()`)."""
+        await self._ended.wait()
+
     async def cancel(self) -> TurnResult:
         """Cancel this turn (queued or running) and wait for it to end."""
-        await self.session._cancel_turn(self)
+        await self._cancel(self)
         return await self.wait()
-
-    def _resolve(self, result: TurnResult) -> None:
-        self.result = result
-        self._done.set()
 
     def __repr__(self) -> str:
         state = "running" if self.result is None else ("ok" if self.result.success else "failed")

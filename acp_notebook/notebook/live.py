@@ -77,7 +77,7 @@ class LiveView:
             self._dirty.set()
 
     def _record(self) -> TurnRecord | None:
-        record = self.session._fold.turn
+        record = self.session.turn_record
         return record if record is not None and record.turn_id == self.turn.id else None
 
     def _finished(self) -> bool:

@@ -182,8 +182,8 @@ class Runtime:
         """Kill the agent process; sessions come back on a fresh process at their next prompt."""
         host = self.hosts.get(agent)
         client = host.client if host else None
-        if client is not None and client._process is not None:
-            client._process.kill()
+        if client is not None:
+            client.kill_agent()
 
     async def close_all(self) -> None:
         self.sessions.clear()

@@ -105,7 +105,7 @@ class ChatWidget:
             await asyncio.sleep(self.min_interval)
 
     def _redraw(self) -> None:
-        record = self.session._fold.turn
+        record = self.session.turn_record
         for turn_id, view in self._views.items():
             turn = self._turns[turn_id]
             if turn.result is not None:

@@ -1,0 +1,135 @@
+"""The client's sessions by id, and the routing of `session/update` to them.
+
+A new session's first updates may arrive before its id is registered (in the same read as the
+session/new answer): they are kept, within limits, while a session is being opened, and handed
+to it when it registers. Any other update for an unknown id is dropped and counted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from ..protocol import jsonrpc as rpc
+from ..protocol import methods
+from ..protocol.limits import Limits, count
+from .connection import RpcError
+
+if TYPE_CHECKING:
+    from .session import Session
+
+
+class SessionRegistry:
+    """Sessions by their agent-side id. `report(message)` tells about an agent's mistake."""
+
+    def __init__(self, limits: Callable[[], Limits], report: Callable[[str], None]) -> None:
+        self._limits = limits
+        self._report = report
+        self._sessions: dict[str, Session] = {}
+        self._orphans: dict[str, list[Any]] = {}
+        self._orphan_room = [0, 0]  # updates, characters left
+        self._opening = 0
+        self.dropped_updates = 0
+
+    def get(self, session_id: Any) -> Session | None:
+        return self._sessions.get(session_id) if isinstance(session_id, str) else None
+
+    def all(self) -> list[Session]:
+        return list(self._sessions.values())
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def held(self) -> dict[str, int]:
+        """How many updates are held for each id not registered yet (a session being opened)."""
+        return {sid: len(updates) for sid, updates in self._orphans.items()}
+
+    async def route_request(self, method: str, params: Any) -> Any:
+        """A request from the agent: to the session it names, else a JSON-RPC error."""
+        sid = params.get("sessionId") if isinstance(params, dict) else None
+        session = self.get(sid)
+        if session is None:
+            if method in _SESSION_METHODS:
+                raise RpcError(rpc.INVALID_PARAMS, f"unknown session: {rpc.excerpt(repr(sid))}")
+            raise RpcError(rpc.METHOD_NOT_FOUND, f"method not found: {method}")
+        return await session.handle(method, params)
+
+    def show_in_turns(self, message: str) -> bool:
+        """Show `message` in every running turn; whether there was one."""
+        shown = False
+        for session in self._sessions.values():
+            if session.running is not None:
+                session.report(message)
+                shown = True
+        return shown
+
+    def route_update(self, params: Any) -> None:
+        """A `session/update` notification: to its session, kept for one opening, or dropped."""
+        sid = params.get("sessionId") if isinstance(params, dict) else None
+        session = self.get(sid)
+        if session is not None:
+            session.receive(params.get("update"))
+            return
+        if not isinstance(sid, str):
+            self._report(f"session/update without a sessionId: {rpc.excerpt(repr(params))}")
+            return
+        # Kept only while a session is being opened. At any other time nobody will ever take
+        # them: drop and count (an agent inventing ids kept 400 MB).
+        update = params.get("update")
+        if self._opening:
+            size = count(update, self._limits().orphan_chars)
+            room = self._orphan_room
+            if room[0] > 0 and size <= room[1]:
+                room[0] -= 1
+                room[1] -= size
+                self._orphans.setdefault(sid, []).append(update)
+                return
+        elif self._orphans:
+            self._drop_orphans()
+        self._drop_updates(1, sid)
+
+    def _drop_updates(self, n: int, sid: str) -> None:
+        if not self.dropped_updates:
+            self._report(f"the agent sent updates for a session it did not open "
+                         f"({rpc.excerpt(sid, 80)}); they are dropped and counted in "
+                         f"client.dropped_updates")
+        self.dropped_updates += n
+
+    def _drop_orphans(self) -> None:
+        for sid, updates in self._orphans.items():
+            self._drop_updates(len(updates), sid)
+        self._orphans.clear()
+
+    @contextlib.contextmanager
+    def opening(self) -> Iterator[None]:
+        """While a session/new or session/resume is in flight (its id is not registered yet)."""
+        if not self._opening:
+            limits = self._limits()
+            self._drop_orphans()
+            self._orphan_room = [limits.orphan_updates, limits.orphan_chars]
+        self._opening += 1
+        try:
+            yield
+        finally:
+            # Its updates stay until the caller registers the session (no await in between);
+            # the next update for an unknown id after that drops what is left.
+            self._opening -= 1
+
+    def register(self, session: Session, old_id: str | None = None) -> None:
+        """Route the session's id to it (and no longer `old_id`, the id it had before)."""
+        if old_id is not None and self._sessions.get(old_id) is session:
+            del self._sessions[old_id]
+        self._sessions[session.id] = session
+        for update in self._orphans.pop(session.id, ()):
+            session.receive(update)
+        if not self._opening:
+            self._drop_orphans()
+
+    def forget(self, session: Session) -> None:
+        if self._sessions.get(session.id) is session:
+            del self._sessions[session.id]
+
+
+_SESSION_METHODS = frozenset({methods.REQUEST_PERMISSION, methods.FS_READ_TEXT_FILE,
+                              methods.FS_WRITE_TEXT_FILE, *methods.TERMINAL_METHODS})

@@ -1,0 +1,175 @@
+"""Serving the agent's requests for one session: permission, fs/*, terminal/*.
+
+The agent is not trusted: permission requests are read by `permissions.assess` and decided by
+the turn's (or the session's) policy and handler; files go through the session's `Workspace`;
+commands through its `Terminals`. What happens is recorded in the session's fold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+import anyio
+
+from ..protocol import jsonrpc as rpc
+from ..protocol import methods
+from ..protocol.fold import SessionFold
+from ..protocol.state import PermissionPart
+from .connection import RpcError
+from .permissions import (
+    Assessment,
+    PermissionHandler,
+    PermissionPolicy,
+    PermissionRequest,
+    assess,
+    pick_option,
+)
+from .terminal import Terminals
+from .turn import TurnHandle
+from .workspace import Workspace
+
+
+class RequestOwner(Protocol):
+    """What serving needs of its session (the `Session` provides it)."""
+
+    permission_policy: PermissionPolicy
+    permission_handler: PermissionHandler | None
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def running(self) -> TurnHandle | None: ...
+
+
+class AgentRequests:
+    """Answers the requests the agent sends about one session."""
+
+    def __init__(self, owner: RequestOwner, fold: SessionFold, workspace: Workspace,
+                 terminals: Terminals | None, fs: Callable[[], bool]) -> None:
+        self._owner = owner
+        self._fold = fold
+        self._workspace = workspace
+        self._terminals = terminals
+        self._fs = fs  # read when asked: fs/* is served only if the client offered it
+        self._permissions: dict[str, tuple[PermissionPart, anyio.CancelScope]] = {}
+
+    async def handle(self, method: str, params: Any) -> Any:
+        """Answer one request; unknown or not offered: METHOD_NOT_FOUND."""
+        if method == methods.REQUEST_PERMISSION:
+            return await self._request_permission(params)
+        if method == methods.FS_READ_TEXT_FILE and self._fs():
+            return await self._workspace.read(params)
+        if method == methods.FS_WRITE_TEXT_FILE and self._fs():
+            # A turn that changed something must not be re-sent by a retry: it would act twice.
+            self._fold.visible_output = True
+            return await self._workspace.write(params)
+        if method in methods.TERMINAL_METHODS and self._terminals is not None:
+            return await self._terminal(self._terminals, method, params)
+        raise RpcError(rpc.METHOD_NOT_FOUND, f"method not found: {method}")
+
+    async def _terminal(self, terminals: Terminals, method: str, params: Any) -> Any:
+        handler: Callable[[Any], Awaitable[Any]] = {
+            methods.TERMINAL_CREATE: terminals.create,
+            methods.TERMINAL_OUTPUT: terminals.output,
+            methods.TERMINAL_WAIT_FOR_EXIT: terminals.wait_for_exit,
+            methods.TERMINAL_KILL: terminals.kill,
+            methods.TERMINAL_RELEASE: terminals.release,
+        }[method]
+        if method == methods.TERMINAL_CREATE:
+            self._fold.visible_output = True  # a command ran: no retry either
+        result = await handler(params)
+        if method == methods.TERMINAL_CREATE:
+            self._track_terminal(terminals, result["terminalId"])
+        return result
+
+    def _track_terminal(self, terminals: Terminals, terminal_id: str) -> None:
+        record = self._fold.turn
+        if record is not None:
+            record.terminals[terminal_id] = terminals.views[terminal_id]
+
+    # -- permissions -----------------------------------------------------------------------------
+
+    async def _request_permission(self, params: Any) -> dict[str, Any]:
+        # The agent is not trusted: `assess` decides what the request is taken to be, and only
+        # a regular request of known kinds may be allowed by the policy (see permissions.py).
+        raw_call = params.get("toolCall") if isinstance(params, dict) else None
+        call_id = raw_call.get("toolCallId") if isinstance(raw_call, dict) else None
+        earlier = self._fold.target.tool_calls.get(call_id) if isinstance(call_id, str) else None
+        request = assess(params, earlier)
+        options = request.options
+        part = self._fold.add_permission(request.tool_call, options)
+        if request.problems:
+            self._fold.add_error("the policy cannot decide this permission request: "
+                                 + "; ".join(request.problems), "warning")
+        running = self._owner.running
+        if running is not None and running.cancel_requested:
+            self._fold.resolve_permission(part, None, "cancel")
+            return _outcome(None)
+        policy = (running.permission_policy if running is not None else None) \
+            or self._owner.permission_policy
+        handler = (running.permission_handler if running is not None else None) \
+            or self._owner.permission_handler
+        decision = policy.judge(request)
+        option_id = pick_option(options, "allow") if decision == "allow" else None
+        if decision == "allow" and option_id is None:
+            decision = "ask"  # allowed, but no allow option offered: never pick another kind
+        by = "policy"
+        if decision == "ask" and handler is not None and options:
+            return await self._ask(handler, request, part)
+        if decision != "allow":
+            # "reject", or "ask" with nobody to ask: fail closed. No reject option offered:
+            # `cancelled`, the one outcome that allows nothing.
+            option_id = pick_option(options, "reject")
+            by = "policy" if decision == "reject" else "policy (nobody to ask)"
+        self._fold.resolve_permission(part, option_id, by)
+        return _outcome(option_id)
+
+    async def _ask(self, handler: PermissionHandler, request: Assessment,
+                   part: PermissionPart) -> dict[str, Any]:
+        options = request.options
+        option_id: str | None = None
+        by = "user"
+        scope = anyio.CancelScope()
+        self._permissions[part.part_id] = (part, scope)
+        try:
+            with scope:
+                try:
+                    option_id = await handler(PermissionRequest(
+                        part, request.label, request.tool_call, self._owner.id, request.problems))
+                except Exception as exc:  # the handler gave up (a timeout, a bug): fail closed
+                    # str(exc), not exc: an exception object is always true, and TimeoutError()
+                    # would be recorded as "rejected: " with no reason at all.
+                    option_id, by = None, f"rejected: {str(exc) or type(exc).__name__}"
+                if option_id is not None and option_id not in {o["optionId"] for o in options}:
+                    raise RpcError(rpc.INVALID_PARAMS, f"unknown option id {option_id!r}")
+                if option_id is None:
+                    option_id = pick_option(options, "reject")
+            if scope.cancelled_caught:  # stop()
+                if part.outcome == "pending":
+                    self._fold.resolve_permission(part, None, "cancel")
+                return _outcome(None)
+        except anyio.get_cancelled_exc_class():
+            # Cancelled from outside this scope (the agent's $/cancel_request, the
+            # connection closing): the connection answers `cancelled`; record it so too,
+            # instead of leaving the request "pending" in the turn forever.
+            if part.outcome == "pending":
+                self._fold.resolve_permission(part, None, "cancel")
+            raise
+        finally:
+            self._permissions.pop(part.part_id, None)
+        self._fold.resolve_permission(part, option_id, by)
+        return _outcome(option_id)
+
+    def cancel_pending(self) -> None:
+        """Answer every pending permission request `cancelled` (the turn ends or is stopped)."""
+        for part, scope in list(self._permissions.values()):
+            if part.outcome == "pending":
+                self._fold.resolve_permission(part, None, "cancel")
+            scope.cancel()
+
+
+def _outcome(option_id: str | None) -> dict[str, Any]:
+    if option_id is None:
+        return {"outcome": {"outcome": "cancelled"}}
+    return {"outcome": {"outcome": "selected", "optionId": option_id}}
