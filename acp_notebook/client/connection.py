@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import copy
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -219,6 +220,24 @@ class Connection:
             message += f"; its last stderr output:\n{tail}"
         self.close(AgentExitedError(message, returncode=code, stderr_tail=tail))
 
+    def _closed_error(self) -> BaseException:
+        """A fresh copy of why the connection closed, chained to it, for one caller to raise.
+
+        Raising the one stored exception again from every later request appended this call's
+        frames to its traceback each time (it grew without end in a long-lived kernel), and a
+        caller that annotated it changed it for all the others.
+        """
+        reason = self.closed
+        assert reason is not None
+        try:
+            fresh = copy.copy(reason)  # ours all copy: their fields are in args or __dict__
+        except Exception:  # a type that cannot be rebuilt: the same meaning, still fresh
+            fresh = AgentExitedError(str(reason))
+        fresh.__traceback__ = None
+        fresh.__cause__ = reason
+        fresh.__suppress_context__ = True
+        return fresh
+
     def close(self, reason: BaseException) -> None:
         """Fail every waiting request with `reason`; later requests fail at once."""
         if self.closed is not None:
@@ -309,7 +328,7 @@ class Connection:
         `$/cancel_request` and the late answer is ignored.
         """
         if self.closed is not None:
-            raise self.closed
+            raise self._closed_error()
         self._next_id += 1
         rid = self._next_id
         pending = _Pending(method)
@@ -326,6 +345,8 @@ class Connection:
                                                              {"requestId": rid}))
             raise
         if pending.error is not None:
+            if pending.error is self.closed:  # shared by every request the close failed
+                raise self._closed_error()
             raise pending.error
         return pending.result
 
@@ -341,5 +362,6 @@ class Connection:
             with anyio.move_on_after(1.0):
                 await self.closed_event.wait()
             if self.closed is not None:
-                raise self.closed from None
+                fresh = self._closed_error()
+                raise fresh from fresh.__cause__
             raise ProtocolError(f"could not write to the agent: {exc}") from None
