@@ -21,6 +21,7 @@ import anyio.abc
 
 from ..errors import AgentExitedError, ProtocolError, RequestError
 from ..protocol import jsonrpc as rpc
+from ..protocol import methods
 from .process import AgentProcess
 
 
@@ -100,6 +101,7 @@ class Connection:
         loads = rpc.loads
         too_deep = rpc.too_deep
         on_update = self._on_update
+        update_method = methods.SESSION_UPDATE
         try:
             while True:
                 try:
@@ -144,7 +146,7 @@ class Connection:
                     if too_deep(line, obj):
                         self._dispatch(rpc.Malformed("JSON nested too deeply", rpc.excerpt(line)))
                         continue
-                    if (type(obj) is dict and obj.get("method") == "session/update"
+                    if (type(obj) is dict and obj.get("method") == update_method
                             and "id" not in obj):
                         on_update(obj.get("params"))
                     else:
@@ -159,9 +161,9 @@ class Connection:
 
     def _dispatch(self, frame: rpc.Frame) -> None:
         if isinstance(frame, rpc.Notification):
-            if frame.method == "session/update":
+            if frame.method == methods.SESSION_UPDATE:
                 self._on_update(frame.params)
-            elif frame.method == rpc.CANCEL_REQUEST_METHOD:
+            elif frame.method == methods.CANCEL_REQUEST:
                 self._peer_cancelled(frame.params)
             # Other notifications, known or not, need nothing from us (the spec says ignore).
         elif isinstance(frame, rpc.Request):
@@ -293,7 +295,7 @@ class Connection:
                     reply = rpc.encode_error(request.id, rpc.INTERNAL_ERROR,
                                              f"client error: {type(exc).__name__}: {exc}")
             if reply is None and incoming.cancelled_by_peer:
-                if request.method == "session/request_permission":
+                if request.method == methods.REQUEST_PERMISSION:
                     # The spec's answer to a cancelled permission request is the `cancelled`
                     # outcome (-32800 is for the other requests); agents wait for an outcome.
                     reply = rpc.encode_result(request.id, {"outcome": {"outcome": "cancelled"}})
@@ -341,7 +343,7 @@ class Connection:
             if self._pending.pop(rid, None) is not None and self.closed is None:
                 self._abandoned.append(rid)
                 with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-                    await self._send(rpc.encode_notification(rpc.CANCEL_REQUEST_METHOD,
+                    await self._send(rpc.encode_notification(methods.CANCEL_REQUEST,
                                                              {"requestId": rid}))
             raise
         if pending.error is not None:
