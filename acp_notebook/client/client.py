@@ -36,6 +36,7 @@ from .permissions import PermissionHandler, PermissionPolicy
 from .process import AgentProcess
 from .session import Session
 from .terminal import DEFAULT_MAX_TERMINALS, TerminalSlots
+from .transport import AgentTransport, TransportFactory
 
 log = logging.getLogger("acp_notebook")
 
@@ -69,6 +70,9 @@ class ClientOptions:
     client_name: str = "acp_notebook"
     #: Caps on what the agent can make the client keep (parts, text, plan entries...).
     limits: Limits = DEFAULT_LIMITS
+    #: How each agent start reaches the agent; None: `command` as a subprocess (`AgentProcess`).
+    #: `transport.in_process(serve)` runs a Python agent on a thread of this process instead.
+    transport: TransportFactory | None = None
 
     def __post_init__(self) -> None:
         for name in ("initialize_timeout", "request_timeout"):
@@ -92,7 +96,7 @@ class Client:
         self.auth_methods: list[dict[str, Any]] = []
         self.protocol_version: int | None = None
         self._tg: anyio.abc.TaskGroup = None  # type: ignore[assignment]  # set in __aenter__
-        self._process: AgentProcess | None = None
+        self._process: AgentTransport | None = None
         self._connection: Connection | None = None
         self._epoch = 0
         self._restart_lock = anyio.Lock()
@@ -196,7 +200,8 @@ class Client:
     async def _start(self) -> Connection:
         self._killed_for_cancel = False
         self._authenticated = False
-        process = AgentProcess(self.command, self.env, self.cwd, self.options.stderr_limit)
+        start = self.options.transport or AgentProcess
+        process = start(self.command, self.env, self.cwd, self.options.stderr_limit)
         await process.start(self._tg)
         self.processes_started += 1
         garbage: list[str] = []  # what the agent wrote to stdout that is not JSON-RPC
@@ -283,10 +288,10 @@ class Client:
         self._epoch += 1
         return conn
 
-    async def _watch_exit(self, process: AgentProcess, conn: Connection) -> None:
+    async def _watch_exit(self, process: AgentTransport, conn: Connection) -> None:
         # If the agent dies but a child of it keeps stdout open, the reader never sees EOF:
         # close the connection shortly after the exit anyway, so turns end within a second.
-        await process.proc.wait()
+        await process.wait_exit()
         # Nobody is left to release the dead agent's terminals (a fresh process cannot know
         # their ids): end their commands now.
         for session in self.sessions:
@@ -578,7 +583,7 @@ def _obj(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _tail(process: AgentProcess) -> str:
+def _tail(process: AgentTransport) -> str:
     tail = process.stderr.text()
     return f"; its last stderr output:\n{tail}" if tail else ""
 

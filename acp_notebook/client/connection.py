@@ -19,10 +19,10 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from ..errors import AgentExitedError, ProtocolError, RequestError
+from ..errors import AcpError, AgentExitedError, ProtocolError, RequestError
 from ..protocol import jsonrpc as rpc
 from ..protocol import methods
-from .process import AgentProcess
+from .transport import AgentTransport
 
 
 class RpcError(Exception):
@@ -61,7 +61,7 @@ class _Incoming:
 class Connection:
     def __init__(
         self,
-        process: AgentProcess,
+        process: AgentTransport,
         *,
         on_update: Callable[[Any], None],
         on_request: RequestHandler,
@@ -265,8 +265,10 @@ class Connection:
                         request.id, rpc.INTERNAL_ERROR,
                         f"too many requests at once (more than {MAX_INCOMING}); "
                         "wait for the answers"))
-        except (AgentExitedError, ProtocolError):
-            pass  # the agent exited meanwhile: nobody to answer; the reader reports it
+        except AcpError:
+            # The connection closed meanwhile (the agent exited, or the client closed it: a
+            # ClientClosedError escaped here and broke the task group): nobody to answer.
+            pass
         finally:
             self._serving -= 1
 
@@ -309,8 +311,8 @@ class Connection:
             with anyio.CancelScope(shield=True):
                 try:
                     await self._send(reply)
-                except (AgentExitedError, ProtocolError):
-                    pass  # the agent exited meanwhile: nobody to answer; the reader reports it
+                except AcpError:
+                    pass  # the connection closed meanwhile (see _refuse): nobody to answer
 
     def _peer_cancelled(self, params: Any) -> None:
         rid = params.get("requestId") if isinstance(params, dict) else None
