@@ -92,6 +92,13 @@ class AgentStreams:
         self.ended = threading.Event()
         self._end = end
 
+    def close(self) -> None:
+        """Close the files (then the sockets under them are closed for good). Called on the
+        agent's main thread once `run` returned; a thread writing later gets ValueError."""
+        for file in (self.stdin, self.stdout, self.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                file.close()
+
     def exit(self, code: int) -> None:
         """End the agent now with this exit code, as a process's `_exit` would: the client sees
         its output end and the code. The caller's thread goes on: it should unwind."""
@@ -161,6 +168,7 @@ class InProcessTransport:
                 streams.stderr.flush()
         finally:
             self._end(code if isinstance(code, int) else 0 if code is None else 1)
+            streams.close()
 
     def _end(self, code: int) -> None:
         """The agent is gone (any thread): keep the first code, close its side of the streams."""
