@@ -1,8 +1,10 @@
 """Helpers for the client-core tests (tests/test_client_*.py).
 
-Tests drive tests/agents/scripted_agent.py through the real client. They synchronise on events
-(subscribed mutations, turn results, the agent's --record file), never on sleeps; each test is
-bounded by pytest-timeout and by `anyio.fail_after` inside.
+Tests drive the scripted agent (tests/agents/scripted/) through the real client, as a process
+or, in modules marked `pytest.mark.scripted_agent("in_process")`, on a thread of the test's own
+process behind the client's in-process transport (see tests/conftest.py's `agent` fixture).
+They synchronise on events (subscribed mutations, turn results, the agent's --record file), never
+on sleeps; each test is bounded by pytest-timeout and by `anyio.fail_after` inside.
 """
 
 from __future__ import annotations
@@ -21,13 +23,17 @@ from acp_notebook.client.session import Session
 from acp_notebook.protocol.mutations import Mutation, PartUpdated
 from acp_notebook.protocol.result import TurnResult
 from acp_notebook.protocol.state import ToolCallPart
-from tests.agents.script import agent_command, script
+from tests.agents.script import agent_command, in_process, script
 
 
 class Agent:
-    """Where one test's scripted agent records what the client sent, and its working directory."""
+    """Where one test's scripted agent records what the client sent, and its working directory.
 
-    def __init__(self, tmp_path: Path) -> None:
+    `in_process`: `client()` runs the agent in this process (no spawn); else as a subprocess.
+    """
+
+    def __init__(self, tmp_path: Path, in_process: bool = False) -> None:
+        self.in_process = in_process
         self.tmp = tmp_path
         self.cwd = tmp_path / "work"
         self.cwd.mkdir(exist_ok=True)
@@ -40,6 +46,8 @@ class Agent:
     async def client(self, *flags: str, env: dict[str, str | None] | None = None,
                      **options: Any) -> AsyncIterator[Client]:
         options.setdefault("retry_backoff", 0.01)
+        if self.in_process:
+            options.setdefault("transport", in_process())
         async with connect(self.command(*flags), env=env, cwd=self.cwd, **options) as client:
             yield client
 

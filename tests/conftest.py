@@ -35,8 +35,15 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def agent(tmp_path: Path) -> Agent:
-    return Agent(tmp_path)
+def agent(request: pytest.FixtureRequest, tmp_path: Path) -> Agent:
+    """The scripted agent of one test: a subprocess, unless the test or its module is marked
+    `pytest.mark.scripted_agent("in_process")` (the closest mark wins: a test of such a module
+    that needs a real process says `scripted_agent("process")`)."""
+    mark = request.node.get_closest_marker("scripted_agent")
+    where = mark.args[0] if mark is not None else "process"
+    if where not in ("process", "in_process"):
+        raise ValueError(f"scripted_agent mark: 'process' or 'in_process', not {where!r}")
+    return Agent(tmp_path, in_process=where == "in_process")
 
 
 def _browser_problem() -> str | None:

@@ -14,7 +14,8 @@ from acp_notebook.client.permissions import PermissionPolicy
 from tests.agents.script import script
 from tests.client_helpers import Agent, reports
 
-pytestmark = pytest.mark.anyio
+# The agent runs in this process (no spawn per test) unless a test needs a real process.
+pytestmark = [pytest.mark.anyio, pytest.mark.scripted_agent("in_process")]
 
 
 @pytest.mark.timeout(30)

@@ -15,6 +15,8 @@ from tests.agents.script import script
 from tests.client_helpers import Agent
 
 MiB = 1024 * 1024
+# The agent runs in this process (no spawn per test): what is tested is the client's reader.
+pytestmark = pytest.mark.scripted_agent("in_process")
 
 
 def test_a_line_without_end_is_never_held_whole(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -34,13 +34,13 @@ REDACTED = "[redacted]"
 WRAPPER = f"""\
 import os, sys
 sys.path.insert(0, {str(AGENT_PATH.parent)!r})
-import scripted_agent as agent
+from scripted import cli, turn
 key = os.environ["MY_API_KEY"]
 sys.stderr.write(f"starting with MY_API_KEY={{key}}\\n")
 sys.stderr.flush()
-first_text = agent.first_text
-agent.first_text = lambda prompt: first_text(prompt).replace("$MY_API_KEY", key)
-agent.main()
+first_text = turn.first_text
+turn.first_text = lambda prompt: first_text(prompt).replace("$MY_API_KEY", key)
+cli.main()
 """
 
 

@@ -10,7 +10,8 @@ from acp_notebook.protocol.mutations import RequestWarning
 from tests.agents.script import script
 from tests.client_helpers import Agent, Watcher, alive, reports, tool_call, tool_update
 
-pytestmark = pytest.mark.anyio
+# The agent runs in this process (no spawn per test) unless a test needs a real process.
+pytestmark = [pytest.mark.anyio, pytest.mark.scripted_agent("in_process")]
 
 CANCELLED_OUTCOME = {"outcome": {"outcome": "cancelled"}}
 
@@ -98,6 +99,7 @@ async def test_a_permission_requested_after_cancel_is_answered_cancelled(agent: 
     assert reports(result.text, "PERMISSION ") == [{"result": CANCELLED_OUTCOME}]
 
 
+@pytest.mark.scripted_agent("process")  # the process and its kill are the point
 @pytest.mark.timeout(30)
 async def test_an_agent_that_ignores_cancel_is_killed_after_the_grace_period(agent: Agent) -> None:
     with anyio.fail_after(20):
@@ -225,6 +227,7 @@ async def test_cancel_during_a_flood_of_chunks(agent: Agent) -> None:
     assert len(result.text) % 8 == 0 and len(result.text) < 80_000_000
 
 
+@pytest.mark.scripted_agent("process")  # the process and its kill are the point
 @pytest.mark.timeout(30)
 async def test_no_agent_process_is_left_after_cancellation_and_close(agent: Agent) -> None:
     with anyio.fail_after(20):

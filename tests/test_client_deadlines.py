@@ -19,7 +19,8 @@ from acp_notebook.client.client import Client, ClientOptions
 from tests.agents.script import script
 from tests.client_helpers import Agent, gone
 
-pytestmark = pytest.mark.anyio
+# The agent runs in this process (no spawn per test) unless a test needs a real process.
+pytestmark = [pytest.mark.anyio, pytest.mark.scripted_agent("in_process")]
 
 DEADLINE = 0.5
 SLACK = 3.0  # process start and a loaded machine; far below any default deadline (60/120 s)

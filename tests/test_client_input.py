@@ -12,7 +12,8 @@ import pytest
 from acp_notebook import PromptError
 from tests.client_helpers import Agent
 
-pytestmark = pytest.mark.anyio
+# The agent runs in this process (no spawn per test) unless a test needs a real process.
+pytestmark = [pytest.mark.anyio, pytest.mark.scripted_agent("in_process")]
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")

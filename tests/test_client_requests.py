@@ -16,7 +16,8 @@ from acp_notebook.protocol.mutations import Delta
 from tests.agents.script import script
 from tests.client_helpers import Agent, Watcher, alive, gone, reports
 
-pytestmark = pytest.mark.anyio
+# The agent runs in this process (no spawn per test) unless a test needs a real process.
+pytestmark = [pytest.mark.anyio, pytest.mark.scripted_agent("in_process")]
 
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602

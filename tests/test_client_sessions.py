@@ -11,7 +11,8 @@ from acp_notebook.protocol.mutations import PartUpdated, SessionChanged
 from tests.agents.script import script
 from tests.client_helpers import Agent, Watcher
 
-pytestmark = pytest.mark.anyio
+# The agent runs in this process (no spawn per test) unless a test needs a real process.
+pytestmark = [pytest.mark.anyio, pytest.mark.scripted_agent("in_process")]
 
 
 @pytest.mark.timeout(30)
@@ -251,6 +252,7 @@ async def test_loading_an_unknown_session_fails_cleanly(agent: Agent) -> None:
     assert info.value.code == -32002
 
 
+@pytest.mark.scripted_agent("process")  # a crash of the agent process, and its restart
 @pytest.mark.timeout(40)
 async def test_after_an_agent_restart_the_session_is_resumed_or_recreated(agent: Agent) -> None:
     state = str(agent.tmp / "state")

@@ -18,7 +18,8 @@ from acp_notebook.protocol.state import MessagePart, PlanEntry, RawPart
 from tests.agents.script import script
 from tests.client_helpers import Agent, Watcher, reports, tool_call, tool_update
 
-pytestmark = pytest.mark.anyio
+# The agent runs in this process (no spawn per test) unless a test needs a real process.
+pytestmark = [pytest.mark.anyio, pytest.mark.scripted_agent("in_process")]
 
 
 def messages(result, role="agent"):

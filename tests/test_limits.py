@@ -28,7 +28,8 @@ from tests.agents.script import script
 from tests.client_helpers import Agent, Watcher, run_script
 from tests.nb_util import execute, scripted, transcripts
 
-pytestmark = pytest.mark.anyio
+# The agent runs in this process (no spawn per test) unless a test needs a real process.
+pytestmark = [pytest.mark.anyio, pytest.mark.scripted_agent("in_process")]
 
 
 def chunk(text: str, kind: str = "agent_message_chunk") -> dict[str, Any]:

@@ -35,7 +35,7 @@ SPLIT = 10  # the first chunk ends after this many characters of the key
 WRAPPER = f"""\
 import base64, json, os, sys, urllib.parse
 sys.path.insert(0, {str(AGENT_PATH.parent)!r})
-import scripted_agent as agent
+from scripted import agent, cli, turn, wire
 key = os.environ["MY_API_KEY"]
 spell = {{
     "{{KEY}}": key, "{{KEY_A}}": key[:{SPLIT}], "{{KEY_B}}": key[{SPLIT}:],
@@ -54,18 +54,18 @@ def fill(value):
     if isinstance(value, dict):
         return {{k: fill(v) for k, v in value.items()}}
     return value
-parse_script = agent.parse_script
-agent.parse_script = lambda text: fill(parse_script(text))
+parse_script = turn.parse_script
+turn.parse_script = lambda text: fill(parse_script(text))
 def refuse_mode(self, params):
-    raise agent.RpcError(agent.INVALID_PARAMS, "mode refused for " + spell["{{KEY_URL}}"])
+    raise wire.RpcError(wire.INVALID_PARAMS, "mode refused for " + spell["{{KEY_URL}}"])
 agent.Agent._set_mode = refuse_mode
 def refuse_init(self, params):
-    raise agent.RpcError(agent.INTERNAL_ERROR, "bad credentials " + key[:20] + "...")
+    raise wire.RpcError(wire.INTERNAL_ERROR, "bad credentials " + key[:20] + "...")
 if os.environ.get("FAIL_INIT"):
     agent.Agent._initialize = refuse_init
 sys.stderr.write("starting with MY_API_KEY=" + spell["{{KEY_URL}}"] + "\\n")
 sys.stderr.flush()
-agent.main()
+cli.main()
 """
 
 

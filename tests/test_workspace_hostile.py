@@ -27,7 +27,8 @@ from acp_notebook.client.workspace import Workspace
 from tests.agents.script import script
 from tests.client_helpers import Agent, reports
 
-pytestmark = pytest.mark.anyio
+# The agent runs in this process (no spawn per test): the request path is what is tested.
+pytestmark = [pytest.mark.anyio, pytest.mark.scripted_agent("in_process")]
 
 INVALID_PARAMS = -32602
 NOT_FOUND = -32002

@@ -37,6 +37,7 @@ from .process import AgentProcess
 from .registry import SessionRegistry
 from .session import Session
 from .terminal import TerminalSlots
+from .transport import AgentTransport
 
 log = logging.getLogger("acp_notebook")
 
@@ -59,7 +60,7 @@ class Client:
         self.auth_methods: list[dict[str, Any]] = []
         self.protocol_version: int | None = None
         self._tg: anyio.abc.TaskGroup = None  # type: ignore[assignment]  # set in __aenter__
-        self._process: AgentProcess | None = None
+        self._process: AgentTransport | None = None
         self._connection: Connection | None = None
         self._epoch = 0
         self._restart_lock = anyio.Lock()
@@ -166,7 +167,8 @@ class Client:
     async def _start(self) -> Connection:
         self._killed_for_cancel = False
         self._authenticated = False
-        process = AgentProcess(self.command, self.env, self.cwd, self.options.stderr_limit)
+        start = self.options.transport or AgentProcess
+        process = start(self.command, self.env, self.cwd, self.options.stderr_limit)
         await process.start(self._tg)
         self.processes_started += 1
         garbage: list[str] = []  # what the agent wrote to stdout that is not JSON-RPC
@@ -253,10 +255,10 @@ class Client:
         self._epoch += 1
         return conn
 
-    async def _watch_exit(self, process: AgentProcess, conn: Connection) -> None:
+    async def _watch_exit(self, process: AgentTransport, conn: Connection) -> None:
         # If the agent dies but a child of it keeps stdout open, the reader never sees EOF:
         # close the connection shortly after the exit anyway, so turns end within a second.
-        await process.proc.wait()
+        await process.wait_exit()
         # Nobody is left to release the dead agent's terminals (a fresh process cannot know
         # their ids): end their commands now.
         for session in self.sessions:
@@ -378,7 +380,7 @@ class Client:
         return f"<Client {self.agent_name!r} pid={self.pid} sessions={len(self.registry)}>"
 
 
-def _tail(process: AgentProcess) -> str:
+def _tail(process: AgentTransport) -> str:
     tail = process.stderr.text()
     return f"; its last stderr output:\n{tail}" if tail else ""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import copy
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -18,10 +19,11 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from ..errors import AgentExitedError, ProtocolError, RequestError
+from ..errors import AcpError, AgentExitedError, ProtocolError, RequestError
 from ..errors import RpcError as RpcError  # defined in errors.py; still importable from here
 from ..protocol import jsonrpc as rpc
-from .process import AgentProcess
+from ..protocol import methods
+from .transport import AgentTransport
 
 RequestHandler = Callable[[str, Any], Awaitable[Any]]
 
@@ -49,7 +51,7 @@ class _Incoming:
 class Connection:
     def __init__(
         self,
-        process: AgentProcess,
+        process: AgentTransport,
         *,
         on_update: Callable[[Any], None],
         on_request: RequestHandler,
@@ -89,6 +91,7 @@ class Connection:
         loads = rpc.loads
         too_deep = rpc.too_deep
         on_update = self._on_update
+        update_method = methods.SESSION_UPDATE
         try:
             while True:
                 try:
@@ -133,7 +136,7 @@ class Connection:
                     if too_deep(line, obj):
                         self._dispatch(rpc.Malformed("JSON nested too deeply", rpc.excerpt(line)))
                         continue
-                    if (type(obj) is dict and obj.get("method") == "session/update"
+                    if (type(obj) is dict and obj.get("method") == update_method
                             and "id" not in obj):
                         on_update(obj.get("params"))
                     else:
@@ -148,9 +151,9 @@ class Connection:
 
     def _dispatch(self, frame: rpc.Frame) -> None:
         if isinstance(frame, rpc.Notification):
-            if frame.method == "session/update":
+            if frame.method == methods.SESSION_UPDATE:
                 self._on_update(frame.params)
-            elif frame.method == rpc.CANCEL_REQUEST_METHOD:
+            elif frame.method == methods.CANCEL_REQUEST:
                 self._peer_cancelled(frame.params)
             # Other notifications, known or not, need nothing from us (the spec says ignore).
         elif isinstance(frame, rpc.Request):
@@ -209,6 +212,24 @@ class Connection:
             message += f"; its last stderr output:\n{tail}"
         self.close(AgentExitedError(message, returncode=code, stderr_tail=tail))
 
+    def _closed_error(self) -> BaseException:
+        """A fresh copy of why the connection closed, chained to it, for one caller to raise.
+
+        Raising the one stored exception again from every later request appended this call's
+        frames to its traceback each time (it grew without end in a long-lived kernel), and a
+        caller that annotated it changed it for all the others.
+        """
+        reason = self.closed
+        assert reason is not None
+        try:
+            fresh = copy.copy(reason)  # ours all copy: their fields are in args or __dict__
+        except Exception:  # a type that cannot be rebuilt: the same meaning, still fresh
+            fresh = AgentExitedError(str(reason))
+        fresh.__traceback__ = None
+        fresh.__cause__ = reason
+        fresh.__suppress_context__ = True
+        return fresh
+
     def close(self, reason: BaseException) -> None:
         """Fail every waiting request with `reason`; later requests fail at once."""
         if self.closed is not None:
@@ -234,8 +255,10 @@ class Connection:
                         request.id, rpc.INTERNAL_ERROR,
                         f"too many requests at once (more than {MAX_INCOMING}); "
                         "wait for the answers"))
-        except (AgentExitedError, ProtocolError):
-            pass  # the agent exited meanwhile: nobody to answer; the reader reports it
+        except AcpError:
+            # The connection closed meanwhile (the agent exited, or the client closed it: a
+            # ClientClosedError escaped here and broke the task group): nobody to answer.
+            pass
         finally:
             self._serving -= 1
 
@@ -264,7 +287,7 @@ class Connection:
                     reply = rpc.encode_error(request.id, rpc.INTERNAL_ERROR,
                                              f"client error: {type(exc).__name__}: {exc}")
             if reply is None and incoming.cancelled_by_peer:
-                if request.method == "session/request_permission":
+                if request.method == methods.REQUEST_PERMISSION:
                     # The spec's answer to a cancelled permission request is the `cancelled`
                     # outcome (-32800 is for the other requests); agents wait for an outcome.
                     reply = rpc.encode_result(request.id, {"outcome": {"outcome": "cancelled"}})
@@ -278,8 +301,8 @@ class Connection:
             with anyio.CancelScope(shield=True):
                 try:
                     await self._send(reply)
-                except (AgentExitedError, ProtocolError):
-                    pass  # the agent exited meanwhile: nobody to answer; the reader reports it
+                except AcpError:
+                    pass  # the connection closed meanwhile (see _refuse): nobody to answer
 
     def _peer_cancelled(self, params: Any) -> None:
         rid = params.get("requestId") if isinstance(params, dict) else None
@@ -299,7 +322,7 @@ class Connection:
         `$/cancel_request` and the late answer is ignored.
         """
         if self.closed is not None:
-            raise self.closed
+            raise self._closed_error()
         self._next_id += 1
         rid = self._next_id
         pending = _Pending(method)
@@ -312,10 +335,12 @@ class Connection:
             if self._pending.pop(rid, None) is not None and self.closed is None:
                 self._abandoned.append(rid)
                 with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-                    await self._send(rpc.encode_notification(rpc.CANCEL_REQUEST_METHOD,
+                    await self._send(rpc.encode_notification(methods.CANCEL_REQUEST,
                                                              {"requestId": rid}))
             raise
         if pending.error is not None:
+            if pending.error is self.closed:  # shared by every request the close failed
+                raise self._closed_error()
             raise pending.error
         return pending.result
 
@@ -331,5 +356,6 @@ class Connection:
             with anyio.move_on_after(1.0):
                 await self.closed_event.wait()
             if self.closed is not None:
-                raise self.closed from None
+                fresh = self._closed_error()
+                raise fresh from fresh.__cause__
             raise ProtocolError(f"could not write to the agent: {exc}") from None

@@ -11,6 +11,7 @@ from ..protocol.limits import DEFAULT_LIMITS, Limits
 from ..protocol.state import DEFAULT_OUTPUT_LIMIT
 from .permissions import PermissionHandler, PermissionPolicy
 from .terminal import DEFAULT_MAX_TERMINALS
+from .transport import TransportFactory
 
 
 @dataclass
@@ -39,6 +40,9 @@ class ClientOptions:
     client_name: str = "acp_notebook"
     #: Caps on what the agent can make the client keep (parts, text, plan entries...).
     limits: Limits = DEFAULT_LIMITS
+    #: How each agent start reaches the agent; None: `command` as a subprocess (`AgentProcess`).
+    #: `transport.in_process(serve)` runs a Python agent on a thread of this process instead.
+    transport: TransportFactory | None = None
 
     def __post_init__(self) -> None:
         for name in ("initialize_timeout", "request_timeout"):

@@ -1,4 +1,7 @@
-"""The agent subprocess: spawn, drain stderr, stop without leaving anything behind."""
+"""The agent subprocess: spawn, drain stderr, stop without leaving anything behind.
+
+`AgentProcess` is the client's default `AgentTransport` (see transport.py).
+"""
 
 from __future__ import annotations
 
@@ -173,6 +176,10 @@ class AgentProcess:
         with anyio.move_on_after(timeout):
             return await self._proc.wait()
         return self._proc.returncode
+
+    async def wait_exit(self) -> int | None:
+        """The exit code, once the process has exited, however long that takes."""
+        return await self.proc.wait()
 
     def kill(self) -> None:
         """SIGKILL the whole process group, now."""

@@ -32,6 +32,7 @@ import anyio
 import anyio.abc
 
 from ..protocol import jsonrpc as rpc
+from ..protocol import methods
 from ..protocol.state import DEFAULT_OUTPUT_LIMIT, TerminalView
 from .connection import RpcError
 from .process import child_env
@@ -77,7 +78,7 @@ class TerminalSlots:
         if self.used >= self.limit:
             raise RpcError(rpc.INTERNAL_ERROR,
                            f"too many terminals: {self.used} are open, the limit is {self.limit}; "
-                           "release one (terminal/release) before creating another")
+                           f"release one ({methods.TERMINAL_RELEASE}) before creating another")
         self.used += 1
 
     def give_back(self) -> None:

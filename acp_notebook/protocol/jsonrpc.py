@@ -27,8 +27,6 @@ AUTH_REQUIRED: Final = -32000
 RESOURCE_NOT_FOUND: Final = -32002
 REQUEST_CANCELLED: Final = -32800
 
-CANCEL_REQUEST_METHOD: Final = "$/cancel_request"
-
 RequestId = int | str | None
 
 
