@@ -54,9 +54,13 @@ if TYPE_CHECKING:
 
 # The client layer needs anyio; it is imported on first use so `%load_ext` stays light.
 _LAZY = {
-    "connect": ".client.client", "Client": ".client.client", "ClientOptions": ".client.client",
-    "Session": ".client.session", "TurnHandle": ".client.turn",
-    "PermissionPolicy": ".client.permissions", "PermissionRequest": ".client.permissions",
+    "connect": ".client.client",
+    "Client": ".client.client",
+    "ClientOptions": ".client.client",
+    "Session": ".client.session",
+    "TurnHandle": ".client.turn",
+    "PermissionPolicy": ".client.permissions",
+    "PermissionRequest": ".client.permissions",
 }
 
 

@@ -47,13 +47,22 @@ class AgentSpec:
 def builtin_agents() -> dict[str, AgentSpec]:
     """The well-known ACP agents; flags as their projects document them today."""
     entries = [
-        AgentSpec(DEMO, (sys.executable, "-m", "acp_notebook.demo_agent"),
-                  description="embedded demo agent: no network, no key"),
+        AgentSpec(
+            DEMO,
+            (sys.executable, "-m", "acp_notebook.demo_agent"),
+            description="embedded demo agent: no network, no key",
+        ),
         AgentSpec("gemini", ("gemini", "--acp"), description="Gemini CLI"),
-        AgentSpec("claude", ("npx", "-y", "@agentclientprotocol/claude-agent-acp"),
-                  description="Claude Code through its ACP adapter"),
-        AgentSpec("codex", ("npx", "-y", "@agentclientprotocol/codex-acp"),
-                  description="Codex through its ACP adapter"),
+        AgentSpec(
+            "claude",
+            ("npx", "-y", "@agentclientprotocol/claude-agent-acp"),
+            description="Claude Code through its ACP adapter",
+        ),
+        AgentSpec(
+            "codex",
+            ("npx", "-y", "@agentclientprotocol/codex-acp"),
+            description="Codex through its ACP adapter",
+        ),
         AgentSpec("opencode", ("opencode", "acp"), description="OpenCode"),
         AgentSpec("goose", ("goose", "acp"), description="goose"),
         AgentSpec("fast-agent", ("fast-agent-acp",), description="fast-agent"),
@@ -69,16 +78,19 @@ def parse_entry(name: str, entry: Any, source: str) -> AgentSpec:
         raise ConfigError(f"agent {name!r} in {source}: expected a table, got {entry!r}")
     unknown = set(entry) - {"command", "args", "env", "cwd", "description"}
     if unknown:
-        raise ConfigError(f"agent {name!r} in {source}: unknown field(s) "
-                          f"{', '.join(sorted(unknown))} (command, args, env, cwd, description)")
+        raise ConfigError(
+            f"agent {name!r} in {source}: unknown field(s) "
+            f"{', '.join(sorted(unknown))} (command, args, env, cwd, description)"
+        )
     command = entry.get("command")
     if isinstance(command, str):
         argv = shlex.split(command)
     elif isinstance(command, list) and all(isinstance(c, str) for c in command):
         argv = list(command)
     else:
-        raise ConfigError(f"agent {name!r} in {source}: command must be a string or a list "
-                          "of strings")
+        raise ConfigError(
+            f"agent {name!r} in {source}: command must be a string or a list of strings"
+        )
     args = entry.get("args", [])
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise ConfigError(f"agent {name!r} in {source}: args must be a list of strings")
@@ -90,9 +102,14 @@ def parse_entry(name: str, entry: Any, source: str) -> AgentSpec:
     cwd = entry.get("cwd")
     if cwd is not None and not isinstance(cwd, str):
         raise ConfigError(f"agent {name!r} in {source}: cwd must be a string")
-    return AgentSpec(name, tuple(argv + args), {k: str(v) for k, v in env.items()},
-                     os.path.expanduser(cwd) if cwd else None,
-                     str(entry.get("description", "")), source)
+    return AgentSpec(
+        name,
+        tuple(argv + args),
+        {k: str(v) for k, v in env.items()},
+        os.path.expanduser(cwd) if cwd else None,
+        str(entry.get("description", "")),
+        source,
+    )
 
 
 def default_agents_file() -> Path:
@@ -112,8 +129,10 @@ def load_agents_file(path: Path) -> tuple[dict[str, AgentSpec], str | None]:
     if not isinstance(agents, dict):
         raise ConfigError(f"{path}: [agents] must be a table of agent tables")
     default = data.get("default")
-    return ({n: parse_entry(n, e, str(path)) for n, e in agents.items()},
-            default if isinstance(default, str) else None)
+    return (
+        {n: parse_entry(n, e, str(path)) for n, e in agents.items()},
+        default if isinstance(default, str) else None,
+    )
 
 
 @dataclass
@@ -122,8 +141,12 @@ class Registry:
     default: str | None = None
 
     @classmethod
-    def build(cls, config_agents: Mapping[str, Any] | None = None,
-              config_default: str | None = None, agents_file: str | None = None) -> Registry:
+    def build(
+        cls,
+        config_agents: Mapping[str, Any] | None = None,
+        config_default: str | None = None,
+        agents_file: str | None = None,
+    ) -> Registry:
         """Built-ins, then the TOML file, then traitlets config: later entries win by name."""
         agents = builtin_agents()
         path = Path(agents_file or os.environ.get(ENV_AGENTS_FILE) or default_agents_file())
@@ -144,7 +167,8 @@ class Registry:
                 return self.agents[DEMO], (
                     "No agent is configured, so this runs the embedded demo agent. Choose one "
                     f"with --agent NAME, the {ENV_DEFAULT} environment variable, or "
-                    "c.AcpNotebook.default_agent.")
+                    "c.AcpNotebook.default_agent."
+                )
         if name_or_command in self.agents:
             return self.agents[name_or_command], note
         argv = shlex.split(name_or_command)
@@ -152,5 +176,6 @@ class Registry:
             raise ConfigError(
                 f"unknown agent {name_or_command!r}. Known agents: "
                 f"{', '.join(sorted(self.agents))}; or give a full command line, e.g. "
-                "--agent \"my-agent --acp\"")
+                '--agent "my-agent --acp"'
+            )
         return AgentSpec(name_or_command, tuple(argv), source="command line"), note

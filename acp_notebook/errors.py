@@ -31,8 +31,7 @@ class RequestTimeoutError(AcpError, TimeoutError):
     """
 
     def __init__(self, method: str, agent: str, timeout: float, detail: str = "") -> None:
-        super().__init__(f"the agent {agent} did not answer {method} within {timeout:g} s"
-                         f"{detail}")
+        super().__init__(f"the agent {agent} did not answer {method} within {timeout:g} s{detail}")
         self.method = method
         self.agent = agent
         self.timeout = timeout
@@ -45,8 +44,9 @@ class AgentStartTimeoutError(AgentStartError, RequestTimeoutError):
 class AgentExitedError(AcpError):
     """The agent process exited or closed its output while the client still needed it."""
 
-    def __init__(self, message: str, *, returncode: int | None = None,
-                 stderr_tail: str = "") -> None:
+    def __init__(
+        self, message: str, *, returncode: int | None = None, stderr_tail: str = ""
+    ) -> None:
         super().__init__(message)
         self.returncode = returncode
         self.stderr_tail = stderr_tail
@@ -70,8 +70,14 @@ class RequestError(AcpError):
 class AuthRequiredError(RequestError):
     """`session/new` answered -32000: the agent wants `authenticate` first."""
 
-    def __init__(self, method: str, code: int, message: str, data: Any = None,
-                 auth_methods: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        method: str,
+        code: int,
+        message: str,
+        data: Any = None,
+        auth_methods: list[dict[str, Any]] | None = None,
+    ) -> None:
         super().__init__(method, code, message, data)
         self.auth_methods = auth_methods or []
         names = ", ".join(f"{m.get('id')} ({m.get('name')})" for m in self.auth_methods)

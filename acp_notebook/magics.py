@@ -26,36 +26,57 @@ class AcpNotebook(Magics):
     """ACP agents in notebooks. Configure with `c.AcpNotebook.<option>` (ipython_kernel_config)."""
 
     agents = Dict(help="Agent entries by name: {command, args, env, cwd}.").tag(config=True)
-    default_agent = Unicode("", help="Agent used when a cell names none "
-                            "(the ACP_NOTEBOOK_AGENT environment variable wins).").tag(config=True)
-    agents_file = Unicode("", help="TOML file of [agents.NAME] entries (default: "
-                          "$XDG_CONFIG_HOME/acp_notebook/agents.toml).").tag(config=True)
+    default_agent = Unicode(
+        "",
+        help="Agent used when a cell names none "
+        "(the ACP_NOTEBOOK_AGENT environment variable wins).",
+    ).tag(config=True)
+    agents_file = Unicode(
+        "",
+        help="TOML file of [agents.NAME] entries (default: "
+        "$XDG_CONFIG_HOME/acp_notebook/agents.toml).",
+    ).tag(config=True)
     allow = List(Unicode(), help="Tool kinds allowed without asking.").tag(config=True)
     deny = List(Unicode(), help="Tool kinds always rejected.").tag(config=True)
     permission_default = CaselessStrEnum(
-        ["ask", "allow", "reject"], "ask",
+        ["ask", "allow", "reject"],
+        "ask",
         help="Other tool kinds: ask (buttons; rejected when nobody can be asked), "
-             "allow, or reject.").tag(config=True)
+        "allow, or reject.",
+    ).tag(config=True)
     interactive = CaselessStrEnum(
-        ["auto", "yes", "no"], "auto",
+        ["auto", "yes", "no"],
+        "auto",
         help="Whether someone can click buttons: auto detects a widget front-end "
-             "(headless runs such as nbclient have none).").tag(config=True)
-    permission_timeout = Float(600.0, help="Seconds a permission request waits for a click "
-                               "before it is rejected (0: no limit).").tag(config=True)
-    cancel_grace = Float(5.0, help="Seconds an agent gets to answer session/cancel before it "
-                         "is killed.").tag(config=True)
+        "(headless runs such as nbclient have none).",
+    ).tag(config=True)
+    permission_timeout = Float(
+        600.0,
+        help="Seconds a permission request waits for a click before it is rejected (0: no limit).",
+    ).tag(config=True)
+    cancel_grace = Float(
+        5.0, help="Seconds an agent gets to answer session/cancel before it is killed."
+    ).tag(config=True)
     timeout = Float(0.0, help="Default --timeout in seconds (0: none).").tag(config=True)
-    request_timeout = Float(120.0, help="Seconds the agent has to answer any request but a "
-                            "prompt (session/new, session/load, set_mode...) before it is "
-                            "cancelled and the cell fails (0: no limit).").tag(config=True)
+    request_timeout = Float(
+        120.0,
+        help="Seconds the agent has to answer any request but a "
+        "prompt (session/new, session/load, set_mode...) before it is "
+        "cancelled and the cell fails (0: no limit).",
+    ).tag(config=True)
     terminal = Bool(False, help="Offer client terminals (terminal/*) to agents.").tag(config=True)
-    fs = Bool(True, help="Offer workspace-confined fs/read_text_file and "
-              "fs/write_text_file.").tag(config=True)
-    protect_notebooks = Bool(True, help="Refuse agents' fs/write_text_file to any *.ipynb (the "
-                             "notebook being run cannot always be told apart).").tag(config=True)
+    fs = Bool(True, help="Offer workspace-confined fs/read_text_file and fs/write_text_file.").tag(
+        config=True
+    )
+    protect_notebooks = Bool(
+        True,
+        help="Refuse agents' fs/write_text_file to any *.ipynb (the "
+        "notebook being run cannot always be told apart).",
+    ).tag(config=True)
     max_retries = Int(5, help="Retries of a turn that fails before any output.").tag(config=True)
-    max_update_rate = Float(25.0, help="Display updates per second while a turn "
-                            "streams.").tag(config=True)
+    max_update_rate = Float(25.0, help="Display updates per second while a turn streams.").tag(
+        config=True
+    )
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
@@ -83,8 +104,9 @@ class AcpNotebook(Magics):
 
     def registry(self) -> Registry:
         try:
-            registry = Registry.build(self.agents, self.default_agent or None,
-                                      self.agents_file or None)
+            registry = Registry.build(
+                self.agents, self.default_agent or None, self.agents_file or None
+            )
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
         for spec in registry.agents.values():  # keys in agents' env or options: never shown
@@ -95,11 +117,12 @@ class AcpNotebook(Magics):
         from .client.permissions import PermissionPolicy
 
         return {
-            "fs": self.fs, "terminal": self.terminal, "cancel_grace": self.cancel_grace,
+            "fs": self.fs,
+            "terminal": self.terminal,
+            "cancel_grace": self.cancel_grace,
             "max_retries": self.max_retries,
             "request_timeout": self.request_timeout if self.request_timeout > 0 else None,
-            "permission_policy": PermissionPolicy(self.allow, self.deny,
-                                                  self.permission_default),
+            "permission_policy": PermissionPolicy(self.allow, self.deny, self.permission_default),
             "protected_paths": _notebook_paths(self.user_ns),
             "protect_notebooks": self.protect_notebooks,
         }
@@ -151,10 +174,15 @@ def _notebook_paths(user_ns: dict[str, Any] | None = None) -> list[str]:
     import os
 
     ns = user_ns or {}
-    found = [os.environ.get("JPY_SESSION_NAME"), ns.get("__session__"),
-             ns.get("__vsc_ipynb_file__"), ns.get("PAPERMILL_INPUT_PATH"),
-             ns.get("PAPERMILL_OUTPUT_PATH"), os.environ.get("PAPERMILL_INPUT_PATH"),
-             os.environ.get("PAPERMILL_OUTPUT_PATH")]
+    found = [
+        os.environ.get("JPY_SESSION_NAME"),
+        ns.get("__session__"),
+        ns.get("__vsc_ipynb_file__"),
+        ns.get("PAPERMILL_INPUT_PATH"),
+        ns.get("PAPERMILL_OUTPUT_PATH"),
+        os.environ.get("PAPERMILL_INPUT_PATH"),
+        os.environ.get("PAPERMILL_OUTPUT_PATH"),
+    ]
     paths: list[str] = []
     for path in found:
         if not isinstance(path, str) or not path.endswith(".ipynb"):

@@ -94,7 +94,7 @@ class Kernel:
             if out.get("output_type") == "stream":
                 for line in out.get("text", "").splitlines():
                     if line.startswith(MARK):
-                        return json.loads(line[len(MARK):])
+                        return json.loads(line[len(MARK) :])
         outputs = self.nb.cells[index].outputs
         raise RuntimeError(f"no result from cell:\n{source}\noutputs: {outputs}")
 
@@ -182,8 +182,9 @@ def run(args: argparse.Namespace) -> None:
     agent_cmd = shlex.join([sys.executable, str(HERE / "stream_agent.py")])
     fmt = {"n": n, "size": size, "mark": MARK, "bench": str(HERE), "agent": shlex.quote(agent_cmd)}
     nb = nbformat.v4.new_notebook()  # type: ignore[no-untyped-call]
-    client = CountingClient(nb, kernel_name="python3", timeout=args.timeout,
-                            resources={"metadata": {"path": str(REPO)}})
+    client = CountingClient(
+        nb, kernel_name="python3", timeout=args.timeout, resources={"metadata": {"path": str(REPO)}}
+    )
     kernel = Kernel(client)
     bare_cell: list[float] = []
     bare_inner: list[float] = []
@@ -199,10 +200,14 @@ def run(args: argparse.Namespace) -> None:
         info = kernel.ask(SETUP.format(**fmt))
         if not info["agent_magic"]:
             raise SystemExit("the kernel has no %%agent magic: is the extension configured?")
-        print(f"kernel: Python {info['python']} ({info['executable']}); agent: {agent_cmd}; "
-              f"{n} chunks x {size} B = {n * size} B per turn; {args.reps} rounds after 1 warm-up")
-        print(f"bare reader startup (spawn + initialize + session/new): "
-              f"{info['startup_ms']:.1f} ms, untimed")
+        print(
+            f"kernel: Python {info['python']} ({info['executable']}); agent: {agent_cmd}; "
+            f"{n} chunks x {size} B = {n * size} B per turn; {args.reps} rounds after 1 warm-up"
+        )
+        print(
+            f"bare reader startup (spawn + initialize + session/new): "
+            f"{info['startup_ms']:.1f} ms, untimed"
+        )
 
         def bare() -> None:
             kernel.run(BARE.format(**fmt))
@@ -216,14 +221,18 @@ def run(args: argparse.Namespace) -> None:
             index = kernel.run((AGENT_QUIET if quiet else AGENT).format(**fmt))
             r = kernel.ask(AGENT_CHECK.format(**fmt))
             if not (r["ok"] and r["success"]):
-                raise RuntimeError(f"%%agent turn: wrong text or failed: {r}; "
-                                   f"outputs: {str(nb.cells[index].outputs)[:2000]}")
+                raise RuntimeError(
+                    f"%%agent turn: wrong text or failed: {r}; "
+                    f"outputs: {str(nb.cells[index].outputs)[:2000]}"
+                )
             return r["cell"], r["duration"], client.counts[index], client.sizes[index]
 
         t0 = time.perf_counter()
         cell, dur, _, _ = agent()  # warm-up: starts the agent process and the session
-        print(f"%%agent warm-up turn (agent start + session/new + turn): cell {1000 * cell:.1f} ms "
-              f"(seen from here {1000 * (time.perf_counter() - t0):.1f} ms), untimed")
+        print(
+            f"%%agent warm-up turn (agent start + session/new + turn): cell {1000 * cell:.1f} ms "
+            f"(seen from here {1000 * (time.perf_counter() - t0):.1f} ms), untimed"
+        )
         bare()  # warm-up
         bare_cell.clear()
         bare_inner.clear()
@@ -253,26 +262,35 @@ def run(args: argparse.Namespace) -> None:
                 counts_seen.update(counts)
                 mimes_seen.update(client.mimes[len(nb.cells) - 2])
             if args.verbose:
-                print(f"  round {rep + 1}: a {1000 * bare_cell[-1]:.1f} ms, "
-                      f"b {1000 * agent_cell[-1]:.1f} ms (turn {1000 * agent_dur[-1]:.1f} ms, "
-                      f"{displays[-1]} display msgs)"
-                      + (f", b --quiet {1000 * quiet_cell[-1]:.1f} ms" if quiet_cell else ""))
+                print(
+                    f"  round {rep + 1}: a {1000 * bare_cell[-1]:.1f} ms, "
+                    f"b {1000 * agent_cell[-1]:.1f} ms (turn {1000 * agent_dur[-1]:.1f} ms, "
+                    f"{displays[-1]} display msgs)"
+                    + (f", b --quiet {1000 * quiet_cell[-1]:.1f} ms" if quiet_cell else "")
+                )
         if args.profile:
             kernel.run(PROFILE_START)
             kernel.run(AGENT.format(**fmt))
             index = kernel.run(PROFILE_REPORT.format(sort=args.profile_sort, top=args.profile_top))
-            text = "".join(o.get("text", "") for o in nb.cells[index].outputs
-                           if o.get("output_type") == "stream")
-            print(f"cProfile of one more %%agent turn (kernel main thread, sorted by "
-                  f"{args.profile_sort}):")
+            text = "".join(
+                o.get("text", "")
+                for o in nb.cells[index].outputs
+                if o.get("output_type") == "stream"
+            )
+            print(
+                f"cProfile of one more %%agent turn (kernel main thread, sorted by "
+                f"{args.profile_sort}):"
+            )
             print(text)
         kernel.ask(TEARDOWN.format(**fmt))
     wall = time.perf_counter() - t_start
 
     def line(label: str, ts: list[float], note: str = "") -> None:
         med = statistics.median(ts)
-        print(f"  {label:44s} {1000 * med:8.1f}   ({1000 * min(ts):.1f}..{1000 * max(ts):.1f})"
-              f"   {1e6 * med / n:6.2f} us/chunk{note}")
+        print(
+            f"  {label:44s} {1000 * med:8.1f}   ({1000 * min(ts):.1f}..{1000 * max(ts):.1f})"
+            f"   {1e6 * med / n:6.2f} us/chunk{note}"
+        )
 
     print(f"time in the kernel, ms (median of {args.reps}; min..max):")
     line("a  bare reader, cell", bare_cell)
@@ -286,25 +304,37 @@ def run(args: argparse.Namespace) -> None:
     of_medians = statistics.median(agent_cell) / statistics.median(bare_cell)
     per_round_turn = statistics.median(b / a for a, b in zip(bare_inner, agent_dur, strict=True))
     print("ratio b/a (of medians | median of per-round ratios):")
-    print(f"  cells           {of_medians:5.2f} | {per_round:5.2f}   target <= 2      "
-          f"{'PASS' if per_round <= 2 else 'FAIL'}")
+    print(
+        f"  cells           {of_medians:5.2f} | {per_round:5.2f}   target <= 2      "
+        f"{'PASS' if per_round <= 2 else 'FAIL'}"
+    )
     if quiet_cell:
         q_round = statistics.median(q / a for a, q in zip(bare_cell, quiet_cell, strict=True))
         q_medians = statistics.median(quiet_cell) / statistics.median(bare_cell)
-        print(f"  --quiet cells   {q_medians:5.2f}"
-              f" | {q_round:5.2f}   (b' / a, no live display; for information)")
-    print(f"  turns alone     {statistics.median(agent_dur) / statistics.median(bare_inner):5.2f}"
-          f" | {per_round_turn:5.2f}   (TurnResult.duration / bare turn; for information)")
-    print(f"display messages per %%agent turn (display_data + update_display_data): "
-          f"{displays}, median {statistics.median(displays):g}, "
-          f"median {statistics.median(disp_bytes) / 1e6:.1f} MB of payload per turn")
-    print(f"  per second of streaming (count / TurnResult.duration): median "
-          f"{statistics.median(rates):.1f}, max {max(rates):.1f}   target <= 40 (every turn)   "
-          f"{'PASS' if max(rates) <= 40 else 'FAIL'}")
+        print(
+            f"  --quiet cells   {q_medians:5.2f}"
+            f" | {q_round:5.2f}   (b' / a, no live display; for information)"
+        )
+    print(
+        f"  turns alone     {statistics.median(agent_dur) / statistics.median(bare_inner):5.2f}"
+        f" | {per_round_turn:5.2f}   (TurnResult.duration / bare turn; for information)"
+    )
+    print(
+        f"display messages per %%agent turn (display_data + update_display_data): "
+        f"{displays}, median {statistics.median(displays):g}, "
+        f"median {statistics.median(disp_bytes) / 1e6:.1f} MB of payload per turn"
+    )
+    print(
+        f"  per second of streaming (count / TurnResult.duration): median "
+        f"{statistics.median(rates):.1f}, max {max(rates):.1f}   target <= 40 (every turn)   "
+        f"{'PASS' if max(rates) <= 40 else 'FAIL'}"
+    )
     if args.verbose:
         print(f"  all iopub messages of the timed %%agent cells, by type: {dict(counts_seen)}")
-        print("  display payload per turn by MIME type, MB (mean): " + ", ".join(
-            f"{m} {v / args.reps / 1e6:.2f}" for m, v in mimes_seen.most_common()))
+        print(
+            "  display payload per turn by MIME type, MB (mean): "
+            + ", ".join(f"{m} {v / args.reps / 1e6:.2f}" for m, v in mimes_seen.most_common())
+        )
     print(f"(whole run {wall:.1f} s)")
 
 
@@ -314,14 +344,22 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=20000)
     parser.add_argument("--size", type=int, default=20)
     parser.add_argument("--timeout", type=int, default=600, help="per cell, seconds")
-    parser.add_argument("--verbose", action="store_true",
-                        help="per-round figures, iopub message types, payload by MIME type")
-    parser.add_argument("--with-quiet", action="store_true",
-                        help="also time a `%%%%agent --quiet` cell each round (no live display)")
-    parser.add_argument("--profile", action="store_true",
-                        help="cProfile one more %%agent turn inside the kernel")
-    parser.add_argument("--profile-sort", default="cumulative",
-                        help="pstats sort key (cumulative, tottime, ...)")
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="per-round figures, iopub message types, payload by MIME type",
+    )
+    parser.add_argument(
+        "--with-quiet",
+        action="store_true",
+        help="also time a `%%%%agent --quiet` cell each round (no live display)",
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="cProfile one more %%agent turn inside the kernel"
+    )
+    parser.add_argument(
+        "--profile-sort", default="cumulative", help="pstats sort key (cumulative, tottime, ...)"
+    )
     parser.add_argument("--profile-top", type=int, default=40)
     run(parser.parse_args())
 

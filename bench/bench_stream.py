@@ -54,6 +54,7 @@ Turn = Callable[[int, int], Awaitable[str]]
 
 # -- (a) the bare reader ---------------------------------------------------------------------------
 
+
 class BareReader:
     """What anyone would write first: asyncio subprocess, big reads, split lines, json.loads.
 
@@ -67,7 +68,8 @@ class BareReader:
 
     async def start(self, stack: contextlib.AsyncExitStack) -> None:
         self.proc = await asyncio.create_subprocess_exec(
-            *AGENT, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+            *AGENT, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+        )
         stack.push_async_callback(self._close)
         self.rest = b""
         self.next_id = 0
@@ -89,8 +91,10 @@ class BareReader:
         self.next_id += 1
         stdin, stdout = self.proc.stdin, self.proc.stdout
         assert stdin is not None and stdout is not None
-        stdin.write(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method,
-                                "params": params}).encode() + b"\n")
+        stdin.write(
+            json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).encode()
+            + b"\n"
+        )
         await stdin.drain()
         loads = json.loads
         while True:
@@ -106,19 +110,22 @@ class BareReader:
                     if parts is not None and update.get("sessionUpdate") == "agent_message_chunk":
                         parts.append(update["content"]["text"])
                 elif msg.get("id") == rid:
-                    if lines[i + 1:]:  # never happens with one request at a time; keep them
-                        self.rest = b"\n".join(lines[i + 1:]) + b"\n" + self.rest
+                    if lines[i + 1 :]:  # never happens with one request at a time; keep them
+                        self.rest = b"\n".join(lines[i + 1 :]) + b"\n" + self.rest
                     return msg.get("result")
 
     async def turn(self, n: int, size: int) -> str:
         parts: list[str] = []
-        await self.request("session/prompt", {
-            "sessionId": self.session_id, "prompt": [{"type": "text", "text": f"{n} {size}"}]},
-            parts)
+        await self.request(
+            "session/prompt",
+            {"sessionId": self.session_id, "prompt": [{"type": "text", "text": f"{n} {size}"}]},
+            parts,
+        )
         return "".join(parts)
 
 
 # -- (b) the official SDK --------------------------------------------------------------------------
+
 
 class SdkCollector:
     """An `acp.Client` whose session_update appends the text of agent message chunks."""
@@ -128,12 +135,15 @@ class SdkCollector:
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         content = getattr(update, "content", None)
-        if getattr(update, "session_update", None) == "agent_message_chunk" and \
-                getattr(content, "type", None) == "text":
+        if (
+            getattr(update, "session_update", None) == "agent_message_chunk"
+            and getattr(content, "type", None) == "text"
+        ):
             self.parts.append(content.text)
 
     async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
         import acp
+
         raise acp.RequestError.method_not_found("session/request_permission")
 
 
@@ -142,18 +152,21 @@ class SdkClient:
 
     async def start(self, stack: contextlib.AsyncExitStack) -> None:
         import acp
+
         self.acp = acp
         self.collector = SdkCollector()
         self.conn, _proc = await stack.enter_async_context(
-            acp.spawn_agent_process(self.collector, AGENT[0], *AGENT[1:]))
+            acp.spawn_agent_process(self.collector, AGENT[0], *AGENT[1:])
+        )
         await self.conn.initialize(protocol_version=1)
         new = await self.conn.new_session(cwd=os.getcwd(), mcp_servers=[])
         self.session_id = new.session_id
 
     async def turn(self, n: int, size: int) -> str:
         self.collector.parts = parts = []
-        response = await self.conn.prompt(session_id=self.session_id,
-                                          prompt=[self.acp.text_block(f"{n} {size}")])
+        response = await self.conn.prompt(
+            session_id=self.session_id, prompt=[self.acp.text_block(f"{n} {size}")]
+        )
         assert response.stop_reason == "end_turn", response
         # conn.prompt() waits for the session_update tasks it has seen; make sure of all of them.
         # The SDK gives nothing to wait on here, so yield to its tasks until all chunks landed.
@@ -164,15 +177,16 @@ class SdkClient:
 
 # -- (c) acp_notebook ------------------------------------------------------------------------------
 
+
 class NotebookClient:
     def __init__(self, subscriber: bool) -> None:
         self.subscriber = subscriber
-        self.name = ("c+sub acp_notebook, no-op subscriber" if subscriber
-                     else "c  acp_notebook")
+        self.name = "c+sub acp_notebook, no-op subscriber" if subscriber else "c  acp_notebook"
         self.deliveries = 0
 
     async def start(self, stack: contextlib.AsyncExitStack) -> None:
         import acp_notebook
+
         self.client = await stack.enter_async_context(acp_notebook.connect(AGENT))
         self.session = await self.client.new_session()
         if self.subscriber:
@@ -190,14 +204,16 @@ class NotebookClient:
 
 # -- the timed rounds ------------------------------------------------------------------------------
 
+
 async def timed_turn(consumer: Any, n: int, size: int, expected: str) -> float:
     gc.collect()
     t0 = time.perf_counter()
     text = await consumer.turn(n, size)
     elapsed = time.perf_counter() - t0
     if text != expected:
-        raise RuntimeError(f"{consumer.name}: got {len(text)} chars of text, "
-                           f"expected {len(expected)}")
+        raise RuntimeError(
+            f"{consumer.name}: got {len(text)} chars of text, expected {len(expected)}"
+        )
     return elapsed
 
 
@@ -207,11 +223,15 @@ async def run_speed(args: argparse.Namespace) -> None:
     consumers = [BareReader(), SdkClient(), NotebookClient(False), NotebookClient(True)]
     times: dict[str, list[float]] = {c.name: [] for c in consumers}
     async with contextlib.AsyncExitStack() as stack:
-        print(f"agent: {' '.join(Path(a).name for a in AGENT)}; {n} chunks x {size} B "
-              f"= {n * size} B of text per turn; {args.reps} reps after 1 warm-up; "
-              f"Python {sys.version.split()[0]}")
-        print("startup (spawn + initialize + session/new; the first of a library includes "
-              "importing it; not in the turn times):")
+        print(
+            f"agent: {' '.join(Path(a).name for a in AGENT)}; {n} chunks x {size} B "
+            f"= {n * size} B of text per turn; {args.reps} reps after 1 warm-up; "
+            f"Python {sys.version.split()[0]}"
+        )
+        print(
+            "startup (spawn + initialize + session/new; the first of a library includes "
+            "importing it; not in the turn times):"
+        )
         for c in consumers:
             t0 = time.perf_counter()
             await c.start(stack)
@@ -225,8 +245,11 @@ async def run_speed(args: argparse.Namespace) -> None:
     med = {name: statistics.median(ts) for name, ts in times.items()}
     print(f"turn time, ms (median of {args.reps}; min..max):")
     for name, ts in times.items():
-        print(f"  {name:40s} {1000 * med[name]:8.1f}   ({1000 * min(ts):.1f}..{1000 * max(ts):.1f})"
-              f"   {1e6 * med[name] / n:6.2f} us/chunk")
+        print(
+            f"  {name:40s} {1000 * med[name]:8.1f}   ({1000 * min(ts):.1f}..{1000 * max(ts):.1f})"
+            f"   {1e6 * med[name] / n:6.2f} us/chunk"
+        )
+
     # Shared CPUs make the machine's speed drift during a run, so besides the ratio of the
     # medians we give the median of the per-round ratios (a round runs every consumer back to
     # back, so both sides of a ratio saw the same machine); PASS/FAIL uses the per-round figure.
@@ -261,6 +284,7 @@ async def run_memory(args: argparse.Namespace) -> None:
     turn: it is shown separately, not counted.
     """
     import acp_notebook
+
     print("memory kept by a finished acp_notebook turn (tracemalloc; result kept, gc'd):")
     tracemalloc.start()
     own = [tracemalloc.Filter(False, tracemalloc.__file__)]
@@ -283,12 +307,17 @@ async def run_memory(args: argparse.Namespace) -> None:
                 gc.collect()
                 after = tracemalloc.take_snapshot().filter_traces(own)
                 stats = after.compare_to(before, "lineno")
-                buffer = sum(s.size_diff for s in after.filter_traces(
-                    [tracemalloc.Filter(True, transport)]).compare_to(before.filter_traces(
-                        [tracemalloc.Filter(True, transport)]), "filename"))
+                buffer = sum(
+                    s.size_diff
+                    for s in after.filter_traces([tracemalloc.Filter(True, transport)]).compare_to(
+                        before.filter_traces([tracemalloc.Filter(True, transport)]), "filename"
+                    )
+                )
                 retained = sum(s.size_diff for s in stats) - buffer
-                print(f"  {n:6d} x {size:5d} B = {total} B text: retained {retained:7d} B "
-                      f"= {retained / total:4.2f} B per text byte   (read buffer {buffer:+d} B)")
+                print(
+                    f"  {n:6d} x {size:5d} B = {total} B text: retained {retained:7d} B "
+                    f"= {retained / total:4.2f} B per text byte   (read buffer {buffer:+d} B)"
+                )
                 if args.verbose:
                     for s in stats[:6]:
                         print(f"      {s}")

@@ -36,8 +36,11 @@ def _line(obj: dict) -> bytes:
 
 
 def _parse_counts(params: dict, default: tuple[int, int]) -> tuple[int, int]:
-    text = " ".join(b.get("text", "") for b in params.get("prompt") or []
-                    if isinstance(b, dict) and b.get("type") == "text")
+    text = " ".join(
+        b.get("text", "")
+        for b in params.get("prompt") or []
+        if isinstance(b, dict) and b.get("type") == "text"
+    )
     words = text.split()
     if len(words) == 2 and all(w.isdigit() for w in words):
         return int(words[0]), int(words[1])
@@ -45,8 +48,10 @@ def _parse_counts(params: dict, default: tuple[int, int]) -> tuple[int, int]:
 
 
 def main() -> None:
-    default = (int(sys.argv[1]) if len(sys.argv) > 1 else 20000,
-               int(sys.argv[2]) if len(sys.argv) > 2 else 20)
+    default = (
+        int(sys.argv[1]) if len(sys.argv) > 1 else 20000,
+        int(sys.argv[2]) if len(sys.argv) > 2 else 20,
+    )
     out = sys.stdout.buffer
     stdin = sys.stdin.buffer
     chunk_lines: dict[tuple[str, int], bytes] = {}
@@ -72,13 +77,22 @@ def main() -> None:
         if rid is None:
             continue  # notifications (session/cancel...): nothing to cancel, turns are instant
         if method == "initialize":
-            reply(rid, {"protocolVersion": 1,
-                        "agentCapabilities": {"loadSession": False,
-                                              "promptCapabilities": {"image": False,
-                                                                     "audio": False,
-                                                                     "embeddedContext": False}},
-                        "agentInfo": {"name": "stream-agent", "version": "1"},
-                        "authMethods": []})
+            reply(
+                rid,
+                {
+                    "protocolVersion": 1,
+                    "agentCapabilities": {
+                        "loadSession": False,
+                        "promptCapabilities": {
+                            "image": False,
+                            "audio": False,
+                            "embeddedContext": False,
+                        },
+                    },
+                    "agentInfo": {"name": "stream-agent", "version": "1"},
+                    "authMethods": [],
+                },
+            )
         elif method == "session/new":
             sessions += 1
             reply(rid, {"sessionId": f"bench-{sessions}"})
@@ -87,11 +101,19 @@ def main() -> None:
             n, size = _parse_counts(params, default)
             line = chunk_lines.get((sid, size))
             if line is None:
-                line = chunk_lines[(sid, size)] = _line({
-                    "jsonrpc": "2.0", "method": "session/update",
-                    "params": {"sessionId": sid, "update": {
-                        "sessionUpdate": "agent_message_chunk",
-                        "content": {"type": "text", "text": chunk_text(size)}}}})
+                line = chunk_lines[(sid, size)] = _line(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "session/update",
+                        "params": {
+                            "sessionId": sid,
+                            "update": {
+                                "sessionUpdate": "agent_message_chunk",
+                                "content": {"type": "text", "text": chunk_text(size)},
+                            },
+                        },
+                    }
+                )
             per_batch = max(1, WRITE_BATCH // len(line))
             batch = line * per_batch
             full, rest = divmod(n, per_batch)

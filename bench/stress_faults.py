@@ -51,6 +51,7 @@ from tests.agents.script import agent_command, script
 
 # -- bookkeeping ----------------------------------------------------------------------------------
 
+
 @dataclass
 class Row:
     fault: str
@@ -71,8 +72,10 @@ class Row:
             return ""
         w = sorted(self.waits)
         p99 = w[min(len(w) - 1, round(0.99 * (len(w) - 1)))]
-        return (f"median {statistics.median(w) * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms, "
-                f"max {w[-1] * 1000:.0f} ms")
+        return (
+            f"median {statistics.median(w) * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms, "
+            f"max {w[-1] * 1000:.0f} ms"
+        )
 
 
 def children() -> int:
@@ -88,8 +91,12 @@ def children() -> int:
 
 
 def counts() -> dict[str, int]:
-    return {"fds": len(os.listdir("/proc/self/fd")), "tasks": len(asyncio.all_tasks()),
-            "threads": threading.active_count(), "children": children()}
+    return {
+        "fds": len(os.listdir("/proc/self/fd")),
+        "tasks": len(asyncio.all_tasks()),
+        "threads": threading.active_count(),
+        "children": children(),
+    }
 
 
 def rss_mb() -> float:
@@ -166,18 +173,30 @@ async def kills(n: int, rng: random.Random, tmp: Path) -> Row:
         for _ in range(n):
             shape = rng.choice(SHAPES)
             shapes_seen[shape] = shapes_seen.get(shape, 0) + 1
-            prompts_before = sum(1 for line in record.read_text().splitlines()
-                                 if '"session/prompt"' in line)
+            prompts_before = sum(
+                1 for line in record.read_text().splitlines() if '"session/prompt"' in line
+            )
             steps: list[dict[str, Any]]
             if shape == "stream":
                 steps = [{"chunks": 5_000_000, "size": 8}]
             elif shape == "permission":
-                steps = [{"say": "asking"}, {"permission": {"toolCallId": "c1", "kind": "edit",
-                                                            "title": "Edit"}}]
+                steps = [
+                    {"say": "asking"},
+                    {"permission": {"toolCallId": "c1", "kind": "edit", "title": "Edit"}},
+                ]
             elif shape == "tool call":
-                steps = [{"update": {"sessionUpdate": "tool_call", "toolCallId": "c1",
-                                     "title": "Run", "kind": "execute", "status": "in_progress"}},
-                         {"chunks": 5_000_000, "size": 8}]
+                steps = [
+                    {
+                        "update": {
+                            "sessionUpdate": "tool_call",
+                            "toolCallId": "c1",
+                            "title": "Run",
+                            "kind": "execute",
+                            "status": "in_progress",
+                        }
+                    },
+                    {"chunks": 5_000_000, "size": 8},
+                ]
             elif shape == "before output":
                 steps = [{"sleep": 30}]
             elif shape == "stderr flood":
@@ -189,9 +208,16 @@ async def kills(n: int, rng: random.Random, tmp: Path) -> Row:
             turn = await session.prompt(script(*steps))
             # A random point: some streamed updates in, or a random delay after the prompt.
             if shape in ("before output", "stderr flood") or rng.random() < 0.3:
-                await wait_file(lambda n=prompts_before: sum(
-                    1 for line in record.read_text().splitlines()
-                    if '"session/prompt"' in line) > n)
+                await wait_file(
+                    lambda n=prompts_before: (
+                        sum(
+                            1
+                            for line in record.read_text().splitlines()
+                            if '"session/prompt"' in line
+                        )
+                        > n
+                    )
+                )
                 await anyio.sleep(rng.uniform(0, 0.2))
             else:
                 # permission: the message, the tool call, the request; the others stream.
@@ -206,8 +232,10 @@ async def kills(n: int, rng: random.Random, tmp: Path) -> Row:
             row.waits.append(time.monotonic() - killed)
             row.runs += 1
             good = row.check(result.success is False, f"{shape}: success {result.success}")
-            good &= row.check("the agent process exited with code -9" in (result.error or ""),
-                              f"{shape}: error {result.error!r}")
+            good &= row.check(
+                "the agent process exited with code -9" in (result.error or ""),
+                f"{shape}: error {result.error!r}",
+            )
             row.seen = row.seen or (result.error or "").split(";")[0]
             # Nothing lost: the streamed text is exactly chunks 0..k-1, no gap, no duplicate.
             if shape in ("stream", "tool call", "thinking"):
@@ -216,15 +244,17 @@ async def kills(n: int, rng: random.Random, tmp: Path) -> Row:
             if shape == "thinking":
                 good &= row.check(result.thoughts == "hmm", f"thoughts {result.thoughts!r}")
             if shape == "permission" and PermissionPart in watch.kinds:
-                good &= row.check(all(p.outcome == "cancelled" for p in result.permissions),
-                                  "permission left pending")
+                good &= row.check(
+                    all(p.outcome == "cancelled" for p in result.permissions),
+                    "permission left pending",
+                )
             if shape == "tool call" and ToolCallPart in watch.kinds:
-                good &= row.check(all(c.status == "failed" for c in result.tool_calls),
-                                  "tool call left running")
+                good &= row.check(
+                    all(c.status == "failed" for c in result.tool_calls), "tool call left running"
+                )
             with anyio.fail_after(10):
                 again = await (await session.prompt("next")).finished
-            good &= row.check(again.success and again.text == "echo: next",
-                              f"next prompt: {again}")
+            good &= row.check(again.success and again.text == "echo: next", f"next prompt: {again}")
             good &= row.check(not alive(pid) and client.pid != pid, "old agent alive")
             row.ok += good
         row.notes.append("points: " + ", ".join(f"{k} {v}" for k, v in sorted(shapes_seen.items())))
@@ -239,8 +269,9 @@ async def ignore_cancel(n: int, tmp: Path) -> Row:
         watch = Watch(session)
         for _ in range(n):
             watch.reset()
-            turn = await session.prompt(script({"ignore_cancel": True}, {"say": "busy"},
-                                               {"wait_cancel": True}))
+            turn = await session.prompt(
+                script({"ignore_cancel": True}, {"say": "busy"}, {"wait_cancel": True})
+            )
             await watch.until(lambda: MessagePart in watch.kinds)
             pid = client.pid
             start = time.monotonic()
@@ -249,8 +280,9 @@ async def ignore_cancel(n: int, tmp: Path) -> Row:
             row.runs += 1
             assert result is not None
             good = row.check(result.cancelled and not result.success, f"{result}")
-            good &= row.check("did not answer session/cancel" in (result.error or ""),
-                              f"{result.error}")
+            good &= row.check(
+                "did not answer session/cancel" in (result.error or ""), f"{result.error}"
+            )
             row.seen = row.seen or (result.error or "")
             again = await (await session.prompt("hi")).finished
             good &= row.check(again.success and pid is not None and not alive(pid), "after")
@@ -266,8 +298,9 @@ async def stderr_flood(n: int, tmp: Path) -> Row:
         start = time.monotonic()
         async with connect(agent_command("--stderr-at-start", str(size)), cwd=tmp) as client:
             session = await client.new_session()
-            result = await (await session.prompt(script({"say": "a"}, {"stderr": size},
-                                                        {"say": "b"}))).finished
+            result = await (
+                await session.prompt(script({"say": "a"}, {"stderr": size}, {"say": "b"}))
+            ).finished
             assert client._process is not None
             total = client._process.stderr.total
             tail = client.stderr_tail
@@ -289,16 +322,23 @@ async def huge_lines(n: int, tmp: Path) -> Row:
         session = await client.new_session()
         for i in range(2 * n):
             garbage = i % 2 == 1
-            steps = ([{"say": "<"}, {"raw": "{" + "x" * size}, {"say": ">"}] if garbage
-                     else [{"huge_say": size}])
+            steps = (
+                [{"say": "<"}, {"raw": "{" + "x" * size}, {"say": ">"}]
+                if garbage
+                else [{"huge_say": size}]
+            )
             start = time.monotonic()
             result = await (await session.prompt(script(*steps))).finished
             row.waits.append(time.monotonic() - start)
             row.runs += 1
             if garbage:
-                good = row.check(result.success and result.text == "<\n\n>"
-                                 and len(result.errors) == 1 and len(result.errors[0]) < 300,
-                                 f"garbage: {result.errors}")
+                good = row.check(
+                    result.success
+                    and result.text == "<\n\n>"
+                    and len(result.errors) == 1
+                    and len(result.errors[0]) < 300,
+                    f"garbage: {result.errors}",
+                )
                 row.seen = result.errors[0][:60] + "…"
             else:
                 good = row.check(result.success and len(result.text) == size, "valid line")
@@ -309,10 +349,10 @@ async def huge_lines(n: int, tmp: Path) -> Row:
 
 async def start_faults(n: int, tmp: Path) -> list[Row]:
     rows = []
-    for name, flags, want in [("agent exits during initialize", ["--exit-during-initialize", "3"],
-                               AgentStartError),
-                              ("agent answers protocol version 2", ["--protocol-version", "2"],
-                               ProtocolError)]:
+    for name, flags, want in [
+        ("agent exits during initialize", ["--exit-during-initialize", "3"], AgentStartError),
+        ("agent answers protocol version 2", ["--protocol-version", "2"], ProtocolError),
+    ]:
         row = Row(name)
         for _ in range(n):
             start = time.monotonic()
@@ -365,8 +405,10 @@ async def bad_ids(n: int, tmp: Path) -> Row:
             steps = [{"say": "a"}, *[{"respond_id": r} for r in ids], {"say": "b"}]
             result = await (await session.prompt(script(*steps))).finished
             row.runs += 1
-            row.ok += row.check(result.success and len(result.errors) == len(ids)
-                                and result.text == "a\n\nb", f"{result.errors}")
+            row.ok += row.check(
+                result.success and len(result.errors) == len(ids) and result.text == "a\n\nb",
+                f"{result.errors}",
+            )
             row.seen = row.seen or result.errors[0]
         row.notes.append(f"{len(ids)} bad answers a turn; {client.processes_started} process")
     return row
@@ -401,8 +443,10 @@ async def garbage(n: int, rng: random.Random, tmp: Path) -> Row:
             steps = [{"say": "a"}, *[{"raw_hex": j.hex()} for j in junk], {"say": "b"}]
             result = await (await session.prompt(script(*steps))).finished
             row.runs += 1
-            row.ok += row.check(result.success and len(result.errors) == len(junk)
-                                and result.text == "a\n\nb", f"{result.errors} {result.text!r}")
+            row.ok += row.check(
+                result.success and len(result.errors) == len(junk) and result.text == "a\n\nb",
+                f"{result.errors} {result.text!r}",
+            )
             row.seen = row.seen or result.errors[0]
         row.notes.append(f"{lines} garbage lines; {client.processes_started} process")
     return row
@@ -421,14 +465,16 @@ async def cycles(n: int, tmp: Path) -> Row:
             result = await session.stop()
             row.waits.append(time.monotonic() - start)
             row.runs += 1
-            row.ok += row.check(result is turn.result and result is not None
-                                and result.cancelled, f"{result}")
+            row.ok += row.check(
+                result is turn.result and result is not None and result.cancelled, f"{result}"
+            )
         row.notes.append(f"{client.processes_started} process")
     row.seen = "stop_reason 'cancelled', success False, no error"
     return row
 
 
 # -- main -----------------------------------------------------------------------------------------
+
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     rng = random.Random(args.seed)
@@ -456,9 +502,14 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     await anyio.lowlevel.checkpoint()
     after = counts()
     leftover = [p for p in _agent_pids(tmp)]
-    return {"rows": rows, "before": before, "after": after, "leftover": leftover,
-            "seconds": time.monotonic() - started,
-            "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {
+        "rows": rows,
+        "before": before,
+        "after": after,
+        "leftover": leftover,
+        "seconds": time.monotonic() - started,
+        "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
 def _agent_pids(tmp: Path) -> list[int]:
@@ -478,18 +529,24 @@ def _agent_pids(tmp: Path) -> list[int]:
 
 def report(out: dict[str, Any]) -> str:
     rows: list[Row] = out["rows"]
-    lines = ["| fault | runs | all checks held | user waited | what the user sees | notes |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| fault | runs | all checks held | user waited | what the user sees | notes |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
         seen = r.seen.replace("|", "\\|").replace("\n", " ")
-        lines.append(f"| {r.fault} | {r.runs} | {r.ok}/{r.runs} | {r.wait_text()} | {seen} | "
-                     f"{'; '.join(r.notes)} |")
+        lines.append(
+            f"| {r.fault} | {r.runs} | {r.ok}/{r.runs} | {r.wait_text()} | {seen} | "
+            f"{'; '.join(r.notes)} |"
+        )
     b, a = out["before"], out["after"]
     lines.append("")
-    lines.append("Resources of this process before → after everything: "
-                 + ", ".join(f"{k} {b[k]} → {a[k]}" for k in b)
-                 + f"; agent processes left: {len(out['leftover'])}; max RSS "
-                 f"{out['maxrss_mb']:.0f} MB; {out['seconds']:.0f} s in all.")
+    lines.append(
+        "Resources of this process before → after everything: "
+        + ", ".join(f"{k} {b[k]} → {a[k]}" for k in b)
+        + f"; agent processes left: {len(out['leftover'])}; max RSS "
+        f"{out['maxrss_mb']:.0f} MB; {out['seconds']:.0f} s in all."
+    )
     failures = [f"{r.fault}: {f}" for r in rows for f in r.failures]
     if failures:
         lines.append("")
@@ -505,15 +562,26 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="a few of each, about 20 s")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
     args = parser.parse_args()
-    print(f"stress_faults: seed {args.seed}, python {sys.version.split()[0]}, "
-          f"{os.cpu_count()} CPUs; command {shlex.join(agent_command())}", file=sys.stderr)
+    print(
+        f"stress_faults: seed {args.seed}, python {sys.version.split()[0]}, "
+        f"{os.cpu_count()} CPUs; command {shlex.join(agent_command())}",
+        file=sys.stderr,
+    )
     out = anyio.run(main, args)
     print(report(out))
     if args.json:
-        args.json.write_text(json.dumps({
-            "rows": [r.__dict__ for r in out["rows"]],
-            **{k: out[k] for k in ("before", "after", "leftover", "seconds", "maxrss_mb")}},
-            indent=1))
-    bad = any(r.failures or r.ok != r.runs for r in out["rows"]) or out["leftover"] or \
-        out["after"]["children"] > out["before"]["children"]
+        args.json.write_text(
+            json.dumps(
+                {
+                    "rows": [r.__dict__ for r in out["rows"]],
+                    **{k: out[k] for k in ("before", "after", "leftover", "seconds", "maxrss_mb")},
+                },
+                indent=1,
+            )
+        )
+    bad = (
+        any(r.failures or r.ok != r.runs for r in out["rows"])
+        or out["leftover"]
+        or out["after"]["children"] > out["before"]["children"]
+    )
     sys.exit(1 if bad else 0)

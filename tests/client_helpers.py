@@ -43,8 +43,9 @@ class Agent:
         return agent_command("--record", str(self.record), *flags)
 
     @asynccontextmanager
-    async def client(self, *flags: str, env: dict[str, str | None] | None = None,
-                     **options: Any) -> AsyncIterator[Client]:
+    async def client(
+        self, *flags: str, env: dict[str, str | None] | None = None, **options: Any
+    ) -> AsyncIterator[Client]:
         options.setdefault("retry_backoff", 0.01)
         if self.in_process:
             options.setdefault("transport", in_process())
@@ -90,9 +91,13 @@ class Watcher:
 
     async def tool_call(self, tool_call_id: str, status: str | None = None) -> ToolCallPart:
         def match(m: Mutation) -> bool:
-            return (isinstance(m, PartUpdated) and isinstance(m.part, ToolCallPart)
-                    and m.part.tool_call_id == tool_call_id
-                    and (status is None or m.part.status == status))
+            return (
+                isinstance(m, PartUpdated)
+                and isinstance(m.part, ToolCallPart)
+                and m.part.tool_call_id == tool_call_id
+                and (status is None or m.part.status == status)
+            )
+
         found = await self.wait_for(match)
         assert isinstance(found, PartUpdated) and isinstance(found.part, ToolCallPart)
         return found.part

@@ -26,9 +26,25 @@ MIME_TURN = "application/vnd.acp-notebook.turn+json"
 MIME_WIDGET = "application/vnd.jupyter.widget-view+json"
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
-__all__ = ["MIME_TURN", "MIME_WIDGET", "RecordingClient", "agent_command", "data", "errors",
-           "execute", "kernel_env", "make_client", "new_nb", "outputs", "process_gone",
-           "script", "scripted", "text", "transcripts", "wait_until"]
+__all__ = [
+    "MIME_TURN",
+    "MIME_WIDGET",
+    "RecordingClient",
+    "agent_command",
+    "data",
+    "errors",
+    "execute",
+    "kernel_env",
+    "make_client",
+    "new_nb",
+    "outputs",
+    "process_gone",
+    "script",
+    "scripted",
+    "text",
+    "transcripts",
+    "wait_until",
+]
 
 
 def new_nb(*sources: str) -> NotebookNode:
@@ -58,8 +74,9 @@ class RecordingClient(NotebookClient):  # type: ignore[misc]
         if self.on_cell_executed is None:
             self.on_cell_executed = self._keep_reply
 
-    def _keep_reply(self, cell: NotebookNode, cell_index: int,
-                    execute_reply: dict[str, Any] | None) -> None:
+    def _keep_reply(
+        self, cell: NotebookNode, cell_index: int, execute_reply: dict[str, Any] | None
+    ) -> None:
         if execute_reply is not None:
             self.replies[cell_index] = execute_reply["content"]
 
@@ -68,19 +85,35 @@ class RecordingClient(NotebookClient):  # type: ignore[misc]
         return super().process_message(msg, cell, cell_index)
 
     def of_type(self, msg_type: str, cell_index: int | None = None) -> list[dict[str, Any]]:
-        return [m for i, m in self.messages
-                if m["msg_type"] == msg_type and (cell_index is None or i == cell_index)]
+        return [
+            m
+            for i, m in self.messages
+            if m["msg_type"] == msg_type and (cell_index is None or i == cell_index)
+        ]
 
 
-def make_client(nb: NotebookNode, tmp_path: Path, *, timeout: int = 60,
-                **kwargs: Any) -> RecordingClient:
-    return RecordingClient(nb, kernel_name="python3", timeout=timeout, startup_timeout=60,
-                           resources={"metadata": {"path": str(tmp_path)}}, **kwargs)
+def make_client(
+    nb: NotebookNode, tmp_path: Path, *, timeout: int = 60, **kwargs: Any
+) -> RecordingClient:
+    return RecordingClient(
+        nb,
+        kernel_name="python3",
+        timeout=timeout,
+        startup_timeout=60,
+        resources={"metadata": {"path": str(tmp_path)}},
+        **kwargs,
+    )
 
 
-def execute(cells: NotebookNode | Iterable[str], tmp_path: Path, *, timeout: int = 60,
-            env: dict[str, str] | None = None, client_out: list[RecordingClient] | None = None,
-            **kwargs: Any) -> NotebookNode:
+def execute(
+    cells: NotebookNode | Iterable[str],
+    tmp_path: Path,
+    *,
+    timeout: int = 60,
+    env: dict[str, str] | None = None,
+    client_out: list[RecordingClient] | None = None,
+    **kwargs: Any,
+) -> NotebookNode:
     """Execute the notebook (or cell sources) in tmp_path; return the notebook as saved to disk.
 
     nbclient's `CellExecutionError` propagates unless `allow_errors=True` is passed. Pass a list
@@ -104,6 +137,7 @@ def scripted(*flags: str) -> str:
 
 
 # -- reading outputs ------------------------------------------------------------------------------
+
 
 def outputs(cell: NotebookNode, mime: str | None = None) -> list[NotebookNode]:
     """The cell's outputs; with `mime`, only display/result outputs that carry that type."""
@@ -135,14 +169,17 @@ def text(cell: NotebookNode) -> str:
 
 
 def errors(nb: NotebookNode) -> list[tuple[int, NotebookNode]]:
-    return [(i, o) for i, c in enumerate(nb.cells) for o in outputs(c)
-            if o["output_type"] == "error"]
+    return [
+        (i, o) for i, c in enumerate(nb.cells) for o in outputs(c) if o["output_type"] == "error"
+    ]
 
 
 # -- observing processes outside the test -----------------------------------------------------
 
-def wait_until(predicate: Callable[[], Any], timeout: float, what: str,
-               interval: float = 0.05) -> Any:
+
+def wait_until(
+    predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.05
+) -> Any:
     """Poll an external condition (another process) until it holds, or fail after timeout."""
     deadline = time.monotonic() + timeout
     while True:
@@ -161,4 +198,3 @@ def process_gone(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError):
         return True
     return stat.rsplit(")", 1)[1].split()[0] in {"Z", "X"}
-

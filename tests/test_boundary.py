@@ -59,10 +59,14 @@ def setup(tmp_path: Path) -> tuple[Path, dict[str, Path], dict[str, str]]:
     outside = tmp_path / "outside.txt"
     outside.write_text("outside secret")
     paths = {
-        "nb": work / "analysis.ipynb", "other_nb": work / "other.ipynb",
+        "nb": work / "analysis.ipynb",
+        "other_nb": work / "other.ipynb",
         "checkpoint": work / ".ipynb_checkpoints" / "analysis-checkpoint.ipynb",
-        "data": work / "data.txt", "outside": outside, "link_out": work / "link-out.txt",
-        "link_nb": work / "link-to-nb.txt", "new": work / "sub" / "new.txt",
+        "data": work / "data.txt",
+        "outside": outside,
+        "link_out": work / "link-out.txt",
+        "link_nb": work / "link-to-nb.txt",
+        "new": work / "sub" / "new.txt",
         "record": tmp_path / "record.jsonl",
     }
     paths["data"].write_text("inside data")
@@ -75,12 +79,20 @@ def setup(tmp_path: Path) -> tuple[Path, dict[str, Path], dict[str, str]]:
     env = kernel_env(tmp_path)  # XDG_CONFIG_HOME is tmp_path/xdg: outside the root
     config = Path(env["XDG_CONFIG_HOME"]) / "acp_notebook"
     config.mkdir(parents=True)
-    command = [sys.executable, str(wrapper), "--record", str(paths["record"]), "--load-session",
-               "--state-dir", str(tmp_path / "state")]
+    command = [
+        sys.executable,
+        str(wrapper),
+        "--record",
+        str(paths["record"]),
+        "--load-session",
+        "--state-dir",
+        str(tmp_path / "state"),
+    ]
     (config / "agents.toml").write_text(
         "[agents.secretive]\n"
         f"command = {json.dumps(command)}\n"
-        f'env = {{ MY_API_KEY = "{SECRET}" }}\n')
+        f'env = {{ MY_API_KEY = "{SECRET}" }}\n'
+    )
     return work, paths, env
 
 
@@ -108,19 +120,35 @@ def test_boundary_terminal_secrets_and_permissions_in_a_headless_run(tmp_path: P
     echoes = script(
         {"say": "the key is $MY_API_KEY"},
         {"think": "thinking about $MY_API_KEY"},
-        {"update": {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "env $MY_API_KEY",
-                    "kind": "read", "status": "completed", "rawInput": {"key": "$MY_API_KEY"},
-                    "content": [{"type": "content",
-                                 "content": {"type": "text", "text": "$MY_API_KEY"}}]}},
+        {
+            "update": {
+                "sessionUpdate": "tool_call",
+                "toolCallId": "c1",
+                "title": "env $MY_API_KEY",
+                "kind": "read",
+                "status": "completed",
+                "rawInput": {"key": "$MY_API_KEY"},
+                "content": [
+                    {"type": "content", "content": {"type": "text", "text": "$MY_API_KEY"}}
+                ],
+            }
+        },
         {"raw": "garbage with $MY_API_KEY"},
         {"update": {"sessionUpdate": "brand_new_kind", "key": "$MY_API_KEY"}},
     )
     terminal = script(
         req("terminal/create", command="sh", args=["-c", "echo term:$MY_API_KEY"]),
         req("terminal/wait_for_exit", terminalId="term-1"),
-        {"update": {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "sh",
-                    "kind": "execute", "status": "completed",
-                    "content": [{"type": "terminal", "terminalId": "term-1"}]}},
+        {
+            "update": {
+                "sessionUpdate": "tool_call",
+                "toolCallId": "t1",
+                "title": "sh",
+                "kind": "execute",
+                "status": "completed",
+                "content": [{"type": "terminal", "terminalId": "term-1"}],
+            }
+        },
         req("terminal/output", terminalId="term-1"),
     )
     failing = script({"say": "x"}, {"error": {"code": -32603, "message": "boom $MY_API_KEY"}})
@@ -180,8 +208,9 @@ def test_boundary_terminal_secrets_and_permissions_in_a_headless_run(tmp_path: P
     assert "garbage with" in text(nb.cells[0])  # logged to the cell's stderr, masked
     assert echoed["text"] == f"the key is {REDACTED}"
     assert echoed["thoughts"] == f"thinking about {REDACTED}"
-    assert any(REDACTED in e.get("message", "") for e in echoed["parts"]
-               if e["type"] == "error")  # the garbage line, quoted in its protocol error
+    assert any(
+        REDACTED in e.get("message", "") for e in echoed["parts"] if e["type"] == "error"
+    )  # the garbage line, quoted in its protocol error
     (term,) = transcripts(nb.cells[3])
     assert term["success"], term
     assert term["terminals"][0]["output"].strip() == f"term:{REDACTED}"
@@ -198,8 +227,10 @@ def test_boundary_terminal_secrets_and_permissions_in_a_headless_run(tmp_path: P
 @pytest.mark.timeout(150)
 def test_the_executing_notebook_is_protected_when_known_and_the_switch(tmp_path: Path) -> None:
     work, p, env = setup(tmp_path)
-    probe = script(req("fs/read_text_file", path=str(p["nb"])),
-                   req("fs/write_text_file", path=str(p["other_nb"]), content="edited"))
+    probe = script(
+        req("fs/read_text_file", path=str(p["nb"])),
+        req("fs/write_text_file", path=str(p["other_nb"]), content="edited"),
+    )
     cells = [
         # What JupyterLab's server does (a relative path: ipykernel copies it to __session__).
         "%env JPY_SESSION_NAME=analysis.ipynb",

@@ -37,6 +37,13 @@ async def test_mode_falls_back_to_legacy_modes() -> None:
 
 async def test_boolean_config_values_are_parsed() -> None:
     session = FakeSession([{"id": "verbose", "type": "boolean"}])
-    await apply_settings(session, CellOptions(config=[("verbose", "yes"),  # type: ignore[arg-type]
-                                                      ("model", "fast")]))
+    await apply_settings(
+        session,
+        CellOptions(
+            config=[
+                ("verbose", "yes"),  # type: ignore[arg-type]
+                ("model", "fast"),
+            ]
+        ),
+    )
     assert session.calls == [("verbose", True), ("model", "fast")]

@@ -22,16 +22,21 @@ async def test_stop_sends_cancel_marks_tool_calls_and_keeps_late_updates(agent: 
         async with agent.client() as client:
             session = await client.new_session()
             watcher = Watcher(session)
-            turn = await session.prompt(script(
-                {"say": "working"},
-                {"update": tool_call("c1", status="in_progress")},
-                {"update": tool_call("c2", status="pending")},
-                {"update": tool_call("c3", status="completed")},
-                {"wait_cancel": True, "after_cancel": [
-                    {"say": "late words"},
-                    {"update": tool_update("c2", status="completed")},
-                ]},
-            ))
+            turn = await session.prompt(
+                script(
+                    {"say": "working"},
+                    {"update": tool_call("c1", status="in_progress")},
+                    {"update": tool_call("c2", status="pending")},
+                    {"update": tool_call("c3", status="completed")},
+                    {
+                        "wait_cancel": True,
+                        "after_cancel": [
+                            {"say": "late words"},
+                            {"update": tool_update("c2", status="completed")},
+                        ],
+                    },
+                )
+            )
             await watcher.tool_call("c3")
             result = await session.stop()
             assert result is not None and result is turn.result
@@ -39,8 +44,9 @@ async def test_stop_sends_cancel_marks_tool_calls_and_keeps_late_updates(agent: 
             # The session is usable right after a cancel.
             assert (await (await session.prompt("next")).finished).text == "echo: next"
     cancels = agent.sent("session/cancel")
-    assert cancels == [{"jsonrpc": "2.0", "method": "session/cancel",
-                        "params": {"sessionId": session.id}}]
+    assert cancels == [
+        {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session.id}}
+    ]
     assert result.stop_reason == "cancelled" and result.cancelled
     assert result.success is False
     assert result.error is None  # the agent answered the cancel properly
@@ -48,8 +54,12 @@ async def test_stop_sends_cancel_marks_tool_calls_and_keeps_late_updates(agent: 
     status = {c.tool_call_id: c.status for c in result.tool_calls}
     # Unfinished calls were marked cancelled at once; a late update still applies.
     assert status == {"c1": "cancelled", "c2": "completed", "c3": "completed"}
-    assert any(getattr(m, "part", None) is not None and getattr(m.part, "tool_call_id", "") == "c1"
-               and m.part.status == "cancelled" for m in watcher.items)
+    assert any(
+        getattr(m, "part", None) is not None
+        and getattr(m.part, "tool_call_id", "") == "c1"
+        and m.part.status == "cancelled"
+        for m in watcher.items
+    )
     assert not watcher.of(RequestWarning)  # a user's cancel publishes no warning
 
 
@@ -64,11 +74,19 @@ async def test_stop_answers_a_pending_permission_request_with_cancelled(agent: A
     with anyio.fail_after(20):
         async with agent.client(permission_handler=never) as client:
             session = await client.new_session()
-            turn = await session.prompt(script(
-                {"permission": {"toolCallId": "c1", "title": "rm -rf", "kind": "delete",
-                                "status": "pending"}},
-                {"wait_cancel": True},
-            ))
+            turn = await session.prompt(
+                script(
+                    {
+                        "permission": {
+                            "toolCallId": "c1",
+                            "title": "rm -rf",
+                            "kind": "delete",
+                            "status": "pending",
+                        }
+                    },
+                    {"wait_cancel": True},
+                )
+            )
             await asked.wait()
             result = await session.stop()
     assert result is not None and result.stop_reason == "cancelled"
@@ -89,10 +107,12 @@ async def test_a_permission_requested_after_cancel_is_answered_cancelled(agent: 
         async with agent.client(permission_handler=allow) as client:
             session = await client.new_session()
             watcher = Watcher(session)
-            await session.prompt(script(
-                {"update": tool_call("c0")},
-                {"wait_cancel": True, "after_cancel": [{"permission": True}]},
-            ))
+            await session.prompt(
+                script(
+                    {"update": tool_call("c0")},
+                    {"wait_cancel": True, "after_cancel": [{"permission": True}]},
+                )
+            )
             await watcher.tool_call("c0")
             result = await session.stop()
     assert result is not None and result.stop_reason == "cancelled"
@@ -106,9 +126,9 @@ async def test_an_agent_that_ignores_cancel_is_killed_after_the_grace_period(age
         async with agent.client("--ignore-sigterm", cancel_grace=0.5) as client:
             session = await client.new_session()
             watcher = Watcher(session)
-            turn = await session.prompt(script({"ignore_cancel": True},
-                                               {"update": tool_call("c1")},
-                                               {"wait_cancel": True}))
+            turn = await session.prompt(
+                script({"ignore_cancel": True}, {"update": tool_call("c1")}, {"wait_cancel": True})
+            )
             await watcher.tool_call("c1")
             pid = client.pid
             assert pid is not None and client.processes_started == 1
@@ -133,16 +153,17 @@ async def test_an_agent_that_ignores_cancel_is_killed_after_the_grace_period(age
 
 
 @pytest.mark.timeout(30)
-async def test_a_deaf_turn_is_given_up_not_killed_while_another_session_runs(
-        agent: Agent) -> None:
+async def test_a_deaf_turn_is_given_up_not_killed_while_another_session_runs(agent: Agent) -> None:
     with anyio.fail_after(20):
         async with agent.client(cancel_grace=0.5) as client:
             deaf, busy = await client.new_session(), await client.new_session()
             deaf_watch, busy_watch = Watcher(deaf), Watcher(busy)
-            await deaf.prompt(script({"ignore_cancel": True}, {"update": tool_call("c1")},
-                                     {"wait_cancel": True}))
-            other = await busy.prompt(script({"update": tool_call("c2")}, {"sleep": 1.5},
-                                             {"say": "still here"}))
+            await deaf.prompt(
+                script({"ignore_cancel": True}, {"update": tool_call("c1")}, {"wait_cancel": True})
+            )
+            other = await busy.prompt(
+                script({"update": tool_call("c2")}, {"sleep": 1.5}, {"say": "still here"})
+            )
             await deaf_watch.tool_call("c1")
             await busy_watch.tool_call("c2")
             result = await deaf.stop()
@@ -159,8 +180,7 @@ async def test_cancelling_the_task_awaiting_the_turn_sends_session_cancel(agent:
         async with agent.client() as client:
             session = await client.new_session()
             watcher = Watcher(session)
-            turn = await session.prompt(script({"update": tool_call("c1")},
-                                               {"wait_cancel": True}))
+            turn = await session.prompt(script({"update": tool_call("c1")}, {"wait_cancel": True}))
             scope = anyio.CancelScope()
             waited = []
 
@@ -184,8 +204,7 @@ async def test_a_fail_after_around_the_await_cancels_the_turn(agent: Agent) -> N
         async with agent.client() as client:
             session = await client.new_session()
             watcher = Watcher(session)
-            turn = await session.prompt(script({"update": tool_call("c1")},
-                                               {"wait_cancel": True}))
+            turn = await session.prompt(script({"update": tool_call("c1")}, {"wait_cancel": True}))
             await watcher.tool_call("c1")
             with anyio.move_on_after(0):  # already expired: cancels the await at once
                 await turn.finished
@@ -200,8 +219,9 @@ async def test_stop_also_cancels_queued_input_which_never_reaches_the_agent(agen
         async with agent.client() as client:
             session = await client.new_session()
             watcher = Watcher(session)
-            running = await session.prompt(script({"update": tool_call("c1")},
-                                                  {"wait_cancel": True}))
+            running = await session.prompt(
+                script({"update": tool_call("c1")}, {"wait_cancel": True})
+            )
             await watcher.tool_call("c1")
             queued = await session.prompt("queued input")
             assert queued is not running
@@ -219,8 +239,9 @@ async def test_cancel_during_a_flood_of_chunks(agent: Agent) -> None:
         async with agent.client() as client:
             session = await client.new_session()
             watcher = Watcher(session)
-            turn = await session.prompt(script({"update": tool_call("c1")},
-                                               {"chunks": 10_000_000, "size": 8}))
+            turn = await session.prompt(
+                script({"update": tool_call("c1")}, {"chunks": 10_000_000, "size": 8})
+            )
             await watcher.tool_call("c1")
             result = await turn.cancel()
     assert result.stop_reason == "cancelled"
@@ -234,8 +255,9 @@ async def test_no_agent_process_is_left_after_cancellation_and_close(agent: Agen
         async with agent.client("--ignore-sigterm", cancel_grace=0.5) as client:
             session = await client.new_session()
             watcher = Watcher(session)
-            await session.prompt(script({"ignore_cancel": True}, {"update": tool_call("c1")},
-                                        {"wait_cancel": True}))
+            await session.prompt(
+                script({"ignore_cancel": True}, {"update": tool_call("c1")}, {"wait_cancel": True})
+            )
             await watcher.tool_call("c1")
             pid = client.pid
             assert pid is not None and alive(pid)

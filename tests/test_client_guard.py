@@ -26,17 +26,22 @@ print(json.dumps({"modules": modules, "heavy": heavy}))
 
 @pytest.mark.timeout(60)
 def test_protocol_does_not_import_anyio_or_ipython() -> None:
-    out = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True,
-                         timeout=50, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", CHECK], capture_output=True, text=True, timeout=50, check=True
+    )
     report = json.loads(out.stdout)
-    assert {"content", "fold", "jsonrpc", "mutations", "result", "state"} <= set(
-        report["modules"])
+    assert {"content", "fold", "jsonrpc", "mutations", "result", "state"} <= set(report["modules"])
     assert report["heavy"] == []
 
 
 @pytest.mark.timeout(60)
 def test_the_guard_can_fail() -> None:
     # The same check notices anyio once something imports it.
-    out = subprocess.run([sys.executable, "-c", "import anyio\n" + CHECK], capture_output=True,
-                         text=True, timeout=50, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", "import anyio\n" + CHECK],
+        capture_output=True,
+        text=True,
+        timeout=50,
+        check=True,
+    )
     assert "anyio" in json.loads(out.stdout)["heavy"]

@@ -16,7 +16,8 @@ from tests.client_helpers import Agent
 pytestmark = [pytest.mark.anyio, pytest.mark.scripted_agent("in_process")]
 
 PNG = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
 
 
 async def sent_blocks(agent: Agent, query, *flags: str, **options) -> list[dict]:
@@ -33,12 +34,15 @@ async def sent_blocks(agent: Agent, query, *flags: str, **options) -> list[dict]
 
 @pytest.mark.timeout(30)
 async def test_text_and_context_parts(agent: Agent) -> None:
-    blocks = await sent_blocks(agent, [
-        {"type": "context", "tag": "reference", "context": 'a <b> & "c" </reference>'},
-        {"type": "text", "text": "Explain"},
-        "plain string part",
-        {"type": "context", "tag": "cell_output-2", "context": ""},
-    ])
+    blocks = await sent_blocks(
+        agent,
+        [
+            {"type": "context", "tag": "reference", "context": 'a <b> & "c" </reference>'},
+            {"type": "text", "text": "Explain"},
+            "plain string part",
+            {"type": "context", "tag": "cell_output-2", "context": ""},
+        ],
+    )
     assert blocks == [
         {"type": "text", "text": '<reference>a &lt;b&gt; &amp; "c" &lt;/reference&gt;</reference>'},
         {"type": "text", "text": "Explain"},
@@ -54,20 +58,27 @@ async def test_bad_context_tags_are_rejected(agent: Agent, tag) -> None:
         async with agent.client() as client:
             session = await client.new_session()
             with pytest.raises(PromptError, match="tag"):
-                await session.prompt([{"type": "context", "tag": tag, "context": "x"},
-                                      {"type": "text", "text": "hi"}])
+                await session.prompt(
+                    [
+                        {"type": "context", "tag": tag, "context": "x"},
+                        {"type": "text", "text": "hi"},
+                    ]
+                )
     assert agent.sent("session/prompt") == []
 
 
 @pytest.mark.timeout(30)
-@pytest.mark.parametrize("query", [
-    [{"type": "context", "tag": "ok", "context": 3}],
-    [{"type": "file"}],
-    [{"type": "video", "url": "x"}],
-    [42],
-    {"type": "text", "text": "a dict, not a list"},
-    [{"type": "text", "text": None}],
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        [{"type": "context", "tag": "ok", "context": 3}],
+        [{"type": "file"}],
+        [{"type": "video", "url": "x"}],
+        [42],
+        {"type": "text", "text": "a dict, not a list"},
+        [{"type": "text", "text": None}],
+    ],
+)
 async def test_malformed_parts_are_prompt_errors(agent: Agent, query) -> None:
     with anyio.fail_after(20):
         async with agent.client() as client:
@@ -81,37 +92,60 @@ async def test_malformed_parts_are_prompt_errors(agent: Agent, query) -> None:
 async def test_a_text_file_without_capabilities_is_a_resource_link(agent: Agent) -> None:
     path = agent.cwd / "notes.md"
     path.write_text("# Notes\n")
-    blocks = await sent_blocks(agent, [{"type": "text", "text": "read this"},
-                                       {"type": "file", "url": str(path)}])
-    assert blocks[1] == {"type": "resource_link", "uri": path.as_uri(), "name": "notes.md",
-                         "mimeType": "text/markdown", "size": 8}
+    blocks = await sent_blocks(
+        agent, [{"type": "text", "text": "read this"}, {"type": "file", "url": str(path)}]
+    )
+    assert blocks[1] == {
+        "type": "resource_link",
+        "uri": path.as_uri(),
+        "name": "notes.md",
+        "mimeType": "text/markdown",
+        "size": 8,
+    }
 
 
 @pytest.mark.timeout(30)
 async def test_a_text_file_with_embedded_context_is_a_resource(agent: Agent) -> None:
     path = agent.cwd / "data.json"
     path.write_text('{"a": 1}')
-    blocks = await sent_blocks(agent, [{"type": "text", "text": "read"},
-                                       {"type": "file", "url": "data.json"}],  # relative to cwd
-                               "--prompt-capabilities", "embedded")
-    assert blocks[1] == {"type": "resource", "resource": {
-        "uri": path.as_uri(), "mimeType": "application/json", "text": '{"a": 1}'}}
+    blocks = await sent_blocks(
+        agent,
+        [{"type": "text", "text": "read"}, {"type": "file", "url": "data.json"}],  # relative to cwd
+        "--prompt-capabilities",
+        "embedded",
+    )
+    assert blocks[1] == {
+        "type": "resource",
+        "resource": {"uri": path.as_uri(), "mimeType": "application/json", "text": '{"a": 1}'},
+    }
 
 
 @pytest.mark.timeout(30)
 async def test_an_image_file_follows_the_image_capability(agent: Agent, tmp_path: Path) -> None:
     path = agent.cwd / "pic.png"
     path.write_bytes(PNG)
-    query = [{"type": "text", "text": "look"},
-             {"type": "file", "url": str(path), "media_type": "image/png"}]
+    query = [
+        {"type": "text", "text": "look"},
+        {"type": "file", "url": str(path), "media_type": "image/png"},
+    ]
     image = await sent_blocks(agent, query, "--prompt-capabilities", "image")
-    assert image[1] == {"type": "image", "data": base64.b64encode(PNG).decode(),
-                        "mimeType": "image/png", "uri": path.as_uri()}
+    assert image[1] == {
+        "type": "image",
+        "data": base64.b64encode(PNG).decode(),
+        "mimeType": "image/png",
+        "uri": path.as_uri(),
+    }
 
     agent.record.unlink()
     embedded = await sent_blocks(agent, query, "--prompt-capabilities", "embedded")
-    assert embedded[1] == {"type": "resource", "resource": {
-        "uri": path.as_uri(), "mimeType": "image/png", "blob": base64.b64encode(PNG).decode()}}
+    assert embedded[1] == {
+        "type": "resource",
+        "resource": {
+            "uri": path.as_uri(),
+            "mimeType": "image/png",
+            "blob": base64.b64encode(PNG).decode(),
+        },
+    }
 
     agent.record.unlink()
     link = await sent_blocks(agent, query)
@@ -123,8 +157,13 @@ async def test_an_image_file_follows_the_image_capability(agent: Agent, tmp_path
 async def test_a_data_url_is_stored_in_the_workspace_and_referenced(agent: Agent) -> None:
     payload = "hello from a data URL\n"
     url = "data:text/plain;base64," + base64.b64encode(payload.encode()).decode()
-    blocks = await sent_blocks(agent, [{"type": "text", "text": "see attachment"},
-                                       {"type": "file", "url": url, "filename": "greeting.txt"}])
+    blocks = await sent_blocks(
+        agent,
+        [
+            {"type": "text", "text": "see attachment"},
+            {"type": "file", "url": url, "filename": "greeting.txt"},
+        ],
+    )
     session_id = agent.session_id  # type: ignore[attr-defined]
     folder = agent.cwd / ".acp_notebook" / session_id / "attachments"
     stored = list(folder.iterdir())
@@ -141,14 +180,21 @@ async def test_a_data_url_is_stored_in_the_workspace_and_referenced(agent: Agent
 @pytest.mark.timeout(30)
 async def test_a_data_url_image_with_the_image_capability(agent: Agent) -> None:
     url = "data:image/png;base64," + base64.b64encode(PNG).decode()
-    blocks = await sent_blocks(agent, [{"type": "text", "text": "x"},
-                                       {"type": "file", "url": url}],
-                               "--prompt-capabilities", "image")
+    blocks = await sent_blocks(
+        agent,
+        [{"type": "text", "text": "x"}, {"type": "file", "url": url}],
+        "--prompt-capabilities",
+        "image",
+    )
     session_id = agent.session_id  # type: ignore[attr-defined]
     (stored,) = (agent.cwd / ".acp_notebook" / session_id / "attachments").iterdir()
     assert stored.read_bytes() == PNG and stored.suffix == ".png"
-    assert blocks[1] == {"type": "image", "data": base64.b64encode(PNG).decode(),
-                         "mimeType": "image/png", "uri": stored.resolve().as_uri()}
+    assert blocks[1] == {
+        "type": "image",
+        "data": base64.b64encode(PNG).decode(),
+        "mimeType": "image/png",
+        "uri": stored.resolve().as_uri(),
+    }
 
 
 @pytest.mark.timeout(30)
@@ -156,10 +202,12 @@ async def test_bad_files_are_prompt_errors(agent: Agent) -> None:
     with anyio.fail_after(20):
         async with agent.client() as client:
             session = await client.new_session()
-            for part in [{"type": "file", "url": str(agent.cwd / "missing.txt")},
-                         {"type": "file", "url": str(agent.cwd)},
-                         {"type": "file", "url": "data:text/plain;base64,@@@"},
-                         {"type": "file", "url": "data:no-comma"}]:
+            for part in [
+                {"type": "file", "url": str(agent.cwd / "missing.txt")},
+                {"type": "file", "url": str(agent.cwd)},
+                {"type": "file", "url": "data:text/plain;base64,@@@"},
+                {"type": "file", "url": "data:no-comma"},
+            ]:
                 with pytest.raises(PromptError):
                     await session.prompt([{"type": "text", "text": "x"}, part])
     assert agent.sent("session/prompt") == []
@@ -167,11 +215,23 @@ async def test_bad_files_are_prompt_errors(agent: Agent) -> None:
 
 @pytest.mark.timeout(30)
 async def test_remote_urls_are_resource_links(agent: Agent) -> None:
-    blocks = await sent_blocks(agent, [{"type": "text", "text": "x"},
-                                       {"type": "file", "url": "https://example.com/a/spec.pdf",
-                                        "media_type": "application/pdf"}])
-    assert blocks[1] == {"type": "resource_link", "uri": "https://example.com/a/spec.pdf",
-                         "name": "spec.pdf", "mimeType": "application/pdf"}
+    blocks = await sent_blocks(
+        agent,
+        [
+            {"type": "text", "text": "x"},
+            {
+                "type": "file",
+                "url": "https://example.com/a/spec.pdf",
+                "media_type": "application/pdf",
+            },
+        ],
+    )
+    assert blocks[1] == {
+        "type": "resource_link",
+        "uri": "https://example.com/a/spec.pdf",
+        "name": "spec.pdf",
+        "mimeType": "application/pdf",
+    }
 
 
 @pytest.mark.timeout(30)
@@ -184,20 +244,28 @@ async def test_acp_blocks_are_filtered_by_prompt_capabilities(agent: Agent) -> N
             # An image without a uri has nothing to downgrade to: refused before sending.
             with pytest.raises(PromptError, match="image"):
                 await session.prompt([{"type": "text", "text": "x"}, image])
-            result = await (await session.prompt([{"type": "text", "text": "x"},
-                                                  resource])).finished
+            result = await (
+                await session.prompt([{"type": "text", "text": "x"}, resource])
+            ).finished
     assert result.success, result
     (prompt,) = agent.sent("session/prompt")
-    assert prompt["params"]["prompt"][1] == {"type": "resource_link", "uri": "file:///x/y.txt",
-                                             "name": "y.txt"}
+    assert prompt["params"]["prompt"][1] == {
+        "type": "resource_link",
+        "uri": "file:///x/y.txt",
+        "name": "y.txt",
+    }
 
 
 @pytest.mark.timeout(30)
 async def test_acp_blocks_pass_through_when_allowed(agent: Agent) -> None:
     image = {"type": "image", "data": base64.b64encode(PNG).decode(), "mimeType": "image/png"}
     resource = {"type": "resource", "resource": {"uri": "file:///x/y.txt", "text": "t"}}
-    blocks = await sent_blocks(agent, [{"type": "text", "text": "x"}, image, resource],
-                               "--prompt-capabilities", "image,embedded")
+    blocks = await sent_blocks(
+        agent,
+        [{"type": "text", "text": "x"}, image, resource],
+        "--prompt-capabilities",
+        "image,embedded",
+    )
     assert blocks[1:] == [image, resource]
 
 
@@ -205,6 +273,7 @@ async def test_acp_blocks_pass_through_when_allowed(agent: Agent) -> None:
 async def test_a_prompt_of_only_a_file_or_context_is_not_empty(agent: Agent) -> None:
     path = agent.cwd / "f.txt"
     path.write_text("x")
-    blocks = await sent_blocks(agent, [{"type": "text", "text": ""},
-                                       {"type": "file", "url": str(path)}])
+    blocks = await sent_blocks(
+        agent, [{"type": "text", "text": ""}, {"type": "file", "url": str(path)}]
+    )
     assert [b["type"] for b in blocks] == ["resource_link"]  # the empty text part is dropped

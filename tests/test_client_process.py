@@ -22,8 +22,7 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.mark.timeout(30)
-async def test_initialize_sends_client_info_and_only_implemented_capabilities(
-        agent: Agent) -> None:
+async def test_initialize_sends_client_info_and_only_implemented_capabilities(agent: Agent) -> None:
     with anyio.fail_after(20):
         async with agent.client() as client:
             assert client.protocol_version == 1
@@ -67,7 +66,8 @@ async def test_protocol_version_2_is_a_clear_protocol_error(agent: Agent) -> Non
 
 @pytest.mark.timeout(30)
 async def test_agent_exiting_during_initialize_is_agent_start_error_with_stderr(
-        agent: Agent) -> None:
+    agent: Agent,
+) -> None:
     with anyio.fail_after(20):
         with pytest.raises(AgentStartError) as info:
             async with agent.client("--exit-during-initialize", "4"):
@@ -94,12 +94,16 @@ async def test_a_missing_command_is_agent_start_error(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(30)
 async def test_the_agent_gets_the_full_environment_plus_its_own(
-        agent: Agent, monkeypatch: pytest.MonkeyPatch) -> None:
+    agent: Agent, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("ACP_NB_TEST_INHERITED", "from-parent")
     monkeypatch.setenv("ACP_NB_TEST_REMOVED", "should-go")
     monkeypatch.setenv("ACP_NB_TEST_OVERRIDDEN", "old")
-    env = {"ACP_NB_TEST_AGENT_ONLY": "agent value", "ACP_NB_TEST_OVERRIDDEN": "new",
-           "ACP_NB_TEST_REMOVED": None}
+    env = {
+        "ACP_NB_TEST_AGENT_ONLY": "agent value",
+        "ACP_NB_TEST_OVERRIDDEN": "new",
+        "ACP_NB_TEST_REMOVED": None,
+    }
     with anyio.fail_after(20):
         async with agent.client(env=env) as client:
             assert client.pid is not None
@@ -119,8 +123,9 @@ async def test_megabytes_of_stderr_do_not_deadlock(agent: Agent) -> None:
         # At start (before initialize is answered) and during a turn.
         async with agent.client("--stderr-at-start", str(6_000_000)) as client:
             session = await client.new_session()
-            result = await (await session.prompt(script({"stderr": 6_000_000},
-                                                        {"say": "still here"}))).finished
+            result = await (
+                await session.prompt(script({"stderr": 6_000_000}, {"say": "still here"}))
+            ).finished
             assert "stderr filler" in client.stderr_tail
     assert result.success and result.text == "still here"
 
@@ -130,8 +135,9 @@ async def test_the_stderr_tail_appears_in_the_error(agent: Agent) -> None:
     with anyio.fail_after(45):
         async with agent.client() as client:
             session = await client.new_session()
-            result = await (await session.prompt(script(
-                {"say": "partial"}, {"stderr": 5_500_000}, {"exit": 9}))).finished
+            result = await (
+                await session.prompt(script({"say": "partial"}, {"stderr": 5_500_000}, {"exit": 9}))
+            ).finished
     assert result.success is False
     assert "exited with code 9" in (result.error or "")
     assert "stderr filler" in (result.error or "")
@@ -146,8 +152,9 @@ async def test_a_50_megabyte_line(agent: Agent) -> None:
         # so this turn raises the limit to see every character arrive.
         async with agent.client(limits=Limits(text_chars=64 * 1024 * 1024)) as client:
             session = await client.new_session()
-            result = await (await session.prompt(script({"huge_say": size},
-                                                        {"say": "END"}))).finished
+            result = await (
+                await session.prompt(script({"huge_say": size}, {"say": "END"}))
+            ).finished
     assert result.success, result.error
     assert len(result.text) == size + 3
     assert result.text.startswith("0123456789") and result.text.endswith("END")
@@ -159,7 +166,8 @@ async def test_a_50_megabyte_line(agent: Agent) -> None:
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize("how", [{"exit": 7}, {"kill_self": True}])
 async def test_an_agent_that_exits_mid_turn_ends_the_turn_within_a_second(
-        agent: Agent, how) -> None:
+    agent: Agent, how
+) -> None:
     with anyio.fail_after(20):
         async with agent.client() as client:
             session = await client.new_session()
@@ -185,12 +193,10 @@ async def test_an_agent_that_exits_mid_turn_ends_the_turn_within_a_second(
 
 
 @pytest.mark.timeout(30)
-async def test_exit_mid_turn_ends_the_turn_even_if_a_child_keeps_stdout_open(
-        agent: Agent) -> None:
+async def test_exit_mid_turn_ends_the_turn_even_if_a_child_keeps_stdout_open(agent: Agent) -> None:
     # A wrapper's child (npx, uvx...) that outlives the agent holds stdout open: no EOF comes.
     pidfile = agent.tmp / "child.pid"
-    command = ["sh", "-c", 'sleep 60 & echo $! > "$0"; exec "$@"', str(pidfile),
-               *agent.command()]
+    command = ["sh", "-c", 'sleep 60 & echo $! > "$0"; exec "$@"', str(pidfile), *agent.command()]
     with anyio.fail_after(20):
         async with connect(command, cwd=agent.cwd) as client:
             session = await client.new_session()
@@ -211,8 +217,9 @@ async def test_failure_before_output_is_retried_with_a_fresh_process(agent: Agen
         async with agent.client() as client:
             session = await client.new_session()
             watcher = Watcher(session)
-            turn = await session.prompt(script(
-                {"fail_until": {"counter": str(counter), "attempts": 2}}, {"say": "made it"}))
+            turn = await session.prompt(
+                script({"fail_until": {"counter": str(counter), "attempts": 2}}, {"say": "made it"})
+            )
             result = await turn.finished
             assert client.processes_started == 3
     assert result.success, result
@@ -220,7 +227,9 @@ async def test_failure_before_output_is_retried_with_a_fresh_process(agent: Agen
     assert counter.read_text() == "3"
     warnings = watcher.of(RequestWarning)
     assert [(w.attempt, w.max_attempts, w.will_retry, w.turn_id, w.kind) for w in warnings] == [
-        (1, 6, True, turn.id, "model_request"), (2, 6, True, turn.id, "model_request")]
+        (1, 6, True, turn.id, "model_request"),
+        (2, 6, True, turn.id, "model_request"),
+    ]
     assert all("exited with code 3" in w.message for w in warnings)
 
 
@@ -228,8 +237,11 @@ async def test_failure_before_output_is_retried_with_a_fresh_process(agent: Agen
 async def test_a_turn_that_wrote_a_file_is_not_retried(agent: Agent) -> None:
     # Re-sending it would write twice: a side effect counts as output for the retry rule.
     target = agent.cwd / "written.txt"
-    write = {"request": "fs/write_text_file",
-             "params": {"path": str(target), "content": "once"}, "quiet": True}
+    write = {
+        "request": "fs/write_text_file",
+        "params": {"path": str(target), "content": "once"},
+        "quiet": True,
+    }
     with anyio.fail_after(20):
         async with agent.client() as client:
             session = await client.new_session()
@@ -246,9 +258,14 @@ async def test_an_internal_error_answer_is_retried_too(agent: Agent) -> None:
         async with agent.client() as client:
             session = await client.new_session()
             watcher = Watcher(session)
-            result = await (await session.prompt(script(
-                {"fail_until": {"counter": str(counter), "attempts": 1, "mode": "error"}},
-                {"say": "second time lucky"}))).finished
+            result = await (
+                await session.prompt(
+                    script(
+                        {"fail_until": {"counter": str(counter), "attempts": 1, "mode": "error"}},
+                        {"say": "second time lucky"},
+                    )
+                )
+            ).finished
             assert client.processes_started == 1  # the process was fine
     assert result.success and result.text == "second time lucky"
     assert [(w.attempt, w.will_retry) for w in watcher.of(RequestWarning)] == [(1, True)]
@@ -261,8 +278,9 @@ async def test_retries_stop_after_six_calls(agent: Agent) -> None:
         async with agent.client() as client:
             session = await client.new_session()
             watcher = Watcher(session)
-            turn = await session.prompt(script(
-                {"fail_until": {"counter": str(counter), "attempts": 99}}, {"say": "never"}))
+            turn = await session.prompt(
+                script({"fail_until": {"counter": str(counter), "attempts": 99}}, {"say": "never"})
+            )
             result = await turn.finished
             assert client.processes_started == 6
     assert counter.read_text() == "6"  # exactly six calls, the initial one included
@@ -282,9 +300,14 @@ async def test_never_a_retry_after_visible_output(agent: Agent) -> None:
         async with agent.client() as client:
             session = await client.new_session()
             watcher = Watcher(session)
-            result = await (await session.prompt(script(
-                {"think": "visible reasoning"},
-                {"fail_until": {"counter": str(counter), "attempts": 5}}))).finished
+            result = await (
+                await session.prompt(
+                    script(
+                        {"think": "visible reasoning"},
+                        {"fail_until": {"counter": str(counter), "attempts": 5}},
+                    )
+                )
+            ).finished
     assert result.success is False
     assert counter.read_text() == "1"
     assert [(w.attempt, w.will_retry) for w in watcher.of(RequestWarning)] == [(1, False)]

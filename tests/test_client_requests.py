@@ -47,13 +47,21 @@ async def test_unknown_methods_get_method_not_found(agent: Agent) -> None:
     with anyio.fail_after(20):
         async with agent.client() as client:
             session = await client.new_session()
-            result = await (await session.prompt(script(
-                req("_x/y", anything=1),
-                req("elicitation/create", message="Pick", mode="form",
-                    requestedSchema={"type": "object", "properties": {}}),
-                req("terminal/create", command="true"),  # terminal=False: not offered
-                {"request": "_x/no_session", "params": {"sessionId": "sess_unknown"}},
-            ))).finished
+            result = await (
+                await session.prompt(
+                    script(
+                        req("_x/y", anything=1),
+                        req(
+                            "elicitation/create",
+                            message="Pick",
+                            mode="form",
+                            requestedSchema={"type": "object", "properties": {}},
+                        ),
+                        req("terminal/create", command="true"),  # terminal=False: not offered
+                        {"request": "_x/no_session", "params": {"sessionId": "sess_unknown"}},
+                    )
+                )
+            ).finished
     assert result.success, result
     codes = [error_code(r) for r in reports(result.text, "RESPONSE ")]
     assert codes == [METHOD_NOT_FOUND] * 4
@@ -61,15 +69,20 @@ async def test_unknown_methods_get_method_not_found(agent: Agent) -> None:
 
 @pytest.mark.timeout(30)
 async def test_unknown_notifications_are_ignored(agent: Agent) -> None:
-    lines = [{"jsonrpc": "2.0", "method": "_vendor/notice", "params": {"x": 1}},
-             {"jsonrpc": "2.0", "method": "elicitation/complete", "params": {"elicitationId": "e"}},
-             {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 12345}},
-             {"jsonrpc": "2.0", "method": "$/progress", "params": None}]
+    lines = [
+        {"jsonrpc": "2.0", "method": "_vendor/notice", "params": {"x": 1}},
+        {"jsonrpc": "2.0", "method": "elicitation/complete", "params": {"elicitationId": "e"}},
+        {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 12345}},
+        {"jsonrpc": "2.0", "method": "$/progress", "params": None},
+    ]
     with anyio.fail_after(20):
         async with agent.client() as client:
             session = await client.new_session()
-            result = await (await session.prompt(script(
-                *({"raw": json.dumps(line)} for line in lines), {"say": "fine"}))).finished
+            result = await (
+                await session.prompt(
+                    script(*({"raw": json.dumps(line)} for line in lines), {"say": "fine"})
+                )
+            ).finished
             assert list(client.protocol_errors) == []
     assert result.success and result.text == "fine"
     assert result.errors == () and result.unknown_updates == ()
@@ -88,8 +101,11 @@ async def test_permission_policy_decides_by_tool_kind(agent: Agent) -> None:
         policy = PermissionPolicy(allow={"read"}, deny={"execute"}, default="ask")
         async with agent.client(permission_policy=policy) as client:
             session = await client.new_session()
-            result = await (await session.prompt(script(
-                ask("read", "c1"), ask("execute", "c2"), ask("edit", "c3")))).finished
+            result = await (
+                await session.prompt(
+                    script(ask("read", "c1"), ask("execute", "c2"), ask("edit", "c3"))
+                )
+            ).finished
     answers = reports(result.text, "PERMISSION ")
     assert [a["result"]["outcome"] for a in answers] == [
         {"outcome": "selected", "optionId": "allow"},
@@ -97,8 +113,11 @@ async def test_permission_policy_decides_by_tool_kind(agent: Agent) -> None:
         {"outcome": "selected", "optionId": "reject"},  # "ask" with nobody to ask: fail closed
     ]
     by = [(p.tool_call_id, p.option_id, p.decided_by) for p in result.permissions]
-    assert by == [("c1", "allow", "policy"), ("c2", "reject", "policy"),
-                  ("c3", "reject", "policy (nobody to ask)")]
+    assert by == [
+        ("c1", "allow", "policy"),
+        ("c2", "reject", "policy"),
+        ("c3", "reject", "policy (nobody to ask)"),
+    ]
 
 
 @pytest.mark.timeout(30)
@@ -113,15 +132,23 @@ async def test_a_turns_own_policy_and_handler_apply_to_that_turn_only(agent: Age
     with anyio.fail_after(20):
         async with agent.client() as client:
             session = await client.new_session()
-            allowed = await (await session.prompt(
-                script(step), permission_policy=PermissionPolicy(allow={"edit"}))).finished
-            handled = await (await session.prompt(script(step),
-                                                  permission_handler=handler)).finished
+            allowed = await (
+                await session.prompt(
+                    script(step), permission_policy=PermissionPolicy(allow={"edit"})
+                )
+            ).finished
+            handled = await (
+                await session.prompt(script(step), permission_handler=handler)
+            ).finished
             plain = await (await session.prompt(script(step))).finished
-    decided = [(r.permissions[0].option_id, r.permissions[0].decided_by)
-               for r in (allowed, handled, plain)]
-    assert decided == [("allow", "policy"), ("allow", "user"),
-                       ("reject", "policy (nobody to ask)")]  # the session's own, untouched
+    decided = [
+        (r.permissions[0].option_id, r.permissions[0].decided_by) for r in (allowed, handled, plain)
+    ]
+    assert decided == [
+        ("allow", "policy"),
+        ("allow", "user"),
+        ("reject", "policy (nobody to ask)"),
+    ]  # the session's own, untouched
     assert asked == ["c1"]
 
 
@@ -130,23 +157,42 @@ async def test_permission_handler_is_asked_and_its_answer_sent(agent: Agent) -> 
     seen = []
 
     async def handler(request):
-        seen.append((request.tool_kind, request.tool_call["toolCallId"], request.session_id,
-                     [o["optionId"] for o in request.options]))
+        seen.append(
+            (
+                request.tool_kind,
+                request.tool_call["toolCallId"],
+                request.session_id,
+                [o["optionId"] for o in request.options],
+            )
+        )
         return "allow-always"
 
     with anyio.fail_after(20):
         async with agent.client(permission_handler=handler) as client:
             session = await client.new_session()
-            result = await (await session.prompt(script(
-                {"permission": {"toolCallId": "c1", "title": "Edit x", "kind": "edit"}},
-                {"permission": {"toolCallId": "c2", "title": "Edit y", "kind": "edit"},
-                 "options": [{"optionId": "only-no", "name": "No", "kind": "reject_once"}]},
-            ))).finished
-    assert seen[0] == ("edit", "c1", session.id, ["allow", "allow-always", "reject",
-                                                  "reject-always"])
+            result = await (
+                await session.prompt(
+                    script(
+                        {"permission": {"toolCallId": "c1", "title": "Edit x", "kind": "edit"}},
+                        {
+                            "permission": {"toolCallId": "c2", "title": "Edit y", "kind": "edit"},
+                            "options": [
+                                {"optionId": "only-no", "name": "No", "kind": "reject_once"}
+                            ],
+                        },
+                    )
+                )
+            ).finished
+    assert seen[0] == (
+        "edit",
+        "c1",
+        session.id,
+        ["allow", "allow-always", "reject", "reject-always"],
+    )
     answers = reports(result.text, "PERMISSION ")
-    assert answers[0] == {"result": {"outcome": {"outcome": "selected",
-                                                 "optionId": "allow-always"}}}
+    assert answers[0] == {
+        "result": {"outcome": {"outcome": "selected", "optionId": "allow-always"}}
+    }
     # The handler chose an option the agent did not offer: an error, not a made-up answer.
     assert error_code(answers[1]) == INVALID_PARAMS
     assert result.permissions[0].decided_by == "user"
@@ -165,15 +211,22 @@ async def test_a_failing_handler_rejects_and_the_record_says_why(agent: Agent) -
     with anyio.fail_after(20):
         async with agent.client(permission_handler=handler) as client:
             session = await client.new_session()
-            result = await (await session.prompt(script(
-                {"permission": {"toolCallId": "c1", "title": "Edit x", "kind": "edit"}},
-                {"permission": {"toolCallId": "c2", "title": "Edit y", "kind": "edit"}},
-            ))).finished
+            result = await (
+                await session.prompt(
+                    script(
+                        {"permission": {"toolCallId": "c1", "title": "Edit x", "kind": "edit"}},
+                        {"permission": {"toolCallId": "c2", "title": "Edit y", "kind": "edit"}},
+                    )
+                )
+            ).finished
     assert [(p.option_id, p.decided_by) for p in result.permissions] == [
-        ("reject", "rejected: TimeoutError"), ("reject", "rejected: the widget is gone")]
+        ("reject", "rejected: TimeoutError"),
+        ("reject", "rejected: the widget is gone"),
+    ]
     answers = reports(result.text, "PERMISSION ")
     assert [a["result"]["outcome"] for a in answers] == [
-        {"outcome": "selected", "optionId": "reject"}] * 2
+        {"outcome": "selected", "optionId": "reject"}
+    ] * 2
 
 
 @pytest.mark.timeout(30)
@@ -187,15 +240,23 @@ async def test_agent_cancel_request_cancels_a_pending_permission(agent: Agent) -
     with anyio.fail_after(20):
         async with agent.client(permission_handler=never) as client:
             session = await client.new_session()
-            result = await (await session.prompt(script(
-                {"permission": {"toolCallId": "c1", "title": "t", "kind": "edit"},
-                 "cancel_after": 0.2, "id": "perm-1"},
-                {"say": " and on"},
-            ))).finished
+            result = await (
+                await session.prompt(
+                    script(
+                        {
+                            "permission": {"toolCallId": "c1", "title": "t", "kind": "edit"},
+                            "cancel_after": 0.2,
+                            "id": "perm-1",
+                        },
+                        {"say": " and on"},
+                    )
+                )
+            ).finished
     assert asked.is_set()
     assert result.success, result  # only the request was cancelled, not the turn
-    assert reports(result.text, "PERMISSION ") == [{"result": {"outcome": {"outcome":
-                                                                           "cancelled"}}}]
+    assert reports(result.text, "PERMISSION ") == [
+        {"result": {"outcome": {"outcome": "cancelled"}}}
+    ]
     assert [p.outcome for p in result.permissions] == ["cancelled"]
     cancel_index = next(i for i, m in enumerate(agent.messages()) if m.get("id") == "perm-1")
     assert agent.messages()[cancel_index]["result"] == {"outcome": {"outcome": "cancelled"}}
@@ -204,8 +265,10 @@ async def test_agent_cancel_request_cancels_a_pending_permission(agent: Agent) -
 # Hostile or sloppy permission requests under a policy that allows everything by default: none
 # may be allowed by the policy. Each case: (name, params of session/request_permission, whether
 # a handler can be asked: only if a well-formed option is left to choose from).
-OPTS = [{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
-        {"optionId": "reject", "name": "Reject", "kind": "reject_once"}]
+OPTS = [
+    {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+    {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+]
 DIFF = {"type": "diff", "path": "/etc/passwd", "oldText": "a", "newText": "b"}
 IRREGULAR: list[tuple[str, dict, bool]] = [
     ("no toolCallId", {"toolCall": {"title": "run", "kind": "execute"}}, True),
@@ -216,42 +279,93 @@ IRREGULAR: list[tuple[str, dict, bool]] = [
     ("kind not a string", {"toolCall": {"toolCallId": "k4", "kind": ["execute"]}}, True),
     ("kind never stated", {"toolCall": {"toolCallId": "k5", "title": "ls"}}, True),
     ("malformed field", {"toolCall": {"toolCallId": "k6", "kind": "read", "title": 5}}, True),
-    ("content not a list", {"toolCall": {"toolCallId": "k7", "kind": "read",
-                                         "content": "x"}}, True),
+    (
+        "content not a list",
+        {"toolCall": {"toolCallId": "k7", "kind": "read", "content": "x"}},
+        True,
+    ),
     ("toolCall a string", {"toolCall": "execute"}, True),
     ("toolCall a list", {"toolCall": [{"toolCallId": "k8", "kind": "read"}]}, True),
     ("no options", {"toolCall": {"toolCallId": "o1", "kind": "read"}, "options": None}, False),
-    ("options an object", {"toolCall": {"toolCallId": "o2", "kind": "read"},
-                           "options": {"optionId": "allow", "kind": "allow_once"}}, False),
-    ("unknown option kind", {"toolCall": {"toolCallId": "o3", "kind": "read"},
-                             "options": [{"optionId": "yes", "name": "Yes", "kind": "allow"},
-                                         *OPTS]}, True),
-    ("option id not a string", {"toolCall": {"toolCallId": "o4", "kind": "read"},
-                                "options": [{"optionId": 1, "name": "Allow",
-                                             "kind": "allow_once"}, *OPTS]}, True),
-    ("option id twice", {"toolCall": {"toolCallId": "o5", "kind": "read"},
-                         "options": [{"optionId": "x", "name": "Allow", "kind": "allow_once"},
-                                     {"optionId": "x", "name": "Reject", "kind": "reject_once"},
-                                     *OPTS]}, True),
-    ("a thousand options", {"toolCall": {"toolCallId": "o6", "kind": "read"},
-                            "options": [*OPTS, *({"optionId": f"r{i}", "name": "No",
-                                                  "kind": "reject_once"} for i in range(998))]},
-     True),
-    ("read showing a diff", {"toolCall": {"toolCallId": "d1", "kind": "read",
-                                          "content": [DIFF]}}, True),
-    ("read showing a terminal", {"toolCall": {"toolCallId": "d2", "kind": "read",
-                                              "content": [{"type": "terminal",
-                                                           "terminalId": "t"}]}}, True),
+    (
+        "options an object",
+        {
+            "toolCall": {"toolCallId": "o2", "kind": "read"},
+            "options": {"optionId": "allow", "kind": "allow_once"},
+        },
+        False,
+    ),
+    (
+        "unknown option kind",
+        {
+            "toolCall": {"toolCallId": "o3", "kind": "read"},
+            "options": [{"optionId": "yes", "name": "Yes", "kind": "allow"}, *OPTS],
+        },
+        True,
+    ),
+    (
+        "option id not a string",
+        {
+            "toolCall": {"toolCallId": "o4", "kind": "read"},
+            "options": [{"optionId": 1, "name": "Allow", "kind": "allow_once"}, *OPTS],
+        },
+        True,
+    ),
+    (
+        "option id twice",
+        {
+            "toolCall": {"toolCallId": "o5", "kind": "read"},
+            "options": [
+                {"optionId": "x", "name": "Allow", "kind": "allow_once"},
+                {"optionId": "x", "name": "Reject", "kind": "reject_once"},
+                *OPTS,
+            ],
+        },
+        True,
+    ),
+    (
+        "a thousand options",
+        {
+            "toolCall": {"toolCallId": "o6", "kind": "read"},
+            "options": [
+                *OPTS,
+                *({"optionId": f"r{i}", "name": "No", "kind": "reject_once"} for i in range(998)),
+            ],
+        },
+        True,
+    ),
+    (
+        "read showing a diff",
+        {"toolCall": {"toolCallId": "d1", "kind": "read", "content": [DIFF]}},
+        True,
+    ),
+    (
+        "read showing a terminal",
+        {
+            "toolCall": {
+                "toolCallId": "d2",
+                "kind": "read",
+                "content": [{"type": "terminal", "terminalId": "t"}],
+            }
+        },
+        True,
+    ),
 ]
 DEFAULT_ALLOW = PermissionPolicy(default="allow")
 
 
 def irregular_steps() -> list[dict]:
     # A regular request first: the policy does allow that.
-    first = req("session/request_permission", toolCall={"toolCallId": "fine", "kind": "read"},
-                options=OPTS)
-    return [first, *(req("session/request_permission", **{"options": OPTS, **params})
-                     for _, params, _ in IRREGULAR)]
+    first = req(
+        "session/request_permission", toolCall={"toolCallId": "fine", "kind": "read"}, options=OPTS
+    )
+    return [
+        first,
+        *(
+            req("session/request_permission", **{"options": OPTS, **params})
+            for _, params, _ in IRREGULAR
+        ),
+    ]
 
 
 def not_allowed(answer: dict) -> bool:
@@ -261,7 +375,8 @@ def not_allowed(answer: dict) -> bool:
 
 @pytest.mark.timeout(40)
 async def test_irregular_permission_requests_are_not_allowed_by_policy_headless(
-        agent: Agent) -> None:
+    agent: Agent,
+) -> None:
     with anyio.fail_after(30):
         async with agent.client(permission_policy=DEFAULT_ALLOW) as client:
             session = await client.new_session()
@@ -282,13 +397,15 @@ async def test_irregular_permission_requests_go_to_the_handler(agent: Agent) -> 
     asked: list[tuple[str, tuple[str, ...], list[str]]] = []
 
     async def handler(request):
-        asked.append((request.tool_kind, request.problems,
-                      [o["optionId"] for o in request.options]))
+        asked.append(
+            (request.tool_kind, request.problems, [o["optionId"] for o in request.options])
+        )
         return None  # the user rejects
 
     with anyio.fail_after(30):
-        async with agent.client(permission_policy=DEFAULT_ALLOW,
-                                permission_handler=handler) as client:
+        async with agent.client(
+            permission_policy=DEFAULT_ALLOW, permission_handler=handler
+        ) as client:
             session = await client.new_session()
             result = await (await session.prompt(script(*irregular_steps()))).finished
     _, *answers = reports(result.text, "RESPONSE ")
@@ -319,14 +436,25 @@ async def test_a_miscased_denied_kind_is_rejected_without_asking(agent: Agent) -
     with anyio.fail_after(20):
         async with agent.client(permission_policy=policy, permission_handler=handler) as client:
             session = await client.new_session()
-            result = await (await session.prompt(script(
-                {"permission": {"toolCallId": "c1", "kind": "EXECUTE", "title": "ls"}},
-                {"permission": {"toolCallId": "c2", "kind": "read", "title": "ls",
-                                "content": [{"type": "terminal", "terminalId": "t"}]}},
-            ))).finished
+            result = await (
+                await session.prompt(
+                    script(
+                        {"permission": {"toolCallId": "c1", "kind": "EXECUTE", "title": "ls"}},
+                        {
+                            "permission": {
+                                "toolCallId": "c2",
+                                "kind": "read",
+                                "title": "ls",
+                                "content": [{"type": "terminal", "terminalId": "t"}],
+                            }
+                        },
+                    )
+                )
+            ).finished
     answers = reports(result.text, "PERMISSION ")
     assert [a["result"]["outcome"] for a in answers] == [
-        {"outcome": "selected", "optionId": "reject"}] * 2
+        {"outcome": "selected", "optionId": "reject"}
+    ] * 2
     assert asked == [] and [p.decided_by for p in result.permissions] == ["policy"] * 2
 
 
@@ -336,21 +464,47 @@ async def test_a_kind_changed_since_the_tool_call_counts_as_both(agent: Agent) -
     with anyio.fail_after(20):
         async with agent.client(permission_policy=policy) as client:
             session = await client.new_session()
-            result = await (await session.prompt(script(
-                {"update": {"sessionUpdate": "tool_call", "toolCallId": "c1",
-                            "title": "rm -rf build", "kind": "execute"}},
-                {"permission": {"toolCallId": "c1", "kind": "read", "title": "look"}},
-                # Stated only by the earlier update: that kind is the request's kind.
-                {"update": {"sessionUpdate": "tool_call", "toolCallId": "c2",
-                            "title": "cat x", "kind": "read"}},
-                {"permission": {"toolCallId": "c2"}},
-                # Asked again as a read after it was an execute: still an execute.
-                {"permission": {"toolCallId": "c3", "kind": "execute", "title": "rm -rf ~"}},
-                {"permission": {"toolCallId": "c3", "kind": "read", "title": "look"}},
-            ))).finished
+            result = await (
+                await session.prompt(
+                    script(
+                        {
+                            "update": {
+                                "sessionUpdate": "tool_call",
+                                "toolCallId": "c1",
+                                "title": "rm -rf build",
+                                "kind": "execute",
+                            }
+                        },
+                        {"permission": {"toolCallId": "c1", "kind": "read", "title": "look"}},
+                        # Stated only by the earlier update: that kind is the request's kind.
+                        {
+                            "update": {
+                                "sessionUpdate": "tool_call",
+                                "toolCallId": "c2",
+                                "title": "cat x",
+                                "kind": "read",
+                            }
+                        },
+                        {"permission": {"toolCallId": "c2"}},
+                        # Asked again as a read after it was an execute: still an execute.
+                        {
+                            "permission": {
+                                "toolCallId": "c3",
+                                "kind": "execute",
+                                "title": "rm -rf ~",
+                            }
+                        },
+                        {"permission": {"toolCallId": "c3", "kind": "read", "title": "look"}},
+                    )
+                )
+            ).finished
     answers = reports(result.text, "PERMISSION ")
     assert [a["result"]["outcome"]["optionId"] for a in answers] == [
-        "reject", "allow", "reject", "reject"]
+        "reject",
+        "allow",
+        "reject",
+        "reject",
+    ]
 
 
 @pytest.mark.timeout(30)
@@ -358,13 +512,24 @@ async def test_policy_never_answers_with_an_option_of_the_other_kind(agent: Agen
     only_reject = [{"optionId": "no", "name": "No", "kind": "reject_once"}]
     only_allow = [{"optionId": "yes", "name": "Yes", "kind": "allow_always"}]
     with anyio.fail_after(20):
-        async with agent.client(permission_policy=PermissionPolicy(
-                allow={"read"}, deny={"execute"})) as client:
+        async with agent.client(
+            permission_policy=PermissionPolicy(allow={"read"}, deny={"execute"})
+        ) as client:
             session = await client.new_session()
-            result = await (await session.prompt(script(
-                {"permission": {"toolCallId": "c1", "kind": "read"}, "options": only_reject},
-                {"permission": {"toolCallId": "c2", "kind": "execute"}, "options": only_allow},
-            ))).finished
+            result = await (
+                await session.prompt(
+                    script(
+                        {
+                            "permission": {"toolCallId": "c1", "kind": "read"},
+                            "options": only_reject,
+                        },
+                        {
+                            "permission": {"toolCallId": "c2", "kind": "execute"},
+                            "options": only_allow,
+                        },
+                    )
+                )
+            ).finished
     answers = [a["result"]["outcome"] for a in reports(result.text, "PERMISSION ")]
     # Allowed, but only "No" offered: not answered "No" as if it were a yes; rejected by the
     # fail-closed path (which may pick "No", the reject it is). Denied with only "Yes": cancelled.
@@ -428,8 +593,9 @@ async def test_additional_directories_are_part_of_the_workspace(agent: Agent) ->
     with anyio.fail_after(20):
         async with agent.client("--additional-directories") as client:
             session = await client.new_session(additional_directories=[extra])
-            result = await (await session.prompt(script(
-                req("fs/read_text_file", path=str(extra / "f.txt"))))).finished
+            result = await (
+                await session.prompt(script(req("fs/read_text_file", path=str(extra / "f.txt"))))
+            ).finished
     assert reports(result.text, "RESPONSE ") == [{"result": {"content": "extra file"}}]
 
 
@@ -439,9 +605,14 @@ async def test_fs_off_means_method_not_found(agent: Agent) -> None:
     with anyio.fail_after(20):
         async with agent.client(fs=False) as client:
             session = await client.new_session()
-            result = await (await session.prompt(script(
-                req("fs/read_text_file", path=str(agent.cwd / "f.txt")),
-                req("fs/write_text_file", path=str(agent.cwd / "f.txt"), content="y")))).finished
+            result = await (
+                await session.prompt(
+                    script(
+                        req("fs/read_text_file", path=str(agent.cwd / "f.txt")),
+                        req("fs/write_text_file", path=str(agent.cwd / "f.txt"), content="y"),
+                    )
+                )
+            ).finished
     assert [error_code(a) for a in reports(result.text, "RESPONSE ")] == [METHOD_NOT_FOUND] * 2
     assert (agent.cwd / "f.txt").read_text() == "x"
 
@@ -451,7 +622,8 @@ async def test_fs_off_means_method_not_found(agent: Agent) -> None:
 
 @pytest.mark.timeout(30)
 async def test_terminal_lifecycle_truncation_and_record_after_release(
-        agent: Agent, term_ids: None) -> None:
+    agent: Agent, term_ids: None
+) -> None:
     # "abcé日": 8 bytes. A 4-byte limit drops from the start, then skips the continuation
     # byte of "é", so exactly "日" is left.
     code = "import sys; sys.stdout.buffer.write('abcé日'.encode()); sys.stdout.flush(); sys.exit(3)"
@@ -459,28 +631,40 @@ async def test_terminal_lifecycle_truncation_and_record_after_release(
         async with agent.client(terminal=True) as client:
             session = await client.new_session()
             watcher = Watcher(session)
-            result = await (await session.prompt(script(
-                req("terminal/create", command=sys.executable, args=["-c", code],
-                    outputByteLimit=4),
-                req("terminal/wait_for_exit", terminalId="term-1"),
-                req("terminal/output", terminalId="term-1"),
-                req("terminal/release", terminalId="term-1"),
-                req("terminal/output", terminalId="term-1"),
-                req("terminal/create", command="echo $GREETING | tr a-z A-Z",
-                    env=[{"name": "GREETING", "value": "hi there"}]),
-                req("terminal/wait_for_exit", terminalId="term-2"),
-                req("terminal/output", terminalId="term-2"),
-                req("terminal/create", command="pwd"),
-                req("terminal/wait_for_exit", terminalId="term-3"),
-                req("terminal/output", terminalId="term-3"),
-                req("terminal/release", terminalId="term-3"),
-                req("terminal/create", command="pwd", cwd="/"),  # outside the workspace
-            ))).finished
+            result = await (
+                await session.prompt(
+                    script(
+                        req(
+                            "terminal/create",
+                            command=sys.executable,
+                            args=["-c", code],
+                            outputByteLimit=4,
+                        ),
+                        req("terminal/wait_for_exit", terminalId="term-1"),
+                        req("terminal/output", terminalId="term-1"),
+                        req("terminal/release", terminalId="term-1"),
+                        req("terminal/output", terminalId="term-1"),
+                        req(
+                            "terminal/create",
+                            command="echo $GREETING | tr a-z A-Z",
+                            env=[{"name": "GREETING", "value": "hi there"}],
+                        ),
+                        req("terminal/wait_for_exit", terminalId="term-2"),
+                        req("terminal/output", terminalId="term-2"),
+                        req("terminal/create", command="pwd"),
+                        req("terminal/wait_for_exit", terminalId="term-3"),
+                        req("terminal/output", terminalId="term-3"),
+                        req("terminal/release", terminalId="term-3"),
+                        req("terminal/create", command="pwd", cwd="/"),  # outside the workspace
+                    )
+                )
+            ).finished
     answers = reports(result.text, "RESPONSE ")
     assert answers[0] == {"result": {"terminalId": "term-1"}}
     assert answers[1] == {"result": {"exitCode": 3, "signal": None}}
-    assert answers[2] == {"result": {"output": "日", "truncated": True,
-                                     "exitStatus": {"exitCode": 3, "signal": None}}}
+    assert answers[2] == {
+        "result": {"output": "日", "truncated": True, "exitStatus": {"exitCode": 3, "signal": None}}
+    }
     assert answers[3] == {"result": {}}
     assert error_code(answers[4]) == INVALID_PARAMS  # released: the id is gone
     assert answers[7]["result"]["output"] == "HI THERE\n"
@@ -494,28 +678,34 @@ async def test_terminal_lifecycle_truncation_and_record_after_release(
     assert terminals["term-3"]["output"] == f"{agent.cwd}\n"
     assert "term-2" in terminals
     # Output was published live too.
-    live = "".join(m.text for m in watcher.items if isinstance(m, Delta)
-                   and m.channel == "terminal")
+    live = "".join(
+        m.text for m in watcher.items if isinstance(m, Delta) and m.channel == "terminal"
+    )
     assert "HI THERE" in live
 
 
 @pytest.mark.timeout(30)
 async def test_terminal_kill_and_agent_cancel_request_on_wait_for_exit(
-        agent: Agent, term_ids: None) -> None:
+    agent: Agent, term_ids: None
+) -> None:
     with anyio.fail_after(20):
         async with agent.client(terminal=True) as client:
             session = await client.new_session()
-            result = await (await session.prompt(script(
-                req("terminal/create", command="sleep", args=["30"]),
-                req("terminal/kill", terminalId="term-1"),
-                req("terminal/wait_for_exit", terminalId="term-1"),
-                req("terminal/output", terminalId="term-1"),  # still valid after kill
-                req("terminal/release", terminalId="term-1"),
-                req("terminal/create", command="sleep", args=["30"]),
-                {**req("terminal/wait_for_exit", terminalId="term-2"), "cancel_after": 0.2},
-                req("terminal/output", terminalId="term-2"),  # still running
-                req("terminal/release", terminalId="term-2"),
-            ))).finished
+            result = await (
+                await session.prompt(
+                    script(
+                        req("terminal/create", command="sleep", args=["30"]),
+                        req("terminal/kill", terminalId="term-1"),
+                        req("terminal/wait_for_exit", terminalId="term-1"),
+                        req("terminal/output", terminalId="term-1"),  # still valid after kill
+                        req("terminal/release", terminalId="term-1"),
+                        req("terminal/create", command="sleep", args=["30"]),
+                        {**req("terminal/wait_for_exit", terminalId="term-2"), "cancel_after": 0.2},
+                        req("terminal/output", terminalId="term-2"),  # still running
+                        req("terminal/release", terminalId="term-2"),
+                    )
+                )
+            ).finished
     answers = reports(result.text, "RESPONSE ")
     assert answers[1] == {"result": {}}
     assert answers[2] == {"result": {"exitCode": None, "signal": "SIGKILL"}}
@@ -533,10 +723,14 @@ async def test_terminals_are_killed_when_the_client_closes(agent: Agent, term_id
         async with agent.client(terminal=True) as client:
             session = await client.new_session()
             watcher = Watcher(session)
-            result = await (await session.prompt(script(
-                req("terminal/create", command="echo $$; exec sleep 30")))).finished
-            printed = await watcher.wait_for(lambda m: isinstance(m, Delta)
-                                             and m.channel == "terminal" and m.text.strip())
+            result = await (
+                await session.prompt(
+                    script(req("terminal/create", command="echo $$; exec sleep 30"))
+                )
+            ).finished
+            printed = await watcher.wait_for(
+                lambda m: isinstance(m, Delta) and m.channel == "terminal" and m.text.strip()
+            )
             assert isinstance(printed, Delta)
             pid = int(printed.text.strip())
             assert alive(pid)
@@ -562,9 +756,13 @@ async def test_client_cancel_request_for_an_abandoned_request(agent: Agent) -> N
 
             conn._resolve = spy
             with anyio.move_on_after(0.3) as scope:
-                await conn.request("session/prompt", {
-                    "sessionId": session.id,
-                    "prompt": [{"type": "text", "text": script({"wait_cancel": True})}]})
+                await conn.request(
+                    "session/prompt",
+                    {
+                        "sessionId": session.id,
+                        "prompt": [{"type": "text", "text": script({"wait_cancel": True})}],
+                    },
+                )
             assert scope.cancelled_caught
             await late.wait()
             assert list(client.protocol_errors) == []
@@ -581,9 +779,18 @@ async def test_protocol_errors_are_shown_in_the_turn_and_do_not_end_it(agent: Ag
     with anyio.fail_after(20):
         async with agent.client() as client:
             session = await client.new_session()
-            result = await (await session.prompt(script(
-                {"say": "before"}, {"raw": "this is not json"}, {"raw_hex": "ff fe 7b 7d"},
-                {"respond_id": 99999}, {"raw": "[1, 2]"}, {"say": " after"}))).finished
+            result = await (
+                await session.prompt(
+                    script(
+                        {"say": "before"},
+                        {"raw": "this is not json"},
+                        {"raw_hex": "ff fe 7b 7d"},
+                        {"respond_id": 99999},
+                        {"raw": "[1, 2]"},
+                        {"say": " after"},
+                    )
+                )
+            ).finished
             assert len(client.protocol_errors) == 4
     assert result.success and result.text == "before\n\n after"  # the errors sit in between
     assert len(result.errors) == 4

@@ -27,8 +27,11 @@ async def test_new_session_sends_cwd_and_mcp_servers(agent: Agent) -> None:
             assert {s.id for s in client.sessions} == {session.id, other.id}
     first, second = (m["params"] for m in agent.sent("session/new"))
     assert first == {"cwd": str(agent.cwd), "mcpServers": []}
-    assert second == {"cwd": str(agent.tmp), "mcpServers": [],
-                      "additionalDirectories": [str(extra)]}
+    assert second == {
+        "cwd": str(agent.tmp),
+        "mcpServers": [],
+        "additionalDirectories": [str(extra)],
+    }
 
 
 @pytest.mark.timeout(30)
@@ -47,8 +50,9 @@ async def test_load_replays_the_conversation_into_history(agent: Agent) -> None:
         async with agent.client("--state-dir", state) as first:
             original = await first.new_session()
             await (await original.prompt("first question")).finished
-            await (await original.prompt(script({"think": "pondering"},
-                                                {"say": "second answer"}))).finished
+            await (
+                await original.prompt(script({"think": "pondering"}, {"say": "second answer"}))
+            ).finished
         async with agent.client("--state-dir", state, "--load-session") as client:
             session = await client.load_session(original.id)
             assert session.id == original.id
@@ -164,7 +168,8 @@ async def test_modes_and_set_mode(agent: Agent) -> None:
                 await session.set_mode("yolo")
             assert session.mode == "code"
     assert [m["params"] for m in agent.sent("session/set_mode")] == [
-        {"sessionId": session.id, "modeId": "code"}]
+        {"sessionId": session.id, "modeId": "code"}
+    ]
 
 
 @pytest.mark.timeout(30)
@@ -184,16 +189,22 @@ async def test_set_config_option_replaces_the_complete_list(agent: Agent) -> Non
             session = await client.new_session()
             assert [o["id"] for o in session.config_options] == ["model", "verbose"]
             # A stale local list must be replaced whole by the answer, not patched.
-            session.config_options.append({"id": "stale", "name": "Stale", "type": "boolean",
-                                           "currentValue": True})
+            session.config_options.append(
+                {"id": "stale", "name": "Stale", "type": "boolean", "currentValue": True}
+            )
             options = await session.set_config_option("model", "smart")
             assert [o["id"] for o in options] == ["model", "verbose"]
             assert options == session.config_options
             assert options[0]["currentValue"] == "smart"
             options = await session.set_config_option("verbose", True)
             assert options[1]["currentValue"] is True
-            for config_id, value in [("model", "huge"), ("model", True), ("verbose", "yes"),
-                                     ("verbose", 1), ("nonexistent", "x")]:
+            for config_id, value in [
+                ("model", "huge"),
+                ("model", True),
+                ("verbose", "yes"),
+                ("verbose", 1),
+                ("nonexistent", "x"),
+            ]:
                 with pytest.raises(ValueError):
                     await session.set_config_option(config_id, value)
     sent = [m["params"] for m in agent.sent("session/set_config_option")]
@@ -225,8 +236,14 @@ async def test_auth_method_authenticates_and_retries(agent: Agent) -> None:
             await client.new_session()  # authenticated once per process
     assert result.success and result.text == "echo: hello"
     methods = [m.get("method") for m in agent.messages()]
-    assert methods == ["initialize", "session/new", "authenticate", "session/new",
-                       "session/prompt", "session/new"]
+    assert methods == [
+        "initialize",
+        "session/new",
+        "authenticate",
+        "session/new",
+        "session/prompt",
+        "session/new",
+    ]
     assert agent.sent("authenticate")[0]["params"] == {"methodId": "token"}
 
 
@@ -270,8 +287,9 @@ async def test_after_an_agent_restart_the_session_is_resumed_or_recreated(agent:
             await (await session.prompt(script({"say": "x"}, {"exit": 1}))).finished
             fresh = await (await session.prompt("hello again")).finished
             assert session.id != old_id
-            assert any(isinstance(m, SessionChanged) and m.field == "session_id"
-                       for m in watcher.items)
+            assert any(
+                isinstance(m, SessionChanged) and m.field == "session_id" for m in watcher.items
+            )
     assert not crashed.success and again.success and again.text == "echo: still you?"
     assert [m["params"]["sessionId"] for m in agent.sent("session/resume")] == [first_id]
     assert fresh.success and fresh.text == "echo: hello again"

@@ -35,12 +35,16 @@ async def test_chunks_append_and_a_new_message_id_starts_a_new_message(agent: Ag
         async with agent.client() as client:
             session = await client.new_session()
             watcher = Watcher(session)
-            turn = await session.prompt(script(
-                {"say": "Hel", "message_id": "m1"}, {"say": "lo", "message_id": "m1"},
-                {"say": "World", "message_id": "m2"},
-                {"think": "hm", "message_id": "t1"}, {"think": "m.", "message_id": "t1"},
-                {"say": "!"},  # no id: a different kind came in between, so a new message
-            ))
+            turn = await session.prompt(
+                script(
+                    {"say": "Hel", "message_id": "m1"},
+                    {"say": "lo", "message_id": "m1"},
+                    {"say": "World", "message_id": "m2"},
+                    {"think": "hm", "message_id": "t1"},
+                    {"think": "m.", "message_id": "t1"},
+                    {"say": "!"},  # no id: a different kind came in between, so a new message
+                )
+            )
             result = await turn.finished
     agent_msgs = messages(result)
     assert [m.text for m in agent_msgs] == ["Hello", "World", "!"]
@@ -73,18 +77,30 @@ async def test_tool_call_update_patches_and_replaces_content_and_locations(agent
     with anyio.fail_after(20):
         async with agent.client() as client:
             session = await client.new_session()
-            turn = await session.prompt(script(
-                {"update": tool_call("c1", "Read files", kind="read", status="pending",
-                                     content=[text("a"), text("b")],
-                                     locations=[{"path": "/x/a.py"}, {"path": "/x/b.py"}],
-                                     rawInput={"path": "/x"})},
-                {"update": tool_update("c1", status="in_progress")},
-                {"update": tool_update("c1", content=[text("c")], locations=[{"path": "/x/c.py",
-                                                                               "line": 3}])},
-                {"update": tool_update("c1", status="completed", rawOutput={"ok": True})},
-                # An update for an id never announced creates the call.
-                {"update": tool_update("ghost", title="Appeared", status="failed")},
-            ))
+            turn = await session.prompt(
+                script(
+                    {
+                        "update": tool_call(
+                            "c1",
+                            "Read files",
+                            kind="read",
+                            status="pending",
+                            content=[text("a"), text("b")],
+                            locations=[{"path": "/x/a.py"}, {"path": "/x/b.py"}],
+                            rawInput={"path": "/x"},
+                        )
+                    },
+                    {"update": tool_update("c1", status="in_progress")},
+                    {
+                        "update": tool_update(
+                            "c1", content=[text("c")], locations=[{"path": "/x/c.py", "line": 3}]
+                        )
+                    },
+                    {"update": tool_update("c1", status="completed", rawOutput={"ok": True})},
+                    # An update for an id never announced creates the call.
+                    {"update": tool_update("ghost", title="Appeared", status="failed")},
+                )
+            )
             result = await turn.finished
     assert result.success, result
     calls = {c.tool_call_id: c for c in result.tool_calls}
@@ -104,30 +120,63 @@ async def test_plan_commands_and_config_options_are_whole_snapshots(agent: Agent
         return {"content": content, "priority": "high", "status": status}
 
     def select(option_id, value):
-        return {"id": option_id, "name": option_id, "type": "select", "currentValue": value,
-                "options": [{"value": value, "name": value}]}
+        return {
+            "id": option_id,
+            "name": option_id,
+            "type": "select",
+            "currentValue": value,
+            "options": [{"value": value, "name": value}],
+        }
 
     with anyio.fail_after(20):
         async with agent.client() as client:
             session = await client.new_session()
-            turn = await session.prompt(script(
-                {"update": {"sessionUpdate": "plan",
-                            "entries": [entry("one"), entry("two"), entry("three")]}},
-                {"update": {"sessionUpdate": "plan", "entries": [entry("two", "completed")]}},
-                {"update": {"sessionUpdate": "available_commands_update", "availableCommands": [
-                    {"name": "a", "description": "A"}, {"name": "b", "description": "B"}]}},
-                {"update": {"sessionUpdate": "available_commands_update", "availableCommands": [
-                    {"name": "c", "description": "C", "input": {"hint": "what"}}]}},
-                {"update": {"sessionUpdate": "config_option_update",
-                            "configOptions": [select("model", "x"), select("effort", "low")]}},
-                {"update": {"sessionUpdate": "config_option_update",
-                            "configOptions": [select("effort", "high")]}},
-                {"update": {"sessionUpdate": "current_mode_update", "modeId": "code"}},
-            ))
+            turn = await session.prompt(
+                script(
+                    {
+                        "update": {
+                            "sessionUpdate": "plan",
+                            "entries": [entry("one"), entry("two"), entry("three")],
+                        }
+                    },
+                    {"update": {"sessionUpdate": "plan", "entries": [entry("two", "completed")]}},
+                    {
+                        "update": {
+                            "sessionUpdate": "available_commands_update",
+                            "availableCommands": [
+                                {"name": "a", "description": "A"},
+                                {"name": "b", "description": "B"},
+                            ],
+                        }
+                    },
+                    {
+                        "update": {
+                            "sessionUpdate": "available_commands_update",
+                            "availableCommands": [
+                                {"name": "c", "description": "C", "input": {"hint": "what"}}
+                            ],
+                        }
+                    },
+                    {
+                        "update": {
+                            "sessionUpdate": "config_option_update",
+                            "configOptions": [select("model", "x"), select("effort", "low")],
+                        }
+                    },
+                    {
+                        "update": {
+                            "sessionUpdate": "config_option_update",
+                            "configOptions": [select("effort", "high")],
+                        }
+                    },
+                    {"update": {"sessionUpdate": "current_mode_update", "modeId": "code"}},
+                )
+            )
             result = await turn.finished
             assert result.plan == (PlanEntry("two", "high", "completed"),)
-            assert session.commands == [{"name": "c", "description": "C",
-                                         "input": {"hint": "what"}}]
+            assert session.commands == [
+                {"name": "c", "description": "C", "input": {"hint": "what"}}
+            ]
             assert [o["id"] for o in session.config_options] == ["effort"]
             assert session.config_options[0]["currentValue"] == "high"
             assert session.mode == "code"  # the docs' `modeId` spelling is accepted too
@@ -141,36 +190,54 @@ async def test_session_info_update_patches_and_null_clears(agent: Agent) -> None
         async with agent.client() as client:
             session = await client.new_session()
             watcher = Watcher(session)
-            await (await session.prompt(script(
-                {"update": {"sessionUpdate": "session_info_update", "title": "First",
-                            "updatedAt": "2026-01-01T00:00:00Z"}},
-                {"update": {"sessionUpdate": "session_info_update", "title": "Second"}},
-            ))).finished
+            await (
+                await session.prompt(
+                    script(
+                        {
+                            "update": {
+                                "sessionUpdate": "session_info_update",
+                                "title": "First",
+                                "updatedAt": "2026-01-01T00:00:00Z",
+                            }
+                        },
+                        {"update": {"sessionUpdate": "session_info_update", "title": "Second"}},
+                    )
+                )
+            ).finished
             assert session.title == "Second"
             assert session.info["updatedAt"] == "2026-01-01T00:00:00Z"  # omitted: unchanged
-            await (await session.prompt(script(
-                {"update": {"sessionUpdate": "session_info_update", "title": None}},
-            ))).finished
+            await (
+                await session.prompt(
+                    script(
+                        {"update": {"sessionUpdate": "session_info_update", "title": None}},
+                    )
+                )
+            ).finished
             assert session.title is None
             assert "title" not in session.info
             assert session.info["updatedAt"] == "2026-01-01T00:00:00Z"
-            assert any(isinstance(m, SessionChanged) and m.field == "info"
-                       for m in watcher.items)
+            assert any(isinstance(m, SessionChanged) and m.field == "info" for m in watcher.items)
 
 
 @pytest.mark.timeout(30)
 async def test_usage_cost_is_cumulative_and_the_result_has_the_turns_share(agent: Agent) -> None:
     def usage(used, amount):
-        return {"update": {"sessionUpdate": "usage_update", "used": used, "size": 1000,
-                           "cost": {"amount": amount, "currency": "USD"}}}
+        return {
+            "update": {
+                "sessionUpdate": "usage_update",
+                "used": used,
+                "size": 1000,
+                "cost": {"amount": amount, "currency": "USD"},
+            }
+        }
 
     with anyio.fail_after(20):
         async with agent.client() as client:
             session = await client.new_session()
-            first = await (await session.prompt(script(usage(100, 0.25), usage(200, 1.0),
-                                                       {"say": "a"}))).finished
-            second = await (await session.prompt(script(usage(300, 1.5),
-                                                        {"say": "b"}))).finished
+            first = await (
+                await session.prompt(script(usage(100, 0.25), usage(200, 1.0), {"say": "a"}))
+            ).finished
+            second = await (await session.prompt(script(usage(300, 1.5), {"say": "b"}))).finished
             assert session.usage is not None and session.usage.cost_amount == 1.5
     assert first.usage is not None and (first.usage.used, first.usage.size) == (200, 1000)
     assert first.cost == pytest.approx(1.0)
@@ -187,10 +254,17 @@ async def test_unknown_and_invalid_updates_are_kept_as_raw_parts(agent: Agent) -
     with anyio.fail_after(20):
         async with agent.client() as client:
             session = await client.new_session()
-            result = await (await session.prompt(script(
-                {"say": "before"}, {"update": notice}, {"update": future}, {"update": broken},
-                {"say": "after"},
-            ))).finished
+            result = await (
+                await session.prompt(
+                    script(
+                        {"say": "before"},
+                        {"update": notice},
+                        {"update": future},
+                        {"update": broken},
+                        {"say": "after"},
+                    )
+                )
+            ).finished
     assert result.success, result
     raws = list(result.unknown_updates)
     assert [r.update_kind for r in raws] == ["notice", "some_future_kind", "tool_call"]
@@ -213,8 +287,9 @@ async def test_updates_before_the_session_new_answer_is_handled_are_kept(agent: 
             session = await client.new_session()
             watcher = Watcher(session)
             if not session.commands:
-                await watcher.wait_for(lambda m: isinstance(m, SessionChanged)
-                                       and m.field == "commands", timeout=5)
+                await watcher.wait_for(
+                    lambda m: isinstance(m, SessionChanged) and m.field == "commands", timeout=5
+                )
             assert [c["name"] for c in session.commands] == ["web", "test"]
 
 
@@ -229,14 +304,24 @@ async def test_updates_for_a_session_id_not_opened_are_dropped_and_counted(agent
         async with agent.client("--state-dir", state, "--resume") as client:
             session = await client.new_session()
             # The agent talks about a session this client has not opened.
-            result = await (await session.prompt(script(
-                {"update": {"sessionUpdate": "session_info_update", "title": "Early"},
-                 "session_id": later},
-                {"update": {"sessionUpdate": "agent_message_chunk",
-                            "content": {"type": "text", "text": "early words"}},
-                 "session_id": later},
-                {"say": "done"},
-            ))).finished
+            result = await (
+                await session.prompt(
+                    script(
+                        {
+                            "update": {"sessionUpdate": "session_info_update", "title": "Early"},
+                            "session_id": later,
+                        },
+                        {
+                            "update": {
+                                "sessionUpdate": "agent_message_chunk",
+                                "content": {"type": "text", "text": "early words"},
+                            },
+                            "session_id": later,
+                        },
+                        {"say": "done"},
+                    )
+                )
+            ).finished
             assert result.text == "done"  # nothing leaked into the other session
             assert client.dropped_updates == 2
             assert any("did not open" in e for e in result.errors)  # told once, in the turn
@@ -254,8 +339,7 @@ async def test_prompt_returns_once_assigned_not_when_finished(agent: Agent) -> N
         async with agent.client() as client:
             session = await client.new_session()
             watcher = Watcher(session)
-            turn = await session.prompt(script({"update": tool_call("c1")},
-                                               {"wait_cancel": True}))
+            turn = await session.prompt(script({"update": tool_call("c1")}, {"wait_cancel": True}))
             assert turn.result is None and not turn.done
             await watcher.tool_call("c1")  # the turn really runs at the agent
             assert session.running is turn and turn.result is None
@@ -292,15 +376,18 @@ async def test_input_sent_while_a_turn_runs_is_merged_into_the_next_turn(agent: 
     prompts = agent.sent("session/prompt")
     assert len(prompts) == 2  # the three later inputs went out as one session/prompt
     blocks = prompts[1]["params"]["prompt"]
-    assert blocks == [{"type": "text", "text": script({"echo_prompt": True})},
-                      {"type": "text", "text": "and also this"},
-                      {"type": "text", "text": "<note>n</note>"}]
+    assert blocks == [
+        {"type": "text", "text": script({"echo_prompt": True})},
+        {"type": "text", "text": "and also this"},
+        {"type": "text", "text": "<note>n</note>"},
+    ]
     assert reports(merged.text, "PROMPT ") == [blocks]
 
 
 @pytest.mark.timeout(30)
-@pytest.mark.parametrize("query", ["", "   ", [], [{"type": "text", "text": ""}],
-                                   [{"type": "text", "text": ""}, ""]])
+@pytest.mark.parametrize(
+    "query", ["", "   ", [], [{"type": "text", "text": ""}], [{"type": "text", "text": ""}, ""]]
+)
 async def test_empty_input_raises_prompt_error(agent: Agent, query) -> None:
     with anyio.fail_after(20):
         async with agent.client() as client:
@@ -317,14 +404,22 @@ async def test_result_fields(agent: Agent) -> None:
         async with agent.client() as client:
             session = await client.new_session()
             watcher = Watcher(session)
-            turn = await session.prompt(script(
-                {"think": "planning"},
-                {"update": {"sessionUpdate": "plan", "entries": [
-                    {"content": "step", "priority": "low", "status": "in_progress"}]}},
-                {"update": tool_call("c1", "Edit", kind="edit", status="completed")},
-                {"update": {"sessionUpdate": "usage_update", "used": 5, "size": 10}},
-                {"say": "All done."},
-            ))
+            turn = await session.prompt(
+                script(
+                    {"think": "planning"},
+                    {
+                        "update": {
+                            "sessionUpdate": "plan",
+                            "entries": [
+                                {"content": "step", "priority": "low", "status": "in_progress"}
+                            ],
+                        }
+                    },
+                    {"update": tool_call("c1", "Edit", kind="edit", status="completed")},
+                    {"update": {"sessionUpdate": "usage_update", "used": 5, "size": 10}},
+                    {"say": "All done."},
+                )
+            )
             result = await turn.finished
             assert await turn.finished is result  # awaiting again gives the same result
     assert result.turn_id == turn.id
@@ -334,7 +429,8 @@ async def test_result_fields(agent: Agent) -> None:
     assert result.thoughts == "planning"
     assert result.plan == (PlanEntry("step", "low", "in_progress"),)
     assert [(c.tool_call_id, c.tool_kind, c.status) for c in result.tool_calls] == [
-        ("c1", "edit", "completed")]
+        ("c1", "edit", "completed")
+    ]
     assert result.usage is not None and (result.usage.used, result.usage.size) == (5, 10)
     assert result.cost is None
     assert result.session_id == session.id
@@ -353,8 +449,9 @@ async def test_a_stop_reason_other_than_end_turn_is_not_success(agent: Agent, re
     with anyio.fail_after(20):
         async with agent.client() as client:
             session = await client.new_session()
-            result = await (await session.prompt(script({"say": "partial"},
-                                                        {"stop": reason}))).finished
+            result = await (
+                await session.prompt(script({"say": "partial"}, {"stop": reason}))
+            ).finished
     assert result.success is False
     assert result.stop_reason == reason
     assert result.text == "partial"
@@ -366,8 +463,11 @@ async def test_an_error_answer_fails_the_turn_without_retry(agent: Agent) -> Non
         async with agent.client() as client:
             session = await client.new_session()
             watcher = Watcher(session)
-            result = await (await session.prompt(script(
-                {"error": {"code": -32602, "message": "bad prompt for this agent"}}))).finished
+            result = await (
+                await session.prompt(
+                    script({"error": {"code": -32602, "message": "bad prompt for this agent"}})
+                )
+            ).finished
             # The session still works afterwards.
             again = await (await session.prompt("hello")).finished
     assert result.success is False
@@ -391,8 +491,10 @@ async def test_turn_finished_mutation_and_part_updates_arrive_in_order(agent: Ag
             assert turn.result is done.result
     kinds = [type(m).__name__ for m in watcher.items if not isinstance(m, SessionChanged)]
     assert kinds[0] == "TurnStarted" and kinds[-1] == "TurnFinished"
-    assert any(isinstance(m, PartUpdated) and getattr(m.part, "tool_call_id", None) == "c9"
-               for m in watcher.items)
+    assert any(
+        isinstance(m, PartUpdated) and getattr(m.part, "tool_call_id", None) == "c9"
+        for m in watcher.items
+    )
 
 
 @pytest.mark.timeout(30)
@@ -401,12 +503,21 @@ async def test_non_text_chunks_are_kept_as_blocks_of_the_message(agent: Agent) -
     with anyio.fail_after(20):
         async with agent.client() as client:
             session = await client.new_session()
-            result = await (await session.prompt(script(
-                {"say": "Here:", "message_id": "m1"},
-                {"update": {"sessionUpdate": "agent_message_chunk", "content": image,
-                            "messageId": "m1"}},
-                {"user": "echoed user text"},
-            ))).finished
+            result = await (
+                await session.prompt(
+                    script(
+                        {"say": "Here:", "message_id": "m1"},
+                        {
+                            "update": {
+                                "sessionUpdate": "agent_message_chunk",
+                                "content": image,
+                                "messageId": "m1",
+                            }
+                        },
+                        {"user": "echoed user text"},
+                    )
+                )
+            ).finished
     (agent_msg,) = messages(result)
     assert agent_msg.text == "Here:"
     assert agent_msg.blocks == [image]

@@ -37,8 +37,12 @@ async def closed_connection() -> Connection:
     async def on_request(method: str, params: Any) -> Any:
         return None
 
-    conn = Connection(EndedStream(), on_update=lambda _: None,  # type: ignore[arg-type]
-                      on_request=on_request, on_protocol_error=lambda _: None)
+    conn = Connection(
+        EndedStream(),
+        on_update=lambda _: None,  # type: ignore[arg-type]
+        on_request=on_request,
+        on_protocol_error=lambda _: None,
+    )
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
             tg.start_soon(conn.run, tg)
@@ -82,8 +86,12 @@ async def test_a_request_waiting_when_the_connection_closes_gets_its_own_error()
     async def on_request(method: str, params: Any) -> Any:
         return None
 
-    conn = Connection(stream, on_update=lambda _: None,  # type: ignore[arg-type]
-                      on_request=on_request, on_protocol_error=lambda _: None)
+    conn = Connection(
+        stream,
+        on_update=lambda _: None,  # type: ignore[arg-type]
+        on_request=on_request,
+        on_protocol_error=lambda _: None,
+    )
     errors: list[BaseException] = []
 
     async def ask() -> None:

@@ -63,12 +63,17 @@ def test_other_values_use_a_bounded_repr() -> None:
 
 @pytest.mark.timeout(90)
 def test_with_sends_variables_before_the_prompt(tmp_path: Path) -> None:
-    nb = execute([
-        "data = {'rows': 3, 'note': '<b>&'}",
-        f"%%agent --agent {scripted()} --with data --out r\n" + nb_script({"echo_prompt": True}),
-        "import json\nprint(json.dumps(r.prompt))",
-        f"%%agent --agent {scripted()} --with missing\nhi",
-    ], tmp_path, allow_errors=True)
+    nb = execute(
+        [
+            "data = {'rows': 3, 'note': '<b>&'}",
+            f"%%agent --agent {scripted()} --with data --out r\n"
+            + nb_script({"echo_prompt": True}),
+            "import json\nprint(json.dumps(r.prompt))",
+            f"%%agent --agent {scripted()} --with missing\nhi",
+        ],
+        tmp_path,
+        allow_errors=True,
+    )
     blocks = json.loads(text(nb.cells[2]).strip().splitlines()[-1])
     first = blocks[0]["text"]
     assert first.startswith("<variable>") and "name: data" in first

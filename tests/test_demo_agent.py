@@ -28,9 +28,14 @@ class DemoPipe:
 
     def __init__(self, speed: str) -> None:
         env = {**os.environ, "ACP_NOTEBOOK_DEMO_SPEED": speed, "PYTHONPATH": str(REPO)}
-        self.proc = subprocess.Popen([sys.executable, "-m", "acp_notebook.demo_agent"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, env=env, cwd=REPO)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "acp_notebook.demo_agent"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=REPO,
+        )
         self._next_id = 1
 
     def send(self, msg: Msg) -> None:
@@ -56,8 +61,9 @@ class DemoPipe:
     def reply(self, request: Msg, result: Msg) -> None:
         self.send({"jsonrpc": "2.0", "id": request["id"], "result": result})
 
-    def until_response(self, request_id: int, answer: Answer | None = None
-                       ) -> tuple[Msg, list[Msg]]:
+    def until_response(
+        self, request_id: int, answer: Answer | None = None
+    ) -> tuple[Msg, list[Msg]]:
         """Reads up to the response to request_id, answering the agent's requests with
         `answer`; returns the response and every message before it."""
         before: list[Msg] = []
@@ -74,8 +80,9 @@ class DemoPipe:
         return self.until_response(self.start(method, params))
 
     def initialize(self, caps: Msg | None = None) -> Msg:
-        response, _ = self.call("initialize", {"protocolVersion": 1,
-                                               "clientCapabilities": caps or {}})
+        response, _ = self.call(
+            "initialize", {"protocolVersion": 1, "clientCapabilities": caps or {}}
+        )
         result: Msg = response["result"]
         return result
 
@@ -89,8 +96,9 @@ class DemoPipe:
         return self.start("session/prompt", {"sessionId": session_id, "prompt": blocks})
 
     def cancel(self, session_id: str) -> None:
-        self.send({"jsonrpc": "2.0", "method": "session/cancel",
-                   "params": {"sessionId": session_id}})
+        self.send(
+            {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
+        )
 
     def close(self) -> int:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -132,6 +140,7 @@ def joined(msgs: list[Msg], kind: str) -> str:
 
 def answering(choice: str, written: list[Msg]) -> Answer:
     """Answers permission with `choice`, reads as "file missing", records writes."""
+
     def answer(request: Msg) -> Msg:
         method = request["method"]
         if method == "session/request_permission":
@@ -140,6 +149,7 @@ def answering(choice: str, written: list[Msg]) -> Answer:
             written.append(request["params"])
             return {}
         raise AssertionError(f"unexpected request {request}")
+
     return answer
 
 
@@ -168,7 +178,11 @@ def test_initialize_and_new_session(spawn: Callable[..., DemoPipe], tmp_path: Pa
     assert [m["id"] for m in session["modes"]["availableModes"]] == ["ask", "code"]
     model, level = session["configOptions"]
     assert (model["id"], model["type"], model["category"], model["currentValue"]) == (
-        "model", "select", "model", "demo-fast")
+        "model",
+        "select",
+        "model",
+        "demo-fast",
+    )
     assert [o["value"] for o in model["options"]] == ["demo-fast", "demo-thorough"]
     assert [o["value"] for o in level["options"]] == ["low", "high"]
     commands, title = updates(notes)
@@ -182,11 +196,16 @@ def test_initialize_and_new_session(spawn: Callable[..., DemoPipe], tmp_path: Pa
 
 @pytest.mark.timeout(30)
 def test_full_turn_with_allowed_edit_written_through_fs(
-        spawn: Callable[..., DemoPipe], tmp_path: Path) -> None:
+    spawn: Callable[..., DemoPipe], tmp_path: Path
+) -> None:
     agent = spawn()
     session_id = start_session(agent, tmp_path, {"fs": {"writeTextFile": True}})
-    image = {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png",
-             "uri": "file:///tmp/chart.png"}
+    image = {
+        "type": "image",
+        "data": "iVBORw0KGgo=",
+        "mimeType": "image/png",
+        "uri": "file:///tmp/chart.png",
+    }
     link = {"type": "resource_link", "uri": "file:///w/data.csv", "name": "data.csv"}
     written: list[Msg] = []
     prompt_id = agent.prompt(session_id, "Refactor the loader so it streams rows", image, link)
@@ -206,9 +225,13 @@ def test_full_turn_with_allowed_edit_written_through_fs(
     calls = {u["toolCallId"]: u for u in of_kind(msgs, "tool_call")}
     read = next(c for c in calls.values() if c["kind"] == "read")
     assert read["title"].startswith("Read ") and read["locations"][0]["path"].startswith(
-        str(tmp_path))
-    done = {u["toolCallId"]: u for u in of_kind(msgs, "tool_call_update")
-            if u.get("status") == "completed"}
+        str(tmp_path)
+    )
+    done = {
+        u["toolCallId"]: u
+        for u in of_kind(msgs, "tool_call_update")
+        if u.get("status") == "completed"
+    }
     assert done[read["toolCallId"]]["content"][0]["content"]["type"] == "text"
 
     permission = next(m for m in msgs if m.get("method") == "session/request_permission")
@@ -218,11 +241,15 @@ def test_full_turn_with_allowed_edit_written_through_fs(
     assert diff["type"] == "diff" and diff["path"] == str(tmp_path / "demo_notes.md")
     assert diff["oldText"] is None and "Refactor the loader" in diff["newText"]
     assert sorted(o["kind"] for o in permission["params"]["options"]) == [
-        "allow_always", "allow_once", "reject_always", "reject_once"]
-    assert written == [{"sessionId": session_id, "path": diff["path"],
-                        "content": diff["newText"]}]
-    edit_updates = [u for u in of_kind(msgs, "tool_call_update")
-                    if u["toolCallId"] == tool["toolCallId"]]
+        "allow_always",
+        "allow_once",
+        "reject_always",
+        "reject_once",
+    ]
+    assert written == [{"sessionId": session_id, "path": diff["path"], "content": diff["newText"]}]
+    edit_updates = [
+        u for u in of_kind(msgs, "tool_call_update") if u["toolCallId"] == tool["toolCallId"]
+    ]
     assert [u["status"] for u in edit_updates] == ["in_progress", "completed"]
     assert edit_updates[-1]["content"][0] == diff
 
@@ -244,6 +271,7 @@ def test_full_turn_with_allowed_edit_written_through_fs(
         if request["method"] == "fs/write_text_file":
             return {}
         return {"outcome": {"outcome": "selected", "optionId": "allow"}}
+
     (tmp_path / "demo_notes.md").write_text(diff["newText"])
     response, msgs = agent.until_response(agent.prompt(session_id, "again"), serve)
     (usage2,) = of_kind(msgs, "usage_update")
@@ -260,8 +288,7 @@ def test_rejected_edit_and_fs_read(spawn: Callable[..., DemoPipe], tmp_path: Pat
     request = agent.recv()
     while request.get("method") != "fs/read_text_file":
         request = agent.recv()
-    assert request["params"] == {"sessionId": session_id,
-                                 "path": str(tmp_path / "demo_notes.md")}
+    assert request["params"] == {"sessionId": session_id, "path": str(tmp_path / "demo_notes.md")}
     agent.reply(request, {"content": "# Mine\n"})
     written: list[Msg] = []
     response, msgs = agent.until_response(prompt_id, answering("reject", written))
@@ -274,17 +301,22 @@ def test_rejected_edit_and_fs_read(spawn: Callable[..., DemoPipe], tmp_path: Pat
 
 
 @pytest.mark.timeout(30)
-def test_refused_write_fails_the_tool_call(spawn: Callable[..., DemoPipe],
-                                           tmp_path: Path) -> None:
+def test_refused_write_fails_the_tool_call(spawn: Callable[..., DemoPipe], tmp_path: Path) -> None:
     agent = spawn()
     session_id = start_session(agent, tmp_path, {"fs": {"writeTextFile": True}})
 
     def answer(request: Msg) -> Msg:
         if request["method"] == "fs/write_text_file":
-            agent.send({"jsonrpc": "2.0", "id": request["id"],
-                        "error": {"code": -32603, "message": "read-only"}})
+            agent.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": request["id"],
+                    "error": {"code": -32603, "message": "read-only"},
+                }
+            )
             return {"ignored": True}  # a second, late answer the agent must drop
         return {"outcome": {"outcome": "selected", "optionId": "allow_always"}}
+
     response, msgs = agent.until_response(agent.prompt(session_id, "x"), answer)
     assert response["result"] == {"stopReason": "end_turn"}
     failed = [u for u in of_kind(msgs, "tool_call_update") if u.get("status") == "failed"]
@@ -311,12 +343,21 @@ def test_terminal_when_advertised(spawn: Callable[..., DemoPipe], tmp_path: Path
             return {"output": "ok\n", "truncated": False}
         assert method == "terminal/release"
         return {}
+
     response, msgs = agent.until_response(agent.prompt(session_id, "run it"), answer)
     assert response["result"] == {"stopReason": "end_turn"}
-    assert seen == ["session/request_permission", "terminal/create", "terminal/wait_for_exit",
-                    "terminal/output", "terminal/release"]
-    embedded = [u for u in of_kind(msgs, "tool_call_update")
-                if u.get("content") == [{"type": "terminal", "terminalId": "term-1"}]]
+    assert seen == [
+        "session/request_permission",
+        "terminal/create",
+        "terminal/wait_for_exit",
+        "terminal/output",
+        "terminal/release",
+    ]
+    embedded = [
+        u
+        for u in of_kind(msgs, "tool_call_update")
+        if u.get("content") == [{"type": "terminal", "terminalId": "term-1"}]
+    ]
     assert len(embedded) == 1
 
 
@@ -354,7 +395,8 @@ def test_cancel_during_permission(spawn: Callable[..., DemoPipe], tmp_path: Path
     # A cancelled permission outcome alone also stops the turn.
     prompt_id = agent.prompt(session_id, "edit again")
     response, msgs = agent.until_response(
-        prompt_id, lambda _: {"outcome": {"outcome": "cancelled"}})
+        prompt_id, lambda _: {"outcome": {"outcome": "cancelled"}}
+    )
     assert response["result"] == {"stopReason": "cancelled"}
     assert msgs[-1]["method"] == "session/request_permission"
 
@@ -371,19 +413,23 @@ def test_fail_command(spawn: Callable[..., DemoPipe], tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(30)
-def test_modes_config_list_load_resume_close(spawn: Callable[..., DemoPipe],
-                                             tmp_path: Path) -> None:
+def test_modes_config_list_load_resume_close(
+    spawn: Callable[..., DemoPipe], tmp_path: Path
+) -> None:
     agent = spawn()
     session_id = start_session(agent, tmp_path)
     response, notes = agent.call("session/set_mode", {"sessionId": session_id, "modeId": "ask"})
     assert response["result"] == {}
     assert updates(notes) == [{"sessionUpdate": "current_mode_update", "currentModeId": "ask"}]
-    response, _ = agent.call("session/set_config_option", {
-        "sessionId": session_id, "configId": "model", "value": "demo-thorough"})
+    response, _ = agent.call(
+        "session/set_config_option",
+        {"sessionId": session_id, "configId": "model", "value": "demo-thorough"},
+    )
     options = response["result"]["configOptions"]
     assert [o["currentValue"] for o in options] == ["demo-thorough", "low"]
-    response, _ = agent.call("session/set_config_option", {
-        "sessionId": session_id, "configId": "model", "value": "gpt"})
+    response, _ = agent.call(
+        "session/set_config_option", {"sessionId": session_id, "configId": "model", "value": "gpt"}
+    )
     assert response["error"]["code"] == -32602
 
     # Ask mode: no permission request, no edit.
@@ -402,8 +448,11 @@ def test_modes_config_list_load_resume_close(spawn: Callable[..., DemoPipe],
     response, notes = agent.call("session/load", params)
     assert response["result"]["modes"]["currentModeId"] == "ask"
     replay = updates(notes)
-    assert replay[0] == {"sessionUpdate": "user_message_chunk", "messageId": "replay-0",
-                         "content": {"type": "text", "text": "What does main do?"}}
+    assert replay[0] == {
+        "sessionUpdate": "user_message_chunk",
+        "messageId": "replay-0",
+        "content": {"type": "text", "text": "What does main do?"},
+    }
     assert replay[1]["sessionUpdate"] == "agent_message_chunk"
     assert replay[1]["content"]["text"] == answer
 
@@ -416,8 +465,9 @@ def test_modes_config_list_load_resume_close(spawn: Callable[..., DemoPipe],
 
 
 @pytest.mark.timeout(30)
-def test_default_speed_turn_takes_about_two_seconds(spawn: Callable[..., DemoPipe],
-                                                     tmp_path: Path) -> None:
+def test_default_speed_turn_takes_about_two_seconds(
+    spawn: Callable[..., DemoPipe], tmp_path: Path
+) -> None:
     agent = spawn("1")
     session_id = start_session(agent, tmp_path)
     started = time.monotonic()

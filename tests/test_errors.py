@@ -18,14 +18,24 @@ from acp_notebook.notebook.cell import open_session
 from acp_notebook.notebook.runtime import Runtime
 from tests.client_helpers import Agent
 
-PUBLIC = [obj for _, obj in inspect.getmembers(errors, inspect.isclass)
-          if issubclass(obj, BaseException) and obj.__module__ == errors.__name__]
+PUBLIC = [
+    obj
+    for _, obj in inspect.getmembers(errors, inspect.isclass)
+    if issubclass(obj, BaseException) and obj.__module__ == errors.__name__
+]
 
 
 def test_errors_module_holds_the_whole_family() -> None:
     names = {cls.__name__ for cls in PUBLIC}
-    assert {"AcpError", "ConfigError", "RpcError", "TurnFailed", "InvalidArgumentError",
-            "NotOfferedError", "InvalidCommandError"} <= names
+    assert {
+        "AcpError",
+        "ConfigError",
+        "RpcError",
+        "TurnFailed",
+        "InvalidArgumentError",
+        "NotOfferedError",
+        "InvalidCommandError",
+    } <= names
 
 
 @pytest.mark.parametrize("cls", PUBLIC, ids=lambda cls: cls.__name__)
@@ -46,11 +56,17 @@ def test_no_exception_class_is_defined_outside_errors_py() -> None:
     assert cell.TurnFailed is errors.TurnFailed
 
 
-@pytest.mark.parametrize(("cls", "builtin"), [
-    (errors.InvalidArgumentError, ValueError), (errors.NotOfferedError, ValueError),
-    (errors.InvalidCommandError, TypeError), (errors.ConfigError, ValueError),
-    (errors.PromptError, ValueError), (errors.RequestTimeoutError, TimeoutError),
-])
+@pytest.mark.parametrize(
+    ("cls", "builtin"),
+    [
+        (errors.InvalidArgumentError, ValueError),
+        (errors.NotOfferedError, ValueError),
+        (errors.InvalidCommandError, TypeError),
+        (errors.ConfigError, ValueError),
+        (errors.PromptError, ValueError),
+        (errors.RequestTimeoutError, TimeoutError),
+    ],
+)
 def test_errors_keep_the_builtin_meaning(cls: type[BaseException], builtin: type) -> None:
     assert issubclass(cls, builtin)
 
@@ -62,11 +78,15 @@ def test_turn_failed_shows_one_paragraph_in_ipython() -> None:
 
 # -- the former bare-ValueError sites ---------------------------------------------------------
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"default": "maybe"}, "default must be"),
-    ({"allow": ["bogus"]}, "unknown tool kind"),
-    ({"deny": "read, nonsense"}, "unknown tool kind"),
-])
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"default": "maybe"}, "default must be"),
+        ({"allow": ["bogus"]}, "unknown tool kind"),
+        ({"deny": "read, nonsense"}, "unknown tool kind"),
+    ],
+)
 def test_permission_policy_raises_invalid_argument(kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(errors.InvalidArgumentError, match=match):
         PermissionPolicy(**kwargs)

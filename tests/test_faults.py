@@ -56,6 +56,7 @@ def digits_text(count: int, size: int = 8) -> str:
 
 # -- SIGKILL at points of a turn ------------------------------------------------------------------
 
+
 def is_part(kind: type) -> Callable[[Mutation], bool]:
     return lambda m: isinstance(m, PartUpdated) and isinstance(m.part, kind)
 
@@ -66,21 +67,33 @@ def after_chunks(count: int) -> Callable[[Mutation], bool]:
     def pred(m: Mutation) -> bool:
         seen[0] += isinstance(m, Delta | PartUpdated)
         return seen[0] >= count
+
     return pred
 
 
 # name: (script steps, when to kill: a fresh mutation predicate, or "prompt" once it arrived)
 KILL_POINTS: dict[str, tuple[list[dict[str, Any]], Any]] = {
     "before any output": ([{"sleep": 30}], "prompt"),
-    "mid stream": ([{"say": "partial "}, {"chunks": 2_000_000, "size": 8}],
-                   lambda: after_chunks(500)),
-    "pending permission": ([{"say": "asking"},
-                            {"permission": {"toolCallId": "c1", "title": "rm", "kind": "delete"}},
-                            {"say": "never said"}], lambda: is_part(PermissionPart)),
-    "running tool call": ([{"update": tool_call("c1", kind="execute", status="in_progress")},
-                           {"wait_cancel": True}], lambda: is_part(ToolCallPart)),
-    "mid stderr flood": ([{"say": "logging"}, {"stderr": 500_000_000}],
-                         lambda: is_part(MessagePart)),
+    "mid stream": (
+        [{"say": "partial "}, {"chunks": 2_000_000, "size": 8}],
+        lambda: after_chunks(500),
+    ),
+    "pending permission": (
+        [
+            {"say": "asking"},
+            {"permission": {"toolCallId": "c1", "title": "rm", "kind": "delete"}},
+            {"say": "never said"},
+        ],
+        lambda: is_part(PermissionPart),
+    ),
+    "running tool call": (
+        [{"update": tool_call("c1", kind="execute", status="in_progress")}, {"wait_cancel": True}],
+        lambda: is_part(ToolCallPart),
+    ),
+    "mid stderr flood": (
+        [{"say": "logging"}, {"stderr": 500_000_000}],
+        lambda: is_part(MessagePart),
+    ),
 }
 
 
@@ -149,14 +162,18 @@ async def test_an_agent_ignoring_cancel_with_a_pending_permission_is_killed(agen
         return None
 
     with anyio.fail_after(30):
-        async with agent.client("--ignore-sigterm", cancel_grace=0.5,
-                                permission_handler=nobody_answers) as client:
+        async with agent.client(
+            "--ignore-sigterm", cancel_grace=0.5, permission_handler=nobody_answers
+        ) as client:
             session = await client.new_session()
             watcher = Watcher(session)
-            turn = await session.prompt(script(
-                {"ignore_cancel": True},
-                {"permission": {"toolCallId": "c1", "title": "Edit", "kind": "edit"}},
-                {"say": "answered, and still ignoring the cancel"}))
+            turn = await session.prompt(
+                script(
+                    {"ignore_cancel": True},
+                    {"permission": {"toolCallId": "c1", "title": "Edit", "kind": "edit"}},
+                    {"say": "answered, and still ignoring the cancel"},
+                )
+            )
             await watcher.wait_for(is_part(PermissionPart))
             pid = client.pid
             start = time.monotonic()
@@ -171,8 +188,10 @@ async def test_an_agent_ignoring_cancel_with_a_pending_permission_is_killed(agen
     (permission,) = result.permissions
     assert permission.outcome == "cancelled" and len(asked) == 1
     # The agent got the spec's answer to a cancelled permission request before it was killed.
-    assert result.text == ('PERMISSION {"result": {"outcome": {"outcome": "cancelled"}}}'
-                           "answered, and still ignoring the cancel")
+    assert result.text == (
+        'PERMISSION {"result": {"outcome": {"outcome": "cancelled"}}}'
+        "answered, and still ignoring the cancel"
+    )
 
 
 @pytest.mark.timeout(60)
@@ -206,8 +225,13 @@ async def test_an_agent_that_cannot_restart_fails_turns_not_the_client(agent: Ag
     # Killed, and then its fresh process exits during initialize (a revoked key, say): that
     # AgentStartError used to escape the session's worker and take the client down.
     broken = agent.tmp / "broken"
-    command = ["sh", "-c", 'if [ -e "$0" ]; then echo "bad key" >&2; exit 3; fi; exec "$@"',
-               str(broken), *agent.command()]
+    command = [
+        "sh",
+        "-c",
+        'if [ -e "$0" ]; then echo "bad key" >&2; exit 3; fi; exec "$@"',
+        str(broken),
+        *agent.command(),
+    ]
     with anyio.fail_after(30):
         async with connect(command, cwd=agent.cwd, max_retries=0) as client:
             session = await client.new_session()
@@ -225,6 +249,7 @@ async def test_an_agent_that_cannot_restart_fails_turns_not_the_client(agent: Ag
 
 # -- floods ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.timeout(120)
 async def test_100_megabytes_of_stderr_at_start_and_mid_turn(agent: Agent) -> None:
     size = 100_000_000
@@ -232,8 +257,9 @@ async def test_100_megabytes_of_stderr_at_start_and_mid_turn(agent: Agent) -> No
     with anyio.fail_after(90):
         async with agent.client("--stderr-at-start", str(size)) as client:
             session = await client.new_session()
-            result = await (await session.prompt(script(
-                {"say": "a"}, {"stderr": size}, {"say": "b"}))).finished
+            result = await (
+                await session.prompt(script({"say": "a"}, {"stderr": size}, {"say": "b"}))
+            ).finished
             process = client._process
             assert process is not None
             total = process.stderr.total
@@ -262,8 +288,11 @@ async def test_a_50_megabyte_garbage_line_mid_turn(agent: Agent) -> None:
     with anyio.fail_after(90):
         async with agent.client() as client:
             session = await client.new_session()
-            result = await (await session.prompt(script(
-                {"say": "before"}, {"raw": "{" + "x" * size}, {"say": "after"}))).finished
+            result = await (
+                await session.prompt(
+                    script({"say": "before"}, {"raw": "{" + "x" * size}, {"say": "after"})
+                )
+            ).finished
             again = await (await session.prompt("hi")).finished
             assert client.processes_started == 1
     assert result.success, result
@@ -276,19 +305,30 @@ async def test_a_50_megabyte_garbage_line_mid_turn(agent: Agent) -> None:
 
 # -- ids and garbage mid-turn ---------------------------------------------------------------------
 
+
 @pytest.mark.timeout(30)
 async def test_answers_to_unknown_or_already_answered_ids(agent: Agent) -> None:
     with anyio.fail_after(20):
         async with agent.client() as client:
             session = await client.new_session()
-            result = await (await session.prompt(script(
-                {"say": "one"}, {"respond_id": 999}, {"respond_id": 1},  # 1: initialize
-                {"respond_id": "abc"}, {"respond_id": None}, {"respond_id": True},
-                {"say": "two"}))).finished
+            result = await (
+                await session.prompt(
+                    script(
+                        {"say": "one"},
+                        {"respond_id": 999},
+                        {"respond_id": 1},  # 1: initialize
+                        {"respond_id": "abc"},
+                        {"respond_id": None},
+                        {"respond_id": True},
+                        {"say": "two"},
+                    )
+                )
+            ).finished
             assert client.processes_started == 1
     assert result.success, result
     assert [re.sub(r"request id .*", "", e) for e in result.errors] == [
-        "the agent answered an unknown or already answered "] * 5
+        "the agent answered an unknown or already answered "
+    ] * 5
     assert [e.rsplit(" ", 1)[1] for e in result.errors] == ["999", "1", "'abc'", "None", "True"]
     assert result.text == "one\n\ntwo"
 
@@ -321,11 +361,15 @@ async def test_invalid_utf8_and_json_mid_turn_are_error_parts(agent: Agent) -> N
     # Each error sits where the garbage came, between the messages around it.
     kinds = [type(p).__name__ for p in result.parts]
     assert kinds == ["MessagePart"] + ["ErrorPart", "MessagePart"] * len(garbage)
-    assert all(isinstance(p, ErrorPart) and len(p.message) < 300
-               for p in result.parts if not isinstance(p, MessagePart))
+    assert all(
+        isinstance(p, ErrorPart) and len(p.message) < 300
+        for p in result.parts
+        if not isinstance(p, MessagePart)
+    )
 
 
 # -- faults at start ------------------------------------------------------------------------------
+
 
 @pytest.mark.timeout(30)
 async def test_garbage_then_silence_at_start_fails_in_seconds_not_a_minute(tmp_path: Path) -> None:
@@ -368,6 +412,7 @@ async def test_a_banner_before_a_real_agent_is_tolerated(agent: Agent) -> None:
 
 
 # -- the same faults seen from a notebook (nbclient, a real kernel) -------------------------------
+
 
 @pytest.mark.timeout(150)
 def test_start_faults_in_a_notebook_fail_their_cell_clearly(tmp_path: Path) -> None:

@@ -36,18 +36,28 @@ from acp_notebook.protocol.result import finish
 from acp_notebook.protocol.state import ErrorPart, MessagePart, RawPart
 from tests.agents.script import agent_command, script
 
-FUZZ = settings(max_examples=150, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 # -- strategies -----------------------------------------------------------------------------------
 
-scalars = (st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
-           | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12))
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12)
+)
 json_values = st.recursive(
     scalars,
-    lambda kids: (st.lists(kids, max_size=4)
-                  | st.dictionaries(st.text(max_size=8), kids, max_size=4)),
-    max_leaves=16)
+    lambda kids: (
+        st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4)
+    ),
+    max_leaves=16,
+)
 request_ids = st.integers(-3, 5) | st.text(max_size=4) | st.none() | st.booleans() | st.just([1])
 
 
@@ -57,13 +67,18 @@ def frames(draw: st.DrawFn) -> dict[str, Any]:
     kind = draw(st.sampled_from(["update", "request", "response", "error", "cancel", "other"]))
     msg: dict[str, Any] = {"jsonrpc": "2.0"}
     if kind == "update":
-        msg.update(method="session/update",
-                   params={"sessionId": draw(st.sampled_from(["s1", "s2"])),
-                           "update": draw(json_values)})
+        msg.update(
+            method="session/update",
+            params={"sessionId": draw(st.sampled_from(["s1", "s2"])), "update": draw(json_values)},
+        )
     elif kind == "request":
-        msg.update(id=draw(request_ids), method=draw(st.sampled_from(
-            ["fs/read_text_file", "session/request_permission", "x/unknown"])),
-            params=draw(json_values))
+        msg.update(
+            id=draw(request_ids),
+            method=draw(
+                st.sampled_from(["fs/read_text_file", "session/request_permission", "x/unknown"])
+            ),
+            params=draw(json_values),
+        )
     elif kind == "response":
         msg.update(id=draw(request_ids), result=draw(json_values))
     elif kind == "error":
@@ -71,8 +86,13 @@ def frames(draw: st.DrawFn) -> dict[str, Any]:
     elif kind == "cancel":
         msg.update(method="$/cancel_request", params={"requestId": draw(request_ids)})
     else:
-        msg.update(draw(st.dictionaries(st.sampled_from(["id", "method", "params", "result"]),
-                                        json_values, max_size=3)))
+        msg.update(
+            draw(
+                st.dictionaries(
+                    st.sampled_from(["id", "method", "params", "result"]), json_values, max_size=3
+                )
+            )
+        )
     return msg
 
 
@@ -83,8 +103,9 @@ def _no_newline(data: bytes) -> bytes:
 @st.composite
 def lines(draw: st.DrawFn) -> bytes:
     """One line (without its newline): garbage, a JSON value, or a frame in some encoding."""
-    how = draw(st.sampled_from(["garbage", "json", "frame", "frame", "utf16", "bad_utf8",
-                                "deep", "blank"]))
+    how = draw(
+        st.sampled_from(["garbage", "json", "frame", "frame", "utf16", "bad_utf8", "deep", "blank"])
+    )
     if how == "garbage":
         return _no_newline(draw(st.binary(max_size=60)))
     if how == "json":
@@ -100,8 +121,10 @@ def lines(draw: st.DrawFn) -> bytes:
         return raw[:at] + draw(st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80"])) + raw[at:]
     if how == "deep":
         depth = draw(st.integers(95, 2000))
-        return (b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1",'
-                b'"update":' + b"[" * depth + b"]" * depth + b"}}")
+        return (
+            b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1",'
+            b'"update":' + b"[" * depth + b"]" * depth + b"}}"
+        )
     return frame.encode()
 
 
@@ -111,6 +134,7 @@ def chunked(data: bytes, cuts: list[int]) -> list[bytes]:
 
 
 # -- the line splitter and the frame decoder ------------------------------------------------------
+
 
 @FUZZ
 @given(data=st.binary(max_size=400), cuts=st.lists(st.integers(0, 400), max_size=12))
@@ -158,8 +182,9 @@ def test_classify_never_raises_and_sorts_frames(obj: Any) -> None:
         assert frame.error is None or isinstance(frame.error, dict)
     # The wire round trip gives the same frame (ids and params compared as JSON), numbers beyond
     # 64 bits read as null.
-    assert (rpc.decode(json.dumps(obj).encode()) == rpc.classify(bounded(obj, 1 << 62)[0])
-            or isinstance(frame, rpc.Malformed))
+    assert rpc.decode(json.dumps(obj).encode()) == rpc.classify(
+        bounded(obj, 1 << 62)[0]
+    ) or isinstance(frame, rpc.Malformed)
 
 
 def test_depth_limit_is_exact() -> None:
@@ -175,6 +200,7 @@ def test_depth_limit_is_exact() -> None:
 
 
 # -- the Connection read loop, through a fake process ---------------------------------------------
+
 
 class FakeProcess:
     """The part of AgentProcess a Connection uses: stdout chunks in, replies collected."""
@@ -203,8 +229,12 @@ class FakeProcess:
 def expected(line_list: list[bytes], final_newline: bool) -> dict[str, Any]:
     """What the reader must do with these lines, one by one, whatever the chunking: the oracle
     is `rpc.decode` of each line on its own. Request id 1 is ours (`initialize`, pending)."""
-    out: dict[str, Any] = {"updates": [], "errors": 0, "replies": collections.Counter(),
-                           "answered": None}
+    out: dict[str, Any] = {
+        "updates": [],
+        "errors": 0,
+        "replies": collections.Counter(),
+        "answered": None,
+    }
     pending = True
     for index, line in enumerate(line_list):
         unterminated = index == len(line_list) - 1 and not final_newline
@@ -236,8 +266,9 @@ def _str_blank_mismatch(line: bytes) -> bool:
         return False
 
 
-async def read_all(chunks: list[bytes]) -> tuple[Connection, FakeProcess, list[Any], list[str],
-                                                 Any]:
+async def read_all(
+    chunks: list[bytes],
+) -> tuple[Connection, FakeProcess, list[Any], list[str], Any]:
     updates: list[Any] = []
     errors: list[str] = []
 
@@ -245,16 +276,22 @@ async def read_all(chunks: list[bytes]) -> tuple[Connection, FakeProcess, list[A
         raise RpcError(rpc.METHOD_NOT_FOUND, f"method not found: {method}")
 
     process = FakeProcess(chunks)
-    conn = Connection(process, on_update=updates.append,  # type: ignore[arg-type]
-                      on_request=on_request, on_protocol_error=errors.append)
+    conn = Connection(
+        process,
+        on_update=updates.append,  # type: ignore[arg-type]
+        on_request=on_request,
+        on_protocol_error=errors.append,
+    )
     outcome: list[Any] = []
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
+
             async def ask() -> None:
                 try:
                     outcome.append(await conn.request("initialize", {}))
                 except (AgentExitedError, RequestError) as exc:
                     outcome.append(exc)
+
             tg.start_soon(ask)
             await anyio.wait_all_tasks_blocked()  # the request is sent: id 1 is pending
             tg.start_soon(conn.run, tg)
@@ -266,10 +303,14 @@ async def read_all(chunks: list[bytes]) -> tuple[Connection, FakeProcess, list[A
 
 
 @settings(FUZZ, max_examples=80)  # each example runs an event loop
-@given(line_list=st.lists(lines(), max_size=8), final_newline=st.booleans(),
-       cuts=st.lists(st.integers(0, 10_000), max_size=10))
+@given(
+    line_list=st.lists(lines(), max_size=8),
+    final_newline=st.booleans(),
+    cuts=st.lists(st.integers(0, 10_000), max_size=10),
+)
 def test_connection_reader_never_raises_and_ignores_chunking(
-        line_list: list[bytes], final_newline: bool, cuts: list[int]) -> None:
+    line_list: list[bytes], final_newline: bool, cuts: list[int]
+) -> None:
     assume(not any(_str_blank_mismatch(line) for line in line_list))
     data = b"\n".join(line_list) + (b"\n" if final_newline else b"")
     want = expected(line_list, final_newline)
@@ -296,7 +337,8 @@ def test_connection_reader_never_raises_and_ignores_chunking(
 @settings(max_examples=60, deadline=None)
 @given(params=json_values, sids=st.lists(st.text(min_size=1, max_size=6), max_size=40))
 def test_client_routing_of_updates_never_raises_and_stays_bounded(
-        params: Any, sids: list[str]) -> None:
+    params: Any, sids: list[str]
+) -> None:
     client = Client(["true"])  # never started: routing only
     client._on_update(params)
     for sid in sids:
@@ -308,27 +350,54 @@ def test_client_routing_of_updates_never_raises_and_stays_bounded(
 
 # -- the update fold -------------------------------------------------------------------------------
 
-KNOWN = ["agent_message_chunk", "agent_thought_chunk", "user_message_chunk", "tool_call",
-         "tool_call_update", "plan", "available_commands_update", "current_mode_update",
-         "config_option_update", "session_info_update", "usage_update"]
+KNOWN = [
+    "agent_message_chunk",
+    "agent_thought_chunk",
+    "user_message_chunk",
+    "tool_call",
+    "tool_call_update",
+    "plan",
+    "available_commands_update",
+    "current_mode_update",
+    "config_option_update",
+    "session_info_update",
+    "usage_update",
+]
 TEXT = {"type": "text", "text": "hi"}
 VALID: dict[str, dict[str, Any]] = {
     "agent_message_chunk": {"content": TEXT, "messageId": "m1"},
     "agent_thought_chunk": {"content": {"type": "image", "data": "AAAA", "mimeType": "image/png"}},
     "user_message_chunk": {"content": {"type": "resource_link", "uri": "file:///a", "name": "a"}},
-    "tool_call": {"toolCallId": "c1", "title": "Read", "kind": "read", "status": "pending",
-                  "content": [{"type": "content", "content": TEXT},
-                              {"type": "diff", "path": "/a", "oldText": "x", "newText": "y"},
-                              {"type": "terminal", "terminalId": "t1"}],
-                  "locations": [{"path": "/a", "line": 3}], "rawInput": {"path": "/a"}},
+    "tool_call": {
+        "toolCallId": "c1",
+        "title": "Read",
+        "kind": "read",
+        "status": "pending",
+        "content": [
+            {"type": "content", "content": TEXT},
+            {"type": "diff", "path": "/a", "oldText": "x", "newText": "y"},
+            {"type": "terminal", "terminalId": "t1"},
+        ],
+        "locations": [{"path": "/a", "line": 3}],
+        "rawInput": {"path": "/a"},
+    },
     "tool_call_update": {"toolCallId": "c1", "status": "completed", "rawOutput": {"ok": True}},
     "plan": {"entries": [{"content": "step", "priority": "high", "status": "pending"}]},
-    "available_commands_update": {"availableCommands": [
-        {"name": "web", "description": "search", "input": {"hint": "query"}}]},
+    "available_commands_update": {
+        "availableCommands": [{"name": "web", "description": "search", "input": {"hint": "query"}}]
+    },
     "current_mode_update": {"currentModeId": "ask"},
-    "config_option_update": {"configOptions": [
-        {"id": "model", "name": "Model", "type": "select", "currentValue": "a",
-         "options": [{"value": "a", "name": "A"}]}]},
+    "config_option_update": {
+        "configOptions": [
+            {
+                "id": "model",
+                "name": "Model",
+                "type": "select",
+                "currentValue": "a",
+                "options": [{"value": "a", "name": "A"}],
+            }
+        ]
+    },
     "session_info_update": {"title": "T", "updatedAt": "2026-01-01T00:00:00Z"},
     "usage_update": {"used": 10, "size": 100, "cost": {"amount": 0.5, "currency": "USD"}},
 }
@@ -367,17 +436,18 @@ def _kept_whole(raw: Any, update: Any) -> bool:
 def _check_transcript(fold: SessionFold) -> None:
     record = fold.end_turn()
     assert record is not None
-    result = finish(record, stop_reason="end_turn", error=None, usage=fold.usage,
-                    session_id="s", agent="a")
+    result = finish(
+        record, stop_reason="end_turn", error=None, usage=fold.usage, session_id="s", agent="a"
+    )
     json.dumps(result.to_json(), allow_nan=False)  # a saved notebook must be able to hold it
     json.dumps(fold.ambient.to_json(), allow_nan=False)
 
 
 @FUZZ
-@given(updates=st.lists(json_values | near_valid(), min_size=1, max_size=6),
-       in_turn=st.booleans())
+@given(updates=st.lists(json_values | near_valid(), min_size=1, max_size=6), in_turn=st.booleans())
 def test_fold_never_raises_and_keeps_everything_serializable(
-        updates: list[Any], in_turn: bool) -> None:
+    updates: list[Any], in_turn: bool
+) -> None:
     fold = SessionFold(emit=lambda m: None)
     if in_turn:
         fold.begin_turn("t1", [TEXT])
@@ -394,9 +464,11 @@ def test_fold_never_raises_and_keeps_everything_serializable(
 
 
 @FUZZ
-@given(kind=st.text(max_size=20).filter(lambda k: k not in KNOWN) | json_values.filter(
-    lambda k: not isinstance(k, str)), body=st.dictionaries(st.text(max_size=8), json_values,
-                                                             max_size=4))
+@given(
+    kind=st.text(max_size=20).filter(lambda k: k not in KNOWN)
+    | json_values.filter(lambda k: not isinstance(k, str)),
+    body=st.dictionaries(st.text(max_size=8), json_values, max_size=4),
+)
 def test_unknown_kinds_survive_as_raw_parts(kind: Any, body: dict[str, Any]) -> None:
     fold = SessionFold()
     fold.begin_turn("t1", [])
@@ -438,9 +510,11 @@ def test_permission_parts_from_any_payload(tool_call: Any, options: Any) -> None
 
 # -- end to end: garbage from a real agent process during a turn ----------------------------------
 
+
 @pytest.fixture(scope="module")
-def live_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BlockingPortal,
-                                                                             Session]]:
+def live_session(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[BlockingPortal, Session]]:
     """One scripted agent and session for all examples: the portal runs the client's loop."""
     cwd = tmp_path_factory.mktemp("fuzz")
 
@@ -456,18 +530,30 @@ def live_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Blo
 
 def garbage_lines() -> st.SearchStrategy[bytes]:
     """Lines the reader must reject: never a valid frame."""
+
     def malformed(line: bytes) -> bool:
         return bool(line.strip()) and isinstance(rpc.decode(line), rpc.Malformed)
-    return (st.binary(min_size=1, max_size=40).map(_no_newline)
+
+    return (
+        (
+            st.binary(min_size=1, max_size=40).map(_no_newline)
             | json_values.map(lambda v: json.dumps(v).encode())
-            | lines()).filter(malformed).filter(lambda line: not _str_blank_mismatch(line))
+            | lines()
+        )
+        .filter(malformed)
+        .filter(lambda line: not _str_blank_mismatch(line))
+    )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                 HealthCheck.data_too_large])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(garbage=st.lists(garbage_lines(), min_size=1, max_size=4))
 def test_garbage_mid_turn_becomes_error_parts_and_the_turn_goes_on(
-        live_session: tuple[BlockingPortal, Session], garbage: list[bytes]) -> None:
+    live_session: tuple[BlockingPortal, Session], garbage: list[bytes]
+) -> None:
     portal, session = live_session
     steps: list[dict[str, Any]] = [{"say": "before "}]
     steps += [{"raw_hex": line.hex()} for line in garbage]
@@ -491,8 +577,7 @@ def test_garbage_mid_turn_becomes_error_parts_and_the_turn_goes_on(
     assert session.client.processes_started == 1
 
 
-def test_garbage_goes_to_running_turns_only(
-        live_session: tuple[BlockingPortal, Session]) -> None:
+def test_garbage_goes_to_running_turns_only(live_session: tuple[BlockingPortal, Session]) -> None:
     portal, session = live_session
     client = session.client
 

@@ -23,7 +23,6 @@ from tests.nb_util import errors, execute, scripted, text
 pytestmark = pytest.mark.timeout(120)
 
 
-
 def problems_of(cell: Any) -> list[str]:
     found = []
     for out in cell.get("outputs", []):

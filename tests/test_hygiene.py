@@ -50,16 +50,21 @@ def counts() -> dict[str, int]:
         tasks = len(asyncio.all_tasks())
     except RuntimeError:  # no running loop
         tasks = 0
-    return {"fds": len(os.listdir("/proc/self/fd")), "tasks": tasks,
-            "threads": threading.active_count(), "children": len(children())}
+    return {
+        "fds": len(os.listdir("/proc/self/fd")),
+        "tasks": tasks,
+        "threads": threading.active_count(),
+        "children": len(children()),
+    }
 
 
 def assert_no_growth(before: dict[str, int], after: dict[str, int], cycles: int) -> None:
     grew = {k: after[k] - before[k] for k in before}
     assert grew["children"] <= 0, (before, after)
     for key in ("fds", "tasks", "threads"):
-        assert grew[key] <= SLACK, f"{key} grew by {grew[key]} over {cycles} cycles: " \
-                                   f"{before} -> {after}"
+        assert grew[key] <= SLACK, (
+            f"{key} grew by {grew[key]} over {cycles} cycles: {before} -> {after}"
+        )
 
 
 class Started:
@@ -73,8 +78,11 @@ class Started:
 
     def _on(self, mutation: Mutation) -> None:
         # The agent's own words: not the warning a session reopen adds before the prompt.
-        if (isinstance(mutation, PartUpdated) and mutation.turn_id == self.turn_id
-                and isinstance(mutation.part, MessagePart)):
+        if (
+            isinstance(mutation, PartUpdated)
+            and mutation.turn_id == self.turn_id
+            and isinstance(mutation.part, MessagePart)
+        ):
             self.event.set()
         if isinstance(mutation, TurnFinished):
             self.finished += 1
@@ -86,8 +94,9 @@ class Started:
         self.event = anyio.Event()
 
 
-async def prompt_and_cancel(session: Session, started: Started, steps: list[dict[str, Any]],
-                            reason: str = "cancelled") -> None:
+async def prompt_and_cancel(
+    session: Session, started: Started, steps: list[dict[str, Any]], reason: str = "cancelled"
+) -> None:
     turn = await session.prompt(script(*steps))
     await started.wait(turn.id)
     result = await session.stop()
@@ -153,6 +162,7 @@ def test_the_counters_can_see_a_leak(tmp_path: Path) -> None:
 
 # -- kernels ---------------------------------------------------------------------------------------
 
+
 class Kernel:
     """A python3 kernel through jupyter_client, as JupyterLab runs one (no nbclient)."""
 
@@ -189,8 +199,12 @@ class Kernel:
 
     def agent_pid(self) -> int:
         self.run("%%agent\nhello")
-        pid = int(self.run("from acp_notebook.magics import instance\n"
-                           "print(instance(get_ipython()).runtime.hosts['demo'].client.pid)"))
+        pid = int(
+            self.run(
+                "from acp_notebook.magics import instance\n"
+                "print(instance(get_ipython()).runtime.hosts['demo'].client.pid)"
+            )
+        )
         assert alive(pid)
         return pid
 

@@ -72,13 +72,15 @@ def test_turn_streams_asks_permission_and_edits(page, lab) -> None:
     notes = root / "demo_notes.md"
     if notes.exists():
         notes.unlink()
-    open_and_run(page, lab, "turn.ipynb",
-                 "%%agent\nPlease add a line about JupyterLab to the notes.")
+    open_and_run(
+        page, lab, "turn.ipynb", "%%agent\nPlease add a line about JupyterLab to the notes."
+    )
     out = output(page)
 
     # The edit waits for a person: its options are buttons, and the turn is still running.
     allow = out.locator("button.acpnb-permission-option", has_text="Allow").filter(
-        has_not_text="Always")
+        has_not_text="Always"
+    )
     allow.wait_for()
     assert out.locator(".acpnb-running").count() == 1
     assert out.locator("button.acpnb-permission-option").count() == 4
@@ -108,9 +110,13 @@ def test_turn_streams_asks_permission_and_edits(page, lab) -> None:
 
 
 def test_stop_button_cancels_a_slow_turn(page, lab) -> None:
-    open_and_run(page, lab, "stop.ipynb",
-                 "%%agent --session slow\n/slow tell me a long story",
-                 "print('next cell ran after', _.stop_reason)")
+    open_and_run(
+        page,
+        lab,
+        "stop.ipynb",
+        "%%agent --session slow\n/slow tell me a long story",
+        "print('next cell ran after', _.stop_reason)",
+    )
     out = output(page)
     stop = out.locator(".acpnb-controls button", has_text="Stop")
     stop.wait_for()
@@ -125,6 +131,10 @@ def test_stop_button_cancels_a_slow_turn(page, lab) -> None:
     assert out.locator("button").count() == 0
     # Run All went on: the next cell waited for the turn, which ended as cancelled, not failed.
     output(page, 1).filter(has_text="next cell ran after cancelled").wait_for()
-    assert page.locator(".jp-Notebook [data-mime-type='application/vnd.jupyter.stderr']",
-                        has_text="TurnFailed").count() == 0
+    assert (
+        page.locator(
+            ".jp-Notebook [data-mime-type='application/vnd.jupyter.stderr']", has_text="TurnFailed"
+        ).count()
+        == 0
+    )
     shoot(page, "stop")

@@ -35,6 +35,7 @@ on a small synthetic package in `tmp_path`, to show that it can fail.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -381,28 +382,95 @@ def _report(offenders: list[str], rule: str) -> str:
 # -- the rules, on the real package -------------------------------------------------------------
 
 
+# What is allowed, permanently: another library's private attribute that it offers no public
+# way around. Keyed by "file: expression"; the value says why.
+FOREIGN_PRIVATE: dict[str, str] = {
+    "acp_notebook/magics.py: shell._last_traceback": (
+        "ipykernel reads it for the reply of a cell and resets it only in run_cell(); a "
+        "UsageError in a magic otherwise sends an older cell's traceback or none"
+    ),
+    "acp_notebook/magics.py: shell._last_traceback_during_displayhook": "the same, its twin",
+}
+
+# Debt: offenders that the redesign of issue 8 has not removed yet, by a key without line
+# numbers or sizes. The list may only shrink: a new offender fails its test, and so does an
+# entry here that no longer offends (delete it, so it cannot come back unnoticed).
+KNOWN_DEBT: dict[str, set[str]] = {
+    "cycles": {
+        "acp_notebook.client.client, acp_notebook.client.opening, acp_notebook.client.registry, "
+        "acp_notebook.client.runner, acp_notebook.client.serving, acp_notebook.client.session, "
+        "acp_notebook.client.turn",
+    },
+    "sizes": {
+        "acp_notebook/client/client.py",
+        "acp_notebook/client/client.py: _start",
+        "acp_notebook/client/session.py",
+        "acp_notebook/client/terminal.py",
+        "acp_notebook/notebook/commands.py",
+        "acp_notebook/protocol/fold.py",
+        "acp_notebook/protocol/state.py",
+    },
+    "layers": set(),
+    "private": set(),
+}
+
+
+def debt_key(rule: str, offender: str) -> str:
+    """The offender without its line numbers and sizes, so a debt entry survives edits."""
+    first = offender.splitlines()[0]
+    if rule == "cycles":
+        return first.split(": ", 1)[1]
+    if rule == "sizes":
+        m = re.match(r"(\S+?):\d+: (?:(\w+)\(\) is|\d+ lines)", first)
+        assert m, first
+        return m[1] if m[2] is None else f"{m[1]}: {m[2]}"
+    m = re.match(r"(\S+?):\d+: \S+ (?:reads|writes|imports) (\S+?)[,:]", first)
+    return f"{m[1]}: {m[2]}" if m else first
+
+
+def check_against_debt(rule: str, offenders: list[str], what: str) -> None:
+    keys = {debt_key(rule, o): o for o in offenders}
+    allowed = KNOWN_DEBT[rule] | (set(FOREIGN_PRIVATE) if rule == "private" else set())
+    new = [o for k, o in keys.items() if k not in allowed]
+    assert not new, _report(new, what)
+    paid = sorted(KNOWN_DEBT[rule] - set(keys))
+    assert not paid, (
+        f"fixed, so delete from KNOWN_DEBT[{rule!r}] in tests/test_layers.py: " + "; ".join(paid)
+    )
+
+
 def test_no_import_cycles() -> None:
-    offenders = cycle_offenders(REPO, PACKAGE)
-    assert not offenders, _report(
-        offenders,
+    check_against_debt(
+        "cycles",
+        cycle_offenders(REPO, PACKAGE),
         "import cycle(s), TYPE_CHECKING imports included; break each by moving what both "
         "sides need into a lower module, or by passing it in",
     )
 
 
 def test_imports_point_down_the_layers() -> None:
-    offenders = layer_offenders(REPO, PACKAGE)
-    assert not offenders, _report(offenders, "import(s) against the layers (see LAYERS)")
+    check_against_debt(
+        "layers", layer_offenders(REPO, PACKAGE), "import(s) against the layers (see LAYERS)"
+    )
 
 
 def test_modules_and_functions_are_short() -> None:
-    offenders = size_offenders(REPO, PACKAGE)
-    assert not offenders, _report(offenders, "module(s) or function(s) too long")
+    check_against_debt("sizes", size_offenders(REPO, PACKAGE), "module(s) or function(s) too long")
 
 
 def test_no_private_attribute_of_another_object() -> None:
-    offenders = private_offenders(REPO, PACKAGE)
-    assert not offenders, _report(offenders, "access(es) to another object's private attribute")
+    check_against_debt(
+        "private",
+        private_offenders(REPO, PACKAGE),
+        "access(es) to another object's private attribute",
+    )
+
+
+def test_debt_keys_are_read_from_each_kind_of_offender() -> None:
+    assert debt_key("sizes", "a/b.py:1: 451 lines (max 400): split") == "a/b.py"
+    assert debt_key("sizes", "a/b.py:9: run() is 63 lines (max 60): x") == "a/b.py: run"
+    assert debt_key("private", "a/m.py:3: a.m writes s._t, another object's") == "a/m.py: s._t"
+    assert debt_key("cycles", "import cycle among 2 modules: a, b\n  x") == "a, b"
 
 
 def test_demo_agent_method_names_match_the_sdk() -> None:

@@ -53,8 +53,9 @@ def permission_parts(transcript: dict) -> list[dict]:
 
 
 def tool_call(transcript: dict, kind: str) -> dict:
-    return next(p for p in transcript["parts"]
-                if p.get("type") == "tool_call" and p.get("kind") == kind)
+    return next(
+        p for p in transcript["parts"] if p.get("type") == "tool_call" and p.get("kind") == kind
+    )
 
 
 def last_json(cell) -> object:
@@ -65,15 +66,19 @@ def last_json(cell) -> object:
 
 # -- one turn, saved ------------------------------------------------------------------------------
 
+
 @pytest.mark.timeout(60)
 def test_plain_turn_saves_static_record_and_binds_result(tmp_path: Path) -> None:
-    nb = execute([
-        "%%agent --out answer\nWhat does this project do?",
-        "import json\n"
-        "print(json.dumps({'under': [type(_).__name__, _.success, _.text],\n"
-        "                  'out': [type(Out[1]).__name__, Out[1] is _],\n"
-        "                  'named': [type(answer).__name__, answer is _]}))",
-    ], tmp_path)
+    nb = execute(
+        [
+            "%%agent --out answer\nWhat does this project do?",
+            "import json\n"
+            "print(json.dumps({'under': [type(_).__name__, _.success, _.text],\n"
+            "                  'out': [type(Out[1]).__name__, Out[1] is _],\n"
+            "                  'named': [type(answer).__name__, answer is _]}))",
+        ],
+        tmp_path,
+    )
     cell = nb.cells[0]
     assert cell.execution_count == 1  # so Out[1] above is this cell's value
 
@@ -100,8 +105,11 @@ def test_plain_turn_saves_static_record_and_binds_result(tmp_path: Path) -> None
     assert notes, f"no note about the demo agent in {data(cell, 'text/markdown')}"
 
     values = last_json(nb.cells[1])
-    assert values == {"under": ["TurnResult", True, record["text"]],
-                      "out": ["TurnResult", True], "named": ["TurnResult", True]}
+    assert values == {
+        "under": ["TurnResult", True, record["text"]],
+        "out": ["TurnResult", True],
+        "named": ["TurnResult", True],
+    }
 
 
 @pytest.mark.timeout(60)
@@ -113,20 +121,31 @@ def test_display_updates_are_coalesced(tmp_path: Path) -> None:
         steps += [{"chunks": 5, "size": 4}, {"sleep": 0.01}]
     steps.append({"say": "THE END"})
     clients: list = []
-    nb = execute([f"%%agent --agent {scripted()}\n" + script(*steps)], tmp_path,
-                 client_out=clients)
+    nb = execute([f"%%agent --agent {scripted()}\n" + script(*steps)], tmp_path, client_out=clients)
     assert only_transcript(nb.cells[0])["text"].endswith("THE END")
 
     messages = clients[0].messages
-    first = next(m for i, m in messages if i == 0 and m["msg_type"] == "display_data"
-                 and (m["content"].get("transient") or {}).get("display_id"))
+    first = next(
+        m
+        for i, m in messages
+        if i == 0
+        and m["msg_type"] == "display_data"
+        and (m["content"].get("transient") or {}).get("display_id")
+    )
     display_id = first["content"]["transient"]["display_id"]
-    updates = [m for i, m in messages if i == 0 and m["msg_type"] == "update_display_data"
-               and m["content"]["transient"]["display_id"] == display_id]
+    updates = [
+        m
+        for i, m in messages
+        if i == 0
+        and m["msg_type"] == "update_display_data"
+        and m["content"]["transient"]["display_id"] == display_id
+    ]
     # The updates belong to the cell (nbclient attributed them to it) and show real streaming:
     # the answer (the chunks' digits) grows through several intermediate states.
-    lengths = [max(map(len, re.findall(r"\d+", m["content"]["data"]["text/plain"])), default=0)
-               for m in updates[:-1]]
+    lengths = [
+        max(map(len, re.findall(r"\d+", m["content"]["data"]["text/plain"])), default=0)
+        for m in updates[:-1]
+    ]
     assert lengths == sorted(lengths)
     assert len({n for n in lengths if 0 < n < 2000}) >= 3, lengths
 
@@ -143,19 +162,25 @@ def test_display_updates_are_coalesced(tmp_path: Path) -> None:
 
 # -- permissions, headless -----------------------------------------------------------------------
 
+
 @pytest.mark.timeout(60)
 def test_headless_permission_rejected_unless_allowed_and_deny_wins(tmp_path: Path) -> None:
-    notes = "import os\nprint(json.dumps(open('demo_notes.md').read().count('## Demo turn')\n" \
-            "                 if os.path.exists('demo_notes.md') else 0))"
-    nb = execute([
-        "import json",
-        "%%agent --session asked\nPlease edit the notes.",
-        notes,
-        "%%agent --session allowed --allow edit\nPlease edit the notes.",
-        notes,
-        "%%agent --session both --allow edit --deny edit\nPlease edit the notes.",
-        notes,
-    ], tmp_path)
+    notes = (
+        "import os\nprint(json.dumps(open('demo_notes.md').read().count('## Demo turn')\n"
+        "                 if os.path.exists('demo_notes.md') else 0))"
+    )
+    nb = execute(
+        [
+            "import json",
+            "%%agent --session asked\nPlease edit the notes.",
+            notes,
+            "%%agent --session allowed --allow edit\nPlease edit the notes.",
+            notes,
+            "%%agent --session both --allow edit --deny edit\nPlease edit the notes.",
+            notes,
+        ],
+        tmp_path,
+    )
 
     asked = only_transcript(nb.cells[1])
     assert asked["success"] is True  # a rejected tool call is not a failed turn
@@ -181,6 +206,7 @@ def test_headless_permission_rejected_unless_allowed_and_deny_wins(tmp_path: Pat
 
 # -- failures ------------------------------------------------------------------------------------
 
+
 def run_failing(tmp_path: Path, source: str, **kwargs) -> tuple[CellExecutionError, object]:
     nb = new_nb(source)
     with pytest.raises(CellExecutionError) as info:
@@ -191,7 +217,8 @@ def run_failing(tmp_path: Path, source: str, **kwargs) -> tuple[CellExecutionErr
 def assert_one_paragraph(message: str) -> None:
     assert "TurnFailed" in message
     assert "Traceback" not in message and not INTERNAL_FRAME.search(
-        message.replace("acp_notebook.demo_agent", "")), message
+        message.replace("acp_notebook.demo_agent", "")
+    ), message
     assert "What to try:" in message
 
 
@@ -225,7 +252,8 @@ def test_timeout_cancels_the_turn_and_raises(tmp_path: Path) -> None:
     started = time.monotonic()
     # 5 s, not 1: the --timeout now covers starting the agent too (about a second here).
     exc, cell = run_failing(
-        tmp_path, f"%%agent --timeout 5 --agent {scripted('--record', str(log))}\n{prompt}")
+        tmp_path, f"%%agent --timeout 5 --agent {scripted('--record', str(log))}\n{prompt}"
+    )
     assert time.monotonic() - started < 25  # not the agent's 30 s
     message = str(exc)
     assert_one_paragraph(message)
@@ -239,8 +267,10 @@ def test_timeout_cancels_the_turn_and_raises(tmp_path: Path) -> None:
 def cell_seconds(cell) -> float:
     """How long the kernel took on the cell (nbclient's timing metadata)."""
     timing = cell.metadata["execution"]
-    start, end = (datetime.fromisoformat(timing[k].replace("Z", "+00:00"))
-                  for k in ("iopub.execute_input", "shell.execute_reply"))
+    start, end = (
+        datetime.fromisoformat(timing[k].replace("Z", "+00:00"))
+        for k in ("iopub.execute_input", "shell.execute_reply")
+    )
     return (end - start).total_seconds()
 
 
@@ -249,13 +279,19 @@ def cell_seconds(cell) -> float:
 def test_timeout_covers_starting_the_agent_and_the_session(tmp_path: Path, method: str) -> None:
     # The agent never answers `method`, once: the first process hangs, the next one answers.
     marker, log = tmp_path / "hung", tmp_path / "agent.jsonl"
-    agent = scripted("--record", str(log), "--modes", "--hang-method", method,
-                     "--hang-once-marker", str(marker))
+    agent = scripted(
+        "--record", str(log), "--modes", "--hang-method", method, "--hang-once-marker", str(marker)
+    )
     # 6 s, not 3: starting a kernel's first agent (its process, the SDK's schema models) takes
     # about 3 s of a CPU shared by parallel tests, and all of it counts against --timeout.
-    nb = execute([f"%%agent --agent {agent} --timeout 6 --mode code\nhello",
-                  f"%%agent --agent {agent} --timeout 30 --mode code\nhello again"],
-                 tmp_path, allow_errors=True)
+    nb = execute(
+        [
+            f"%%agent --agent {agent} --timeout 6 --mode code\nhello",
+            f"%%agent --agent {agent} --timeout 30 --mode code\nhello again",
+        ],
+        tmp_path,
+        allow_errors=True,
+    )
     found = errors(nb)
     assert len(found) == 1, [(i, "\n".join(e["traceback"])[-600:]) for i, e in found]
     [(index, error)] = found
@@ -274,9 +310,15 @@ def test_timeout_covers_starting_the_agent_and_the_session(tmp_path: Path, metho
 def test_request_timeout_setting_bounds_session_start(tmp_path: Path) -> None:
     marker = tmp_path / "hung"
     agent = scripted("--hang-method", "session/new", "--hang-once-marker", str(marker))
-    nb = execute(["%config AcpNotebook.request_timeout = 1",
-                  f"%%agent --agent {agent}\nhello", f"%%agent --agent {agent}\nhello again"],
-                 tmp_path, allow_errors=True)
+    nb = execute(
+        [
+            "%config AcpNotebook.request_timeout = 1",
+            f"%%agent --agent {agent}\nhello",
+            f"%%agent --agent {agent}\nhello again",
+        ],
+        tmp_path,
+        allow_errors=True,
+    )
     [(index, error)] = errors(nb)
     assert index == 1 and error["ename"] == "TurnFailed"
     message = "\n".join(error["traceback"])
@@ -311,16 +353,20 @@ def test_bad_options_are_usage_errors(tmp_path: Path) -> None:
 
 # -- sessions, modes, config ----------------------------------------------------------------------
 
+
 @pytest.mark.timeout(60)
 def test_sessions_new_mode_and_config(tmp_path: Path) -> None:
-    nb = execute([
-        "%%agent --session a\nfirst",
-        "%%agent --session b\nsecond",
-        "%%agent --session a\nthird",
-        "%%agent --session a --new\nfourth",
-        "%%agent --session m --mode ask --config model=demo-thorough\nfifth",
-        "%agent status --session m\nimport json\nprint(json.dumps(_agent_status))",
-    ], tmp_path)
+    nb = execute(
+        [
+            "%%agent --session a\nfirst",
+            "%%agent --session b\nsecond",
+            "%%agent --session a\nthird",
+            "%%agent --session a --new\nfourth",
+            "%%agent --session m --mode ask --config model=demo-thorough\nfifth",
+            "%agent status --session m\nimport json\nprint(json.dumps(_agent_status))",
+        ],
+        tmp_path,
+    )
     ids = [only_transcript(c)["sessionId"] for c in nb.cells[:5]]
     a1, b, a2, a3, m = ids
     assert a1 != b  # two names, two sessions
@@ -337,17 +383,21 @@ def test_sessions_new_mode_and_config(tmp_path: Path) -> None:
 
 # -- background turns ----------------------------------------------------------------------------
 
+
 @pytest.mark.timeout(60)
 def test_background_returns_a_handle_and_finished_resolves(tmp_path: Path) -> None:
     agent = scripted()
-    nb = execute([
-        f"%%agent --background --agent {agent}\n"
-        + script({"say": "from the background"}, {"sleep": 0.5}, {"say": " and done"}),
-        "h = _\nresult = await h.finished\n"
-        "import json\nprint(json.dumps([type(h).__name__, result.success, result.text]))",
-        f"%%agent --background --agent {agent}\n" + script({"say": "long"}, {"sleep": 30}),
-        "%agent stop",
-    ], tmp_path)
+    nb = execute(
+        [
+            f"%%agent --background --agent {agent}\n"
+            + script({"say": "from the background"}, {"sleep": 0.5}, {"say": " and done"}),
+            "h = _\nresult = await h.finished\n"
+            "import json\nprint(json.dumps([type(h).__name__, result.success, result.text]))",
+            f"%%agent --background --agent {agent}\n" + script({"say": "long"}, {"sleep": 30}),
+            "%agent stop",
+        ],
+        tmp_path,
+    )
     shown = data(nb.cells[0], "text/plain")
     assert any("running in the background" in t for t in shown), shown  # returned at once
     assert last_json(nb.cells[1]) == ["TurnHandle", True, "from the background and done"]
@@ -357,25 +407,29 @@ def test_background_returns_a_handle_and_finished_resolves(tmp_path: Path) -> No
 
 # -- %agent --------------------------------------------------------------------------------------
 
+
 @pytest.mark.timeout(90)
 def test_line_commands(tmp_path: Path) -> None:
-    nb = execute([
-        "%agent list",                                    # 0
-        "%agent help",                                    # 1
-        "%%agent\nhello",                                 # 2
-        "%agent status",                                  # 3
-        "%agent sessions",                                # 4
-        "%agent mode ask",                                # 5
-        "%agent config model=demo-thorough",              # 6
-        "%agent status\nprint(_agent_status['mode'], _agent_status['config']['model'])",  # 7
-        "%agent stop",                                    # 8
-        "%agent status\nold_pid = _agent_status['pid']",  # 9
-        "%agent restart",                                 # 10
-        "%%agent\nafter the restart",                     # 11
-        "%agent status\nprint(_agent_status['pid'] != old_pid)",  # 12
-        "%agent close",                                   # 13
-        "%agent close --all",                             # 14
-    ], tmp_path)
+    nb = execute(
+        [
+            "%agent list",  # 0
+            "%agent help",  # 1
+            "%%agent\nhello",  # 2
+            "%agent status",  # 3
+            "%agent sessions",  # 4
+            "%agent mode ask",  # 5
+            "%agent config model=demo-thorough",  # 6
+            "%agent status\nprint(_agent_status['mode'], _agent_status['config']['model'])",  # 7
+            "%agent stop",  # 8
+            "%agent status\nold_pid = _agent_status['pid']",  # 9
+            "%agent restart",  # 10
+            "%%agent\nafter the restart",  # 11
+            "%agent status\nprint(_agent_status['pid'] != old_pid)",  # 12
+            "%agent close",  # 13
+            "%agent close --all",  # 14
+        ],
+        tmp_path,
+    )
     # Each command shows HTML it built itself and the same as plain text, never Markdown.
     md = [" ".join(data(c, "text/plain")) for c in nb.cells]
     for i in (0, 1, 3, 4, 5, 6, 8, 10, 13, 14):
@@ -400,6 +454,7 @@ def test_line_commands(tmp_path: Path) -> None:
 
 # -- kernel shutdown -----------------------------------------------------------------------------
 
+
 @pytest.mark.timeout(60)
 def test_kernel_shutdown_leaves_no_agent_process(tmp_path: Path) -> None:
     nb = new_nb("%%agent\nhello", "%agent status\nprint(_agent_status['pid'])")
@@ -414,6 +469,7 @@ def test_kernel_shutdown_leaves_no_agent_process(tmp_path: Path) -> None:
 
 
 # -- Stop and interrupt without a browser ---------------------------------------------------------
+
 
 async def poll(predicate, timeout: float, what: str):
     """Wait for nbclient's view of the kernel (filled by the running cell's task) to change."""
@@ -434,21 +490,26 @@ def stop_button(client) -> str | None:
 
 def click(client, comm_id: str) -> None:
     kc = client.kc
-    kc.shell_channel.send(kc.session.msg("comm_msg", {
-        "comm_id": comm_id, "data": {"method": "custom", "content": {"event": "click"}}}))
+    kc.shell_channel.send(
+        kc.session.msg(
+            "comm_msg",
+            {"comm_id": comm_id, "data": {"method": "custom", "content": {"event": "click"}}},
+        )
+    )
 
 
 @pytest.mark.timeout(60)
 def test_stop_click_cancels_turn_without_raising(tmp_path: Path) -> None:
-    nb = new_nb('%config AcpNotebook.interactive = "yes"',
-                "%%agent\n/slow tell me a long story",
-                "print(_.stop_reason, _.success, len(_.text))")
+    nb = new_nb(
+        '%config AcpNotebook.interactive = "yes"',
+        "%%agent\n/slow tell me a long story",
+        "print(_.stop_reason, _.success, len(_.text))",
+    )
     client = make_client(nb, tmp_path)
 
     async def main() -> float:
         # Demo delays on: /slow streams for about 20 s unless stopped.
-        async with client.async_setup_kernel(env=kernel_env(tmp_path,
-                                                            ACP_NOTEBOOK_DEMO_SPEED="1")):
+        async with client.async_setup_kernel(env=kernel_env(tmp_path, ACP_NOTEBOOK_DEMO_SPEED="1")):
             await client.async_execute_cell(nb.cells[0], 0)
             started = time.monotonic()
             running = asyncio.create_task(client.async_execute_cell(nb.cells[1], 1))
@@ -475,15 +536,23 @@ def test_stop_click_cancels_turn_without_raising(tmp_path: Path) -> None:
 def test_kernel_interrupt_cancels_turn_and_kernel_stays_usable(tmp_path: Path) -> None:
     log = tmp_path / "agent.jsonl"
     agent = scripted("--record", str(log))
-    nb = new_nb(f"%%agent --agent {agent}\n" + script({"say": "streaming"}, {"sleep": 30}),
-                "print(6 * 7)",
-                f"%%agent --agent {agent}\nstill there?")
+    nb = new_nb(
+        f"%%agent --agent {agent}\n" + script({"say": "streaming"}, {"sleep": 30}),
+        "print(6 * 7)",
+        f"%%agent --agent {agent}\nstill there?",
+    )
     client = make_client(nb, tmp_path)
 
     def said_streaming() -> bool | None:
-        return any(m["msg_type"] == "update_display_data"
-                   and "streaming" in m["content"]["data"].get("text/plain", "")
-                   for i, m in client.messages if i == 0) or None
+        return (
+            any(
+                m["msg_type"] == "update_display_data"
+                and "streaming" in m["content"]["data"].get("text/plain", "")
+                for i, m in client.messages
+                if i == 0
+            )
+            or None
+        )
 
     async def main() -> float:
         async with client.async_setup_kernel(env=kernel_env(tmp_path)):
@@ -511,12 +580,15 @@ def test_kernel_interrupt_cancels_turn_and_kernel_stays_usable(tmp_path: Path) -
 
 @pytest.mark.timeout(90)
 def test_changed_settings_restart_the_agent_so_they_apply(tmp_path: Path) -> None:
-    nb = execute([
-        "%%agent --out a\nhello",
-        "%config AcpNotebook.fs = False",
-        "%%agent --out b\nhello again",
-        "print(a.session_id != b.session_id)",
-    ], tmp_path)
+    nb = execute(
+        [
+            "%%agent --out a\nhello",
+            "%config AcpNotebook.fs = False",
+            "%%agent --out b\nhello again",
+            "print(a.session_id != b.session_id)",
+        ],
+        tmp_path,
+    )
     shown = " ".join(data(nb.cells[2], "text/plain"))
     assert "Settings changed (fs)" in shown and "restarted" in shown, shown
     assert text(nb.cells[3]).strip() == "True"
@@ -524,10 +596,13 @@ def test_changed_settings_restart_the_agent_so_they_apply(tmp_path: Path) -> Non
 
 @pytest.mark.timeout(90)
 def test_load_shows_the_replayed_history(tmp_path: Path) -> None:
-    nb = execute([
-        "%%agent --out a\nfirst question",
-        "%agent load {a.session_id} --session again",
-    ], tmp_path)
+    nb = execute(
+        [
+            "%%agent --out a\nfirst question",
+            "%agent load {a.session_id} --session again",
+        ],
+        tmp_path,
+    )
     said = " ".join(data(nb.cells[1], "text/plain"))
     assert "is now --session again (loaded, 1 earlier turns)" in said, said
     [replayed] = transcripts(nb.cells[1])

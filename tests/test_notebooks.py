@@ -30,8 +30,9 @@ def test_notebook_runs_and_records_every_turn(path: Path, tmp_path: Path) -> Non
     # raises-exception are the notebook's deliberate failures.
     saved = execute(nb, tmp_path, timeout=120)
 
-    agent_cells = [c for c in saved.cells
-                   if c.cell_type == "code" and c.source.lstrip().startswith("%%agent")]
+    agent_cells = [
+        c for c in saved.cells if c.cell_type == "code" and c.source.lstrip().startswith("%%agent")
+    ]
     assert agent_cells, f"{path.name} has no %%agent cell"
     for cell in saved.cells:
         if cell.cell_type != "code":

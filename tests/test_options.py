@@ -65,30 +65,47 @@ def test_a_full_line() -> None:
     opts = parse_cell_line(
         "-a 'my agent --acp' -s work --new --mode plan --config model=fast --config x=1 "
         "--out r --bg --timeout 2.5 --allow read,search --allow edit --deny execute "
-        "-w df --with fig -f a.txt --file b.txt -q")
+        "-w df --with fig -f a.txt --file b.txt -q"
+    )
     assert opts == CellOptions(
-        agent="my agent --acp", session="work", new=True, mode="plan",
-        config=[("model", "fast"), ("x", "1")], out="r", background=True, timeout=2.5,
-        allow=["read", "search", "edit"], deny=["execute"], variables=["df", "fig"],
-        files=["a.txt", "b.txt"], quiet=True)
+        agent="my agent --acp",
+        session="work",
+        new=True,
+        mode="plan",
+        config=[("model", "fast"), ("x", "1")],
+        out="r",
+        background=True,
+        timeout=2.5,
+        allow=["read", "search", "edit"],
+        deny=["execute"],
+        variables=["df", "fig"],
+        files=["a.txt", "b.txt"],
+        quiet=True,
+    )
 
 
-@pytest.mark.parametrize(("line", "message"), [
-    ("--nope", "unrecognized arguments: --nope"),
-    ("--timeout soon", "invalid float value"),
-    ("--config model", "expected KEY=VALUE"),
-    ("--agent 'unclosed", "cannot parse options"),
-])
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("--nope", "unrecognized arguments: --nope"),
+        ("--timeout soon", "invalid float value"),
+        ("--config model", "expected KEY=VALUE"),
+        ("--agent 'unclosed", "cannot parse options"),
+    ],
+)
 def test_bad_lines_are_usage_errors(line: str, message: str) -> None:
     with pytest.raises(UsageError, match=message):
         parse_cell_line(line)
 
 
-@pytest.mark.parametrize(("opts", "message"), [
-    (CellOptions(out="1x"), "--out needs a Python name"),
-    (CellOptions(timeout=-1), "--timeout must be a positive"),
-    (CellOptions(timeout=0), "--timeout must be a positive"),
-])
+@pytest.mark.parametrize(
+    ("opts", "message"),
+    [
+        (CellOptions(out="1x"), "--out needs a Python name"),
+        (CellOptions(timeout=-1), "--timeout must be a positive"),
+        (CellOptions(timeout=0), "--timeout must be a positive"),
+    ],
+)
 def test_check_refuses_what_argparse_cannot(opts: CellOptions, message: str) -> None:
     with pytest.raises(UsageError, match=message):
         opts.check()

@@ -18,8 +18,10 @@ import pytest
 
 from tests.client_helpers import gone
 
-pytestmark = [pytest.mark.anyio,
-              pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux's")]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux's"),
+]
 
 # An agent as stubborn as they come: once prompted it ignores SIGTERM, a closed stdin and a
 # broken stdout, and sleeps. Only SIGKILL ends it.
@@ -68,8 +70,9 @@ CLIENT = textwrap.dedent("""
 async def test_agent_dies_when_the_client_process_is_killed() -> None:
     argv = [sys.executable, "-c", STUBBORN_AGENT]
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    async with await anyio.open_process([sys.executable, "-c", CLIENT, "work forever", *argv],
-                                        stderr=subprocess.DEVNULL, cwd=repo) as client:
+    async with await anyio.open_process(
+        [sys.executable, "-c", CLIENT, "work forever", *argv], stderr=subprocess.DEVNULL, cwd=repo
+    ) as client:
         assert client.stdout is not None
         with anyio.fail_after(30):
             line = await client.stdout.receive()

@@ -75,10 +75,20 @@ class RealAgent:
         return echo_agent_command()
 
 
-FAST = RealAgent("fast-agent", frozenset({"plain", "file", "tool", "ask", "cancel", "exit"}),
-                 embedded_context=True, resumes=True, shared_fixture="fast_shared")
-ECHO = RealAgent("echo", frozenset({"plain", "file", "exit"}),
-                 embedded_context=False, resumes=False, shared_fixture="echo_shared")
+FAST = RealAgent(
+    "fast-agent",
+    frozenset({"plain", "file", "tool", "ask", "cancel", "exit"}),
+    embedded_context=True,
+    resumes=True,
+    shared_fixture="fast_shared",
+)
+ECHO = RealAgent(
+    "echo",
+    frozenset({"plain", "file", "exit"}),
+    embedded_context=False,
+    resumes=False,
+    shared_fixture="echo_shared",
+)
 AGENTS = (FAST, ECHO)
 
 
@@ -146,8 +156,12 @@ class Recorder:
         self.items.append(mutation)
         if isinstance(mutation, TurnStarted):
             self.started.set()
-        elif (isinstance(mutation, PartUpdated) and isinstance(mutation.part, MessagePart)
-              and mutation.part.role == "agent" and mutation.part.part_id not in self._messages):
+        elif (
+            isinstance(mutation, PartUpdated)
+            and isinstance(mutation.part, MessagePart)
+            and mutation.part.role == "agent"
+            and mutation.part.part_id not in self._messages
+        ):
             # A message part is published when its first chunk arrives; later chunks are Deltas.
             self._messages.add(mutation.part.part_id)
             self.chunks.setdefault(mutation.turn_id, []).append(mutation.part.text)
@@ -202,8 +216,9 @@ async def test_plain_prompt(agent: RealAgent, shared: Client) -> None:
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("agent", agents_for("file"))
-async def test_attached_file_is_sent_as_the_agent_can_take_it(agent: RealAgent,
-                                                              shared: Client) -> None:
+async def test_attached_file_is_sent_as_the_agent_can_take_it(
+    agent: RealAgent, shared: Client
+) -> None:
     path = Path(shared.cwd) / f"notes-{agent.name}.txt"
     path.write_text("file body\n")
     session = await shared.new_session()
@@ -215,14 +230,26 @@ async def test_attached_file_is_sent_as_the_agent_can_take_it(agent: RealAgent,
     if agent.embedded_context:
         # fast-agent advertises embeddedContext: the file goes inline, and passthrough echoes
         # the texts joined with "\n", the resource's text included.
-        assert result.prompt == (text_block, {"type": "resource", "resource": {
-            "uri": uri, "mimeType": "text/plain", "text": "file body\n"}})
+        assert result.prompt == (
+            text_block,
+            {
+                "type": "resource",
+                "resource": {"uri": uri, "mimeType": "text/plain", "text": "file body\n"},
+            },
+        )
         assert result.text == "look:\nfile body\n"
     else:
         # No promptCapabilities: embedding is not allowed, so the client sends a link...
-        assert result.prompt == (text_block, {"type": "resource_link", "uri": uri,
-                                              "name": path.name, "mimeType": "text/plain",
-                                              "size": len("file body\n")})
+        assert result.prompt == (
+            text_block,
+            {
+                "type": "resource_link",
+                "uri": uri,
+                "name": path.name,
+                "mimeType": "text/plain",
+                "size": len("file body\n"),
+            },
+        )
         # ...and the echo agent got two blocks: it answers one chunk per block, "" for the
         # non-text one (a resource_link; an embedded resource would have been refused).
         assert rec.agent_chunks(result.turn_id) == ["look:", ""]
@@ -234,17 +261,24 @@ async def test_attached_file_is_sent_as_the_agent_can_take_it(agent: RealAgent,
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("agent", agents_for("tool"))
-async def test_tool_call_allowed_by_policy_runs_in_a_client_terminal(agent: RealAgent,
-                                                                     shared: Client) -> None:
+async def test_tool_call_allowed_by_policy_runs_in_a_client_terminal(
+    agent: RealAgent, shared: Client
+) -> None:
     session = await shared.new_session()
     result = await ask(session, CALL_ECHO_HI)
     assert_ok(result, "hi\n\n\n[Exit code: 0]")
     [permission] = result.permissions
     assert (permission.outcome, permission.option_id, permission.decided_by) == (
-        "selected", "allow_once", "policy")
+        "selected",
+        "allow_once",
+        "policy",
+    )
     [call] = real_calls(result)
     assert (call.tool_kind, call.status, call.raw_input) == (
-        "execute", "completed", {"command": "echo hi"})
+        "execute",
+        "completed",
+        {"command": "echo hi"},
+    )
     assert call.content[0]["content"]["text"].startswith("hi\n")
     [terminal] = result.terminals
     assert terminal["command"] == "echo hi" and terminal["output"] == "hi\n"
@@ -259,8 +293,7 @@ async def test_tool_call_allowed_by_policy_runs_in_a_client_terminal(agent: Real
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("agent", agents_for("ask"))
 @pytest.mark.parametrize("answer", ["allow_once", "reject_once"])
-async def test_permission_asked_and_answered(agent: RealAgent, shared: Client,
-                                             answer: str) -> None:
+async def test_permission_asked_and_answered(agent: RealAgent, shared: Client, answer: str) -> None:
     session = await shared.new_session()
     session.permission_policy = PermissionPolicy()  # default "ask"
     requests: list[PermissionRequest] = []
@@ -278,7 +311,10 @@ async def test_permission_asked_and_answered(agent: RealAgent, shared: Client,
     assert [o.get("kind") for o in request.options] == PERMISSION_KINDS
     [permission] = result.permissions
     assert (permission.outcome, permission.option_id, permission.decided_by) == (
-        "selected", answer, "user")
+        "selected",
+        answer,
+        "user",
+    )
     [call] = real_calls(result)
     if answer == "allow_once":
         assert_ok(result, "hi\n\n\n[Exit code: 0]")
@@ -301,8 +337,9 @@ async def test_permission_asked_and_answered(agent: RealAgent, shared: Client,
 @pytest.mark.parametrize("agent", agents_for("cancel"))
 async def test_cancel_a_slow_turn_then_prompt_again(agent: RealAgent, tmp_path: Path) -> None:
     with anyio.fail_after(90):
-        async with connect(agent.command(tmp_path / "home", "slow"), cwd=tmp_path,
-                           **_options()) as client:
+        async with connect(
+            agent.command(tmp_path / "home", "slow"), cwd=tmp_path, **_options()
+        ) as client:
             session = await client.new_session()
             rec = Recorder(session)
             turn = await session.prompt("slow one")
@@ -325,8 +362,9 @@ async def test_cancel_a_slow_turn_then_prompt_again(agent: RealAgent, tmp_path: 
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("agent", agents_for("cancel"))
-async def test_cancel_while_a_permission_request_is_pending(agent: RealAgent,
-                                                            shared: Client) -> None:
+async def test_cancel_while_a_permission_request_is_pending(
+    agent: RealAgent, shared: Client
+) -> None:
     session = await shared.new_session()
     asked = anyio.Event()
     handler_cancelled = anyio.Event()
@@ -353,7 +391,10 @@ async def test_cancel_while_a_permission_request_is_pending(agent: RealAgent,
     [permission] = result.permissions
     # The client answered the agent's request itself (`cancelled`), as it cancelled.
     assert (permission.outcome, permission.option_id, permission.decided_by) == (
-        "cancelled", None, "cancel")
+        "cancelled",
+        None,
+        "cancel",
+    )
     assert real_calls(result) == []  # the tool never started...
     assert all(c.status == "cancelled" for c in result.tool_calls)  # ...and shows as cancelled
     assert result.terminals == () and session.terminal_views == {}
@@ -365,8 +406,9 @@ async def test_cancel_while_a_permission_request_is_pending(agent: RealAgent,
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("agent", agents_for("cancel"))
-async def test_cancel_while_a_client_terminal_runs_kills_it(agent: RealAgent,
-                                                            shared: Client) -> None:
+async def test_cancel_while_a_client_terminal_runs_kills_it(
+    agent: RealAgent, shared: Client
+) -> None:
     # fast-agent answers `cancelled` without terminal/kill or release (REAL_AGENTS.md): the
     # client must not leave the command running.
     session = await shared.new_session()
@@ -407,7 +449,8 @@ async def test_cancel_while_a_client_terminal_runs_kills_it(agent: RealAgent,
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("agent", agents_for("exit"))
 async def test_agent_killed_mid_turn_then_next_prompt_on_a_fresh_process(
-        agent: RealAgent, tmp_path: Path) -> None:
+    agent: RealAgent, tmp_path: Path
+) -> None:
     fast = agent is FAST
     killed: list[int] = []
 
@@ -420,8 +463,9 @@ async def test_agent_killed_mid_turn_then_next_prompt_on_a_fresh_process(
     # process (see test_echo_agent_killed_mid_turn_is_retried_by_default); here the failure
     # itself must show.
     with anyio.fail_after(100):
-        async with connect(agent.command(tmp_path / "home", "slow"), cwd=tmp_path,
-                           **_options(max_retries=0)) as client:
+        async with connect(
+            agent.command(tmp_path / "home", "slow"), cwd=tmp_path, **_options(max_retries=0)
+        ) as client:
             session = await client.new_session()
             first_id = session.id
             # A finished turn first: fast-agent saves a session (so it can resume it) only
@@ -429,8 +473,12 @@ async def test_agent_killed_mid_turn_then_next_prompt_on_a_fresh_process(
             assert (await ask(session, "warm up")).success
             # The echo agent answers in ~1 ms, so it is killed as the turn starts (inline, in
             # the subscriber); fast-agent's slow turn lasts 3 s, so it is killed meanwhile.
-            rec = Recorder(session, on=None if fast else (
-                lambda m: kill_agent(client) if isinstance(m, TurnStarted) else None))
+            rec = Recorder(
+                session,
+                on=None
+                if fast
+                else (lambda m: kill_agent(client) if isinstance(m, TurnStarted) else None),
+            )
             turn = await session.prompt("doomed")
             await rec.started.wait()
             if fast:

@@ -63,48 +63,110 @@ def _message(role: str, text: str) -> MessagePart:
 
 
 def _options() -> list[dict[str, Any]]:
-    return [{"optionId": "allow", "name": "Allow once", "kind": "allow_once"},
-            {"optionId": "always", "name": "Always allow", "kind": "allow_always"},
-            {"optionId": "reject", "name": "Reject", "kind": "reject_once"}]
+    return [
+        {"optionId": "allow", "name": "Allow once", "kind": "allow_once"},
+        {"optionId": "always", "name": "Always allow", "kind": "allow_always"},
+        {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+    ]
 
 
 def full_transcript(**overrides: Any) -> dict[str, Any]:
     """A finished turn with every part kind, built from the real records."""
-    plan = PlanPart("plan", [PlanEntry("Read the code", "high", "completed"),
-                             PlanEntry("Fix the bug", "medium", "in_progress"),
-                             PlanEntry("Run the tests", "low", "pending")])
-    read = ToolCallPart("t1", "call-read", "Read app.py", "read", "completed",
-                        content=[{"type": "content",
-                                  "content": {"type": "text", "text": "def f():\n    return 1\n"}}],
-                        locations=[{"path": "/w/app.py", "line": 3}],
-                        raw_input={"path": "/w/app.py"})
-    edit = ToolCallPart("t2", "call-edit", "Edit app.py", "edit", "completed", content=[
-        {"type": "diff", "path": "/w/app.py", "oldText": "def f():\n    return 1\n",
-         "newText": "def f():\n    return 2\n"},
-        {"type": "diff", "path": "/w/new.py", "oldText": None, "newText": "print('hi')\n"}])
-    allowed = PermissionPart("p1", "call-run", "Run pytest", _options(), "selected", "allow",
-                             "policy")
-    run = ToolCallPart("t3", "call-run", "pytest -q", "execute", "failed",
-                       content=[{"type": "terminal", "terminalId": "term-1"}],
-                       raw_input={"command": "pytest -q"})
-    rejected = PermissionPart("p2", "call-rm", "Delete the repo", _options(), "selected",
-                              "reject", "policy (nobody to ask)")
+    plan = PlanPart(
+        "plan",
+        [
+            PlanEntry("Read the code", "high", "completed"),
+            PlanEntry("Fix the bug", "medium", "in_progress"),
+            PlanEntry("Run the tests", "low", "pending"),
+        ],
+    )
+    read = ToolCallPart(
+        "t1",
+        "call-read",
+        "Read app.py",
+        "read",
+        "completed",
+        content=[
+            {"type": "content", "content": {"type": "text", "text": "def f():\n    return 1\n"}}
+        ],
+        locations=[{"path": "/w/app.py", "line": 3}],
+        raw_input={"path": "/w/app.py"},
+    )
+    edit = ToolCallPart(
+        "t2",
+        "call-edit",
+        "Edit app.py",
+        "edit",
+        "completed",
+        content=[
+            {
+                "type": "diff",
+                "path": "/w/app.py",
+                "oldText": "def f():\n    return 1\n",
+                "newText": "def f():\n    return 2\n",
+            },
+            {"type": "diff", "path": "/w/new.py", "oldText": None, "newText": "print('hi')\n"},
+        ],
+    )
+    allowed = PermissionPart(
+        "p1", "call-run", "Run pytest", _options(), "selected", "allow", "policy"
+    )
+    run = ToolCallPart(
+        "t3",
+        "call-run",
+        "pytest -q",
+        "execute",
+        "failed",
+        content=[{"type": "terminal", "terminalId": "term-1"}],
+        raw_input={"command": "pytest -q"},
+    )
+    rejected = PermissionPart(
+        "p2",
+        "call-rm",
+        "Delete the repo",
+        _options(),
+        "selected",
+        "reject",
+        "policy (nobody to ask)",
+    )
     rm = ToolCallPart("t4", "call-rm", "rm -rf /", "delete", "cancelled")
-    raw = RawPart("r1", "future_thing", {"sessionUpdate": "future_thing", "answer": 42},
-                  "unknown update kind")
+    raw = RawPart(
+        "r1", "future_thing", {"sessionUpdate": "future_thing", "answer": 42}, "unknown update kind"
+    )
     warning = ErrorPart("e1", "the agent sent invalid JSON", "warning")
     term = TerminalView("term-1", "pytest -q")
     term.append(b"\x1b[32m.\x1b[0mF\nFAILED test_app.py::test_f\n")
     term.exit_code = 1
-    parts = (_message("thought", "Let me look at *app.py* first."), plan,
-             _message("agent", "I'll fix the bug in `app.py`.\n\n"), read, edit, allowed, run,
-             rejected, rm, raw, warning, _message("agent", "Done: `f` now returns **2**."))
+    parts = (
+        _message("thought", "Let me look at *app.py* first."),
+        plan,
+        _message("agent", "I'll fix the bug in `app.py`.\n\n"),
+        read,
+        edit,
+        allowed,
+        run,
+        rejected,
+        rm,
+        raw,
+        warning,
+        _message("agent", "Done: `f` now returns **2**."),
+    )
     result = TurnResult(
-        turn_id="turn-1", success=True, text="I'll fix the bug in `app.py`.\n\n\n\nDone.",
-        stop_reason="end_turn", usage=Usage(90_000, 200_000, 0.53, "USD"), cost=0.0123,
-        plan=tuple(plan.entries), thoughts="Let me look at *app.py* first.", parts=parts,
-        session_id="sess-1", agent="claude-agent-acp", duration=12.34,
-        tokens={"inputTokens": 1234, "outputTokens": 567}, terminals=(term.to_json(),))
+        turn_id="turn-1",
+        success=True,
+        text="I'll fix the bug in `app.py`.\n\n\n\nDone.",
+        stop_reason="end_turn",
+        usage=Usage(90_000, 200_000, 0.53, "USD"),
+        cost=0.0123,
+        plan=tuple(plan.entries),
+        thoughts="Let me look at *app.py* first.",
+        parts=parts,
+        session_id="sess-1",
+        agent="claude-agent-acp",
+        duration=12.34,
+        tokens={"inputTokens": 1234, "outputTokens": 567},
+        terminals=(term.to_json(),),
+    )
     out = result.to_json()
     out.update(overrides)
     return out
@@ -112,15 +174,26 @@ def full_transcript(**overrides: Any) -> dict[str, Any]:
 
 def turn(**fields: Any) -> dict[str, Any]:
     """A small transcript: `parts` and any top-level fields."""
-    base: dict[str, Any] = {"turnId": "t", "success": True, "stopReason": "end_turn",
-                            "text": "", "parts": []}
+    base: dict[str, Any] = {
+        "turnId": "t",
+        "success": True,
+        "stopReason": "end_turn",
+        "text": "",
+        "parts": [],
+    }
     base.update(fields)
     return base
 
 
 def perm(outcome: str, option_id: str | None, by: str | None) -> dict[str, Any]:
-    return {"type": "permission", "title": "Run ls", "options": _options(), "outcome": outcome,
-            "optionId": option_id, "decidedBy": by}
+    return {
+        "type": "permission",
+        "title": "Run ls",
+        "options": _options(),
+        "outcome": outcome,
+        "optionId": option_id,
+        "decidedBy": by,
+    }
 
 
 # -- the bundle ---------------------------------------------------------------------------------
@@ -179,17 +252,33 @@ def test_formats_select_what_is_rendered() -> None:
 
 def test_parts_render_in_arrival_order() -> None:
     html = render_bundle(full_transcript())["text/html"]
-    html = html[html.index("</style>"):]
-    order = ["💭 Thoughts", "📋 Plan", "fix the bug", "Read app.py", "Edit app.py",
-             "Run pytest", "pytest -q", "Delete the repo", "future_thing", "invalid JSON",
-             "Done:", 'class="acpnb-footer"']
+    html = html[html.index("</style>") :]
+    order = [
+        "💭 Thoughts",
+        "📋 Plan",
+        "fix the bug",
+        "Read app.py",
+        "Edit app.py",
+        "Run pytest",
+        "pytest -q",
+        "Delete the repo",
+        "future_thing",
+        "invalid JSON",
+        "Done:",
+        'class="acpnb-footer"',
+    ]
     positions = [html.find(s) for s in order]
     assert -1 not in positions and positions == sorted(positions)
 
 
 def test_top_level_fields_stand_in_for_missing_parts() -> None:
-    bundle = render_bundle({"text": "Just **text**", "thoughts": "hmm",
-                            "plan": [{"content": "step", "status": "completed"}]})
+    bundle = render_bundle(
+        {
+            "text": "Just **text**",
+            "thoughts": "hmm",
+            "plan": [{"content": "step", "status": "completed"}],
+        }
+    )
     assert "<strong>text</strong>" in bundle["text/html"] and "hmm" in bundle["text/html"]
     assert "✓" in bundle["text/html"] and "- [x] step" in bundle["text/markdown"]
     assert bundle["text/plain"].startswith("Just **text**")
@@ -198,13 +287,45 @@ def test_top_level_fields_stand_in_for_missing_parts() -> None:
 # -- escaping -----------------------------------------------------------------------------------
 
 EVIL = '<script>alert(1)</script><img src=x onerror="alert(2)">'
-EVIL_LINKS = ("[a](javascript:alert(1)) [b](JaVaScRiPt:alert(1)) [c](java&#115;cript:x) "
-              "[d](  javascript:x) [e](data:text/html;base64,PHNjcmlwdD4=) <javascript:x> "
-              "[f](vbscript:x) [g](java\\script:x) ![h](javascript:x)")
+EVIL_LINKS = (
+    "[a](javascript:alert(1)) [b](JaVaScRiPt:alert(1)) [c](java&#115;cript:x) "
+    "[d](  javascript:x) [e](data:text/html;base64,PHNjcmlwdD4=) <javascript:x> "
+    "[f](vbscript:x) [g](java\\script:x) ![h](javascript:x)"
+)
 
-SAFE_TAGS = {"div", "style", "details", "summary", "span", "strong", "em", "del", "code", "pre",
-             "p", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "blockquote", "hr", "br",
-             "table", "thead", "tbody", "tr", "th", "td", "a", "img"}
+SAFE_TAGS = {
+    "div",
+    "style",
+    "details",
+    "summary",
+    "span",
+    "strong",
+    "em",
+    "del",
+    "code",
+    "pre",
+    "p",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "ul",
+    "ol",
+    "li",
+    "blockquote",
+    "hr",
+    "br",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "a",
+    "img",
+}
 
 
 class _Audit(HTMLParser):
@@ -221,13 +342,19 @@ class _Audit(HTMLParser):
             value = value or ""
             if name.startswith("on") or name in {"srcdoc", "formaction"}:
                 self.problems.append(f"{tag} {name}={value!r}")
-            if name == "href" and re.match(r"\s*[a-z][a-z0-9+.-]*:", value, re.I) and not \
-                    re.match(r"(https?|mailto):", value, re.I):
+            if (
+                name == "href"
+                and re.match(r"\s*[a-z][a-z0-9+.-]*:", value, re.I)
+                and not re.match(r"(https?|mailto):", value, re.I)
+            ):
                 self.problems.append(f"href {value!r}")
             if name == "src" and not value.startswith("data:image/"):
                 self.problems.append(f"src {value!r}")
-            if name == "style" and not re.fullmatch(r"(width:[\d.]+%|text-align:\w+|"
-                                                    r"max-width:100%)", value):
+            if name == "style" and not re.fullmatch(
+                r"(width:[\d.]+%|text-align:\w+|"
+                r"max-width:100%)",
+                value,
+            ):
                 self.problems.append(f"style {value!r}")
             if name == "class" and not re.fullmatch(r"[a-z0-9_ -]*|language-[\w+.#-]+", value):
                 self.problems.append(f"class {value!r}")
@@ -245,33 +372,69 @@ def audit(html: str) -> list[str]:
 def hostile_transcript() -> dict[str, Any]:
     e = EVIL
     return {
-        "turnId": e, "agent": e, "sessionId": e, "success": False, "stopReason": e, "error": e,
-        "text": e + "\n\n" + EVIL_LINKS, "thoughts": e,
+        "turnId": e,
+        "agent": e,
+        "sessionId": e,
+        "success": False,
+        "stopReason": e,
+        "error": e,
+        "text": e + "\n\n" + EVIL_LINKS,
+        "thoughts": e,
         "usage": {"used": 1, "size": 2, "cost": {"amount": 1, "currency": e}},
         "plan": [{"content": e, "priority": e, "status": e}],
         "terminals": [{"terminalId": "t", "command": e, "output": e, "exitStatus": {"signal": e}}],
         "parts": [
-            {"type": "message", "role": "agent", "text": e + "\n\n" + EVIL_LINKS + "\n\n```"
-             + e + "\n" + e + "\n```\n\n| " + e + " | x |\n|---|---|\n| " + e + " | y |",
-             "blocks": [{"type": "image", "mimeType": "image/png", "data": '"><script>'},
-                        {"type": "image", "mimeType": 'image/png" onerror="x', "data": "AAAA"},
-                        {"type": "resource_link", "uri": "javascript:alert(1)", "name": e},
-                        {"type": "resource", "resource": {"uri": e, "text": e}},
-                        {"type": e, "x": e}]},
+            {
+                "type": "message",
+                "role": "agent",
+                "text": e
+                + "\n\n"
+                + EVIL_LINKS
+                + "\n\n```"
+                + e
+                + "\n"
+                + e
+                + "\n```\n\n| "
+                + e
+                + " | x |\n|---|---|\n| "
+                + e
+                + " | y |",
+                "blocks": [
+                    {"type": "image", "mimeType": "image/png", "data": '"><script>'},
+                    {"type": "image", "mimeType": 'image/png" onerror="x', "data": "AAAA"},
+                    {"type": "resource_link", "uri": "javascript:alert(1)", "name": e},
+                    {"type": "resource", "resource": {"uri": e, "text": e}},
+                    {"type": e, "x": e},
+                ],
+            },
             {"type": "message", "role": "thought", "text": e},
             {"type": "message", "role": "user", "text": e},
-            {"type": "tool_call", "toolCallId": e, "title": e + EVIL_LINKS, "kind": e,
-             "status": e, "locations": [{"path": e, "line": e}],
-             "content": [{"type": "content", "content": {"type": "text", "text": e}},
-                         {"type": "content", "content": {"type": "text",
-                                                         "text": "# md\n" + EVIL_LINKS}},
-                         {"type": "diff", "path": e, "oldText": e, "newText": e + "\n" + e},
-                         {"type": "terminal", "terminalId": "t"},
-                         {"type": "terminal", "terminalId": e},
-                         {"type": e}],
-             "rawInput": {e: e}, "rawOutput": e},
-            {"type": "permission", "title": e, "options": [{"optionId": e, "name": e, "kind": e}],
-             "outcome": "selected", "optionId": e, "decidedBy": e},
+            {
+                "type": "tool_call",
+                "toolCallId": e,
+                "title": e + EVIL_LINKS,
+                "kind": e,
+                "status": e,
+                "locations": [{"path": e, "line": e}],
+                "content": [
+                    {"type": "content", "content": {"type": "text", "text": e}},
+                    {"type": "content", "content": {"type": "text", "text": "# md\n" + EVIL_LINKS}},
+                    {"type": "diff", "path": e, "oldText": e, "newText": e + "\n" + e},
+                    {"type": "terminal", "terminalId": "t"},
+                    {"type": "terminal", "terminalId": e},
+                    {"type": e},
+                ],
+                "rawInput": {e: e},
+                "rawOutput": e,
+            },
+            {
+                "type": "permission",
+                "title": e,
+                "options": [{"optionId": e, "name": e, "kind": e}],
+                "outcome": "selected",
+                "optionId": e,
+                "decidedBy": e,
+            },
             {"type": "plan", "entries": [{"content": e, "priority": e, "status": e}]},
             {"type": "raw", "sessionUpdate": e, "raw": {e: [e]}, "problem": e},
             {"type": "error", "level": e, "message": e},
@@ -290,11 +453,18 @@ def test_html_escapes_everything_from_the_agent() -> None:
 
 
 def test_html_attributes_cannot_be_broken_out_of() -> None:
-    html = render_bundle(turn(parts=[
-        {"type": "message", "role": "agent",
-         "text": '[x](https://a.b/" onmouseover="alert(1)) [y](https://a.b/?q="><b>)'},
-        {"type": "tool_call", "title": "t", "kind": 'x" onclick="y', "status": 'a" b="c'},
-    ]))["text/html"]
+    html = render_bundle(
+        turn(
+            parts=[
+                {
+                    "type": "message",
+                    "role": "agent",
+                    "text": '[x](https://a.b/" onmouseover="alert(1)) [y](https://a.b/?q="><b>)',
+                },
+                {"type": "tool_call", "title": "t", "kind": 'x" onclick="y', "status": 'a" b="c'},
+            ]
+        )
+    )["text/html"]
     assert audit(html) == []
     assert 'title="x&quot; onclick=&quot;y"' in html  # the quote is escaped in attributes
     assert "acpnb-st-abc" in html  # class names keep only safe characters
@@ -318,16 +488,32 @@ def test_markdown_output_defuses_html_and_unsafe_links() -> None:
 
 
 def test_message_blocks() -> None:
-    html = render_bundle(turn(parts=[{"type": "message", "role": "agent", "text": "See:",
-                                      "blocks": [
-        {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="},
-        {"type": "image", "mimeType": "image/svg+xml", "data": "PHN2Zz4="},
-        {"type": "resource_link", "uri": "https://example.com/r", "name": "report"},
-        {"type": "resource", "resource": {"uri": "file:///w/a.txt", "text": "hello"}},
-        {"type": "audio", "mimeType": "audio/wav", "data": "AAAA"}]}]))["text/html"]
+    html = render_bundle(
+        turn(
+            parts=[
+                {
+                    "type": "message",
+                    "role": "agent",
+                    "text": "See:",
+                    "blocks": [
+                        {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="},
+                        {"type": "image", "mimeType": "image/svg+xml", "data": "PHN2Zz4="},
+                        {"type": "resource_link", "uri": "https://example.com/r", "name": "report"},
+                        {
+                            "type": "resource",
+                            "resource": {"uri": "file:///w/a.txt", "text": "hello"},
+                        },
+                        {"type": "audio", "mimeType": "audio/wav", "data": "AAAA"},
+                    ],
+                }
+            ]
+        )
+    )["text/html"]
     assert audit(html) == []
-    assert '<img alt="image from the agent" style="max-width:100%" ' \
-           'src="data:image/png;base64,iVBORw0KGgo=">' in html
+    assert (
+        '<img alt="image from the agent" style="max-width:100%" '
+        'src="data:image/png;base64,iVBORw0KGgo=">' in html
+    )
     assert "🖼 image image/svg+xml" in html  # not inlined
     assert '<a href="https://example.com/r"' in html and ">report</a>" in html
     assert "<code>file:///w/a.txt</code>" in html and "<pre>hello</pre>" in html
@@ -344,8 +530,9 @@ def test_code_in_markdown_is_left_alone() -> None:
 
 
 def test_unterminated_fence_is_closed_before_the_record() -> None:
-    md = render_bundle(turn(text="Here:\n\n```python\nprint(1)", stopReason="cancelled",
-                            success=False))["text/markdown"]
+    md = render_bundle(
+        turn(text="Here:\n\n```python\nprint(1)", stopReason="cancelled", success=False)
+    )["text/markdown"]
     body, _, record = md.partition("\n---\n")
     assert body.rstrip().endswith("</code></pre>") and "print(1)" in seen(body)
     assert "Cancelled" in record
@@ -362,7 +549,8 @@ def test_minimal_markdown_converter() -> None:
         "3. third\n4. fourth\n\n"
         "> quoted *text*\n\n"
         "```python\nif a < b:\n    pass\n```\n\n"
-        "| a | b |\n|:--|--:|\n| 1 | `2` |\n\n---\n")
+        "| a | b |\n|:--|--:|\n| 1 | `2` |\n\n---\n"
+    )
     assert "<h1>Title</h1>" in html
     assert "<strong>bold</strong>" in html and "<em>em</em>" in html
     assert "<s>gone</s>" in html and "<code>code</code>" in html
@@ -377,8 +565,10 @@ def test_minimal_markdown_converter() -> None:
 
 
 def test_long_answer_is_converted_in_chunks_with_the_same_result() -> None:
-    parts = [f"## Part {i}\n\nText *{i}* with `code`.\n\n```\ncode {i}\n\nmore\n```\n\n- a\n- b"
-             for i in range(200)]
+    parts = [
+        f"## Part {i}\n\nText *{i}* with `code`.\n\n```\ncode {i}\n\nmore\n```\n\n- a\n- b"
+        for i in range(200)
+    ]
     text = "\n\n".join(parts)
     assert len(text) > 2000
     assert "".join(fences.chunks(text)) == text
@@ -404,10 +594,19 @@ def test_diff_of_a_new_file() -> None:
     d = unified("src/new.py", None, "a\nb\n")
     assert d.new_file and d.added == 2 and d.removed == 0
     assert d.lines == ("--- /dev/null", "+++ b/src/new.py", "@@ -0,0 +1,2 @@", "+a", "+b")
-    html = render_bundle(turn(parts=[{"type": "tool_call", "title": "Write", "kind": "edit",
-                                      "status": "completed",
-                                      "content": [{"type": "diff", "path": "/w/new.py",
-                                                   "newText": "x = 1\n"}]}]))["text/html"]
+    html = render_bundle(
+        turn(
+            parts=[
+                {
+                    "type": "tool_call",
+                    "title": "Write",
+                    "kind": "edit",
+                    "status": "completed",
+                    "content": [{"type": "diff", "path": "/w/new.py", "newText": "x = 1\n"}],
+                }
+            ]
+        )
+    )["text/html"]
     assert "(new file)" in html and '<span class="acpnb-add">+x = 1</span>' in html
     assert "--- /dev/null" in html
 
@@ -419,19 +618,39 @@ def test_diff_of_a_modification() -> None:
     assert d.lines[:2] == ("--- /w/f.txt", "+++ /w/f.txt")
     assert "@@ -48,7 +48,7 @@" in d.lines and "-line 50" in d.lines and "+line fifty" in d.lines
     assert d.added == 1 and d.removed == 2
-    html = render_bundle(turn(parts=[{"type": "tool_call", "title": "Edit", "kind": "edit",
-                                      "status": "completed",
-                                      "content": [{"type": "diff", "path": "/w/f.txt",
-                                                   "oldText": old, "newText": new}]}]))
+    html = render_bundle(
+        turn(
+            parts=[
+                {
+                    "type": "tool_call",
+                    "title": "Edit",
+                    "kind": "edit",
+                    "status": "completed",
+                    "content": [
+                        {"type": "diff", "path": "/w/f.txt", "oldText": old, "newText": new}
+                    ],
+                }
+            ]
+        )
+    )
     assert '<span class="acpnb-del">-line 50</span>' in html["text/html"]
     assert '<span class="acpnb-add">+line fifty</span>' in html["text/html"]
     assert "+1 −2" in html["text/html"] and "(+1 −2)" in html["text/markdown"]
 
 
 def test_diff_without_changes() -> None:
-    html = render_bundle(turn(parts=[{"type": "tool_call", "title": "Edit", "status": "completed",
-                                      "content": [{"type": "diff", "path": "f", "oldText": "a",
-                                                   "newText": "a"}]}]))["text/html"]
+    html = render_bundle(
+        turn(
+            parts=[
+                {
+                    "type": "tool_call",
+                    "title": "Edit",
+                    "status": "completed",
+                    "content": [{"type": "diff", "path": "f", "oldText": "a", "newText": "a"}],
+                }
+            ]
+        )
+    )["text/html"]
     assert "no changes" in html
 
 
@@ -466,15 +685,18 @@ def apply_patch(old: list[str], lines: tuple[str, ...]) -> list[str]:
     return out + old[pos:]
 
 
-@given(st.lists(st.sampled_from(["a", "b", "c", "d", ""]), max_size=40),
-       st.lists(st.sampled_from(["a", "b", "c", "d", ""]), max_size=40))
+@given(
+    st.lists(st.sampled_from(["a", "b", "c", "d", ""]), max_size=40),
+    st.lists(st.sampled_from(["a", "b", "c", "d", ""]), max_size=40),
+)
 @settings(max_examples=300, deadline=None)
 def test_diff_applies_and_matches_difflib_size(old: list[str], new: list[str]) -> None:
     old_text, new_text = "\n".join(old), "\n".join(new)
     d = unified("f", old_text, new_text)
     assert apply_patch(old_text.splitlines(), d.lines) == new_text.splitlines()
-    expected = list(difflib.unified_diff(old_text.splitlines(), new_text.splitlines(),
-                                         lineterm="", n=3))
+    expected = list(
+        difflib.unified_diff(old_text.splitlines(), new_text.splitlines(), lineterm="", n=3)
+    )
     if not expected:
         assert d.lines == ()
     # The common head and tail are trimmed before difflib runs, which may pick another (equally
@@ -484,9 +706,17 @@ def test_diff_applies_and_matches_difflib_size(old: list[str], new: list[str]) -
 
 def test_huge_diff_is_truncated_to_its_head() -> None:
     new = "".join(f"row {i}\n" for i in range(5000))
-    transcript = turn(parts=[{"type": "tool_call", "title": "Write", "kind": "edit",
-                              "status": "completed",
-                              "content": [{"type": "diff", "path": "big.txt", "newText": new}]}])
+    transcript = turn(
+        parts=[
+            {
+                "type": "tool_call",
+                "title": "Write",
+                "kind": "edit",
+                "status": "completed",
+                "content": [{"type": "diff", "path": "big.txt", "newText": new}],
+            }
+        ]
+    )
     bundle = render_bundle(transcript)
     assert "+row 0<" in bundle["text/html"] and "+row 4999" not in bundle["text/html"]
     assert re.search(r"… [\d,]+ more lines", bundle["text/html"])
@@ -502,10 +732,25 @@ def test_huge_diff_is_truncated_to_its_head() -> None:
 def test_huge_terminal_output_keeps_its_tail() -> None:
     output = "".join(f"out {i}\n" for i in range(10_000))
     transcript = turn(
-        parts=[{"type": "tool_call", "title": "make", "kind": "execute", "status": "completed",
-                "content": [{"type": "terminal", "terminalId": "t1"}]}],
-        terminals=[{"terminalId": "t1", "command": "make", "output": output, "truncated": False,
-                    "exitStatus": {"exitCode": 0, "signal": None}}])
+        parts=[
+            {
+                "type": "tool_call",
+                "title": "make",
+                "kind": "execute",
+                "status": "completed",
+                "content": [{"type": "terminal", "terminalId": "t1"}],
+            }
+        ],
+        terminals=[
+            {
+                "terminalId": "t1",
+                "command": "make",
+                "output": output,
+                "truncated": False,
+                "exitStatus": {"exitCode": 0, "signal": None},
+            }
+        ],
+    )
     bundle = render_bundle(transcript)
     html = bundle["text/html"]
     assert "out 9999" in html and "out 0\n" not in html and "$ make" in html
@@ -518,19 +763,46 @@ def test_huge_terminal_output_keeps_its_tail() -> None:
 
 def test_terminal_states() -> None:
     def view(status: dict[str, Any], *, live: bool = False, truncated: bool = False) -> str:
-        html: str = render_bundle(turn(
-            parts=[{"type": "tool_call", "title": "x", "kind": "execute", "status": "in_progress",
-                    "content": [{"type": "terminal", "terminalId": "t"}]}],
-            terminals=[{"terminalId": "t", "command": "x", "output": "a\r\nb 10%\rb 100%\n",
-                        "truncated": truncated, "exitStatus": status}]), live=live)["text/html"]
+        html: str = render_bundle(
+            turn(
+                parts=[
+                    {
+                        "type": "tool_call",
+                        "title": "x",
+                        "kind": "execute",
+                        "status": "in_progress",
+                        "content": [{"type": "terminal", "terminalId": "t"}],
+                    }
+                ],
+                terminals=[
+                    {
+                        "terminalId": "t",
+                        "command": "x",
+                        "output": "a\r\nb 10%\rb 100%\n",
+                        "truncated": truncated,
+                        "exitStatus": status,
+                    }
+                ],
+            ),
+            live=live,
+        )["text/html"]
         return html
 
     assert "killed by SIGKILL" in view({"exitCode": None, "signal": "SIGKILL"})
     assert "running…" in view({}, live=True)
     assert "kept only the end" in view({"exitCode": 0}, truncated=True)
     assert "b 100%" in view({"exitCode": 0}) and "b 10%" not in view({"exitCode": 0})
-    missing = render_bundle(turn(parts=[{"type": "tool_call", "title": "x", "content": [
-        {"type": "terminal", "terminalId": "gone"}]}]))["text/html"]
+    missing = render_bundle(
+        turn(
+            parts=[
+                {
+                    "type": "tool_call",
+                    "title": "x",
+                    "content": [{"type": "terminal", "terminalId": "gone"}],
+                }
+            ]
+        )
+    )["text/html"]
     assert "terminal gone: no output recorded" in missing
 
 
@@ -538,9 +810,11 @@ def test_terminal_states() -> None:
 
 
 def test_plan_statuses_and_priorities() -> None:
-    entries = [{"content": "first", "priority": "high", "status": "completed"},
-               {"content": "second", "priority": "medium", "status": "in_progress"},
-               {"content": "third", "priority": "low", "status": "pending"}]
+    entries = [
+        {"content": "first", "priority": "high", "status": "completed"},
+        {"content": "second", "priority": "medium", "status": "in_progress"},
+        {"content": "third", "priority": "low", "status": "pending"},
+    ]
     bundle = render_bundle(turn(parts=[{"type": "plan", "entries": entries}], plan=entries))
     html = bundle["text/html"]
     assert "1/3 done" in html
@@ -555,31 +829,40 @@ def test_plan_statuses_and_priorities() -> None:
 
 
 def test_the_latest_plan_wins() -> None:
-    html = render_bundle(turn(parts=[
-        {"type": "plan", "entries": [{"content": "old", "status": "pending"}]},
-        {"type": "plan", "entries": [{"content": "new", "status": "completed"}]}]))
+    html = render_bundle(
+        turn(
+            parts=[
+                {"type": "plan", "entries": [{"content": "old", "status": "pending"}]},
+                {"type": "plan", "entries": [{"content": "new", "status": "completed"}]},
+            ]
+        )
+    )
     assert "- [x] new" in html["text/markdown"] and "old" not in html["text/markdown"]
 
 
 # -- permissions --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("outcome", "option", "by", "live", "expected"), [
-    ("selected", "allow", "policy", False, "allowed once by policy"),
-    ("selected", "always", "user", False, "always allowed by the user"),
-    ("selected", "reject", "user", False, "rejected by the user"),
-    ("selected", "reject", "policy", False, "rejected by policy"),
-    ("selected", "reject", "policy (nobody to ask)", False, "rejected (nobody to ask)"),
-    ("cancelled", None, "cancel", False, "cancelled (the turn was stopped)"),
-    ("cancelled", None, "agent", False, "cancelled by the agent"),
-    ("cancelled", None, "policy", False, "rejected by policy (no option to reject;"),
-    ("cancelled", None, None, False, "cancelled"),
-    ("pending", None, None, True, "waiting for a decision…"),
-    ("pending", None, None, False, "never answered"),
-    ("selected", "nope", "user", False, "chose unknown option “nope” by the user"),
-])
-def test_permission_decisions(outcome: str, option: str | None, by: str | None, live: bool,
-                              expected: str) -> None:
+@pytest.mark.parametrize(
+    ("outcome", "option", "by", "live", "expected"),
+    [
+        ("selected", "allow", "policy", False, "allowed once by policy"),
+        ("selected", "always", "user", False, "always allowed by the user"),
+        ("selected", "reject", "user", False, "rejected by the user"),
+        ("selected", "reject", "policy", False, "rejected by policy"),
+        ("selected", "reject", "policy (nobody to ask)", False, "rejected (nobody to ask)"),
+        ("cancelled", None, "cancel", False, "cancelled (the turn was stopped)"),
+        ("cancelled", None, "agent", False, "cancelled by the agent"),
+        ("cancelled", None, "policy", False, "rejected by policy (no option to reject;"),
+        ("cancelled", None, None, False, "cancelled"),
+        ("pending", None, None, True, "waiting for a decision…"),
+        ("pending", None, None, False, "never answered"),
+        ("selected", "nope", "user", False, "chose unknown option “nope” by the user"),
+    ],
+)
+def test_permission_decisions(
+    outcome: str, option: str | None, by: str | None, live: bool, expected: str
+) -> None:
     bundle = render_bundle(turn(parts=[perm(outcome, option, by)]), live=live)
     assert expected in bundle["text/html"]
     assert expected in seen(bundle["text/markdown"])
@@ -593,8 +876,11 @@ def test_permission_decisions(outcome: str, option: str | None, by: str | None, 
 
 def test_refusal_is_shown_prominently() -> None:
     bundle = render_bundle(turn(text="", stopReason="refusal", success=False))
-    assert re.search(r'class="acpnb-alert" role="alert"><strong>⛔ Refused.</strong>[^<]*'
-                     r"discarded", bundle["text/html"])
+    assert re.search(
+        r'class="acpnb-alert" role="alert"><strong>⛔ Refused.</strong>[^<]*'
+        r"discarded",
+        bundle["text/html"],
+    )
     assert "<strong>refused</strong>" in bundle["text/html"]  # in the footer too
     assert "⛔ **Refused.**" in bundle["text/markdown"]
     assert "⛔ refused:" in bundle["text/plain"]
@@ -612,28 +898,48 @@ def test_cancel_and_limits() -> None:
 
 
 def test_errors_are_visible() -> None:
-    bundle = render_bundle(turn(
-        text="", success=False, stopReason=None, error="the agent exited (code 1)",
-        parts=[{"type": "error", "level": "error", "message": "protocol error: bad frame"}]))
+    bundle = render_bundle(
+        turn(
+            text="",
+            success=False,
+            stopReason=None,
+            error="the agent exited (code 1)",
+            parts=[{"type": "error", "level": "error", "message": "protocol error: bad frame"}],
+        )
+    )
     html = bundle["text/html"]
     assert 'role="alert"><strong>⚠ Error</strong> protocol error: bad frame' in html
     assert "✗ The turn failed:</strong> the agent exited (code 1)" in html
     assert "<strong>failed</strong>" in html
-    assert ("✗ <strong>The turn failed:</strong> the agent exited (code 1)"
-            in shown(bundle["text/markdown"]))
+    assert "✗ <strong>The turn failed:</strong> the agent exited (code 1)" in shown(
+        bundle["text/markdown"]
+    )
     assert "✗ failed: the agent exited (code 1)" in bundle["text/plain"]
     # The same message as an error part and as the turn's error is shown once.
-    same = render_bundle(turn(error="boom", success=False,
-                              parts=[{"type": "error", "level": "error", "message": "boom"}]))
+    same = render_bundle(
+        turn(
+            error="boom",
+            success=False,
+            parts=[{"type": "error", "level": "error", "message": "boom"}],
+        )
+    )
     assert same["text/html"].count("boom") == 1
 
 
 def test_unknown_updates_are_kept() -> None:
-    bundle = render_bundle(turn(parts=[
-        {"type": "raw", "sessionUpdate": "telepathy", "raw": {"sessionUpdate": "telepathy",
-                                                               "thought": "<b>hi</b>"},
-         "problem": "unknown update kind"},
-        {"type": "hologram", "id": "h1", "payload": [1, 2, 3]}]))
+    bundle = render_bundle(
+        turn(
+            parts=[
+                {
+                    "type": "raw",
+                    "sessionUpdate": "telepathy",
+                    "raw": {"sessionUpdate": "telepathy", "thought": "<b>hi</b>"},
+                    "problem": "unknown update kind",
+                },
+                {"type": "hologram", "id": "h1", "payload": [1, 2, 3]},
+            ]
+        )
+    )
     html = bundle["text/html"]
     assert "<code>telepathy</code>" in html and "&lt;b&gt;hi&lt;/b&gt;" in html
     assert "unknown update kind" in html and '<details class="acpnb-raw">' in html
@@ -646,9 +952,14 @@ def test_unknown_updates_are_kept() -> None:
 
 
 def test_live_turn_shows_running() -> None:
-    transcript = turn(success=None, stopReason=None, parts=[
-        {"type": "message", "role": "agent", "text": "Working"},
-        {"type": "message", "role": "thought", "text": "still thinking"}])
+    transcript = turn(
+        success=None,
+        stopReason=None,
+        parts=[
+            {"type": "message", "role": "agent", "text": "Working"},
+            {"type": "message", "role": "thought", "text": "still thinking"},
+        ],
+    )
     live = render_bundle(transcript, live=True)
     assert '<span class="acpnb-running">◌ running…</span>' in live["text/html"]
     assert "Thinking…" in live["text/html"]
@@ -658,10 +969,15 @@ def test_live_turn_shows_running() -> None:
 
 
 def test_footer_usage_cost_duration() -> None:
-    html = render_bundle(turn(usage={"used": 190_000, "size": 200_000,
-                                     "cost": {"amount": 2.5, "currency": "EUR"}},
-                              cost=0.25, duration=125.0, agent="gemini"))["text/html"]
-    footer = html[html.index('class="acpnb-footer"'):]
+    html = render_bundle(
+        turn(
+            usage={"used": 190_000, "size": 200_000, "cost": {"amount": 2.5, "currency": "EUR"}},
+            cost=0.25,
+            duration=125.0,
+            agent="gemini",
+        )
+    )["text/html"]
+    footer = html[html.index('class="acpnb-footer"') :]
     assert "<strong>gemini</strong>" in footer
     assert "acpnb-meter acpnb-high" in footer and 'style="width:95.0%"' in footer
     assert "context 95% (190k / 200k)" in footer
@@ -674,39 +990,100 @@ def test_footer_usage_cost_duration() -> None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=8), children, max_size=4),
-    max_leaves=5)
-KEYS = ["turnId", "sessionId", "agent", "success", "stopReason", "error", "text", "thoughts",
-        "usage", "cost", "tokens", "plan", "prompt", "terminals", "parts", "duration"]
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=5,
+)
+KEYS = [
+    "turnId",
+    "sessionId",
+    "agent",
+    "success",
+    "stopReason",
+    "error",
+    "text",
+    "thoughts",
+    "usage",
+    "cost",
+    "tokens",
+    "plan",
+    "prompt",
+    "terminals",
+    "parts",
+    "duration",
+]
 PART_TYPES = ["message", "tool_call", "permission", "plan", "raw", "error"]
-PART_KEYS = ["role", "text", "blocks", "toolCallId", "title", "kind", "status", "content",
-             "locations", "rawInput", "rawOutput", "options", "outcome", "optionId", "decidedBy",
-             "entries", "sessionUpdate", "raw", "problem", "level", "message"]
+PART_KEYS = [
+    "role",
+    "text",
+    "blocks",
+    "toolCallId",
+    "title",
+    "kind",
+    "status",
+    "content",
+    "locations",
+    "rawInput",
+    "rawOutput",
+    "options",
+    "outcome",
+    "optionId",
+    "decidedBy",
+    "entries",
+    "sessionUpdate",
+    "raw",
+    "problem",
+    "level",
+    "message",
+]
 
 
-def typed(types: list[str], keys: list[str], values: st.SearchStrategy[Any],
-          max_size: int) -> st.SearchStrategy[dict[str, Any]]:
+def typed(
+    types: list[str], keys: list[str], values: st.SearchStrategy[Any], max_size: int
+) -> st.SearchStrategy[dict[str, Any]]:
     """Dicts with a `type` (usually a known one) and a few of `keys`, of any value."""
-    return st.tuples(st.sampled_from(types) | json_values,
-                     st.dictionaries(st.sampled_from(keys), values, max_size=max_size)
-                     ).map(lambda t: {**t[1], "type": t[0]})
+    return st.tuples(
+        st.sampled_from(types) | json_values,
+        st.dictionaries(st.sampled_from(keys), values, max_size=max_size),
+    ).map(lambda t: {**t[1], "type": t[0]})
 
 
-content_items = typed(["content", "diff", "terminal", "text", "image", "resource"],
-                      ["content", "path", "oldText", "newText", "terminalId", "text", "data",
-                       "mimeType"],
-                      json_values | st.fixed_dictionaries({"type": st.just("text"),
-                                                           "text": json_values}), 4)
+content_items = typed(
+    ["content", "diff", "terminal", "text", "image", "resource"],
+    ["content", "path", "oldText", "newText", "terminalId", "text", "data", "mimeType"],
+    json_values | st.fixed_dictionaries({"type": st.just("text"), "text": json_values}),
+    4,
+)
 parts = typed(PART_TYPES, PART_KEYS, json_values | st.lists(content_items, max_size=3), 6)
-small_dicts = st.dictionaries(st.sampled_from(["used", "size", "cost", "amount", "currency",
-                                               "terminalId", "command", "output", "truncated",
-                                               "exitStatus", "exitCode", "signal", "content",
-                                               "priority", "status"]), json_values, max_size=5)
+small_dicts = st.dictionaries(
+    st.sampled_from(
+        [
+            "used",
+            "size",
+            "cost",
+            "amount",
+            "currency",
+            "terminalId",
+            "command",
+            "output",
+            "truncated",
+            "exitStatus",
+            "exitCode",
+            "signal",
+            "content",
+            "priority",
+            "status",
+        ]
+    ),
+    json_values,
+    max_size=5,
+)
 transcripts = st.dictionaries(
     st.sampled_from(KEYS),
     json_values | small_dicts | st.lists(parts | small_dicts | json_values, max_size=5),
-    max_size=10)
+    max_size=10,
+)
 
 
 def _render_strictly(transcript: Any, live: bool) -> None:
@@ -737,20 +1114,29 @@ def test_arbitrary_values_never_raise(value: Any, live: bool) -> None:
 def test_any_answer_text_is_safe(text: str) -> None:
     html = to_html(text)
     assert "<script" not in html.lower()
-    assert audit(f'<div><style></style>{html}</div>') == []
+    assert audit(f"<div><style></style>{html}</div>") == []
 
 
-@pytest.mark.parametrize("odd", [
-    {"usage": {"used": 10**400, "size": float("nan"), "cost": {"amount": float("inf")}}},
-    {"duration": 10**30, "cost": -1e308, "tokens": {"inputTokens": 10**5000}},
-    {"parts": [{"type": "tool_call", "rawInput": {("tuple",): 1}}]},
-    {"parts": [{"type": "raw", "raw": {"self": None}}]},
-    {"parts": [{"type": "message", "role": "agent", "text": "\x00\r\n\x1b[31m\ud800"}]},
-    {"text": "```\n" * 1000 + "~~~" * 500},
-    {"text": "*" * 5000 + "_" * 5000 + "[" * 2000 + "`" * 3000},
-    {"parts": [{"type": "tool_call", "content": [{"type": "diff", "path": 5, "oldText": 7,
-                                                  "newText": None}]}]},
-])
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {"usage": {"used": 10**400, "size": float("nan"), "cost": {"amount": float("inf")}}},
+        {"duration": 10**30, "cost": -1e308, "tokens": {"inputTokens": 10**5000}},
+        {"parts": [{"type": "tool_call", "rawInput": {("tuple",): 1}}]},
+        {"parts": [{"type": "raw", "raw": {"self": None}}]},
+        {"parts": [{"type": "message", "role": "agent", "text": "\x00\r\n\x1b[31m\ud800"}]},
+        {"text": "```\n" * 1000 + "~~~" * 500},
+        {"text": "*" * 5000 + "_" * 5000 + "[" * 2000 + "`" * 3000},
+        {
+            "parts": [
+                {
+                    "type": "tool_call",
+                    "content": [{"type": "diff", "path": 5, "oldText": 7, "newText": None}],
+                }
+            ]
+        },
+    ],
+)
 def test_odd_values(odd: dict[str, Any]) -> None:
     if odd.get("parts") and odd["parts"][0].get("raw") == {"self": None}:
         odd["parts"][0]["raw"]["self"] = odd  # a cycle
@@ -762,7 +1148,9 @@ def test_markdown_code_spans_cannot_smuggle_html_across_paragraphs() -> None:
     # backslash-escaped backtick opens nothing: the HTML between must come out escaped.
     from acp_notebook.render.mdwrite import to_markdown
 
-    for evil in ("see `a\n\n<img src=x onerror=alert(1)>\n\nb`",
-                 "see \\`<img src=x onerror=alert(1)>`"):
+    for evil in (
+        "see `a\n\n<img src=x onerror=alert(1)>\n\nb`",
+        "see \\`<img src=x onerror=alert(1)>`",
+    ):
         assert "<img" not in shown(to_markdown(evil)), evil
     assert shown(to_markdown("keep `a<b` as code")) == "<p>keep <code>a&lt;b</code> as code</p>\n"

@@ -18,8 +18,9 @@ def ipython_alone() -> TransformerManager:
 
 def manager() -> TransformerManager:
     m = ipython_alone()
-    shell = SimpleNamespace(input_transformer_manager=m,
-                            input_transformers_cleanup=m.cleanup_transforms)
+    shell = SimpleNamespace(
+        input_transformer_manager=m, input_transformers_cleanup=m.cleanup_transforms
+    )
     rewrite.install(shell)
     rewrite.install(shell)  # twice: still once
     assert m.cleanup_transforms.count(rewrite.rewrite_agent_cell) == 1
@@ -38,8 +39,9 @@ def line_call(args: str) -> str:
 CASES = {
     # What the regex rewriter did, unchanged.
     "%%agent\nhello\n": cell_call("", "hello\n"),
-    "%%agent --agent demo -s a\nhello\n%agent list\n": cell_call("--agent demo -s a",
-                                                                 "hello\n%agent list\n"),
+    "%%agent --agent demo -s a\nhello\n%agent list\n": cell_call(
+        "--agent demo -s a", "hello\n%agent list\n"
+    ),
     "%%agent": cell_call("", ""),
     "\n\n%%agent -q\nhi": cell_call("-q", "hi\n"),  # IPython drops leading empty lines first
     "%agent list": line_call("list"),
@@ -51,8 +53,9 @@ CASES = {
     # Other magics are IPython's, whatever they start with.
     "%agents\n": "get_ipython().run_line_magic('agents', '')\n",
     "%%agents x\nbody\n": "get_ipython().run_cell_magic('agents', 'x', 'body\\n')\n",
-    "%time x = 1\n%agent list\n": ("get_ipython().run_line_magic('time', 'x = 1')\n"
-                                   + line_call("list")),
+    "%time x = 1\n%agent list\n": (
+        "get_ipython().run_line_magic('time', 'x = 1')\n" + line_call("list")
+    ),
     # A continued line is joined, as IPython joins it.
     "%agent config \\\nmodel=fast\n": line_call("config  model=fast"),
 }
@@ -85,14 +88,16 @@ def test_an_indented_agent_line_is_left_to_ipython_as_before() -> None:
 
 
 def test_help_on_the_magic_is_still_help() -> None:
-    assert manager().transform_cell("%agent?\n") == ipython_alone().transform_cell(
-        "%agent?\n")
+    assert manager().transform_cell("%agent?\n") == ipython_alone().transform_cell("%agent?\n")
 
 
 def test_uninstall_removes_both() -> None:
     m = manager()
-    rewrite.uninstall(SimpleNamespace(input_transformer_manager=m,
-                                      input_transformers_cleanup=m.cleanup_transforms))
+    rewrite.uninstall(
+        SimpleNamespace(
+            input_transformer_manager=m, input_transformers_cleanup=m.cleanup_transforms
+        )
+    )
     assert rewrite.rewrite_agent_cell not in m.cleanup_transforms
     assert rewrite.AwaitedAgentLine not in m.token_transformers
     assert m.transform_cell("%agent list\n") == "get_ipython().run_line_magic('agent', 'list')\n"

@@ -24,8 +24,12 @@ class AgentPipe:
 
     def __init__(self, *flags: str, stderr: Path | None = None) -> None:
         self._stderr = open(stderr, "wb") if stderr else subprocess.DEVNULL
-        self.proc = subprocess.Popen(agent_command(*flags), stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self._stderr)
+        self.proc = subprocess.Popen(
+            agent_command(*flags),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+        )
         self._next_id = 100
 
     def send(self, msg: Msg) -> None:
@@ -69,8 +73,9 @@ class AgentPipe:
         return session_id
 
     def prompt(self, session_id: str, text: str) -> int:
-        return self.start("session/prompt", {"sessionId": session_id,
-                                             "prompt": [{"type": "text", "text": text}]})
+        return self.start(
+            "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+        )
 
     def close(self) -> int:
         assert self.proc.stdin is not None
@@ -103,15 +108,23 @@ def spawn() -> Iterator[Any]:
 
 
 def texts(notes: list[Msg], kind: str = "agent_message_chunk") -> list[str]:
-    return [n["params"]["update"]["content"]["text"] for n in notes
-            if n.get("method") == "session/update"
-            and n["params"]["update"]["sessionUpdate"] == kind]
+    return [
+        n["params"]["update"]["content"]["text"]
+        for n in notes
+        if n.get("method") == "session/update" and n["params"]["update"]["sessionUpdate"] == kind
+    ]
 
 
 @pytest.mark.timeout(30)
 def test_initialize_new_session_and_echo(spawn: Any, tmp_path: Path) -> None:
-    agent = spawn("--agent-name", "tester", "--prompt-capabilities", "image,embedded",
-                  "--load-session", "--list")
+    agent = spawn(
+        "--agent-name",
+        "tester",
+        "--prompt-capabilities",
+        "image,embedded",
+        "--load-session",
+        "--list",
+    )
     result = agent.initialize()
     assert result["protocolVersion"] == 1
     assert result["agentInfo"] == {"name": "tester", "version": "0.1.0"}
@@ -134,15 +147,24 @@ def test_script_say_think_update_and_stop(spawn: Any, tmp_path: Path) -> None:
     agent = spawn()
     agent.initialize()
     session_id = agent.new_session(tmp_path)
-    plan = {"sessionUpdate": "plan",
-            "entries": [{"content": "a", "priority": "high", "status": "pending"}]}
-    prompt = script({"think": "hmm"}, {"say": "hi", "message_id": "m1"}, {"update": plan},
-                    {"chunks": 3, "size": 4}, {"stop": "max_tokens"})
+    plan = {
+        "sessionUpdate": "plan",
+        "entries": [{"content": "a", "priority": "high", "status": "pending"}],
+    }
+    prompt = script(
+        {"think": "hmm"},
+        {"say": "hi", "message_id": "m1"},
+        {"update": plan},
+        {"chunks": 3, "size": 4},
+        {"stop": "max_tokens"},
+    )
     response, notes = agent.until_response(agent.prompt(session_id, prompt))
     assert response["result"] == {"stopReason": "max_tokens"}
     updates = [n["params"]["update"] for n in notes]
-    assert updates[0] == {"sessionUpdate": "agent_thought_chunk",
-                          "content": {"type": "text", "text": "hmm"}}
+    assert updates[0] == {
+        "sessionUpdate": "agent_thought_chunk",
+        "content": {"type": "text", "text": "hmm"},
+    }
     assert updates[1]["messageId"] == "m1"
     assert updates[2] == plan
     assert texts(notes) == ["hi", "0000", "0001", "0002"]
@@ -174,13 +196,19 @@ def test_permission_request_answered_by_the_client(spawn: Any, tmp_path: Path) -
     assert request["params"]["sessionId"] == session_id
     assert request["params"]["toolCall"] == tool_call
     assert [o["optionId"] for o in request["params"]["options"]] == [
-        "allow", "allow-always", "reject", "reject-always"]
+        "allow",
+        "allow-always",
+        "reject",
+        "reject-always",
+    ]
     outcome = {"outcome": {"outcome": "selected", "optionId": "reject"}}
     agent.send({"jsonrpc": "2.0", "id": request["id"], "result": outcome})
     response, notes = agent.until_response(prompt_id)
     assert response["result"] == {"stopReason": "end_turn"}
-    assert texts(notes) == ["PERMISSION " + json.dumps({"result": outcome}, sort_keys=True),
-                            "after"]
+    assert texts(notes) == [
+        "PERMISSION " + json.dumps({"result": outcome}, sort_keys=True),
+        "after",
+    ]
 
 
 @pytest.mark.timeout(30)
@@ -193,8 +221,11 @@ def test_request_with_cancel_after_sends_cancel_request(spawn: Any, tmp_path: Pa
     request = agent.recv()
     assert request["params"] == {"path": "/x", "sessionId": session_id}
     cancel = agent.recv()
-    assert cancel == {"jsonrpc": "2.0", "method": "$/cancel_request",
-                      "params": {"requestId": request["id"]}}
+    assert cancel == {
+        "jsonrpc": "2.0",
+        "method": "$/cancel_request",
+        "params": {"requestId": request["id"]},
+    }
     error = {"code": -32800, "message": "Request cancelled"}
     agent.send({"jsonrpc": "2.0", "id": request["id"], "error": error})
     _, notes = agent.until_response(prompt_id)
@@ -207,9 +238,14 @@ def test_wait_cancel_runs_after_cancel_steps(spawn: Any, tmp_path: Path) -> None
     agent.initialize()
     session_id = agent.new_session(tmp_path)
     late = {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "failed"}
-    prompt_id = agent.prompt(session_id, script(
-        {"say": "waiting"}, {"wait_cancel": True, "after_cancel": [{"update": late}]},
-        {"say": "never"}))
+    prompt_id = agent.prompt(
+        session_id,
+        script(
+            {"say": "waiting"},
+            {"wait_cancel": True, "after_cancel": [{"update": late}]},
+            {"say": "never"},
+        ),
+    )
     assert texts([agent.recv()]) == ["waiting"]
     agent.send({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}})
     response, notes = agent.until_response(prompt_id)
@@ -247,7 +283,12 @@ def test_record_holds_every_received_message(spawn: Any, tmp_path: Path) -> None
     agent.close()
     lines = [json.loads(line) for line in record.read_text().splitlines()]
     assert [m.get("method") for m in lines] == [
-        "initialize", "session/new", "session/prompt", "session/cancel", "_unknown/notification"]
+        "initialize",
+        "session/new",
+        "session/prompt",
+        "session/cancel",
+        "_unknown/notification",
+    ]
     assert lines[0]["params"] == {"protocolVersion": 1, "clientCapabilities": {}}
     assert lines[3] == cancel
 
@@ -266,12 +307,18 @@ def test_load_after_restart_replays_history(spawn: Any, tmp_path: Path) -> None:
     second.initialize()
     response, _ = second.call("session/prompt", {"sessionId": session_id, "prompt": []})
     assert response["error"]["code"] == -32002  # not live in this process until loaded
-    response, notes = second.call("session/load", {"sessionId": session_id,
-                                                   "cwd": str(tmp_path), "mcpServers": []})
+    response, notes = second.call(
+        "session/load", {"sessionId": session_id, "cwd": str(tmp_path), "mcpServers": []}
+    )
     assert response["result"] == {}
     kinds = [n["params"]["update"]["sessionUpdate"] for n in notes]
-    assert kinds == ["user_message_chunk", "agent_thought_chunk", "agent_message_chunk",
-                     "user_message_chunk", "agent_message_chunk"]
+    assert kinds == [
+        "user_message_chunk",
+        "agent_thought_chunk",
+        "agent_message_chunk",
+        "user_message_chunk",
+        "agent_message_chunk",
+    ]
     assert texts(notes, "user_message_chunk")[1] == "second"
     assert texts(notes) == ["a", "echo: second"]
     response, notes = second.until_response(second.prompt(session_id, "third"))
@@ -280,8 +327,7 @@ def test_load_after_restart_replays_history(spawn: Any, tmp_path: Path) -> None:
 
 @pytest.mark.timeout(30)
 def test_list_pages_and_resume(spawn: Any, tmp_path: Path) -> None:
-    agent = spawn("--list", "--resume", "--list-page-size", "2", "--state-dir",
-                  str(tmp_path / "s"))
+    agent = spawn("--list", "--resume", "--list-page-size", "2", "--state-dir", str(tmp_path / "s"))
     agent.initialize()
     created = [agent.new_session(tmp_path) for _ in range(3)]
     title = {"sessionUpdate": "session_info_update", "title": "Named"}
@@ -296,10 +342,13 @@ def test_list_pages_and_resume(spawn: Any, tmp_path: Path) -> None:
         if cursor is None:
             break
     assert sorted(s["sessionId"] for s in listed) == sorted(created)
-    assert listed[0] == {"sessionId": created[0], "cwd": str(tmp_path), "title": "Named",
-                         "updatedAt": listed[0]["updatedAt"]}
-    response, notes = agent.call("session/resume", {"sessionId": created[1],
-                                                    "cwd": str(tmp_path)})
+    assert listed[0] == {
+        "sessionId": created[0],
+        "cwd": str(tmp_path),
+        "title": "Named",
+        "updatedAt": listed[0]["updatedAt"],
+    }
+    response, notes = agent.call("session/resume", {"sessionId": created[1], "cwd": str(tmp_path)})
     assert response["result"] == {} and notes == []
 
 
@@ -307,7 +356,8 @@ def test_list_pages_and_resume(spawn: Any, tmp_path: Path) -> None:
 def test_auth_modes_and_config_options(spawn: Any, tmp_path: Path) -> None:
     agent = spawn("--auth-required", "--modes", "--config-options")
     assert agent.initialize()["authMethods"] == [
-        {"id": "token", "name": "Token", "description": "test"}]
+        {"id": "token", "name": "Token", "description": "test"}
+    ]
     new_params = {"cwd": str(tmp_path), "mcpServers": []}
     response, _ = agent.call("session/new", new_params)
     assert response["error"] == {"code": -32000, "message": "Authentication required"}
@@ -320,18 +370,23 @@ def test_auth_modes_and_config_options(spawn: Any, tmp_path: Path) -> None:
 
     response, notes = agent.call("session/set_mode", {"sessionId": session_id, "modeId": "code"})
     assert response["result"] == {}
-    assert notes[0]["params"]["update"] == {"sessionUpdate": "current_mode_update",
-                                            "currentModeId": "code"}
-    response, _ = agent.call("session/set_config_option", {
-        "sessionId": session_id, "configId": "verbose", "type": "boolean", "value": True})
+    assert notes[0]["params"]["update"] == {
+        "sessionUpdate": "current_mode_update",
+        "currentModeId": "code",
+    }
+    response, _ = agent.call(
+        "session/set_config_option",
+        {"sessionId": session_id, "configId": "verbose", "type": "boolean", "value": True},
+    )
     assert [o["currentValue"] for o in response["result"]["configOptions"]] == ["fast", True]
 
 
 @pytest.mark.timeout(30)
 def test_fail_until_exits_then_succeeds(spawn: Any, tmp_path: Path) -> None:
     counter = tmp_path / "counter"
-    prompt = script({"fail_until": {"counter": str(counter), "attempts": 1, "mode": "exit"}},
-                    {"say": "ok"})
+    prompt = script(
+        {"fail_until": {"counter": str(counter), "attempts": 1, "mode": "exit"}}, {"say": "ok"}
+    )
     stderr = tmp_path / "stderr.txt"
     first = spawn(stderr=stderr)
     first.initialize()
@@ -352,8 +407,9 @@ def test_raw_and_invalid_input(spawn: Any, tmp_path: Path) -> None:
     agent = spawn()
     agent.initialize()
     session_id = agent.new_session(tmp_path)
-    prompt_id = agent.prompt(session_id, script({"raw": "not json"}, {"raw_hex": "ff00"},
-                                                {"respond_id": 9999}))
+    prompt_id = agent.prompt(
+        session_id, script({"raw": "not json"}, {"raw_hex": "ff00"}, {"respond_id": 9999})
+    )
     assert agent.proc.stdout.readline() == b"not json\n"
     assert agent.proc.stdout.readline() == b"\xff\x00\n"
     assert agent.recv() == {"jsonrpc": "2.0", "id": 9999, "result": {}}

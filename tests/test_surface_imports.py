@@ -10,8 +10,14 @@ from pathlib import Path
 import acp_notebook
 
 ROOT = Path(acp_notebook.__file__).parent
-SURFACE = ("acp_notebook.notebook", "acp_notebook.widgets", "acp_notebook.magics",
-           "acp_notebook.errors", "acp_notebook.config", "acp_notebook._version")
+SURFACE = (
+    "acp_notebook.notebook",
+    "acp_notebook.widgets",
+    "acp_notebook.magics",
+    "acp_notebook.errors",
+    "acp_notebook.config",
+    "acp_notebook._version",
+)
 
 
 def _modules() -> dict[str, Path]:
@@ -45,8 +51,11 @@ def _imported(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     for target in targets & set(modules):
         pieces = target.split(".")
         found.add(target)
-        found |= {p for p in (".".join(pieces[:i]) for i in range(1, len(pieces)))
-                  if not name.startswith(p + ".")}
+        found |= {
+            p
+            for p in (".".join(pieces[:i]) for i in range(1, len(pieces)))
+            if not name.startswith(p + ".")
+        }
     return found - {name}
 
 
@@ -69,15 +78,22 @@ def _reaches(graph: dict[str, set[str]], start: str) -> set[str]:
 def test_no_module_of_the_surface_is_in_an_import_cycle() -> None:
     graph = _graph()
     assert {"acp_notebook.magics", "acp_notebook.notebook.options"} <= set(graph)
-    cycles = sorted(name for name in graph if name.startswith(SURFACE) or name == "acp_notebook"
-                    if name in _reaches(graph, name))
+    cycles = sorted(
+        name
+        for name in graph
+        if name.startswith(SURFACE) or name == "acp_notebook"
+        if name in _reaches(graph, name)
+    )
     assert cycles == []
 
 
 def test_nothing_imports_magics() -> None:
     graph = _graph()
-    users = sorted(n for n, targets in graph.items()
-                   if "acp_notebook.magics" in targets and n != "acp_notebook")
+    users = sorted(
+        n
+        for n, targets in graph.items()
+        if "acp_notebook.magics" in targets and n != "acp_notebook"
+    )
     assert users == []  # the package root loads it lazily, for %load_ext
 
 

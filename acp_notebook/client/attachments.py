@@ -13,8 +13,9 @@ from ..errors import PromptError
 from ..protocol import content
 
 
-async def load_parts(parts: list[content.Part], caps: content.PromptCaps, cwd: str,
-                     attachment_dir: Path) -> list[dict[str, Any]]:
+async def load_parts(
+    parts: list[content.Part], caps: content.PromptCaps, cwd: str, attachment_dir: Path
+) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for part in parts:
         if not isinstance(part, content.FilePart):
@@ -50,8 +51,9 @@ async def _read(part: content.FilePart, cwd: str, attachment_dir: Path) -> tuple
     return path.resolve(), data, content.guess_type(path.name, part.media_type)
 
 
-async def store_attachment(data: bytes, mime: str, filename: str | None,
-                           attachment_dir: Path) -> Path:
+async def store_attachment(
+    data: bytes, mime: str, filename: str | None, attachment_dir: Path
+) -> Path:
     """Write decoded data-URL bytes under the session's attachment folder, named by content."""
     digest = hashlib.sha256(data).hexdigest()[:16]
     suffix = Path(filename).suffix if filename else (mimetypes.guess_extension(mime) or ".bin")

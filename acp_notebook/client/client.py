@@ -48,9 +48,13 @@ _NOT_ACP_GRACE = 5.0  # seconds to answer initialize once the agent wrote non-JS
 class Client:
     """A connection to one ACP agent command. Use `connect()` to get one."""
 
-    def __init__(self, command: Sequence[str], env: Mapping[str, str | None] | None = None,
-                 cwd: str | os.PathLike[str] | None = None,
-                 options: ClientOptions | None = None) -> None:
+    def __init__(
+        self,
+        command: Sequence[str],
+        env: Mapping[str, str | None] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        options: ClientOptions | None = None,
+    ) -> None:
         self.command = [str(c) for c in command]
         self.env = dict(env or {})
         self.cwd = str(Path(cwd or os.getcwd()).resolve())
@@ -126,8 +130,11 @@ class Client:
 
     @property
     def agent_name(self) -> str:
-        return str(self.agent_info.get("title") or self.agent_info.get("name")
-                   or Path(self.command[0]).name)
+        return str(
+            self.agent_info.get("title")
+            or self.agent_info.get("name")
+            or Path(self.command[0]).name
+        )
 
     @property
     def session_capabilities(self) -> dict[str, Any]:
@@ -180,8 +187,12 @@ class Client:
                 not_acp.set()
             self._on_protocol_error(message)
 
-        conn = Connection(process, on_update=self._on_update, on_request=self._on_request,
-                          on_protocol_error=on_protocol_error)
+        conn = Connection(
+            process,
+            on_update=self._on_update,
+            on_request=self._on_request,
+            on_protocol_error=on_protocol_error,
+        )
         self._process, self._connection = process, conn
         self._tg.start_soon(conn.run, self._tg, name=f"acp reader {process.pid}")
         self._tg.start_soon(self._watch_exit, process, conn, name=f"acp exit {process.pid}")
@@ -195,8 +206,11 @@ class Client:
                 "terminal": self.options.terminal,
                 "session": {"configOptions": {"boolean": {}}},
             },
-            "clientInfo": {"name": self.options.client_name, "title": "acp_notebook",
-                           "version": __version__},
+            "clientInfo": {
+                "name": self.options.client_name,
+                "title": "acp_notebook",
+                "version": __version__,
+            },
         }
         # A command that is not an ACP agent (a CLI without its --acp flag, a wrapper printing a
         # banner) writes text to stdout and then waits for a human: that used to hang for the
@@ -208,28 +222,36 @@ class Client:
             with watchdog:
                 await not_acp.wait()
                 await anyio.sleep(_NOT_ACP_GRACE)
-                conn.close(ProtocolError(
-                    f"the agent did not answer initialize within {_NOT_ACP_GRACE:g} s after "
-                    f"writing output that is not ACP JSON-RPC to stdout ({garbage[0]}). Is this "
-                    f"the command of an ACP agent? Some need a flag such as --acp (command: "
-                    f"{process.display})"))
+                conn.close(
+                    ProtocolError(
+                        f"the agent did not answer initialize within {_NOT_ACP_GRACE:g} s after "
+                        "writing output that is not ACP JSON-RPC to stdout "
+                        f"({garbage[0]}). Is this the command of an ACP agent? Some need a flag such as --acp (command: "
+                        f"{process.display})"
+                    )
+                )
 
         self._tg.start_soon(give_up_on_garbage, name=f"acp not-acp watchdog {process.pid}")
         try:
-            response = await conn.request(methods.INITIALIZE, params,
-                                          timeout=self.options.initialize_timeout)
+            response = await conn.request(
+                methods.INITIALIZE, params, timeout=self.options.initialize_timeout
+            )
         except ProtocolError as exc:  # from the watchdog
             await process.aclose(grace=0.5)
             raise AgentStartError(str(exc) + _tail(process)) from None
         except TimeoutError:
             await process.aclose(grace=0.5)
             raise AgentStartTimeoutError(
-                methods.INITIALIZE, repr(process.display), self.options.initialize_timeout,
-                " and was stopped" + _tail(process)) from None
+                methods.INITIALIZE,
+                repr(process.display),
+                self.options.initialize_timeout,
+                " and was stopped" + _tail(process),
+            ) from None
         except AgentExitedError as exc:
             wrote = f"; before that, {garbage[0]}" if garbage else ""
-            raise AgentStartError(f"the agent exited during initialize (command: "
-                                  f"{process.display}): {exc}{wrote}") from None
+            raise AgentStartError(
+                f"the agent exited during initialize (command: {process.display}): {exc}{wrote}"
+            ) from None
         except RequestError as exc:
             await process.aclose(grace=0.5)
             raise AgentStartError(f"the agent refused initialize: {exc}") from None
@@ -237,15 +259,17 @@ class Client:
             watchdog.cancel()
         if not isinstance(response, dict):
             await process.aclose(grace=0.5)
-            raise ProtocolError(f"the agent's initialize answer is not an object: "
-                                f"{rpc.excerpt(repr(response))}")
+            raise ProtocolError(
+                f"the agent's initialize answer is not an object: {rpc.excerpt(repr(response))}"
+            )
         version = response.get("protocolVersion")
         if version != PROTOCOL_VERSION:
             await process.aclose(grace=0.5)
             raise ProtocolError(
                 f"the agent speaks ACP protocol version {rpc.excerpt(repr(version))}; "
                 f"acp_notebook speaks "
-                f"version {PROTOCOL_VERSION}. Use an agent release that supports version 1.")
+                f"version {PROTOCOL_VERSION}. Use an agent release that supports version 1."
+            )
         if conn.malformed:
             log.warning("agent wrote %d malformed lines before initialize", conn.malformed)
         self.protocol_version = version
@@ -268,10 +292,14 @@ class Client:
             await conn.closed_event.wait()
             return
         tail = process.stderr.text()
-        conn.close(AgentExitedError(
-            f"the agent process exited with code {process.returncode}"
-            + (f"; its last stderr output:\n{tail}" if tail else ""),
-            returncode=process.returncode, stderr_tail=tail))
+        conn.close(
+            AgentExitedError(
+                f"the agent process exited with code {process.returncode}"
+                + (f"; its last stderr output:\n{tail}" if tail else ""),
+                returncode=process.returncode,
+                stderr_tail=tail,
+            )
+        )
 
     # -- the session link: what sessions use of their client --------------------------------------
 
@@ -309,11 +337,13 @@ class Client:
         except TimeoutError as exc:
             if isinstance(exc, AcpError) or timeout is None:
                 raise
-            raise RequestTimeoutError(method, repr(self.agent_name[:100]), timeout,
-                                      "; the request was cancelled") from None
+            raise RequestTimeoutError(
+                method, repr(self.agent_name[:100]), timeout, "; the request was cancelled"
+            ) from None
 
-    async def open_new(self, cwd: str, mcp_servers: list[dict[str, Any]],
-                       additional_directories: list[str]) -> tuple[str, dict[str, Any]]:
+    async def open_new(
+        self, cwd: str, mcp_servers: list[dict[str, Any]], additional_directories: list[str]
+    ) -> tuple[str, dict[str, Any]]:
         """`session/new` (authenticating if needed): the id and the answer (see opening.py)."""
         return await opening.open_new(self, cwd, mcp_servers, additional_directories)
 
@@ -346,29 +376,46 @@ class Client:
 
     # -- sessions --------------------------------------------------------------------------------
 
-    async def new_session(self, cwd: str | os.PathLike[str] | None = None, *,
-                          mcp_servers: list[dict[str, Any]] | None = None,
-                          additional_directories: Sequence[str] = ()) -> Session:
+    async def new_session(
+        self,
+        cwd: str | os.PathLike[str] | None = None,
+        *,
+        mcp_servers: list[dict[str, Any]] | None = None,
+        additional_directories: Sequence[str] = (),
+    ) -> Session:
         """`session/new`. The session's workspace (for fs and terminals) is `cwd` plus
         `additional_directories`."""
         return await opening.new_session(self, cwd, mcp_servers, additional_directories)
 
-    async def load_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None, *,
-                           mcp_servers: list[dict[str, Any]] | None = None,
-                           additional_directories: Sequence[str] = ()) -> Session:
+    async def load_session(
+        self,
+        session_id: str,
+        cwd: str | os.PathLike[str] | None = None,
+        *,
+        mcp_servers: list[dict[str, Any]] | None = None,
+        additional_directories: Sequence[str] = (),
+    ) -> Session:
         """`session/load`: the agent replays the conversation, which becomes `session.history`."""
-        return await opening.load_session(self, session_id, cwd, mcp_servers,
-                                          additional_directories)
+        return await opening.load_session(
+            self, session_id, cwd, mcp_servers, additional_directories
+        )
 
-    async def resume_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None, *,
-                             mcp_servers: list[dict[str, Any]] | None = None,
-                             additional_directories: Sequence[str] = ()) -> Session:
+    async def resume_session(
+        self,
+        session_id: str,
+        cwd: str | os.PathLike[str] | None = None,
+        *,
+        mcp_servers: list[dict[str, Any]] | None = None,
+        additional_directories: Sequence[str] = (),
+    ) -> Session:
         """`session/resume`: continue a session without replaying it."""
-        return await opening.resume_session(self, session_id, cwd, mcp_servers,
-                                            additional_directories)
+        return await opening.resume_session(
+            self, session_id, cwd, mcp_servers, additional_directories
+        )
 
-    async def list_sessions(self, cwd: str | os.PathLike[str] | None = None,
-                            limit: int = 1000) -> list[dict[str, Any]]:
+    async def list_sessions(
+        self, cwd: str | os.PathLike[str] | None = None, limit: int = 1000
+    ) -> list[dict[str, Any]]:
         """`session/list`, following cursors; each item has sessionId, cwd, title?, updatedAt?."""
         return await opening.list_sessions(self, cwd, limit)
 
@@ -386,9 +433,12 @@ def _tail(process: AgentTransport) -> str:
 
 
 @contextlib.asynccontextmanager
-async def connect(command: Sequence[str], env: Mapping[str, str | None] | None = None,
-                  cwd: str | os.PathLike[str] | None = None, **options: Any
-                  ) -> AsyncIterator[Client]:
+async def connect(
+    command: Sequence[str],
+    env: Mapping[str, str | None] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    **options: Any,
+) -> AsyncIterator[Client]:
     """Start an ACP agent and connect to it; the agent process ends with the block.
 
     `command` is the agent's argv (a list). `env` adds to (None removes from) the full

@@ -79,13 +79,21 @@ class Connection:
 
     def _report_dropped(self, splitter: rpc.LineSplitter) -> None:
         for size in splitter.dropped:
-            self._dispatch(rpc.Malformed(
-                f"a line longer than the limit of {splitter.max_line} bytes",
-                f"{size} bytes, dropped"))
+            self._dispatch(
+                rpc.Malformed(
+                    f"a line longer than the limit of {splitter.max_line} bytes",
+                    f"{size} bytes, dropped",
+                )
+            )
         splitter.dropped.clear()
 
     async def run(self, task_group: anyio.abc.TaskGroup) -> None:
-        """Read until the agent closes stdout; then fail whatever is still waiting."""
+        """Read until the agent closes stdout; then fail whatever is still waiting.
+
+        Long because it is the hot loop of every byte the agent sends: one frame, with the
+        callables bound to locals, is what keeps the client near a bare JSON reader's cost
+        (`bench/bench_stream.py`); the cold paths (errors, dropped lines) are calls out of it.
+        """
         self._tg = task_group
         splitter = rpc.LineSplitter()
         loads = rpc.loads
@@ -136,8 +144,7 @@ class Connection:
                     if too_deep(line, obj):
                         self._dispatch(rpc.Malformed("JSON nested too deeply", rpc.excerpt(line)))
                         continue
-                    if (type(obj) is dict and obj.get("method") == update_method
-                            and "id" not in obj):
+                    if type(obj) is dict and obj.get("method") == update_method and "id" not in obj:
                         on_update(obj.get("params"))
                     else:
                         self._dispatch(rpc.classify(obj, line))
@@ -167,7 +174,8 @@ class Connection:
             else:
                 self._on_protocol_error(
                     f"the agent sent more than {2 * MAX_INCOMING} requests at once without "
-                    f"reading the answers; {rpc.excerpt(frame.method, 60)} was dropped")
+                    f"reading the answers; {rpc.excerpt(frame.method, 60)} was dropped"
+                )
         elif isinstance(frame, rpc.Response):
             self._resolve(frame)
         else:
@@ -185,15 +193,20 @@ class Connection:
             if type(frame.id) is int and frame.id in self._abandoned:
                 self._abandoned.remove(frame.id)
                 return
-            self._on_protocol_error(f"the agent answered an unknown or already answered "
-                                    f"request id {rpc.excerpt(repr(frame.id))}")
+            self._on_protocol_error(
+                f"the agent answered an unknown or already answered "
+                f"request id {rpc.excerpt(repr(frame.id))}"
+            )
             return
         if frame.error is not None:
             err = frame.error
             code = err.get("code")
             pending.error = RequestError(
-                pending.method, code if isinstance(code, int) else rpc.INTERNAL_ERROR,
-                str(err.get("message", "unknown error")), err.get("data"))
+                pending.method,
+                code if isinstance(code, int) else rpc.INTERNAL_ERROR,
+                str(err.get("message", "unknown error")),
+                err.get("data"),
+            )
         else:
             pending.result = frame.result
         pending.done.set()
@@ -251,10 +264,14 @@ class Connection:
         try:
             if self.closed is None:
                 with anyio.CancelScope(shield=True):
-                    await self._send(rpc.encode_error(
-                        request.id, rpc.INTERNAL_ERROR,
-                        f"too many requests at once (more than {MAX_INCOMING}); "
-                        "wait for the answers"))
+                    await self._send(
+                        rpc.encode_error(
+                            request.id,
+                            rpc.INTERNAL_ERROR,
+                            f"too many requests at once (more than {MAX_INCOMING}); "
+                            "wait for the answers",
+                        )
+                    )
         except AcpError:
             # The connection closed meanwhile (the agent exited, or the client closed it: a
             # ClientClosedError escaped here and broke the task group): nobody to answer.
@@ -272,8 +289,10 @@ class Connection:
         scope = anyio.CancelScope()
         incoming = _Incoming(scope)
         if request.id in self._incoming:
-            self._on_protocol_error(f"the agent reused request id {rpc.excerpt(repr(request.id))} "
-                                    "while it was still pending")
+            self._on_protocol_error(
+                f"the agent reused request id {rpc.excerpt(repr(request.id))} "
+                "while it was still pending"
+            )
         self._incoming[request.id] = incoming
         reply: bytes | None = None
         try:
@@ -284,16 +303,16 @@ class Connection:
                 except RpcError as exc:
                     reply = rpc.encode_error(request.id, exc.code, exc.message, exc.data)
                 except Exception as exc:  # a bug of ours must not kill the connection
-                    reply = rpc.encode_error(request.id, rpc.INTERNAL_ERROR,
-                                             f"client error: {type(exc).__name__}: {exc}")
+                    reply = rpc.encode_error(
+                        request.id, rpc.INTERNAL_ERROR, f"client error: {type(exc).__name__}: {exc}"
+                    )
             if reply is None and incoming.cancelled_by_peer:
                 if request.method == methods.REQUEST_PERMISSION:
                     # The spec's answer to a cancelled permission request is the `cancelled`
                     # outcome (-32800 is for the other requests); agents wait for an outcome.
                     reply = rpc.encode_result(request.id, {"outcome": {"outcome": "cancelled"}})
                 else:
-                    reply = rpc.encode_error(request.id, rpc.REQUEST_CANCELLED,
-                                             "request cancelled")
+                    reply = rpc.encode_error(request.id, rpc.REQUEST_CANCELLED, "request cancelled")
         finally:
             if self._incoming.get(request.id) is incoming:
                 del self._incoming[request.id]
@@ -335,8 +354,9 @@ class Connection:
             if self._pending.pop(rid, None) is not None and self.closed is None:
                 self._abandoned.append(rid)
                 with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-                    await self._send(rpc.encode_notification(methods.CANCEL_REQUEST,
-                                                             {"requestId": rid}))
+                    await self._send(
+                        rpc.encode_notification(methods.CANCEL_REQUEST, {"requestId": rid})
+                    )
             raise
         if pending.error is not None:
             if pending.error is self.closed:  # shared by every request the close failed

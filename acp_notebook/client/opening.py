@@ -39,21 +39,26 @@ async def authenticate(client: Client, method_id: str) -> None:
     """`authenticate` with one of the methods the agent offered (of type "agent")."""
     known = {m.get("id") for m in client.auth_methods}
     if method_id not in known:
-        raise NotOfferedError(f"unknown auth method {method_id!r}; the agent offers: "
-                         f"{', '.join(str(k) for k in known) or 'none'}")
+        raise NotOfferedError(
+            f"unknown auth method {method_id!r}; the agent offers: "
+            f"{', '.join(str(k) for k in known) or 'none'}"
+        )
     method = next(m for m in client.auth_methods if m.get("id") == method_id)
     if method.get("type") not in (None, "agent"):
         raise CapabilityError(
             f"auth method {method_id!r} is of type {method.get('type')!r}: run the agent's "
-            "login in a terminal, then reconnect")
+            "login in a terminal, then reconnect"
+        )
     await client.request(methods.AUTHENTICATE, {"methodId": method_id})
 
 
 def _directories(client: Client, additional: Sequence[str]) -> list[str]:
     dirs = [str(Path(d).resolve()) for d in additional]
     if dirs and client.session_capabilities.get("additionalDirectories") is None:
-        raise CapabilityError(f"{client.agent_name} does not take additional directories "
-                              "(no sessionCapabilities.additionalDirectories)")
+        raise CapabilityError(
+            f"{client.agent_name} does not take additional directories "
+            "(no sessionCapabilities.additionalDirectories)"
+        )
     return dirs
 
 
@@ -61,8 +66,9 @@ def _session_cwd(client: Client, cwd: str | os.PathLike[str] | None) -> str:
     return str(Path(cwd).resolve()) if cwd is not None else client.cwd
 
 
-def _params(session_id: str | None, cwd: str, servers: list[dict[str, Any]],
-            dirs: list[str]) -> dict[str, Any]:
+def _params(
+    session_id: str | None, cwd: str, servers: list[dict[str, Any]], dirs: list[str]
+) -> dict[str, Any]:
     params: dict[str, Any] = {"cwd": cwd, "mcpServers": servers}
     if session_id is not None:
         params = {"sessionId": session_id, **params}
@@ -71,8 +77,9 @@ def _params(session_id: str | None, cwd: str, servers: list[dict[str, Any]],
     return params
 
 
-async def open_new(client: Client, cwd: str, mcp_servers: list[dict[str, Any]],
-                   additional_directories: list[str]) -> tuple[str, dict[str, Any]]:
+async def open_new(
+    client: Client, cwd: str, mcp_servers: list[dict[str, Any]], additional_directories: list[str]
+) -> tuple[str, dict[str, Any]]:
     """`session/new`, authenticating first if the agent asks and an auth method is set;
     returns the new id and the answer. Used by `new_session` and by a session reopening."""
     params = _params(None, cwd, mcp_servers, additional_directories)
@@ -83,30 +90,41 @@ async def open_new(client: Client, cwd: str, mcp_servers: list[dict[str, Any]],
         if exc.code != rpc.AUTH_REQUIRED:
             raise
         if client.options.auth_method is None or client.authenticated:
-            raise AuthRequiredError(exc.method, exc.code, exc.message, exc.data,
-                                    client.auth_methods) from None
+            raise AuthRequiredError(
+                exc.method, exc.code, exc.message, exc.data, client.auth_methods
+            ) from None
         await client.authenticate(client.options.auth_method)
         with client.registry.opening():
             response = await client.request(methods.SESSION_NEW, params)
     response = obj(response)
     sid = response.get("sessionId")
     if not isinstance(sid, str):
-        raise ProtocolError(f"session/new answered without a sessionId: "
-                            f"{rpc.excerpt(repr(response))}")
+        raise ProtocolError(
+            f"session/new answered without a sessionId: {rpc.excerpt(repr(response))}"
+        )
     return sid, response
 
 
-def _adopt(client: Client, sid: str, cwd: str, dirs: list[str], servers: list[dict[str, Any]],
-           response: Any) -> Session:
+def _adopt(
+    client: Client,
+    sid: str,
+    cwd: str,
+    dirs: list[str],
+    servers: list[dict[str, Any]],
+    response: Any,
+) -> Session:
     session = Session(client, sid, cwd, dirs, servers)
     session.apply_answer(response)
     client.registry.register(session)
     return session
 
 
-async def new_session(client: Client, cwd: str | os.PathLike[str] | None,
-                      mcp_servers: list[dict[str, Any]] | None,
-                      additional_directories: Sequence[str]) -> Session:
+async def new_session(
+    client: Client,
+    cwd: str | os.PathLike[str] | None,
+    mcp_servers: list[dict[str, Any]] | None,
+    additional_directories: Sequence[str],
+) -> Session:
     path = _session_cwd(client, cwd)
     dirs = _directories(client, additional_directories)
     servers = list(mcp_servers or [])
@@ -114,9 +132,13 @@ async def new_session(client: Client, cwd: str | os.PathLike[str] | None,
     return _adopt(client, sid, path, dirs, servers, response)
 
 
-async def load_session(client: Client, session_id: str, cwd: str | os.PathLike[str] | None,
-                       mcp_servers: list[dict[str, Any]] | None,
-                       additional_directories: Sequence[str]) -> Session:
+async def load_session(
+    client: Client,
+    session_id: str,
+    cwd: str | os.PathLike[str] | None,
+    mcp_servers: list[dict[str, Any]] | None,
+    additional_directories: Sequence[str],
+) -> Session:
     if not client.agent_capabilities.get("loadSession"):
         raise CapabilityError(f"{client.agent_name} cannot load sessions (no loadSession)")
     path = _session_cwd(client, cwd)
@@ -126,8 +148,9 @@ async def load_session(client: Client, session_id: str, cwd: str | os.PathLike[s
     session.begin_replay()
     client.registry.register(session)  # replayed updates arrive before the answer
     try:
-        response = await client.request(methods.SESSION_LOAD,
-                                        _params(session_id, path, servers, dirs))
+        response = await client.request(
+            methods.SESSION_LOAD, _params(session_id, path, servers, dirs)
+        )
     except BaseException:
         client.registry.forget(session)
         session.discard()
@@ -137,22 +160,28 @@ async def load_session(client: Client, session_id: str, cwd: str | os.PathLike[s
     return session
 
 
-async def resume_session(client: Client, session_id: str, cwd: str | os.PathLike[str] | None,
-                         mcp_servers: list[dict[str, Any]] | None,
-                         additional_directories: Sequence[str]) -> Session:
+async def resume_session(
+    client: Client,
+    session_id: str,
+    cwd: str | os.PathLike[str] | None,
+    mcp_servers: list[dict[str, Any]] | None,
+    additional_directories: Sequence[str],
+) -> Session:
     if client.session_capabilities.get("resume") is None:
         raise CapabilityError(f"{client.agent_name} cannot resume sessions")
     path = _session_cwd(client, cwd)
     dirs = _directories(client, additional_directories)
     servers = list(mcp_servers or [])
     with client.registry.opening():
-        response = await client.request(methods.SESSION_RESUME,
-                                        _params(session_id, path, servers, dirs))
+        response = await client.request(
+            methods.SESSION_RESUME, _params(session_id, path, servers, dirs)
+        )
     return _adopt(client, session_id, path, dirs, servers, response)
 
 
-async def list_sessions(client: Client, cwd: str | os.PathLike[str] | None,
-                        limit: int) -> list[dict[str, Any]]:
+async def list_sessions(
+    client: Client, cwd: str | os.PathLike[str] | None, limit: int
+) -> list[dict[str, Any]]:
     if client.session_capabilities.get("list") is None:
         raise CapabilityError(f"{client.agent_name} cannot list sessions")
     limits = client.options.limits
@@ -168,16 +197,21 @@ async def list_sessions(client: Client, cwd: str | os.PathLike[str] | None,
             params["cursor"] = cursor
         response = obj(await client.request(methods.SESSION_LIST, params))
         sessions = response.get("sessions")
-        page = [s for s in (sessions if isinstance(sessions, list) else [])[:limit]
-                if isinstance(s, dict)]
-        out.extend(bounded(s, limits.value_chars)[0] for s in page[:limit - len(out)])
+        page = [
+            s
+            for s in (sessions if isinstance(sessions, list) else [])[:limit]
+            if isinstance(s, dict)
+        ]
+        out.extend(bounded(s, limits.value_chars)[0] for s in page[: limit - len(out)])
         cursor = response.get("nextCursor")
         if not isinstance(cursor, str) or not cursor or len(out) >= limit:
             break
         if not page or hash(cursor) in seen:
             # An agent paging for ever (153,000 empty pages in 20 s) or in a circle.
-            log.warning("acp_notebook: session/list stopped: the agent sent %s",
-                        "an empty page with a cursor" if not page else "a cursor again")
+            log.warning(
+                "acp_notebook: session/list stopped: the agent sent %s",
+                "an empty page with a cursor" if not page else "a cursor again",
+            )
             break
         seen.add(hash(cursor))
     else:

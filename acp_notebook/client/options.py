@@ -49,4 +49,5 @@ class ClientOptions:
             value = getattr(self, name)
             if value is not None and not value > 0:  # `not >`: NaN is refused too
                 raise InvalidArgumentError(
-                    f"{name} must be a positive number of seconds, not {value!r}")
+                    f"{name} must be a positive number of seconds, not {value!r}"
+                )

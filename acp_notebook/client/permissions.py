@@ -40,8 +40,20 @@ from ..protocol import schema
 from ..protocol.state import PermissionPart, ToolCallPart
 
 Decision = Literal["allow", "reject", "ask"]
-TOOL_KINDS = frozenset({"read", "edit", "delete", "move", "search", "execute", "think", "fetch",
-                        "switch_mode", "other"})
+TOOL_KINDS = frozenset(
+    {
+        "read",
+        "edit",
+        "delete",
+        "move",
+        "search",
+        "execute",
+        "think",
+        "fetch",
+        "switch_mode",
+        "other",
+    }
+)
 MAX_OPTIONS = 16  # the spec has four option kinds; agents offer a handful
 OPTION_KINDS = frozenset({"allow_once", "allow_always", "reject_once", "reject_always"})
 _WRITING_KINDS = frozenset({"edit", "delete", "move"})  # kinds a diff may honestly belong to
@@ -60,12 +72,14 @@ class PermissionPolicy:
     deny: frozenset[str] = field(default_factory=frozenset)
     default: Decision = "ask"
 
-    def __init__(self, allow: Iterable[str] = (), deny: Iterable[str] = (),
-                 default: Decision = "ask") -> None:
+    def __init__(
+        self, allow: Iterable[str] = (), deny: Iterable[str] = (), default: Decision = "ask"
+    ) -> None:
         allow_set, deny_set = _kinds(allow), _kinds(deny)
         if default not in ("allow", "reject", "ask"):
             raise InvalidArgumentError(
-                f"default must be 'allow', 'reject' or 'ask', not {default!r}")
+                f"default must be 'allow', 'reject' or 'ask', not {default!r}"
+            )
         object.__setattr__(self, "allow", allow_set)
         object.__setattr__(self, "deny", deny_set)
         object.__setattr__(self, "default", default)
@@ -96,8 +110,10 @@ def _kinds(names: Iterable[str]) -> frozenset[str]:
     kinds = frozenset(names)
     unknown = kinds - TOOL_KINDS - {"*"}
     if unknown:
-        raise InvalidArgumentError(f"unknown tool kind(s): {', '.join(sorted(unknown))}; "
-                                   f"known: {', '.join(sorted(TOOL_KINDS))}, or *")
+        raise InvalidArgumentError(
+            f"unknown tool kind(s): {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(sorted(TOOL_KINDS))}, or *"
+        )
     return kinds
 
 
@@ -157,8 +173,9 @@ def assess(params: Any, earlier: ToolCallPart | None = None) -> Assessment:
     return Assessment(call_id, tool_call, frozenset(kinds), options, tuple(problems))
 
 
-def _stated_kinds(tool_call: dict[str, Any], earlier: ToolCallPart | None,
-                  problems: list[str]) -> set[str]:
+def _stated_kinds(
+    tool_call: dict[str, Any], earlier: ToolCallPart | None, problems: list[str]
+) -> set[str]:
     kinds: set[str] = set()
     # The fold's default for a tool call with no kind is "other": only another kind was stated.
     # Every kind stated before, not only the latest: relabelling a call (an update, or asking
@@ -180,8 +197,9 @@ def _stated_kinds(tool_call: dict[str, Any], earlier: ToolCallPart | None,
     return kinds
 
 
-def _content_kinds(tool_call: dict[str, Any], earlier: ToolCallPart | None,
-                   stated: set[str], problems: list[str]) -> set[str]:
+def _content_kinds(
+    tool_call: dict[str, Any], earlier: ToolCallPart | None, stated: set[str], problems: list[str]
+) -> set[str]:
     content: list[Any] = []
     for items in (tool_call.get("content"), earlier.content if earlier is not None else None):
         if isinstance(items, list):
@@ -207,19 +225,25 @@ def _field_problems(tool_call: dict[str, Any]) -> list[str]:
     """The fields of the tool call that are not what the spec says. Checked here, strictly:
     the schema models are lenient on purpose (a bad field is dropped, so the rest of an update
     still shows), which would let a malformed request look like a regular one."""
+
     def bad(name: str, ok: Callable[[Any], bool]) -> bool:
         return tool_call.get(name) is not None and not ok(tool_call[name])
 
     checks: dict[str, Callable[[Any], bool]] = {
         "title": lambda v: isinstance(v, str),
         "status": lambda v: v in _STATUSES,
-        "content": lambda v: isinstance(v, list) and all(
-            isinstance(i, dict) and i.get("type") in _CONTENT_TYPES for i in v),
-        "locations": lambda v: isinstance(v, list) and all(
-            isinstance(i, dict) and isinstance(i.get("path"), str) for i in v),
+        "content": lambda v: (
+            isinstance(v, list)
+            and all(isinstance(i, dict) and i.get("type") in _CONTENT_TYPES for i in v)
+        ),
+        "locations": lambda v: (
+            isinstance(v, list)
+            and all(isinstance(i, dict) and isinstance(i.get("path"), str) for i in v)
+        ),
     }
-    problems = [f"toolCall field {name!r} is malformed"
-                for name, ok in checks.items() if bad(name, ok)]
+    problems = [
+        f"toolCall field {name!r} is malformed" for name, ok in checks.items() if bad(name, ok)
+    ]
     if not problems:
         try:
             schema.validate_tool_call_update(tool_call)
@@ -232,20 +256,24 @@ def _good_options(raw: Any, problems: list[str]) -> list[dict[str, Any]]:
     if not isinstance(raw, list) or not raw:
         problems.append("no options were offered")
         return []
-    good = [o for o in raw if isinstance(o, dict) and isinstance(o.get("optionId"), str)
-            and o["optionId"] and isinstance(o.get("name"), str)
-            and o.get("kind") in OPTION_KINDS]
+    good = [
+        o
+        for o in raw
+        if isinstance(o, dict)
+        and isinstance(o.get("optionId"), str)
+        and o["optionId"]
+        and isinstance(o.get("name"), str)
+        and o.get("kind") in OPTION_KINDS
+    ]
     if len(good) < len(raw):
         problems.append(f"{len(raw) - len(good)} malformed option(s) dropped")
     counts = collections.Counter(o["optionId"] for o in good)
     shared = sorted(i for i, n in counts.items() if n > 1)
     if shared:
-        problems.append(f"option ids offered twice, dropped: {', '.join(map(repr, shared))}"
-                        [:300])
+        problems.append(f"option ids offered twice, dropped: {', '.join(map(repr, shared))}"[:300])
         good = [o for o in good if counts[o["optionId"]] == 1]
     if len(good) > MAX_OPTIONS:  # one button each: thousands would stall the page and kernel
-        problems.append(f"{len(good) - MAX_OPTIONS} options beyond the first {MAX_OPTIONS} "
-                        "dropped")
+        problems.append(f"{len(good) - MAX_OPTIONS} options beyond the first {MAX_OPTIONS} dropped")
         good = good[:MAX_OPTIONS]
     return good
 

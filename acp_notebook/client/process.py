@@ -42,7 +42,7 @@ class StderrTail:
             self._size -= len(self._chunks.popleft())
 
     def text(self, max_chars: int = 2000) -> str:
-        data = b"".join(self._chunks)[-self.limit:]
+        data = b"".join(self._chunks)[-self.limit :]
         text = data.decode("utf-8", "replace").strip()
         if len(text) > max_chars:
             text = "…" + text[-max_chars:]
@@ -75,8 +75,9 @@ _GUARD = (
 )
 
 
-def _guarded(argv: list[str], env: Mapping[str, str], cwd: str | os.PathLike[str] | None
-             ) -> list[str]:
+def _guarded(
+    argv: list[str], env: Mapping[str, str], cwd: str | os.PathLike[str] | None
+) -> list[str]:
     if sys.platform != "linux" or not sys.executable:
         return argv
     # The stub cannot report a missing program the way a failed spawn does: look first.
@@ -98,8 +99,13 @@ def _guarded(argv: list[str], env: Mapping[str, str], cwd: str | os.PathLike[str
 class AgentProcess:
     """One running agent. Owns its process group; a wrapper (npx, uvx) and its children go too."""
 
-    def __init__(self, command: Sequence[str], env: Mapping[str, str | None] | None = None,
-                 cwd: str | os.PathLike[str] | None = None, stderr_limit: int = 64 * 1024) -> None:
+    def __init__(
+        self,
+        command: Sequence[str],
+        env: Mapping[str, str | None] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        stderr_limit: int = 64 * 1024,
+    ) -> None:
         if not command:
             raise AgentStartError("no agent command given")
         self.command = [str(c) for c in command]
@@ -107,8 +113,9 @@ class AgentProcess:
         self.cwd = cwd
         # Error messages quote stderr; the agent's API keys must not be quoted with it, nor a
         # key a cell puts in os.environ later (the agent may read it from a .env file).
-        self.redactor = Redactor(secret_values(child_env(env)) | secret_args(self.command),
-                                 environ=os.environ)
+        self.redactor = Redactor(
+            secret_values(child_env(env)) | secret_args(self.command), environ=os.environ
+        )
         self.stderr = StderrTail(stderr_limit, self.redactor)
         self._proc: anyio.abc.Process | None = None
         self._send_lock = anyio.Lock()
@@ -135,13 +142,19 @@ class AgentProcess:
         env = child_env(self.env)
         try:
             self._proc = await anyio.open_process(
-                _guarded(self.command, env, self.cwd), stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=self.cwd,
-                start_new_session=True)
+                _guarded(self.command, env, self.cwd),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                cwd=self.cwd,
+                start_new_session=True,
+            )
         except FileNotFoundError:
             raise AgentStartError(
                 f"agent command not found: {self.command[0]!r} (command: {self.display}). "
-                "Install the agent or give its full path.") from None
+                "Install the agent or give its full path."
+            ) from None
         except PermissionError:
             raise AgentStartError(f"agent command is not executable: {self.command[0]!r}") from None
         except OSError as exc:
@@ -152,8 +165,9 @@ class AgentProcess:
         # Always read stderr: an agent that logs more than a pipe buffer must never block.
         stream = self.proc.stderr
         assert stream is not None
-        with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError,
-                                 anyio.BrokenResourceError):
+        with contextlib.suppress(
+            anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError
+        ):
             while True:
                 self.stderr.feed(await stream.receive(65536))
 

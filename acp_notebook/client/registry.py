@@ -91,9 +91,11 @@ class SessionRegistry:
 
     def _drop_updates(self, n: int, sid: str) -> None:
         if not self.dropped_updates:
-            self._report(f"the agent sent updates for a session it did not open "
-                         f"({rpc.excerpt(sid, 80)}); they are dropped and counted in "
-                         f"client.dropped_updates")
+            self._report(
+                f"the agent sent updates for a session it did not open "
+                f"({rpc.excerpt(sid, 80)}); they are dropped and counted in "
+                f"client.dropped_updates"
+            )
         self.dropped_updates += n
 
     def _drop_orphans(self) -> None:
@@ -131,5 +133,11 @@ class SessionRegistry:
             del self._sessions[session.id]
 
 
-_SESSION_METHODS = frozenset({methods.REQUEST_PERMISSION, methods.FS_READ_TEXT_FILE,
-                              methods.FS_WRITE_TEXT_FILE, *methods.TERMINAL_METHODS})
+_SESSION_METHODS = frozenset(
+    {
+        methods.REQUEST_PERMISSION,
+        methods.FS_READ_TEXT_FILE,
+        methods.FS_WRITE_TEXT_FILE,
+        *methods.TERMINAL_METHODS,
+    }
+)

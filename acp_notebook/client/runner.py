@@ -77,10 +77,18 @@ class TurnRunner:
     pending permission requests `cancelled`), and the session's fold, emitter and terminals.
     """
 
-    def __init__(self, client: AgentLink, fold: SessionFold, emit: Callable[[Mutation], None],
-                 *, session_id: Callable[[], str], on_current_agent: Callable[[], bool],
-                 ensure_live: Callable[[], Awaitable[None]],
-                 cancel_permissions: Callable[[], None], terminals: Terminals | None) -> None:
+    def __init__(
+        self,
+        client: AgentLink,
+        fold: SessionFold,
+        emit: Callable[[Mutation], None],
+        *,
+        session_id: Callable[[], str],
+        on_current_agent: Callable[[], bool],
+        ensure_live: Callable[[], Awaitable[None]],
+        cancel_permissions: Callable[[], None],
+        terminals: Terminals | None,
+    ) -> None:
         self._client = client
         self._fold = fold
         self._emit = emit
@@ -159,15 +167,26 @@ class TurnRunner:
         self._cancel_permissions()
         cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
         record = self._fold.end_turn() or TurnRecord(turn_id=turn.id, prompt=turn.prompt)
-        self._end(turn, record, TurnOutcome(
-            "cancelled" if cancelled else None,
-            "the client was closed while the turn ran" if cancelled
-            else f"client error: {type(exc).__name__}: {exc}"))
+        self._end(
+            turn,
+            record,
+            TurnOutcome(
+                "cancelled" if cancelled else None,
+                "the client was closed while the turn ran"
+                if cancelled
+                else f"client error: {type(exc).__name__}: {exc}",
+            ),
+        )
 
     def _end(self, turn: TurnHandle, record: TurnRecord, outcome: TurnOutcome) -> TurnResult:
         """Every turn ends here: the machine builds the result and announces it."""
-        return turn.machine.end(record, outcome, usage=self._fold.usage,
-                                session_id=self._session_id(), agent=self._client.agent_name)
+        return turn.machine.end(
+            record,
+            outcome,
+            usage=self._fold.usage,
+            session_id=self._session_id(),
+            agent=self._client.agent_name,
+        )
 
     # -- attempts --------------------------------------------------------------------------------
 
@@ -181,14 +200,27 @@ class TurnRunner:
             outcome, retryable = await self._attempt(turn)
             if outcome.stop_reason is not None:  # answered, or cancelled
                 return outcome
-            will_retry = (retryable and not self._fold.visible_output
-                          and attempt < max_attempts and not turn.cancelling())
-            self._emit(RequestWarning(outcome.error or "request failed", "model_request",
-                                      turn.id, attempt, max_attempts, will_retry))
+            will_retry = (
+                retryable
+                and not self._fold.visible_output
+                and attempt < max_attempts
+                and not turn.cancelling()
+            )
+            self._emit(
+                RequestWarning(
+                    outcome.error or "request failed",
+                    "model_request",
+                    turn.id,
+                    attempt,
+                    max_attempts,
+                    will_retry,
+                )
+            )
             if not will_retry:
                 return outcome
-            self._fold.add_error(f"attempt {attempt} of {max_attempts} failed, retrying: "
-                                 f"{outcome.error}", "warning")
+            self._fold.add_error(
+                f"attempt {attempt} of {max_attempts} failed, retrying: {outcome.error}", "warning"
+            )
             await anyio.sleep(opts.retry_backoff * attempt)
 
     async def _attempt(self, turn: TurnHandle) -> tuple[TurnOutcome, bool]:
@@ -210,8 +242,10 @@ class TurnRunner:
         except (AgentExitedError, ProtocolError) as exc:
             if turn.cancelling():
                 killed = self._client.killed_for_cancel
-                return TurnOutcome("cancelled", _KILLED.format(
-                    self._client.options.cancel_grace) if killed else None), False
+                return TurnOutcome(
+                    "cancelled",
+                    _KILLED.format(self._client.options.cancel_grace) if killed else None,
+                ), False
             return TurnOutcome(None, str(exc)), True
         except (ClientClosedError, AgentStartError, RequestTimeoutError) as exc:
             # AgentStartError: the agent died and the fresh process cannot start (a bad key,
@@ -225,14 +259,17 @@ class TurnRunner:
         scope = self._prompt_scope = anyio.CancelScope()  # a scope is entered once: per attempt
         with scope:
             response = await self._client.request(
-                methods.SESSION_PROMPT, {"sessionId": self._session_id(), "prompt": turn.prompt},
-                deadline=False)
+                methods.SESSION_PROMPT,
+                {"sessionId": self._session_id(), "prompt": turn.prompt},
+                deadline=False,
+            )
         if scope.cancelled_caught:
             return TurnOutcome("cancelled", _ABANDONED.format(self._client.options.cancel_grace))
         response = response if isinstance(response, dict) else {}
-        return TurnOutcome(str(response.get("stopReason") or "end_turn"),
-                           tokens=token_counts(response.get("usage"),
-                                               self._client.options.limits))
+        return TurnOutcome(
+            str(response.get("stopReason") or "end_turn"),
+            tokens=token_counts(response.get("usage"), self._client.options.limits),
+        )
 
     async def _settle_terminals(self, record: TurnRecord, outcome: TurnOutcome) -> None:
         terminals = self._terminals
@@ -293,7 +330,11 @@ class TurnRunner:
             client.kill_agent(for_cancel=True)
 
 
-_ABANDONED = ("the agent did not answer session/cancel within {:g} s; the turn was given up "
-              "(not the agent: other sessions are using it)")
-_KILLED = ("the agent did not answer session/cancel within {:g} s and was stopped; the next "
-           "prompt starts a fresh agent process")
+_ABANDONED = (
+    "the agent did not answer session/cancel within {:g} s; the turn was given up "
+    "(not the agent: other sessions are using it)"
+)
+_KILLED = (
+    "the agent did not answer session/cancel within {:g} s and was stopped; the next "
+    "prompt starts a fresh agent process"
+)

@@ -45,8 +45,14 @@ class RequestOwner(Protocol):
 class AgentRequests:
     """Answers the requests the agent sends about one session."""
 
-    def __init__(self, owner: RequestOwner, fold: SessionFold, workspace: Workspace,
-                 terminals: Terminals | None, fs: Callable[[], bool]) -> None:
+    def __init__(
+        self,
+        owner: RequestOwner,
+        fold: SessionFold,
+        workspace: Workspace,
+        terminals: Terminals | None,
+        fs: Callable[[], bool],
+    ) -> None:
         self._owner = owner
         self._fold = fold
         self._workspace = workspace
@@ -100,16 +106,20 @@ class AgentRequests:
         options = request.options
         part = self._fold.add_permission(request.tool_call, options)
         if request.problems:
-            self._fold.add_error("the policy cannot decide this permission request: "
-                                 + "; ".join(request.problems), "warning")
+            self._fold.add_error(
+                "the policy cannot decide this permission request: " + "; ".join(request.problems),
+                "warning",
+            )
         running = self._owner.running
         if running is not None and running.cancel_requested:
             self._fold.resolve_permission(part, None, "cancel")
             return _outcome(None)
-        policy = (running.permission_policy if running is not None else None) \
-            or self._owner.permission_policy
-        handler = (running.permission_handler if running is not None else None) \
-            or self._owner.permission_handler
+        policy = (
+            running.permission_policy if running is not None else None
+        ) or self._owner.permission_policy
+        handler = (
+            running.permission_handler if running is not None else None
+        ) or self._owner.permission_handler
         decision = policy.judge(request)
         option_id = pick_option(options, "allow") if decision == "allow" else None
         if decision == "allow" and option_id is None:
@@ -125,8 +135,9 @@ class AgentRequests:
         self._fold.resolve_permission(part, option_id, by)
         return _outcome(option_id)
 
-    async def _ask(self, handler: PermissionHandler, request: Assessment,
-                   part: PermissionPart) -> dict[str, Any]:
+    async def _ask(
+        self, handler: PermissionHandler, request: Assessment, part: PermissionPart
+    ) -> dict[str, Any]:
         options = request.options
         option_id: str | None = None
         by = "user"
@@ -135,8 +146,11 @@ class AgentRequests:
         try:
             with scope:
                 try:
-                    option_id = await handler(PermissionRequest(
-                        part, request.label, request.tool_call, self._owner.id, request.problems))
+                    option_id = await handler(
+                        PermissionRequest(
+                            part, request.label, request.tool_call, self._owner.id, request.problems
+                        )
+                    )
                 except Exception as exc:  # the handler gave up (a timeout, a bug): fail closed
                     # str(exc), not exc: an exception object is always true, and TimeoutError()
                     # would be recorded as "rejected: " with no reason at all.

@@ -46,8 +46,14 @@ class Session:
     session on it.
     """
 
-    def __init__(self, client: Client, session_id: str, cwd: str,
-                 additional_directories: list[str], mcp_servers: list[dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        client: Client,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str],
+        mcp_servers: list[dict[str, Any]],
+    ) -> None:
         self._client = client
         self._id = session_id
         self._epoch = client.epoch
@@ -59,18 +65,34 @@ class Session:
         self._subscribers: list[Subscriber] = []
         self.permission_policy: PermissionPolicy = opts.permission_policy
         self.permission_handler: PermissionHandler | None = opts.permission_handler
-        self.workspace = Workspace([cwd, *additional_directories], opts.protected_paths,
-                                   opts.protect_notebooks)
-        self.terminals = (Terminals(client.task_group, self.workspace, cwd, self._terminal_output,
-                                    client.terminal_slots, opts.terminal_output_limit)
-                          if opts.terminal else None)
-        self._requests = AgentRequests(self, self._fold, self.workspace, self.terminals,
-                                       fs=lambda: client.options.fs)
-        self._runner = TurnRunner(client, self._fold, self._emit, session_id=lambda: self._id,
-                                  on_current_agent=self._on_current_agent,
-                                  ensure_live=self._ensure_live,
-                                  cancel_permissions=self._requests.cancel_pending,
-                                  terminals=self.terminals)
+        self.workspace = Workspace(
+            [cwd, *additional_directories], opts.protected_paths, opts.protect_notebooks
+        )
+        self.terminals = (
+            Terminals(
+                client.task_group,
+                self.workspace,
+                cwd,
+                self._terminal_output,
+                client.terminal_slots,
+                opts.terminal_output_limit,
+            )
+            if opts.terminal
+            else None
+        )
+        self._requests = AgentRequests(
+            self, self._fold, self.workspace, self.terminals, fs=lambda: client.options.fs
+        )
+        self._runner = TurnRunner(
+            client,
+            self._fold,
+            self._emit,
+            session_id=lambda: self._id,
+            on_current_agent=self._on_current_agent,
+            ensure_live=self._ensure_live,
+            cancel_permissions=self._requests.cancel_pending,
+            terminals=self.terminals,
+        )
         self._muted = False  # while a reopen replays history we already have
         self._closed = False
         self._last_mode: str | None = None
@@ -173,9 +195,13 @@ class Session:
 
     # -- prompting -------------------------------------------------------------------------------
 
-    async def prompt(self, query: str | list[Any], *,
-                     permission_policy: PermissionPolicy | None = None,
-                     permission_handler: PermissionHandler | None = None) -> TurnHandle:
+    async def prompt(
+        self,
+        query: str | list[Any],
+        *,
+        permission_policy: PermissionPolicy | None = None,
+        permission_handler: PermissionHandler | None = None,
+    ) -> TurnHandle:
         """Assign input to a turn and return its handle at once.
 
         If a turn is running, the input joins the next turn (two calls may get the same handle).
@@ -188,14 +214,16 @@ class Session:
             raise ClientClosedError("the session is closed")
         parts = content.normalize(query)
         caps = content.PromptCaps.from_wire(
-            (self._client.agent_capabilities or {}).get("promptCapabilities"))
+            (self._client.agent_capabilities or {}).get("promptCapabilities")
+        )
         blocks = await load_parts(parts, caps, self.cwd, self._attachment_dir())
         turn = self._runner.queued
         if turn is not None:
             turn.merge(blocks)
         else:
-            turn = self._runner.enqueue(TurnHandle(self, blocks, cancel=self._runner.cancel,
-                                                   on_end=self._turn_ended))
+            turn = self._runner.enqueue(
+                TurnHandle(self, blocks, cancel=self._runner.cancel, on_end=self._turn_ended)
+            )
         turn.permission_policy = turn.permission_policy or permission_policy
         turn.permission_handler = turn.permission_handler or permission_handler
         return turn
@@ -230,11 +258,14 @@ class Session:
             raise CapabilityError("the agent offers no session modes")
         known = {m.get("id") for m in self.modes}
         if known and mode_id not in known:
-            raise NotOfferedError(f"unknown mode {mode_id!r}; the agent offers: "
-                                  f"{', '.join(sorted(str(k) for k in known))}")
+            raise NotOfferedError(
+                f"unknown mode {mode_id!r}; the agent offers: "
+                f"{', '.join(sorted(str(k) for k in known))}"
+            )
         await self._ensure_live()
-        await self._client.request(methods.SESSION_SET_MODE,
-                                  {"sessionId": self._id, "modeId": mode_id})
+        await self._client.request(
+            methods.SESSION_SET_MODE, {"sessionId": self._id, "modeId": mode_id}
+        )
         self._fold.current_mode_id = mode_id
         self._last_mode = mode_id
         self._emit(SessionChanged("mode"))
@@ -245,7 +276,8 @@ class Session:
         if option is None:
             offered = ", ".join(str(o.get("id")) for o in self.config_options) or "none"
             raise NotOfferedError(
-                f"unknown config option {config_id!r}; the agent offers: {offered}")
+                f"unknown config option {config_id!r}; the agent offers: {offered}"
+            )
         params: dict[str, Any] = {"sessionId": self._id, "configId": config_id, "value": value}
         if option.get("type") == "boolean":
             if not isinstance(value, bool):
@@ -254,13 +286,16 @@ class Session:
         elif isinstance(value, bool):
             # A bool for a select option used to be sent as a boolean change, which the agent
             # can only refuse: a bad value is a ValueError before anything is sent.
-            raise NotOfferedError(f"config option {config_id!r} takes one of its values, "
-                                  f"not {value!r}")
+            raise NotOfferedError(
+                f"config option {config_id!r} takes one of its values, not {value!r}"
+            )
         else:
             allowed = _select_values(option)
             if allowed and value not in allowed:
-                raise NotOfferedError(f"{value!r} is not a value of {config_id!r}; choose from: "
-                                      f"{', '.join(sorted(allowed))}")
+                raise NotOfferedError(
+                    f"{value!r} is not a value of {config_id!r}; choose from: "
+                    f"{', '.join(sorted(allowed))}"
+                )
         await self._ensure_live()
         response = await self._client.request(methods.SESSION_SET_CONFIG_OPTION, params)
         if isinstance(response, dict):
@@ -281,8 +316,12 @@ class Session:
             if self.terminals is not None:
                 await self.terminals.aclose()
             conn = client.connection
-            if (client.session_capabilities.get("close") is not None and conn is not None
-                    and conn.closed is None and self._on_current_agent()):
+            if (
+                client.session_capabilities.get("close") is not None
+                and conn is not None
+                and conn.closed is None
+                and self._on_current_agent()
+            ):
                 with anyio.move_on_after(5), contextlib.suppress(Exception):
                     await client.request(methods.SESSION_CLOSE, {"sessionId": self._id})
             client.registry.forget(self)
@@ -356,19 +395,24 @@ class Session:
             else:
                 raise CapabilityError("no resume")
         except (CapabilityError, RequestError):
-            new_id, response = await client.open_new(self.cwd, self.mcp_servers,
-                                                      self.additional_directories)
+            new_id, response = await client.open_new(
+                self.cwd, self.mcp_servers, self.additional_directories
+            )
             self._id = new_id
-            self._fold.add_error("the agent was restarted and cannot resume sessions: this is a "
-                                 "new session, without the earlier conversation", "warning")
+            self._fold.add_error(
+                "the agent was restarted and cannot resume sessions: this is a "
+                "new session, without the earlier conversation",
+                "warning",
+            )
             self._emit(SessionChanged("session_id"))
         self._epoch = client.epoch
         client.registry.register(self, old)
         self.apply_answer(response)
         if self._last_mode is not None and self._last_mode != self.mode:
             with contextlib.suppress(RequestError):
-                await client.request(methods.SESSION_SET_MODE,
-                                     {"sessionId": self._id, "modeId": self._last_mode})
+                await client.request(
+                    methods.SESSION_SET_MODE, {"sessionId": self._id, "modeId": self._last_mode}
+                )
 
     def __repr__(self) -> str:
         return f"<Session {self._id} agent={self._client.agent_name!r} cwd={self.cwd!r}>"
@@ -380,7 +424,7 @@ def _select_values(option: dict[str, Any]) -> set[str]:
         if isinstance(item, dict) and "value" in item:
             values.add(str(item["value"]))
         elif isinstance(item, dict):  # a group
-            values.update(str(o.get("value")) for o in item.get("options") or []
-                          if isinstance(o, dict))
+            values.update(
+                str(o.get("value")) for o in item.get("options") or [] if isinstance(o, dict)
+            )
     return values
-

@@ -76,9 +76,11 @@ class TerminalSlots:
 
     def take(self) -> None:
         if self.used >= self.limit:
-            raise RpcError(rpc.INTERNAL_ERROR,
-                           f"too many terminals: {self.used} are open, the limit is {self.limit}; "
-                           f"release one ({methods.TERMINAL_RELEASE}) before creating another")
+            raise RpcError(
+                rpc.INTERNAL_ERROR,
+                f"too many terminals: {self.used} are open, the limit is {self.limit}; "
+                f"release one ({methods.TERMINAL_RELEASE}) before creating another",
+            )
         self.used += 1
 
     def give_back(self) -> None:
@@ -100,10 +102,15 @@ class Terminals:
 
     _ids = itertools.count(1)
 
-    def __init__(self, task_group: anyio.abc.TaskGroup, workspace: Workspace, cwd: str,
-                 on_output: Callable[[TerminalView, str], None],
-                 slots: TerminalSlots | None = None,
-                 output_limit: int = DEFAULT_OUTPUT_LIMIT) -> None:
+    def __init__(
+        self,
+        task_group: anyio.abc.TaskGroup,
+        workspace: Workspace,
+        cwd: str,
+        on_output: Callable[[TerminalView, str], None],
+        slots: TerminalSlots | None = None,
+        output_limit: int = DEFAULT_OUTPUT_LIMIT,
+    ) -> None:
         self._tg = task_group
         self._workspace = workspace
         self._cwd = cwd
@@ -135,12 +142,18 @@ class Terminals:
                 env[item["name"]] = str(item.get("value", ""))
         limit = params.get("outputByteLimit")
         # An agent asking for gigabytes gets the client's limit: the output is kept in memory.
-        limit = (min(limit, self._output_limit) if isinstance(limit, int) and limit >= 0
-                 else self._output_limit)
+        limit = (
+            min(limit, self._output_limit)
+            if isinstance(limit, int) and limit >= 0
+            else self._output_limit
+        )
         # A bare command line with shell syntax ("echo hi | wc") runs through the shell, as
         # agents that send one string expect; command + args run directly.
-        argv = (["/bin/sh", "-c", command] if not args and set(command) & _SHELL_CHARS
-                else [command, *args])
+        argv = (
+            ["/bin/sh", "-c", command]
+            if not args and set(command) & _SHELL_CHARS
+            else [command, *args]
+        )
         self._slots.take()
         try:
             process, cgroup = await self._spawn(argv, cwd, env)
@@ -156,15 +169,28 @@ class Terminals:
         self._tg.start_soon(self._run, terminal, name=f"acp terminal {terminal_id}")
         return {"terminalId": terminal_id}
 
-    async def _spawn(self, argv: list[str], cwd: str, env: dict[str, str | None]
-                     ) -> tuple[anyio.abc.Process, str | None]:
+    async def _spawn(
+        self, argv: list[str], cwd: str, env: dict[str, str | None]
+    ) -> tuple[anyio.abc.Process, str | None]:
         """Start the supervisor and wait until it has started the command (or could not)."""
         try:
             process = await anyio.open_process(
-                [sys.executable, "-I", "-S", _SUPERVISOR, str(os.getpid()),
-                 "cgroup" if USE_CGROUP else "nocgroup", *argv],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                cwd=cwd, env=child_env(env), start_new_session=True)
+                [
+                    sys.executable,
+                    "-I",
+                    "-S",
+                    _SUPERVISOR,
+                    str(os.getpid()),
+                    "cgroup" if USE_CGROUP else "nocgroup",
+                    *argv,
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env=child_env(env),
+                start_new_session=True,
+            )
         except OSError as exc:
             raise RpcError(rpc.INTERNAL_ERROR, f"could not start {argv[0]!r}: {exc}") from None
         _RUNNING.add(process.pid)
@@ -179,8 +205,9 @@ class Terminals:
                     await _close_process(process)
         if not line.startswith(b"started "):
             reason = line.decode("utf-8", "replace").strip().removeprefix("error ")
-            raise RpcError(rpc.INTERNAL_ERROR,
-                           f"could not start {argv[0]!r}: {reason or 'no answer'}")
+            raise RpcError(
+                rpc.INTERNAL_ERROR, f"could not start {argv[0]!r}: {reason or 'no answer'}"
+            )
         cgroup = line.decode("utf-8", "replace").rstrip("\n").split(" ", 2)[2:]
         return process, (cgroup[0] if cgroup and cgroup[0] != "-" else None)
 
@@ -210,8 +237,9 @@ class Terminals:
     async def _pump(self, terminal: _Terminal) -> None:
         stream = terminal.process.stdout
         assert stream is not None
-        with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError,
-                                 anyio.BrokenResourceError):
+        with contextlib.suppress(
+            anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError
+        ):
             while True:
                 data = await stream.receive(65536)
                 terminal.view.append(data)
@@ -219,8 +247,9 @@ class Terminals:
         terminal.pumped.set()
 
     async def _watch_status(self, terminal: _Terminal) -> None:
-        with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError,
-                                 anyio.BrokenResourceError):
+        with contextlib.suppress(
+            anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError
+        ):
             while True:
                 kind, _, value = (await _read_line(terminal.process)).decode().partition(" ")
                 value = value.strip()

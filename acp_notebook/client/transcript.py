@@ -15,15 +15,25 @@ from .session import Session
 from .turn import TurnHandle
 
 
-def live_transcript(session: Session, record: TurnRecord | None, turn: TurnHandle,
-                    note: str = "") -> dict[str, Any]:
+def live_transcript(
+    session: Session, record: TurnRecord | None, turn: TurnHandle, note: str = ""
+) -> dict[str, Any]:
     """The transcript shape of `TurnResult.to_json()`, built from a turn still running."""
     usage = session.usage
     out: dict[str, Any] = {
-        "turnId": turn.id, "sessionId": session.id, "agent": session.client.agent_name,
-        "success": None, "stopReason": None, "error": None,
-        "usage": usage.to_json() if usage else None, "prompt": turn.prompt,
-        "parts": [], "plan": [], "terminals": [], "text": "", "thoughts": "",
+        "turnId": turn.id,
+        "sessionId": session.id,
+        "agent": session.client.agent_name,
+        "success": None,
+        "stopReason": None,
+        "error": None,
+        "usage": usage.to_json() if usage else None,
+        "prompt": turn.prompt,
+        "parts": [],
+        "plan": [],
+        "terminals": [],
+        "text": "",
+        "thoughts": "",
     }
     if record is not None:
         out.update(record_transcript(record, session))
@@ -37,11 +47,14 @@ def record_transcript(record: TurnRecord, session: Session) -> dict[str, Any]:
     """What a turn record holds, in transcript shape (a running or a replayed turn)."""
     views = session.terminal_views
     dropped = {"dropped": dict(record.dropped)} if record.dropped else {}
-    return {**dropped,
-        "turnId": record.turn_id, "agent": session.client.agent_name,
+    return {
+        **dropped,
+        "turnId": record.turn_id,
+        "agent": session.client.agent_name,
         "parts": [p.to_json() for p in record.parts],
         "plan": [e.to_json() for e in record.plan.entries] if record.plan else [],
-        "text": record.joined("agent"), "thoughts": record.joined("thought"),
+        "text": record.joined("agent"),
+        "thoughts": record.joined("thought"),
         "terminals": [views[t].to_json() for t in record.terminal_ids() if t in views],
         "duration": time.time() - record.started_at,
     }

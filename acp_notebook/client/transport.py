@@ -84,8 +84,7 @@ class AgentStreams:
     that will no longer come can wait on it too.
     """
 
-    def __init__(self, io: socket.socket, err: socket.socket,
-                 end: Callable[[int], None]) -> None:
+    def __init__(self, io: socket.socket, err: socket.socket, end: Callable[[int], None]) -> None:
         self.stdin: BinaryIO = io.makefile("rb")
         self.stdout: BinaryIO = io.makefile("wb")
         self.stderr: BinaryIO = err.makefile("wb")
@@ -115,13 +114,20 @@ class InProcessTransport:
     lingers, harmless, until it returns.
     """
 
-    def __init__(self, run: Callable[[AgentStreams], int | None], *,
-                 name: str = "in-process agent", env: Mapping[str, str | None] | None = None,
-                 argv: Sequence[str] = (), stderr_limit: int = 64 * 1024) -> None:
+    def __init__(
+        self,
+        run: Callable[[AgentStreams], int | None],
+        *,
+        name: str = "in-process agent",
+        env: Mapping[str, str | None] | None = None,
+        argv: Sequence[str] = (),
+        stderr_limit: int = 64 * 1024,
+    ) -> None:
         self._run = run
         self.name = name
-        self.redactor = Redactor(secret_values(child_env(env)) | secret_args(list(argv)),
-                                 environ=os.environ)
+        self.redactor = Redactor(
+            secret_values(child_env(env)) | secret_args(list(argv)), environ=os.environ
+        )
         self.stderr = StderrTail(stderr_limit, self.redactor)
         self.killed_by_us = False
         self._returncode: int | None = None
@@ -153,8 +159,9 @@ class InProcessTransport:
         self._io, self._err, self._agent_sockets = io, err, (agent_io, agent_err)
         self._streams = AgentStreams(agent_io, agent_err, self._end)
         task_group.start_soon(self._drain_stderr, name=f"acp stderr {self.name}")
-        threading.Thread(target=self._main, args=(self._streams,), daemon=True,
-                         name=f"acp agent {self.name}").start()
+        threading.Thread(
+            target=self._main, args=(self._streams,), daemon=True, name=f"acp agent {self.name}"
+        ).start()
 
     def _main(self, streams: AgentStreams) -> None:
         code: int | str | None = 1
@@ -205,7 +212,7 @@ class InProcessTransport:
             view = memoryview(data)
             while view:
                 try:
-                    view = view[self._io.send(view):]
+                    view = view[self._io.send(view) :]
                 except BlockingIOError:
                     await anyio.wait_writable(self._io)
 
@@ -274,9 +281,15 @@ def in_process(run: Callable[[AgentStreams], int | None]) -> TransportFactory:
     """A `ClientOptions.transport` that runs `run` in this process for each start of the agent;
     the client's command names it in messages, its `env` feeds the redactor only."""
 
-    def factory(command: Sequence[str], env: Mapping[str, str | None], cwd: str,
-                stderr_limit: int) -> AgentTransport:
-        return InProcessTransport(run, name=shlex.join(command) or "in-process agent", env=env,
-                                  argv=command, stderr_limit=stderr_limit)
+    def factory(
+        command: Sequence[str], env: Mapping[str, str | None], cwd: str, stderr_limit: int
+    ) -> AgentTransport:
+        return InProcessTransport(
+            run,
+            name=shlex.join(command) or "in-process agent",
+            env=env,
+            argv=command,
+            stderr_limit=stderr_limit,
+        )
 
     return factory

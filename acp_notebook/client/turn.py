@@ -29,8 +29,14 @@ class TurnHandle:
     completed, failed, cancelled).
     """
 
-    def __init__(self, session: Session, blocks: list[dict[str, Any]], *, cancel: Canceller,
-                 on_end: EndListener | None = None) -> None:
+    def __init__(
+        self,
+        session: Session,
+        blocks: list[dict[str, Any]],
+        *,
+        cancel: Canceller,
+        on_end: EndListener | None = None,
+    ) -> None:
         self.id = f"turn-{uuid.uuid4().hex[:12]}"
         self.session = session
         self.prompt: list[dict[str, Any]] = list(blocks)

@@ -54,10 +54,13 @@ T = TypeVar("T")
 
 
 class Workspace:
-    def __init__(self, roots: Iterable[str | os.PathLike[str]],
-                 protected: Iterable[str | os.PathLike[str]] = (),
-                 protect_notebooks: bool = True,
-                 max_read_bytes: int = DEFAULT_MAX_READ_BYTES) -> None:
+    def __init__(
+        self,
+        roots: Iterable[str | os.PathLike[str]],
+        protected: Iterable[str | os.PathLike[str]] = (),
+        protect_notebooks: bool = True,
+        max_read_bytes: int = DEFAULT_MAX_READ_BYTES,
+    ) -> None:
         roots = list(roots)
         self.roots = [Path(r).resolve() for r in roots]
         self._roots = [Root.of(r) for r in roots]
@@ -98,16 +101,18 @@ class Workspace:
         try:
             data = content.encode("utf-8")
         except UnicodeEncodeError as exc:  # a lone surrogate from JSON's \ud800 escapes
-            raise RpcError(rpc.INVALID_PARAMS, f"content is not valid text: {exc.reason} at "
-                           f"character {exc.start}; nothing was written") from None
+            raise RpcError(
+                rpc.INVALID_PARAMS,
+                f"content is not valid text: {exc.reason} at "
+                f"character {exc.start}; nothing was written",
+            ) from None
         # Not abandoned on cancel: a write finishes (rename) or fails (temporary removed).
         await self._in_thread(partial(self._write, path, data), abandon=False)
         return {}
 
     # -- in the worker thread --------------------------------------------------------------------
 
-    def _read(self, path: str, line: int | None, limit: int | None,
-              stop: threading.Event) -> str:
+    def _read(self, path: str, line: int | None, limit: int | None, stop: threading.Event) -> str:
         spot = locate(self._roots, path)
         try:
             self._refuse_protected(spot, path)
@@ -117,8 +122,9 @@ class Workspace:
         with open(fd, "rb", closefd=True) as file:
             # The descriptor is what counts: where it is now and which inode it is.
             check_inside(self._roots, fd, path)
-            self._refuse_protected(Spot(-1, spot.name, fd_path(fd) or spot.real,
-                                        os.fstat(fd)), path)
+            self._refuse_protected(
+                Spot(-1, spot.name, fd_path(fd) or spot.real, os.fstat(fd)), path
+            )
             return read_range(file, line, limit, self.max_read_bytes, stop, path)
 
     def _write(self, path: str, data: bytes, stop: threading.Event) -> None:
@@ -141,8 +147,10 @@ class Workspace:
         # other way round). Notebooks are the user's documents, not the agent's files: edits go
         # through cells.
         if self.protect_notebooks and path.lower().endswith(".ipynb"):
-            raise denied(f"access denied: {path} is a notebook; agents may not write notebooks "
-                         "(c.AcpNotebook.protect_notebooks, or protect_notebooks=False)")
+            raise denied(
+                f"access denied: {path} is a notebook; agents may not write notebooks "
+                "(c.AcpNotebook.protect_notebooks, or protect_notebooks=False)"
+            )
 
     def _refuse_protected(self, spot: Spot, shown: str) -> None:
         """By name, and by inode: a hard link to the notebook is the notebook.
@@ -160,16 +168,18 @@ class Workspace:
             except OSError:
                 continue
             if (st.st_dev, st.st_ino) == (spot.st.st_dev, spot.st.st_ino):
-                raise denied(f"access denied: {shown} is protected (another name of "
-                             f"{protected.name})")
+                raise denied(
+                    f"access denied: {shown} is protected (another name of {protected.name})"
+                )
 
     async def _in_thread(self, fn: Callable[[threading.Event], T], abandon: bool) -> T:
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(_WORKERS)
         stop = threading.Event()
         try:
-            return await anyio.to_thread.run_sync(_guarded, fn, stop, abandon_on_cancel=abandon,
-                                                  limiter=self._limiter)
+            return await anyio.to_thread.run_sync(
+                _guarded, fn, stop, abandon_on_cancel=abandon, limiter=self._limiter
+            )
         finally:
             stop.set()  # an abandoned read stops at its next chunk
 
@@ -183,8 +193,7 @@ def _guarded(fn: Callable[[threading.Event], T], stop: threading.Event) -> T:
     except ValueError as exc:  # e.g. an embedded NUL the path check did not see
         raise RpcError(rpc.INVALID_PARAMS, f"invalid path: {exc}") from None
     except OSError as exc:
-        raise RpcError(rpc.INTERNAL_ERROR,
-                       f"file access failed: {exc.strerror or exc}") from None
+        raise RpcError(rpc.INTERNAL_ERROR, f"file access failed: {exc.strerror or exc}") from None
 
 
 def _checked_path(path: Any) -> str:

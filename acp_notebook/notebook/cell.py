@@ -27,20 +27,27 @@ from .runtime import Runtime
 from .views import Code
 
 
-async def open_session(runtime: Runtime, spec: AgentSpec, name: str, new: bool,
-                       client_options: dict[str, Any]) -> Session:
+async def open_session(
+    runtime: Runtime, spec: AgentSpec, name: str, new: bool, client_options: dict[str, Any]
+) -> Session:
     changed = runtime.changed_options(spec.name, client_options)
     if changed:
         # fs, terminal, protection and the like are fixed when the agent starts (they are
         # negotiated in initialize): a change takes a fresh agent, or it would silently not apply.
         await runtime.close_agent(spec.name)
-        publish.show(views.message(f"Settings changed ({', '.join(changed)}): agent ",
-                              Code(spec.name), " restarted; its sessions start anew."))
+        publish.show(
+            views.message(
+                f"Settings changed ({', '.join(changed)}): agent ",
+                Code(spec.name),
+                " restarted; its sessions start anew.",
+            )
+        )
     entry = runtime.find(name)
     if entry is not None and entry.agent != spec.name:
         raise InvalidArgumentError(
             f"session {name!r} belongs to agent {entry.agent!r}; pick another --session name, "
-            f"or close it with %agent close --session {name}")
+            f"or close it with %agent close --session {name}"
+        )
     if entry is not None and not new:
         runtime.last_session = name
         return entry.session
@@ -55,8 +62,7 @@ async def open_session(runtime: Runtime, spec: AgentSpec, name: str, new: bool,
 async def apply_settings(session: Session, opts: CellOptions) -> None:
     if opts.mode:
         # The spec prefers a config option of category "mode" over the legacy modes API.
-        mode_option = next((o for o in session.config_options
-                            if o.get("category") == "mode"), None)
+        mode_option = next((o for o in session.config_options if o.get("category") == "mode"), None)
         if mode_option is not None:
             await session.set_config_option(str(mode_option.get("id")), opts.mode)
         else:
@@ -71,12 +77,16 @@ async def apply_settings(session: Session, opts: CellOptions) -> None:
 def policy_for(opts: CellOptions, base: PermissionPolicy) -> PermissionPolicy:
     if not opts.allow and not opts.deny:
         return base
-    return PermissionPolicy(allow=set(base.allow) | set(opts.allow),
-                            deny=set(base.deny) | set(opts.deny), default=base.default)
+    return PermissionPolicy(
+        allow=set(base.allow) | set(opts.allow),
+        deny=set(base.deny) | set(opts.deny),
+        default=base.default,
+    )
 
 
-async def wait_turn(turn: TurnHandle, timeout: float | None, grace: float,
-                    limit: float | None = None) -> tuple[TurnResult, bool]:
+async def wait_turn(
+    turn: TurnHandle, timeout: float | None, grace: float, limit: float | None = None
+) -> tuple[TurnResult, bool]:
     """Wait for the turn; on timeout cancel it and say so. Returns (result, timed out).
 
     `timeout` is what is left of the cell's `limit` (its --timeout, which the start used some of).
@@ -88,11 +98,11 @@ async def wait_turn(turn: TurnHandle, timeout: float | None, grace: float,
     with anyio.CancelScope(shield=True), anyio.move_on_after(grace + 3):
         await turn.cancel()
     result = turn.result
-    message = (f"the turn did not finish within --timeout {limit or timeout:g} s and was "
-               "cancelled")
+    message = f"the turn did not finish within --timeout {limit or timeout:g} s and was cancelled"
     if result is None:  # the agent did not even die in time; nothing more to wait for
-        return TurnResult(turn_id=turn.id, success=False, text="", error=message,
-                          stop_reason="cancelled"), True
+        return TurnResult(
+            turn_id=turn.id, success=False, text="", error=message, stop_reason="cancelled"
+        ), True
     return dataclasses.replace(result, success=False, error=message), True
 
 
@@ -122,8 +132,10 @@ def _advice(result: TurnResult) -> str:
     if "timeout" in error or "did not finish" in error:
         return "raise --timeout, or split the task."
     if "exited" in error or "stopped" in error:
-        return ("check the agent's stderr above (authentication, API key, network), then run "
-                "the cell again: a fresh agent process starts.")
+        return (
+            "check the agent's stderr above (authentication, API key, network), then run "
+            "the cell again: a fresh agent process starts."
+        )
     return "run the cell again; if it keeps failing, check the agent's setup and logs."
 
 
@@ -134,15 +146,17 @@ def _last_lines(text: str, n: int = 12) -> str:
 def start_error_message(exc: BaseException | str, spec: AgentSpec) -> str:
     what = str(exc).rstrip(".")
     if isinstance(exc, TimeoutError | str):
-        advice = ("run the cell again (a fresh agent process starts), raise --timeout or "
-                  "c.AcpNotebook.request_timeout if the agent is just slow, or check its setup")
+        advice = (
+            "run the cell again (a fresh agent process starts), raise --timeout or "
+            "c.AcpNotebook.request_timeout if the agent is just slow, or check its setup"
+        )
     elif isinstance(exc, AgentStartError):
-        advice = ("install the agent or fix its command (see %agent list), or pick another "
-                  "with --agent")
+        advice = (
+            "install the agent or fix its command (see %agent list), or pick another with --agent"
+        )
     else:
         advice = "check the agent's setup"
-    return (f"Could not start agent {_who(spec)}: {what}.\n"
-            f"What to try: {advice}.")
+    return f"Could not start agent {_who(spec)}: {what}.\nWhat to try: {advice}."
 
 
 async def interrupted(turn: TurnHandle, view: LiveView | None, grace: float) -> None:

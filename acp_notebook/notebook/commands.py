@@ -75,8 +75,11 @@ def _session(host: Host, args: argparse.Namespace) -> NamedSession:
     entry = runtime.find(name) if name else None
     if entry is None:
         known = ", ".join(sorted(runtime.sessions)) or "none yet: run an %%agent cell first"
-        raise UsageError(f"no session {name!r}; open sessions: {known}" if name
-                         else f"no session is open ({known})")
+        raise UsageError(
+            f"no session {name!r}; open sessions: {known}"
+            if name
+            else f"no session is open ({known})"
+        )
     return entry
 
 
@@ -95,12 +98,19 @@ async def _list(host: Host, args: argparse.Namespace) -> None:
     default = registry.default
     rows = []
     for name, spec in sorted(registry.agents.items()):
-        rows.append([(Code(name), " (default)" if name == default else ""),
-                     Code(spec.command_line), "yes" if spec.available else "no", spec.source])
+        rows.append(
+            [
+                (Code(name), " (default)" if name == default else ""),
+                Code(spec.command_line),
+                "yes" if spec.available else "no",
+                spec.source,
+            ]
+        )
     doc = Doc(_masker(host)).table(["agent", "command", "found", "from"], rows)
     if not default:
-        doc.para("No default agent: cells without ", Code("--agent"),
-                 " use the embedded demo agent.")
+        doc.para(
+            "No default agent: cells without ", Code("--agent"), " use the embedded demo agent."
+        )
     _show(doc)
 
 
@@ -111,16 +121,21 @@ def _status_facts(entry: NamedSession) -> dict[str, Any]:
     usage = session.usage
     options = session.config_options
     return {
-        "session": entry.name, "agent": entry.agent, "agent_info": client.agent_info,
-        "session_id": session.id, "title": session.title, "mode": session.mode,
+        "session": entry.name,
+        "agent": entry.agent,
+        "agent_info": client.agent_info,
+        "session_id": session.id,
+        "title": session.title,
+        "mode": session.mode,
         "modes": [m.get("id") for m in session.modes],
         # An id that is not a string (an agent's mistake) must not break the mapping.
         "config": {_key(o.get("id")): o.get("currentValue") for o in options},
-        "config_options": [{k: o.get(k) for k in ("id", "name", "currentValue")}
-                           for o in options],
+        "config_options": [{k: o.get(k) for k in ("id", "name", "currentValue")} for o in options],
         "commands": [c.get("name") for c in session.commands],
-        "usage": usage.to_json() if usage else None, "pid": client.pid,
-        "turns": len(session.history), "running": session.running is not None,
+        "usage": usage.to_json() if usage else None,
+        "pid": client.pid,
+        "turns": len(session.history),
+        "running": session.running is not None,
     }
 
 
@@ -135,30 +150,50 @@ def status_doc(facts: dict[str, Any], mask: Callable[[str], str] = str) -> Doc:
     """The `%agent status` display of `_status_facts`; any values give a display, never an error."""
     info = _dict(facts.get("agent_info"))
     agent_name = info.get("title") or info.get("name")
-    about = [" (", Value(agent_name), *((" ", Value(info.get("version")))
-                                         if info.get("version") else ()), ")"]
-    doc = Doc(mask).para(Strong(facts.get("session")), " — agent ", Code(facts.get("agent")),
-                         *(about if agent_name else ()), ", pid ", Value(facts.get("pid")))
+    about = [
+        " (",
+        Value(agent_name),
+        *((" ", Value(info.get("version"))) if info.get("version") else ()),
+        ")",
+    ]
+    doc = Doc(mask).para(
+        Strong(facts.get("session")),
+        " — agent ",
+        Code(facts.get("agent")),
+        *(about if agent_name else ()),
+        ", pid ",
+        Value(facts.get("pid")),
+    )
     title = facts.get("title")
     doc.item("session ", Code(facts.get("session_id")), *((": ", Value(title)) if title else ()))
     modes = _list_of(facts.get("modes"))
-    doc.item("mode: ", Code(facts.get("mode") or "none"),
-             *((" (of ", *_joined([Value(m) for m in modes]), ")") if modes else ()))
+    doc.item(
+        "mode: ",
+        Code(facts.get("mode") or "none"),
+        *((" (of ", *_joined([Value(m) for m in modes]), ")") if modes else ()),
+    )
     for option in _list_of(facts.get("config_options"))[:MAX_ITEMS]:
         option = _dict(option)
-        doc.item(Value(option.get("name") or option.get("id")), " (", Code(option.get("id")),
-                 "): ", Code(option.get("currentValue")))
+        doc.item(
+            Value(option.get("name") or option.get("id")),
+            " (",
+            Code(option.get("id")),
+            "): ",
+            Code(option.get("currentValue")),
+        )
     _more(doc, facts.get("config_options"), "config options")
     usage = facts.get("usage")
     if usage is not None:
         doc.item(*_usage_pieces(_dict(usage)))
     commands = _list_of(facts.get("commands"))
     if commands:
-        doc.item("commands: ", *_joined([Code(f"/{views.text(c)}")
-                                         for c in commands[:MAX_ITEMS]]))
+        doc.item("commands: ", *_joined([Code(f"/{views.text(c)}") for c in commands[:MAX_ITEMS]]))
         _more(doc, commands, "commands")
-    doc.item("turns: ", Value(facts.get("turns")),
-             " (one running)" if facts.get("running") is True else "")
+    doc.item(
+        "turns: ",
+        Value(facts.get("turns")),
+        " (one running)" if facts.get("running") is True else "",
+    )
     return doc
 
 
@@ -219,10 +254,15 @@ def sessions_doc(agent: str, sessions: list[Any], mask: Callable[[str], str] = s
     rows = []
     for s in sessions:
         s = _dict(s)
-        rows.append([Code(s.get("sessionId")), Value(s.get("title")), Value(s.get("updatedAt")),
-                     Code(s.get("cwd"))])
-    return doc.para("Sessions of ", Code(agent), ":").table(
-        ["id", "title", "updated", "cwd"], rows)
+        rows.append(
+            [
+                Code(s.get("sessionId")),
+                Value(s.get("title")),
+                Value(s.get("updatedAt")),
+                Code(s.get("cwd")),
+            ]
+        )
+    return doc.para("Sessions of ", Code(agent), ":").table(["id", "title", "updated", "cwd"], rows)
 
 
 async def _sessions(host: Host, args: argparse.Namespace) -> None:
@@ -248,14 +288,26 @@ async def _open(host: Host, args: argparse.Namespace, how: str) -> None:
         raise UsageError(_error_text(host, exc)) from None
     host.runtime.add(name, spec.name, session)
     earlier = f", {len(session.history)} earlier turns" if how == "load" else ""
-    _show(views.message("Session ", Code(session_id), " is now ", Code(f"--session {name}"),
-                        f" ({how.rstrip('e')}ed{earlier}).", mask=_masker(host)))
+    _show(
+        views.message(
+            "Session ",
+            Code(session_id),
+            " is now ",
+            Code(f"--session {name}"),
+            f" ({how.rstrip('e')}ed{earlier}).",
+            mask=_masker(host),
+        )
+    )
     if how == "load" and session.history:
         from ..client.transcript import record_transcript
 
         for record in session.history:  # replayed history may echo the agent's keys too
-            transcript = {**record_transcript(record, session), "success": True,
-                          "stopReason": "end_turn", "note": "replayed history"}
+            transcript = {
+                **record_transcript(record, session),
+                "success": True,
+                "stopReason": "end_turn",
+                "note": "replayed history",
+            }
             transcript.pop("duration")  # the replay's timing says nothing about the turn
             publish.show(publish.turn(transcript))
 
@@ -282,23 +334,40 @@ async def _config(host: Host, args: argparse.Namespace) -> None:
         raise UsageError("%agent config needs KEY=VALUE")
     entry = _session(host, args)
     await apply_settings(entry.session, CellOptions(config=[(key, value)]))
-    _show(views.message(Code(key), " of ", Code(entry.name), " is now ", Code(value),
-                        mask=_masker(host)))
+    _show(
+        views.message(
+            Code(key), " of ", Code(entry.name), " is now ", Code(value), mask=_masker(host)
+        )
+    )
 
 
 async def _stop(host: Host, args: argparse.Namespace) -> None:
     entry = _session(host, args)
     result = await entry.session.stop()
-    _show(views.message("No turn was running.") if result is None else
-          views.message("Stopped turn ", Code(result.turn_id), " (", Value(result.stop_reason),
-                        ").", mask=_masker(host)))
+    _show(
+        views.message("No turn was running.")
+        if result is None
+        else views.message(
+            "Stopped turn ",
+            Code(result.turn_id),
+            " (",
+            Value(result.stop_reason),
+            ").",
+            mask=_masker(host),
+        )
+    )
 
 
 async def _restart(host: Host, args: argparse.Namespace) -> None:
     spec, _ = host.registry().resolve(args.agent or _agent_of_last(host))
     await host.runtime.restart_agent(spec.name)
-    _show(views.message("Agent ", Code(spec.name), " restarted: its sessions continue on a fresh "
-                        "process at the next prompt."))
+    _show(
+        views.message(
+            "Agent ",
+            Code(spec.name),
+            " restarted: its sessions continue on a fresh process at the next prompt.",
+        )
+    )
 
 
 async def _close(host: Host, args: argparse.Namespace) -> None:
@@ -337,7 +406,16 @@ def _agent_of_last(host: Host) -> str | None:
 
 
 _COMMANDS = {
-    "list": _list, "agents": _list, "status": _status, "sessions": _sessions,
-    "resume": _resume, "load": _load, "mode": _mode, "config": _config, "stop": _stop,
-    "restart": _restart, "close": _close, "chat": _chat,
+    "list": _list,
+    "agents": _list,
+    "status": _status,
+    "sessions": _sessions,
+    "resume": _resume,
+    "load": _load,
+    "mode": _mode,
+    "config": _config,
+    "stop": _stop,
+    "restart": _restart,
+    "close": _close,
+    "chat": _chat,
 }

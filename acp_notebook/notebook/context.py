@@ -24,8 +24,14 @@ def variable_parts(name: str, value: Any) -> list[dict[str, Any]]:
     png = _figure_png(value)
     if png is not None:
         lines.append(f"a figure, attached as {name}.png")
-        parts.append({"type": "file", "filename": f"{name}.png", "media_type": "image/png",
-                      "url": "data:image/png;base64," + base64.b64encode(png).decode()})
+        parts.append(
+            {
+                "type": "file",
+                "filename": f"{name}.png",
+                "media_type": "image/png",
+                "url": "data:image/png;base64," + base64.b64encode(png).decode(),
+            }
+        )
     elif _is_frame(value):
         lines += _describe_frame(value)
     else:
@@ -40,13 +46,19 @@ def _is_frame(value: Any) -> bool:
 
 def _describe_frame(frame: Any) -> list[str]:
     try:
-        dtypes = frame.dtypes.to_string() if hasattr(frame.dtypes, "to_string") else str(
-            frame.dtypes)
+        dtypes = (
+            frame.dtypes.to_string() if hasattr(frame.dtypes, "to_string") else str(frame.dtypes)
+        )
         head = frame.head(HEAD_ROWS).to_string()
     except Exception as exc:  # a frame-like object that is not quite one: say so, go on
         return [f"shape: {getattr(frame, 'shape', '?')}", f"(could not describe it: {exc})"]
-    return [f"shape: {frame.shape}", "dtypes:", _bounded(dtypes, 2000),
-            f"first {HEAD_ROWS} rows:", _bounded(head)]
+    return [
+        f"shape: {frame.shape}",
+        "dtypes:",
+        _bounded(dtypes, 2000),
+        f"first {HEAD_ROWS} rows:",
+        _bounded(head),
+    ]
 
 
 def _figure_png(value: Any) -> bytes | None:

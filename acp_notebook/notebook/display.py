@@ -20,8 +20,10 @@ def register(ipython: Any, redactor: Redactor) -> None:
     def handle_bundle(turn: TurnHandle, *_: Any, **__: Any) -> dict[str, Any]:
         if turn.result is not None:
             return result_bundle(turn.result)
-        return {"text/plain": f"<TurnHandle {turn.id}: running in the background; "
-                              "`await h.finished` gives its result>"}
+        return {
+            "text/plain": f"<TurnHandle {turn.id}: running in the background; "
+            "`await h.finished` gives its result>"
+        }
 
     def masked_repr(obj: Any, printer: Any, cycle: bool) -> None:
         printer.text(redactor.text(repr(obj)))

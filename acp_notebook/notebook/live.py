@@ -30,9 +30,18 @@ from . import publish
 class LiveView:
     """Streams one turn into the current cell's output."""
 
-    def __init__(self, session: Session, turn: TurnHandle, *, max_rate: float = 25.0,
-                 controls: Any = None, note: str = "", show: bool = True,
-                 redactor: Redactor | None = None, permission_timeout: float = 0) -> None:
+    def __init__(
+        self,
+        session: Session,
+        turn: TurnHandle,
+        *,
+        max_rate: float = 25.0,
+        controls: Any = None,
+        note: str = "",
+        show: bool = True,
+        redactor: Redactor | None = None,
+        permission_timeout: float = 0,
+    ) -> None:
         self.session = session
         self.permission_timeout = permission_timeout
         self.redactor = redactor or publish.REDACTOR
@@ -72,8 +81,10 @@ class LiveView:
         # Called for every streamed chunk: once a redraw is due, there is nothing more to do.
         if self._dirty.is_set():
             return
-        if (isinstance(mutation, SessionChanged)
-                or getattr(mutation, "turn_id", None) == self.turn.id):
+        if (
+            isinstance(mutation, SessionChanged)
+            or getattr(mutation, "turn_id", None) == self.turn.id
+        ):
             self._dirty.set()
 
     def _record(self) -> TurnRecord | None:
@@ -114,8 +125,11 @@ class LiveView:
             if self._controls_handle is not None:
                 self._controls_handle.update({"text/plain": ""}, raw=True)
         if self._handle is not None:
-            bundle = (publish.turn(final_transcript(result, self.note), redactor=self.redactor)
-                      if keep_record else {"text/plain": ""})
+            bundle = (
+                publish.turn(final_transcript(result, self.note), redactor=self.redactor)
+                if keep_record
+                else {"text/plain": ""}
+            )
             publish.update(self._handle, bundle)
             self.updates += 1
         elif keep_record:

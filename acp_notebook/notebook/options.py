@@ -59,40 +59,99 @@ def option(*flags: str, help: str, **argparse_kwargs: Any) -> dict[str, Any]:
 class CellOptions:
     """What a `%%agent` line asks for; each field is one option (see the module docstring)."""
 
-    agent: str | None = field(default=None, metadata=option(
-        "--agent", "-a", help="agent name (see %%agent list) or a full command line"))
-    session: str | None = field(default=None, metadata=option(
-        "--session", "-s", help="session name (default: one per agent)"))
-    new: bool = field(default=False, metadata=option(
-        "--new", action="store_true", help="start a new session for this name"))
-    mode: str | None = field(default=None, metadata=option(
-        "--mode", help="set the session mode first"))
-    config: list[tuple[str, str | bool]] = field(default_factory=list, metadata=option(
-        "--config", action="append", type=_config_pair, metavar="KEY=VALUE",
-        help="set a session config option first (repeatable)"))
-    out: str | None = field(default=None, metadata=option(
-        "--out", metavar="NAME", help="also bind the turn result to NAME"))
-    background: bool = field(default=False, metadata=option(
-        "--background", "--bg", action="store_true",
-        help="return the turn handle at once; the output keeps streaming"))
-    timeout: float | None = field(default=None, metadata=option(
-        "--timeout", type=float, metavar="SECONDS",
-        help="cancel the turn after SECONDS and fail the cell"))
+    agent: str | None = field(
+        default=None,
+        metadata=option(
+            "--agent", "-a", help="agent name (see %%agent list) or a full command line"
+        ),
+    )
+    session: str | None = field(
+        default=None,
+        metadata=option("--session", "-s", help="session name (default: one per agent)"),
+    )
+    new: bool = field(
+        default=False,
+        metadata=option("--new", action="store_true", help="start a new session for this name"),
+    )
+    mode: str | None = field(
+        default=None, metadata=option("--mode", help="set the session mode first")
+    )
+    config: list[tuple[str, str | bool]] = field(
+        default_factory=list,
+        metadata=option(
+            "--config",
+            action="append",
+            type=_config_pair,
+            metavar="KEY=VALUE",
+            help="set a session config option first (repeatable)",
+        ),
+    )
+    out: str | None = field(
+        default=None,
+        metadata=option("--out", metavar="NAME", help="also bind the turn result to NAME"),
+    )
+    background: bool = field(
+        default=False,
+        metadata=option(
+            "--background",
+            "--bg",
+            action="store_true",
+            help="return the turn handle at once; the output keeps streaming",
+        ),
+    )
+    timeout: float | None = field(
+        default=None,
+        metadata=option(
+            "--timeout",
+            type=float,
+            metavar="SECONDS",
+            help="cancel the turn after SECONDS and fail the cell",
+        ),
+    )
     # "extend": `--allow read,search --allow edit` is one flat list of kinds.
-    allow: list[str] = field(default_factory=list, metadata=option(
-        "--allow", action="extend", type=_kinds, metavar="KINDS",
-        help="tool kinds to allow without asking, e.g. read,search"))
-    deny: list[str] = field(default_factory=list, metadata=option(
-        "--deny", action="extend", type=_kinds, metavar="KINDS",
-        help="tool kinds to reject without asking, e.g. execute,delete"))
-    variables: list[str] = field(default_factory=list, metadata=option(
-        "--with", "-w", action="append", metavar="NAME",
-        help="give the agent a kernel variable as context: a DataFrame's shape, dtypes and "
-             "head, a figure as PNG, else its repr (repeatable)"))
-    files: list[str] = field(default_factory=list, metadata=option(
-        "--file", "-f", action="append", metavar="PATH", help="attach a file (repeatable)"))
-    quiet: bool = field(default=False, metadata=option(
-        "--quiet", "-q", action="store_true", help="no live output; only the final record"))
+    allow: list[str] = field(
+        default_factory=list,
+        metadata=option(
+            "--allow",
+            action="extend",
+            type=_kinds,
+            metavar="KINDS",
+            help="tool kinds to allow without asking, e.g. read,search",
+        ),
+    )
+    deny: list[str] = field(
+        default_factory=list,
+        metadata=option(
+            "--deny",
+            action="extend",
+            type=_kinds,
+            metavar="KINDS",
+            help="tool kinds to reject without asking, e.g. execute,delete",
+        ),
+    )
+    variables: list[str] = field(
+        default_factory=list,
+        metadata=option(
+            "--with",
+            "-w",
+            action="append",
+            metavar="NAME",
+            help="give the agent a kernel variable as context: a DataFrame's shape, dtypes and "
+            "head, a figure as PNG, else its repr (repeatable)",
+        ),
+    )
+    files: list[str] = field(
+        default_factory=list,
+        metadata=option(
+            "--file", "-f", action="append", metavar="PATH", help="attach a file (repeatable)"
+        ),
+    )
+    quiet: bool = field(
+        default=False,
+        metadata=option(
+            "--quiet", "-q", action="store_true", help="no live output; only the final record"
+        ),
+    )
 
     def check(self) -> None:
         """What argparse cannot say about single values: a usage error, before anything runs."""
@@ -104,12 +163,19 @@ class CellOptions:
 
 def cell_parser() -> Parser:
     """The `%%agent` parser, built from `CellOptions`' fields (also what `--help` shows)."""
-    parser = Parser(prog="%%agent", add_help=True,
-                    description="Send the cell's body as a prompt to an ACP agent.")
+    parser = Parser(
+        prog="%%agent",
+        add_help=True,
+        description="Send the cell's body as a prompt to an ACP agent.",
+    )
     for each in dataclasses.fields(CellOptions):
         # SUPPRESS: an option the line does not give is left to the dataclass's default.
-        parser.add_argument(*each.metadata["flags"], dest=each.name,
-                            default=argparse.SUPPRESS, **each.metadata["argparse"])
+        parser.add_argument(
+            *each.metadata["flags"],
+            dest=each.name,
+            default=argparse.SUPPRESS,
+            **each.metadata["argparse"],
+        )
     return parser
 
 

@@ -42,14 +42,18 @@ def mask(bundle: dict[str, Any]) -> dict[str, Any]:
     return masked
 
 
-def turn(transcript: dict[str, Any], *, live: bool = False,
-         formats: tuple[str, ...] = ALL_FORMATS, redactor: Redactor = REDACTOR) -> dict[str, Any]:
+def turn(
+    transcript: dict[str, Any],
+    *,
+    live: bool = False,
+    formats: tuple[str, ...] = ALL_FORMATS,
+    redactor: Redactor = REDACTOR,
+) -> dict[str, Any]:
     """A turn's bundle: its transcript masked (`live`: holding back a text's end that could be
     the start of a key), then rendered. Every string of the bundle is drawn from that transcript,
     so `show` and `update` do not mask it a second time: a second pass over a large turn's HTML
     cost 8 ms a redraw, three times the rendering."""
-    return _Masked(render_bundle(redactor.obj(transcript, live=live), live=live,
-                                 formats=formats))
+    return _Masked(render_bundle(redactor.obj(transcript, live=live), live=live, formats=formats))
 
 
 def show(bundle: dict[str, Any], *, display_id: bool = False) -> DisplayHandle | None:

@@ -32,15 +32,20 @@ MAGIC = "agent"
 def _is_agent(text: str, escape: str) -> bool:
     """`text` starts with `escape` + "agent", then whitespace or nothing (not `%agents`)."""
     prefix = escape + MAGIC
-    return text.startswith(prefix) and text[len(prefix):len(prefix) + 1] in ("", " ", "\t",
-                                                                             "\n", "\r")
+    return text.startswith(prefix) and text[len(prefix) : len(prefix) + 1] in (
+        "",
+        " ",
+        "\t",
+        "\n",
+        "\r",
+    )
 
 
 def rewrite_agent_cell(lines: list[str]) -> list[str]:
     """A `%%agent` cell becomes one awaited `run_cell_magic` call (a cleanup transform)."""
     if not lines or not _is_agent(lines[0], "%%"):
         return lines
-    line = lines[0][len("%%" + MAGIC):].strip()
+    line = lines[0][len("%%" + MAGIC) :].strip()
     body = "".join(lines[1:])
     return [f"await get_ipython().run_cell_magic({MAGIC!r}, {line!r}, {body!r})\n"]
 
@@ -60,8 +65,13 @@ class AwaitedAgentLine(TokenTransformBase):
             if len(tokens) < 2:
                 continue
             escape, name = tokens[0], tokens[1]
-            if (escape.string == "%" and escape.start[1] == 0 and name.string == MAGIC
-                    and name.start == escape.end and _is_agent(escape.line, "%")):
+            if (
+                escape.string == "%"
+                and escape.start[1] == 0
+                and name.string == MAGIC
+                and name.start == escape.end
+                and _is_agent(escape.line, "%")
+            ):
                 return cls(escape.start)
         return None
 
@@ -69,9 +79,9 @@ class AwaitedAgentLine(TokenTransformBase):
         # Continued lines (a trailing backslash) are joined as IPython joins them.
         end = find_end_of_continued_line(lines, self.start_line)
         line: str = assemble_continued_line(lines, (self.start_line, 0), end)
-        rest = line[len("%" + MAGIC):].strip()
+        rest = line[len("%" + MAGIC) :].strip()
         call = f"await get_ipython().run_line_magic({MAGIC!r}, {rest!r})\n"
-        return [*lines[:self.start_line], call, *lines[end + 1:]]
+        return [*lines[: self.start_line], call, *lines[end + 1 :]]
 
 
 def install(shell: Any) -> None:

@@ -48,8 +48,9 @@ class AgentHost:
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[Client] = loop.create_future()
         self._stop = asyncio.Event()
-        self._task = loop.create_task(self._main(ready, self._stop),
-                                      name=f"acp_notebook agent {self.spec.name}")
+        self._task = loop.create_task(
+            self._main(ready, self._stop), name=f"acp_notebook agent {self.spec.name}"
+        )
         try:
             # Shielded: cancelling the caller (a cell's --timeout, an interrupt) must not cancel
             # `ready` behind the host task's back; the task is stopped below instead.
@@ -69,8 +70,9 @@ class AgentHost:
 
     async def _main(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
         try:
-            async with connect(list(self.spec.command), dict(self.spec.env),
-                               self.spec.cwd, **self.options) as client:
+            async with connect(
+                list(self.spec.command), dict(self.spec.env), self.spec.cwd, **self.options
+            ) as client:
                 self.client = client
                 ready.set_result(client)
                 await stop.wait()

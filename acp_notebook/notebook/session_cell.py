@@ -43,8 +43,11 @@ async def run(host: Host, opts: CellOptions, body: str) -> Any:
         raise UsageError(str(exc)) from None
     prompt: str | list[Any] = body
     if opts.files or opts.variables:
-        prompt = [*_variables(host, opts.variables), {"type": "text", "text": body},
-                  *({"type": "file", "url": f} for f in opts.files)]
+        prompt = [
+            *_variables(host, opts.variables),
+            {"type": "text", "text": body},
+            *({"type": "file", "url": f} for f in opts.files),
+        ]
     # One budget for the whole cell: starting the agent and the session count, not only the turn.
     timeout = opts.timeout if opts.timeout is not None else (host.timeout or None)
     deadline = anyio.current_time() + timeout if timeout is not None else math.inf
@@ -75,8 +78,9 @@ def _resolve(host: Host, opts: CellOptions) -> tuple[AgentSpec, str]:
         raise UsageError(str(exc)) from None
 
 
-def _live_view(host: Host, spec: AgentSpec, session: Session, turn: TurnHandle,
-               opts: CellOptions) -> LiveView:
+def _live_view(
+    host: Host, spec: AgentSpec, session: Session, turn: TurnHandle, opts: CellOptions
+) -> LiveView:
     controls = None
     if host.is_interactive() and not opts.quiet:
         from ..widgets.controls import TurnControls
@@ -84,22 +88,41 @@ def _live_view(host: Host, spec: AgentSpec, session: Session, turn: TurnHandle,
         label = f"{spec.name} · session {session.id[:12]} · running…"
         controls = TurnControls(lambda: _spawn(turn.cancel()), label, host.runtime.redactor)
     # The note is its own line above (see run), not repeated in the live footer.
-    return LiveView(session, turn, max_rate=host.max_update_rate, controls=controls,
-                    show=not opts.quiet, redactor=host.runtime.redactor,
-                    permission_timeout=host.permission_timeout)
+    return LiveView(
+        session,
+        turn,
+        max_rate=host.max_update_rate,
+        controls=controls,
+        show=not opts.quiet,
+        redactor=host.runtime.redactor,
+        permission_timeout=host.permission_timeout,
+    )
 
 
-async def _finish_later(host: Host, opts: CellOptions, turn: TurnHandle, view: LiveView,
-                        left: float | None, timeout: float | None) -> None:
+async def _finish_later(
+    host: Host,
+    opts: CellOptions,
+    turn: TurnHandle,
+    view: LiveView,
+    left: float | None,
+    timeout: float | None,
+) -> None:
     result, _ = await wait_turn(turn, left, host.cancel_grace, timeout)
     view.finish(result, keep_record=True)
     await view.aclose()
     _bind(host, opts, result)
 
 
-async def _finish(host: Host, opts: CellOptions, spec: AgentSpec, session: Session,
-                  turn: TurnHandle, view: LiveView, left: float | None,
-                  timeout: float | None) -> TurnResult:
+async def _finish(
+    host: Host,
+    opts: CellOptions,
+    spec: AgentSpec,
+    session: Session,
+    turn: TurnHandle,
+    view: LiveView,
+    left: float | None,
+    timeout: float | None,
+) -> TurnResult:
     try:
         result, timed_out = await wait_turn(turn, left, host.cancel_grace, timeout)
     except BaseException as exc:
@@ -109,8 +132,9 @@ async def _finish(host: Host, opts: CellOptions, spec: AgentSpec, session: Sessi
     _bind(host, opts, result)
     # A Stop pressed by the user is not a failure, even if the agent had to be killed for it.
     # Only a cancel somebody asked for counts: a turn ended by a client failure is a failure.
-    failed = not result.success and not (result.cancelled and turn.cancel_requested
-                                         and not timed_out)
+    failed = not result.success and not (
+        result.cancelled and turn.cancel_requested and not timed_out
+    )
     view.finish(result, keep_record=failed)
     await view.aclose()
     if failed:
@@ -119,8 +143,13 @@ async def _finish(host: Host, opts: CellOptions, spec: AgentSpec, session: Sessi
     return result
 
 
-async def _start(host: Host, spec: AgentSpec, opts: CellOptions,
-                 client_options: dict[str, Any], timeout: float | None) -> Session:
+async def _start(
+    host: Host,
+    spec: AgentSpec,
+    opts: CellOptions,
+    client_options: dict[str, Any],
+    timeout: float | None,
+) -> Session:
     """The cell's session with its --mode/--config applied, within the cell's --timeout.
 
     An agent that does not answer in time (the --timeout, or a request's own deadline) is
@@ -136,8 +165,11 @@ async def _start(host: Host, spec: AgentSpec, opts: CellOptions,
             return session
     except TimeoutError as exc:
         agent = host.runtime.hosts.get(spec.name)
-        doing = doing or ("open a session (session/new)" if agent is not None and agent.running
-                          else "start (initialize)")
+        doing = doing or (
+            "open a session (session/new)"
+            if agent is not None and agent.running
+            else "start (initialize)"
+        )
         stop = not host.runtime.other_sessions(spec.name, name)
         if stop:
             with anyio.CancelScope(shield=True):
@@ -148,8 +180,9 @@ async def _start(host: Host, spec: AgentSpec, opts: CellOptions,
         raise TurnFailed(_agent_text(host, start_error_message(what, spec))) from None
 
 
-async def _session(host: Host, spec: AgentSpec, opts: CellOptions,
-                   client_options: dict[str, Any]) -> Session:
+async def _session(
+    host: Host, spec: AgentSpec, opts: CellOptions, client_options: dict[str, Any]
+) -> Session:
     name = opts.session or spec.name
     try:
         return await open_session(host.runtime, spec, name, opts.new, client_options)

@@ -34,8 +34,9 @@ class PromptCaps:
     @classmethod
     def from_wire(cls, caps: Any) -> PromptCaps:
         caps = caps if isinstance(caps, dict) else {}
-        return cls(bool(caps.get("image")), bool(caps.get("audio")),
-                   bool(caps.get("embeddedContext")))
+        return cls(
+            bool(caps.get("image")), bool(caps.get("audio")), bool(caps.get("embeddedContext"))
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +79,9 @@ def normalize(query: str | list[Any] | tuple[Any, ...]) -> list[Part]:
             if text:
                 parts.append({"type": "text", "text": text})
         elif kind == "context":
-            parts.append({"type": "text", "text": context_text(item.get("tag"),
-                                                                item.get("context"), i)})
+            parts.append(
+                {"type": "text", "text": context_text(item.get("tag"), item.get("context"), i)}
+            )
         elif kind == "file":
             url = item.get("url") or item.get("path")
             if not isinstance(url, str) or not url:
@@ -88,17 +90,23 @@ def normalize(query: str | list[Any] | tuple[Any, ...]) -> list[Part]:
         elif kind in _PASSTHROUGH:
             parts.append(_checked_block(item, i))
         else:
-            raise PromptError(f"part {i}: unknown part type {kind!r} "
-                              "(text, context, file, or an ACP content block)")
-    if not any(isinstance(p, FilePart) or p.get("type") != "text" or p["text"].strip()
-               for p in parts):
+            raise PromptError(
+                f"part {i}: unknown part type {kind!r} "
+                "(text, context, file, or an ACP content block)"
+            )
+    if not any(
+        isinstance(p, FilePart) or p.get("type") != "text" or p["text"].strip() for p in parts
+    ):
         raise PromptError("the prompt is empty: give at least one non-empty part")
     return parts
 
 
-_BLOCK_MODELS = {"image": "ImageContentBlock", "audio": "AudioContentBlock",
-                 "resource": "EmbeddedResourceContentBlock",
-                 "resource_link": "ResourceContentBlock"}
+_BLOCK_MODELS = {
+    "image": "ImageContentBlock",
+    "audio": "AudioContentBlock",
+    "resource": "EmbeddedResourceContentBlock",
+    "resource_link": "ResourceContentBlock",
+}
 
 
 def _checked_block(item: dict[str, Any], index: int) -> dict[str, Any]:
@@ -117,7 +125,8 @@ def context_text(tag: Any, body: Any, index: int = 0) -> str:
     if not isinstance(tag, str) or not TAG_RE.match(tag):
         raise PromptError(
             f"part {index}: context tag {tag!r} must start with a lowercase letter and hold only "
-            "lowercase letters, digits, '_' and '-'")
+            "lowercase letters, digits, '_' and '-'"
+        )
     if not isinstance(body, str):
         raise PromptError(f"part {index}: context must be a string")
     return f"<{tag}>{escape(body)}</{tag}>"
@@ -128,7 +137,7 @@ def decode_data_url(url: str) -> tuple[bytes, str]:
     head, sep, data = url.partition(",")
     if not sep:
         raise PromptError("malformed data URL: no ',' separator")
-    meta = head[len("data:"):].split(";")
+    meta = head[len("data:") :].split(";")
     mime = meta[0] or "text/plain"
     try:
         if "base64" in meta[1:]:
@@ -142,14 +151,19 @@ def guess_type(name: str, declared: str | None = None) -> str:
     return declared or mimetypes.guess_type(name)[0] or "application/octet-stream"
 
 
-def file_block(path: Path, data: bytes, mime: str, caps: PromptCaps,
-               name: str | None = None) -> dict[str, Any]:
+def file_block(
+    path: Path, data: bytes, mime: str, caps: PromptCaps, name: str | None = None
+) -> dict[str, Any]:
     """The best block the agent accepts for a local file (the client MUST filter by capability)."""
     uri = path.as_uri()
     name = name or path.name
     if mime.startswith("image/") and caps.image:
-        return {"type": "image", "data": base64.b64encode(data).decode(), "mimeType": mime,
-                "uri": uri}
+        return {
+            "type": "image",
+            "data": base64.b64encode(data).decode(),
+            "mimeType": mime,
+            "uri": uri,
+        }
     if mime.startswith("audio/") and caps.audio:
         return {"type": "audio", "data": base64.b64encode(data).decode(), "mimeType": mime}
     if caps.embedded_context:
@@ -160,8 +174,7 @@ def file_block(path: Path, data: bytes, mime: str, caps: PromptCaps,
         else:
             resource["blob"] = base64.b64encode(data).decode()
         return {"type": "resource", "resource": resource}
-    return {"type": "resource_link", "uri": uri, "name": name, "mimeType": mime,
-            "size": len(data)}
+    return {"type": "resource_link", "uri": uri, "name": name, "mimeType": mime, "size": len(data)}
 
 
 def link_block(url: str, media_type: str | None, filename: str | None) -> dict[str, Any]:
@@ -179,8 +192,14 @@ def filter_blocks(blocks: list[dict[str, Any]], caps: PromptCaps) -> list[dict[s
         kind = block.get("type")
         if (kind == "image" and not caps.image) or (kind == "audio" and not caps.audio):
             if block.get("uri"):
-                out.append({"type": "resource_link", "uri": block["uri"],
-                            "name": Path(block["uri"]).name, "mimeType": block.get("mimeType")})
+                out.append(
+                    {
+                        "type": "resource_link",
+                        "uri": block["uri"],
+                        "name": Path(block["uri"]).name,
+                        "mimeType": block.get("mimeType"),
+                    }
+                )
                 continue
             raise PromptError(f"the agent does not accept {kind} content")
         if kind == "resource" and not caps.embedded_context:
@@ -193,8 +212,12 @@ def filter_blocks(blocks: list[dict[str, Any]], caps: PromptCaps) -> list[dict[s
 
 
 def _as_text(data: bytes, mime: str) -> str | None:
-    textual = mime.startswith("text/") or mime in {"application/json", "application/xml",
-                                                   "application/x-python", "application/toml"}
+    textual = mime.startswith("text/") or mime in {
+        "application/json",
+        "application/xml",
+        "application/x-python",
+        "application/toml",
+    }
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -47,20 +47,27 @@ _CHUNK_ROLES: dict[str, Role] = {
 }
 _CHANNEL = {"agent": "text", "thought": "thought", "user": "user"}
 # Updates that change what the user sees of a turn; others (usage, commands...) are ambient.
-AMBIENT_KINDS = frozenset({"available_commands_update", "current_mode_update",
-                           "config_option_update", "session_info_update", "usage_update"})
+AMBIENT_KINDS = frozenset(
+    {
+        "available_commands_update",
+        "current_mode_update",
+        "config_option_update",
+        "session_info_update",
+        "usage_update",
+    }
+)
 #: What each `dropped` key counts, for the warning part.
 _DROPPED_WORDS = {
     "text_chars": "characters of text past the {text_chars:,}-character limit",
     "parts": "parts past the {parts:,}-part limit (their text joined the previous message of "
-             "its kind)",
+    "its kind)",
     "plan_entries": "plan entries past the {plan_entries:,}-entry limit",
     "tool_calls": "tool call updates past the {tool_calls:,}-call limit",
     "content_items": "tool call content items past the {content_items:,}-item limit",
     "diffs": "diffs over {diff_chars:,} characters",
     "value_chars": "characters of values over {value_chars:,} characters",
     "turn_chars": "characters of tool calls, blocks and updates past the turn's "
-                  "{turn_chars:,}-character limit",
+    "{turn_chars:,}-character limit",
     "permissions": "permission requests not recorded (past the parts limit)",
     "unknown_updates": "unknown or invalid updates past the parts limit",
     "errors": "errors past the parts limit",
@@ -77,8 +84,9 @@ class SessionFold:
     go to `ambient`, a record that is never lost; `session/load` replays go to history records.
     """
 
-    def __init__(self, emit: Callable[[Mutation], None] | None = None,
-                 limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self, emit: Callable[[Mutation], None] | None = None, limits: Limits = DEFAULT_LIMITS
+    ) -> None:
         self.emit = emit
         self.limits = limits
         self.current_mode_id: str | None = None
@@ -102,8 +110,9 @@ class SessionFold:
         return self.turn if self.turn is not None else self.ambient
 
     def begin_turn(self, turn_id: str, prompt: list[dict[str, Any]]) -> TurnRecord:
-        self.turn = TurnRecord(turn_id=turn_id, prompt=prompt, usage_at_start=self.usage,
-                               budget=Budget.of(self.limits))
+        self.turn = TurnRecord(
+            turn_id=turn_id, prompt=prompt, usage_at_start=self.usage, budget=Budget.of(self.limits)
+        )
         self.visible_output = False
         return self.turn
 
@@ -179,14 +188,19 @@ class SessionFold:
                 return
         parts = record.parts
         last = parts[-1] if parts else None
-        if (last is None or type(last) is not MessagePart or last.role != role
-                or (message_id is not None and last.message_id != message_id)):
+        if (
+            last is None
+            or type(last) is not MessagePart
+            or last.role != role
+            or (message_id is not None and last.message_id != message_id)
+        ):
             if budget.parts <= 0:
                 self._chunk_past_cap(record, role, text)
                 return
             budget.parts -= 1
-            last = MessagePart(self.new_id("m"), role,
-                               message_id if type(message_id) is str else None)
+            last = MessagePart(
+                self.new_id("m"), role, message_id if type(message_id) is str else None
+            )
             parts.append(last)
             last.append(text)
             if role != "user":
@@ -194,11 +208,7 @@ class SessionFold:
             if self.emit is not None:
                 self.emit(PartUpdated(record.turn_id, last))
             return
-        buf = last._buf
-        if buf is not None:
-            buf.write(text)
-        else:
-            last.append(text)
+        last.append(text)
         if self.emit is not None:
             self.emit(Delta(record.turn_id, last.part_id, _CHANNEL[role], text))  # type: ignore[arg-type]
 
@@ -212,8 +222,10 @@ class SessionFold:
     def _chunk_past_cap(self, record: TurnRecord, role: Role, text: str) -> None:
         """No part left: the text joins the last message of its role (kept, not interleaved)."""
         if role not in record.overflow:
-            record.overflow[role] = next((p for p in reversed(record.parts)
-                                          if type(p) is MessagePart and p.role == role), None)
+            record.overflow[role] = next(
+                (p for p in reversed(record.parts) if type(p) is MessagePart and p.role == role),
+                None,
+            )
         target = record.overflow[role]
         if target is None:
             self._drop(record, "text_chars", len(text))
@@ -258,8 +270,9 @@ class SessionFold:
             return  # no part left for a new turn: the text joins the current one's (counted)
         if self.turn is not None:
             self.end_turn()
-        self.turn = TurnRecord(turn_id=self.new_id("history-"), replay=True,
-                               budget=self._replay_budget)
+        self.turn = TurnRecord(
+            turn_id=self.new_id("history-"), replay=True, budget=self._replay_budget
+        )
 
     # -- tool calls and permissions --------------------------------------------------------------
 
@@ -302,7 +315,7 @@ class SessionFold:
         self.visible_output = True
         after = _input_text(call.raw_input)
         if after != before and self.emit is not None and after.startswith(before):
-            self.emit(Delta(self.target.turn_id, call.part_id, "tool_input", after[len(before):]))
+            self.emit(Delta(self.target.turn_id, call.part_id, "tool_input", after[len(before) :]))
         self._updated(call)
 
     def add_permission(self, tool_call: Any, options: list[dict[str, Any]]) -> PermissionPart:
@@ -322,7 +335,7 @@ class SessionFold:
             if self._kept(call):
                 self._updated(call)
         record = self.target
-        options = self._bounded(record, options[:self.limits.content_items])
+        options = self._bounded(record, options[: self.limits.content_items])
         part = PermissionPart(self.new_id("p"), call_id, title, options)
         self.visible_output = True
         if record.budget.parts <= 0:
@@ -339,14 +352,17 @@ class SessionFold:
         if cut_items:
             self._drop(record, "content_items", cut_items)
         call.title = self._bounded(record, call.title)
-        call.content = [self._bounded(record, self._bounded_diff(record, item))
-                        for item in call.content]
-        call.locations = self._bounded(record, call.locations[:limits.content_items])
+        call.content = [
+            self._bounded(record, self._bounded_diff(record, item)) for item in call.content
+        ]
+        call.locations = self._bounded(record, call.locations[: limits.content_items])
         call.raw_input = self._bounded(record, call.raw_input)
         call.raw_output = self._bounded(record, call.raw_output)
         call.meta = self._bounded(record, call.meta)
-        size = sum(count(v, limits.turn_chars) for v in
-                   (call.title, call.content, call.locations, call.raw_input, call.raw_output))
+        size = sum(
+            count(v, limits.turn_chars)
+            for v in (call.title, call.content, call.locations, call.raw_input, call.raw_output)
+        )
         old, call.size = call.size, 0
         record.budget.chars += old
         if self._spend(record, size):
@@ -357,15 +373,21 @@ class SessionFold:
     def _bounded_diff(self, record: TurnRecord, item: dict[str, Any]) -> dict[str, Any]:
         if item.get("type") != "diff":
             return item
-        size = sum(len(v) for v in (item.get("oldText"), item.get("newText"))
-                   if isinstance(v, str))
+        size = sum(len(v) for v in (item.get("oldText"), item.get("newText")) if isinstance(v, str))
         if size <= self.limits.diff_chars:
             return item
         self._drop(record, "diffs")
         path = str(item.get("path", ""))[:1000]
-        return {"type": "content", "content": {"type": "text", "text": (
-            f"[the diff of {path} was left out: {size:,} characters, over the "
-            f"{self.limits.diff_chars:,}-character limit]")}}
+        return {
+            "type": "content",
+            "content": {
+                "type": "text",
+                "text": (
+                    f"[the diff of {path} was left out: {size:,} characters, over the "
+                    f"{self.limits.diff_chars:,}-character limit]"
+                ),
+            },
+        }
 
     def resolve_permission(self, part: PermissionPart, option_id: str | None, by: str) -> None:
         part.outcome = "selected" if option_id is not None else "cancelled"
@@ -382,8 +404,9 @@ class SessionFold:
         if excess and isinstance(raw, list):  # cut before validating: it costs per entry
             update = {**update, "entries": raw[:cap]}
         model = schema.validate_update(update)
-        entries = [PlanEntry(e.content, _value(e.priority), _value(e.status))
-                   for e in model.entries]
+        entries = [
+            PlanEntry(e.content, _value(e.priority), _value(e.status)) for e in model.entries
+        ]
         # The plan is a snapshot: count the largest excess of one plan, not a sum over updates.
         if excess > record.dropped.get("plan_entries", 0):
             self._drop(record, "plan_entries", excess - record.dropped.get("plan_entries", 0))
@@ -407,7 +430,7 @@ class SessionFold:
             size = len(entry.content) + len(entry.priority) + len(entry.status) + 40
             if size > room:
                 if room > 1000:
-                    kept = entry.content[:room - 1000]
+                    kept = entry.content[: room - 1000]
                     self._drop(record, "value_chars", len(entry.content) - len(kept))
                     out.append(PlanEntry(kept + "…", entry.priority[:100], entry.status[:100]))
                 self._drop(record, "plan_entries", len(entries) - len(out))
@@ -418,7 +441,7 @@ class SessionFold:
 
     def _session_list(self, items: list[Any]) -> list[dict[str, Any]]:
         """A session-wide list (commands, config options, modes) within the limits."""
-        kept = [i for i in items[:self.limits.list_items] if isinstance(i, dict)]
+        kept = [i for i in items[: self.limits.list_items] if isinstance(i, dict)]
         value, _ = bounded(kept, self.limits.value_chars)
         return value  # type: ignore[no-any-return]
 
@@ -458,9 +481,12 @@ class SessionFold:
             self._raw("usage_update", update, problem)
             return
         currency = cost.currency if cost is not None else None
-        self.usage = Usage(model.used, model.size,
-                           float(cost.amount) if cost is not None else None,
-                           currency[:_MAX_CURRENCY] if isinstance(currency, str) else None)
+        self.usage = Usage(
+            model.used,
+            model.size,
+            float(cost.amount) if cost is not None else None,
+            currency[:_MAX_CURRENCY] if isinstance(currency, str) else None,
+        )
         self._changed("usage")
 
     def set_modes(self, modes: Any) -> None:
@@ -470,7 +496,7 @@ class SessionFold:
             self.modes = self._session_list(available if isinstance(available, list) else [])
             current = modes.get("currentModeId")
             if isinstance(current, str):
-                self.current_mode_id = current[:self.limits.value_chars]
+                self.current_mode_id = current[: self.limits.value_chars]
             self._changed("mode")
 
     def set_config_options(self, options: Any) -> None:
@@ -483,8 +509,11 @@ class SessionFold:
     def add_error(self, message: str, level: str = "error") -> ErrorPart:
         """Record an error (or warning); past the parts limit it is counted, not kept."""
         record = self.target
-        part = ErrorPart(self.new_id("e"), message[:self.limits.value_chars],
-                         "warning" if level == "warning" else "error")
+        part = ErrorPart(
+            self.new_id("e"),
+            message[: self.limits.value_chars],
+            "warning" if level == "warning" else "error",
+        )
         if record.budget.parts <= 0:
             self._drop(record, "errors")
             return part
@@ -539,12 +568,17 @@ class SessionFold:
         note = record.dropped_note
         if note is None:
             return
-        words = [_DROPPED_WORDS.get(k, k).format(**_limit_fields(self.limits))
-                 for k, v in record.dropped.items() if v]
+        words = [
+            _DROPPED_WORDS.get(k, k).format(**_limit_fields(self.limits))
+            for k, v in record.dropped.items()
+            if v
+        ]
         counts = [v for v in record.dropped.values() if v]
-        note.message = ("The agent sent more than the client keeps; left out: "
-                        + "; ".join(f"{n:,} {w}" for n, w in zip(counts, words, strict=True))
-                        + ".")
+        note.message = (
+            "The agent sent more than the client keeps; left out: "
+            + "; ".join(f"{n:,} {w}" for n, w in zip(counts, words, strict=True))
+            + "."
+        )
         self._updated_in(record, note)
 
     def _updated_in(self, record: TurnRecord, part: Part) -> None:
@@ -571,8 +605,9 @@ def _patch_tool_call(call: ToolCallPart, model: Any, present: set[str]) -> None:
         call.status = _value(model.status)
     if "content" in present:
         call.content = [schema.dump(c) for c in model.content or []]
-        call.shown_types.update(t for t in ("diff", "terminal")
-                                if any(c.get("type") == t for c in call.content))
+        call.shown_types.update(
+            t for t in ("diff", "terminal") if any(c.get("type") == t for c in call.content)
+        )
     if "locations" in present:
         call.locations = [schema.dump(loc) for loc in model.locations or []]
     if "raw_input" in present:
@@ -591,7 +626,7 @@ def _cut_list(update: dict[str, Any], key: str, limits: Limits) -> dict[str, Any
     """`update` with its list `key` cut to the limit before validation (which costs per item)."""
     items = update.get(key)
     if type(items) is list and len(items) > limits.list_items:
-        return {**update, key: items[:limits.list_items]}
+        return {**update, key: items[: limits.list_items]}
     return update
 
 
@@ -599,7 +634,7 @@ def _cut_content(update: dict[str, Any], limits: Limits) -> dict[str, Any]:
     for key in ("content", "locations"):
         items = update.get(key)
         if type(items) is list and len(items) > limits.content_items:
-            update = {**update, key: items[:limits.content_items]}
+            update = {**update, key: items[: limits.content_items]}
     return update
 
 
@@ -615,8 +650,7 @@ def _usage_problem(used: Any, size: Any, cost: Any) -> str | None:
             return f"invalid {name}: {value!r} is not a token count (0 to 2^63-1)"
     if cost is not None:
         amount = cost.amount
-        if (type(amount) not in (int, float) or not 0 <= amount <= _MAX_COST
-                or amount != amount):
+        if type(amount) not in (int, float) or not 0 <= amount <= _MAX_COST or amount != amount:
             return f"invalid cost.amount: {amount!r} is not an amount (0 to {_MAX_COST:g})"
     return None
 

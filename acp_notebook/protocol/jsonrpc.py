@@ -125,8 +125,9 @@ def _int_or_null(text: str) -> int | None:
     return value if -(2**63) <= value < 2**63 else None
 
 
-_DECODER = json.JSONDecoder(parse_float=_float_or_null, parse_int=_int_or_null,
-                            parse_constant=_constant_null)
+_DECODER = json.JSONDecoder(
+    parse_float=_float_or_null, parse_int=_int_or_null, parse_constant=_constant_null
+)
 #: `json.loads` for the agent's frames: every number it returns is finite and within 64 bits.
 loads = _DECODER.decode
 

@@ -7,9 +7,30 @@ SDK's tables do not list because it is not an ACP method.
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
 from typing import Final
 
-from acp.meta import AGENT_METHODS, CLIENT_METHODS
+
+def _sdk_tables() -> tuple[dict[str, str], dict[str, str]]:
+    """The SDK's `acp/meta.py` tables, loaded without running `acp/__init__`.
+
+    `import acp.meta` would import the whole SDK first (about 2 s of CPU for its schema), on
+    the thread that imports the client; `meta.py` itself is two literal dicts.
+    """
+    spec = importlib.util.find_spec("acp")  # finds the package; does not execute it
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("the agent-client-protocol package (acp) is not installed")
+    path = Path(next(iter(spec.submodule_search_locations))) / "meta.py"
+    meta_spec = importlib.util.spec_from_file_location("acp_notebook._acp_meta", path)
+    if meta_spec is None or meta_spec.loader is None:
+        raise ImportError(f"cannot load the ACP method tables from {path}")
+    meta = importlib.util.module_from_spec(meta_spec)
+    meta_spec.loader.exec_module(meta)
+    return dict(meta.AGENT_METHODS), dict(meta.CLIENT_METHODS)
+
+
+AGENT_METHODS, CLIENT_METHODS = _sdk_tables()
 
 # Requests and notifications the client sends to the agent.
 INITIALIZE: Final = AGENT_METHODS["initialize"]
@@ -42,5 +63,6 @@ ELICITATION_CREATE: Final = CLIENT_METHODS["elicitation_create"]
 CANCEL_REQUEST: Final = "$/cancel_request"
 
 #: The terminal methods, which the client serves only when it advertised `terminal: true`.
-TERMINAL_METHODS: Final = frozenset({TERMINAL_CREATE, TERMINAL_OUTPUT, TERMINAL_RELEASE,
-                                     TERMINAL_WAIT_FOR_EXIT, TERMINAL_KILL})
+TERMINAL_METHODS: Final = frozenset(
+    {TERMINAL_CREATE, TERMINAL_OUTPUT, TERMINAL_RELEASE, TERMINAL_WAIT_FOR_EXIT, TERMINAL_KILL}
+)

@@ -42,8 +42,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 # AUTH but not AUTHOR: GIT_AUTHOR_NAME would blank the user's name in every answer.
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASS|CREDENTIAL|AUTH(?!OR)|COOKIE|SESSION_ID"
-                         r"|PRIVATE|_PAT$", re.I)
+SECRET_NAME = re.compile(
+    r"KEY|TOKEN|SECRET|PASS|CREDENTIAL|AUTH(?!OR)|COOKIE|SESSION_ID"
+    r"|PRIVATE|_PAT$",
+    re.I,
+)
 MIN_SECRET_LENGTH = 8  # shorter values ("1", "true") would blank out ordinary text
 MASK = "[redacted]"
 _TWO_MASKS = MASK * 2
@@ -84,8 +87,9 @@ def secret_args(argv: Sequence[str]) -> set[str]:
     found: set[str] = set()
     for option, following in zip(argv, [*argv[1:], ""], strict=True):
         match = _OPTION.fullmatch(option)
-        if (match is None or not SECRET_NAME.search(match[1])
-                or _PATH_OPTION.search(match[1])):  # --key-file PATH: a path is no secret
+        if (
+            match is None or not SECRET_NAME.search(match[1]) or _PATH_OPTION.search(match[1])
+        ):  # --key-file PATH: a path is no secret
             continue
         value = match[2] if match[2] is not None else following
         if maskable(value) and not value.startswith("-"):
@@ -130,8 +134,9 @@ def prefix_length(length: int) -> int:
 class Redactor:
     """Masks known secrets; `environ` (e.g. `os.environ`) is re-read at every call."""
 
-    def __init__(self, secrets: Iterable[str] = (), *,
-                 environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, secrets: Iterable[str] = (), *, environ: Mapping[str, str] | None = None
+    ) -> None:
         self._secrets: set[str] = set()
         self._environ = _EnvironScan(environ) if environ is not None else None
         self._pattern: re.Pattern[str] | None = None
@@ -179,8 +184,10 @@ class Redactor:
         if isinstance(value, str):
             return self._text(value, live)
         if isinstance(value, dict):
-            return {self._text(k, False) if isinstance(k, str) else k: self._obj(v, live)
-                    for k, v in value.items()}
+            return {
+                self._text(k, False) if isinstance(k, str) else k: self._obj(v, live)
+                for k, v in value.items()
+            }
         if isinstance(value, list | tuple):
             return [self._obj(v, live) for v in value]
         return value
@@ -205,7 +212,7 @@ class Redactor:
             start = max(0, len(value) - self._window)
             match = self._tail.search(value, start)
             if match is not None:
-                value = value[:match.start()]
+                value = value[: match.start()]
         return value
 
     def _mask(self, value: str, pattern: re.Pattern[str]) -> str:
@@ -261,8 +268,11 @@ class Redactor:
         self._pattern = re.compile("|".join(_prefix_pattern(f, n) for f, n in ordered))
         # A held-back end shorter than the masked prefix length: longer ones are masked anyway.
         forms = {f for s in self._secrets for f in _forms(s)}
-        self._tail = re.compile("(?:" + "|".join(
-            _prefix_pattern(f[:prefix_length(len(f)) - 1], 1) for f in forms) + r")\Z")
+        self._tail = re.compile(
+            "(?:"
+            + "|".join(_prefix_pattern(f[: prefix_length(len(f)) - 1], 1) for f in forms)
+            + r")\Z"
+        )
         # A match starts at most n spelled characters before its anchor, and is at most its
         # form spelled long.
         self._before = max(n for _, n in ordered) * _MAX_UNIT
@@ -308,8 +318,10 @@ def _windows(secret: str) -> list[tuple[str, int]]:
         step = max(_STEP, -(-last // _WINDOWS))
         for at in sorted({*range(step, last, step), last}):
             # From there or a little further, where its first characters hold an anchor.
-            found = next((a for a in range(at, min(at + step, last + 1))
-                          if _anchor(piece[a:a + least])), None)
+            found = next(
+                (a for a in range(at, min(at + step, last + 1)) if _anchor(piece[a : a + least])),
+                None,
+            )
             if found is not None:
                 out.append((piece[found:], least))
     return out
@@ -342,8 +354,12 @@ def _unit(char: str) -> str:
     if char.isascii() and char.isalnum():
         return char
     code = ord(char)
-    spellings = [re.escape(char), f"&#0*{code};", f"&#[xX]0*{_hex(f'{code:x}')};",
-                 "".join(f"%{_hex(f'{b:02x}')}" for b in char.encode())]
+    spellings = [
+        re.escape(char),
+        f"&#0*{code};",
+        f"&#[xX]0*{_hex(f'{code:x}')};",
+        "".join(f"%{_hex(f'{b:02x}')}" for b in char.encode()),
+    ]
     if code <= 0xFFFF:
         spellings.append(r"\\u" + _hex(f"{code:04x}"))
     if char in _NAMED:

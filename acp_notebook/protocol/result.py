@@ -61,8 +61,12 @@ class TurnRecord:
         return ids
 
     def to_json(self) -> dict[str, Any]:
-        out = {"turnId": self.turn_id, "prompt": self.prompt,
-               "parts": [p.to_json() for p in self.parts], "replay": self.replay}
+        out = {
+            "turnId": self.turn_id,
+            "prompt": self.prompt,
+            "parts": [p.to_json() for p in self.parts],
+            "replay": self.replay,
+        }
         if self.dropped:
             out["dropped"] = dict(self.dropped)
         return out
@@ -106,10 +110,16 @@ class TurnResult:
     def to_json(self) -> dict[str, Any]:
         """The turn's transcript: plain JSON, enough to render and replay it without the agent."""
         return {
-            "turnId": self.turn_id, "sessionId": self.session_id, "agent": self.agent,
-            "success": self.success, "stopReason": self.stop_reason, "error": self.error,
-            "text": self.text, "thoughts": self.thoughts,
-            "usage": self.usage.to_json() if self.usage else None, "cost": self.cost,
+            "turnId": self.turn_id,
+            "sessionId": self.session_id,
+            "agent": self.agent,
+            "success": self.success,
+            "stopReason": self.stop_reason,
+            "error": self.error,
+            "text": self.text,
+            "thoughts": self.thoughts,
+            "usage": self.usage.to_json() if self.usage else None,
+            "cost": self.cost,
             "tokens": self.tokens,
             "plan": [e.to_json() for e in self.plan],
             "prompt": list(self.prompt),
@@ -136,8 +146,9 @@ def finish(
     tokens: dict[str, Any] | None = None,
 ) -> TurnResult:
     """Freeze a turn record into its result. Parts are copied: late updates must not change it."""
-    parts = tuple(dataclasses.replace(p) if not isinstance(p, MessagePart) else p
-                  for p in record.parts)
+    parts = tuple(
+        dataclasses.replace(p) if not isinstance(p, MessagePart) else p for p in record.parts
+    )
     cost = None
     if usage is not None and usage.cost_amount is not None:
         before = record.usage_at_start.cost_amount if record.usage_at_start else None

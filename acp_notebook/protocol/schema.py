@@ -13,8 +13,14 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["ValidationError", "describe", "dump", "models", "validate_tool_call_update",
-           "validate_update"]
+__all__ = [
+    "ValidationError",
+    "describe",
+    "dump",
+    "models",
+    "validate_tool_call_update",
+    "validate_update",
+]
 
 _UPDATE_MODELS = {
     "user_message_chunk": "UserMessageChunk",

@@ -62,8 +62,12 @@ class MessagePart:
         buf.write(text)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": "message", "id": self.part_id, "role": self.role,
-                               "text": self.text}
+        out: dict[str, Any] = {
+            "type": "message",
+            "id": self.part_id,
+            "role": self.role,
+            "text": self.text,
+        }
         if self.message_id is not None:
             out["messageId"] = self.message_id
         if self.blocks:
@@ -73,9 +77,12 @@ class MessagePart:
     @classmethod
     def from_json(cls, d: dict[Any, Any]) -> MessagePart:
         message_id = d.get("messageId")
-        part = cls(text(d.get("id")), text(d.get("role")) or "agent",
-                   text(message_id) if isinstance(message_id, str) else None,
-                   dicts(d.get("blocks")))
+        part = cls(
+            text(d.get("id")),
+            text(d.get("role")) or "agent",
+            text(message_id) if isinstance(message_id, str) else None,
+            dicts(d.get("blocks")),
+        )
         part.append(text(d.get("text")))
         return part
 
@@ -107,9 +114,14 @@ class ToolCallPart:
         return self.status not in UNFINISHED
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": "tool_call", "id": self.part_id,
-                               "toolCallId": self.tool_call_id, "title": self.title,
-                               "kind": self.tool_kind, "status": self.status}
+        out: dict[str, Any] = {
+            "type": "tool_call",
+            "id": self.part_id,
+            "toolCallId": self.tool_call_id,
+            "title": self.title,
+            "kind": self.tool_kind,
+            "status": self.status,
+        }
         if self.content:
             out["content"] = self.content
         if self.locations:
@@ -122,10 +134,17 @@ class ToolCallPart:
 
     @classmethod
     def from_json(cls, d: dict[Any, Any]) -> ToolCallPart:
-        return cls(text(d.get("id")), text(d.get("toolCallId")), text(d.get("title")),
-                   text(d.get("kind")) or "other", text(d.get("status")) or "pending",
-                   content=dicts(d.get("content")), locations=dicts(d.get("locations")),
-                   raw_input=d.get("rawInput"), raw_output=d.get("rawOutput"))
+        return cls(
+            text(d.get("id")),
+            text(d.get("toolCallId")),
+            text(d.get("title")),
+            text(d.get("kind")) or "other",
+            text(d.get("status")) or "pending",
+            content=dicts(d.get("content")),
+            locations=dicts(d.get("locations")),
+            raw_input=d.get("rawInput"),
+            raw_output=d.get("rawOutput"),
+        )
 
     @property
     def content_items(self) -> tuple[items.Content, ...]:
@@ -171,15 +190,28 @@ class PermissionPart:
         return next((o for o in options if o.option_id == self.option_id), None)
 
     def to_json(self) -> dict[str, Any]:
-        return {"type": "permission", "id": self.part_id, "toolCallId": self.tool_call_id,
-                "title": self.title, "options": self.options, "outcome": self.outcome,
-                "optionId": self.option_id, "decidedBy": self.decided_by}
+        return {
+            "type": "permission",
+            "id": self.part_id,
+            "toolCallId": self.tool_call_id,
+            "title": self.title,
+            "options": self.options,
+            "outcome": self.outcome,
+            "optionId": self.option_id,
+            "decidedBy": self.decided_by,
+        }
 
     @classmethod
     def from_json(cls, d: dict[Any, Any]) -> PermissionPart:
-        return cls(text(d.get("id")), text(d.get("toolCallId")), text(d.get("title")),
-                   dicts(d.get("options")), text(d.get("outcome")) or "pending",
-                   opt_text(d.get("optionId")), opt_text(d.get("decidedBy")))
+        return cls(
+            text(d.get("id")),
+            text(d.get("toolCallId")),
+            text(d.get("title")),
+            dicts(d.get("options")),
+            text(d.get("outcome")) or "pending",
+            opt_text(d.get("optionId")),
+            opt_text(d.get("decidedBy")),
+        )
 
 
 @dataclass(slots=True, frozen=True)
@@ -193,8 +225,9 @@ class PlanEntry:
 
     @classmethod
     def from_json(cls, e: dict[Any, Any]) -> PlanEntry:
-        return cls(text(e.get("content")), text(e.get("priority")),
-                   text(e.get("status")) or "pending")
+        return cls(
+            text(e.get("content")), text(e.get("priority")), text(e.get("status")) or "pending"
+        )
 
     @classmethod
     def list_from_json(cls, x: Any) -> list[PlanEntry]:
@@ -233,8 +266,12 @@ class RawPart:
     kind = "raw"
 
     def to_json(self) -> dict[str, Any]:
-        out = {"type": "raw", "id": self.part_id, "sessionUpdate": self.update_kind,
-               "raw": self.raw}
+        out = {
+            "type": "raw",
+            "id": self.part_id,
+            "sessionUpdate": self.update_kind,
+            "raw": self.raw,
+        }
         if self.problem:
             out["problem"] = self.problem
         return out
@@ -243,8 +280,12 @@ class RawPart:
     def from_json(cls, d: dict[Any, Any]) -> RawPart:
         kind = d.get("sessionUpdate")
         name = text(kind)  # kept as it is when a string, even empty (the views show "?")
-        return cls(text(d.get("id")), name if name or isinstance(kind, str) else "?",
-                   d.get("raw"), opt_text(d.get("problem")))
+        return cls(
+            text(d.get("id")),
+            name if name or isinstance(kind, str) else "?",
+            d.get("raw"),
+            opt_text(d.get("problem")),
+        )
 
 
 @dataclass(slots=True, eq=False)
@@ -262,8 +303,11 @@ class ErrorPart:
 
     @classmethod
     def from_json(cls, d: dict[Any, Any]) -> ErrorPart:
-        return cls(text(d.get("id")), text(d.get("message")),
-                   "warning" if d.get("level") == "warning" else "error")
+        return cls(
+            text(d.get("id")),
+            text(d.get("message")),
+            "warning" if d.get("level") == "warning" else "error",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,16 +327,25 @@ class Terminal:
         return self.exit_code is not None or self.signal is not None
 
     def to_json(self) -> dict[str, Any]:
-        return {"terminalId": self.terminal_id, "command": self.command, "output": self.output,
-                "truncated": self.truncated,
-                "exitStatus": {"exitCode": self.exit_code, "signal": self.signal}}
+        return {
+            "terminalId": self.terminal_id,
+            "command": self.command,
+            "output": self.output,
+            "truncated": self.truncated,
+            "exitStatus": {"exitCode": self.exit_code, "signal": self.signal},
+        }
 
     @classmethod
     def from_json(cls, d: dict[Any, Any]) -> Terminal:
         status = mapping(d.get("exitStatus"))
-        return cls(text(d.get("terminalId")), text(d.get("command")), text(d.get("output")),
-                   d.get("truncated") is True, integer(status.get("exitCode")),
-                   opt_text(status.get("signal")))
+        return cls(
+            text(d.get("terminalId")),
+            text(d.get("command")),
+            text(d.get("output")),
+            d.get("truncated") is True,
+            integer(status.get("exitCode")),
+            opt_text(status.get("signal")),
+        )
 
 
 @dataclass(eq=False)
@@ -331,8 +384,9 @@ class TerminalView:
         return {"exitCode": self.exit_code, "signal": self.signal}
 
     def snapshot(self) -> Terminal:
-        return Terminal(self.terminal_id, self.command, self.text, self.truncated,
-                        self.exit_code, self.signal)
+        return Terminal(
+            self.terminal_id, self.command, self.text, self.truncated, self.exit_code, self.signal
+        )
 
     def to_json(self) -> dict[str, Any]:
         return self.snapshot().to_json()

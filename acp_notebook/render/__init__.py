@@ -41,8 +41,9 @@ LIVE_FORMATS = ("text/plain", "text/html")
 ALL_FORMATS = ("text/plain", "text/markdown", "text/html", MIME_TRANSCRIPT)
 
 
-def render_bundle(transcript: dict[str, Any], *, live: bool = False,
-                  formats: tuple[str, ...] = ALL_FORMATS) -> dict[str, Any]:
+def render_bundle(
+    transcript: dict[str, Any], *, live: bool = False, formats: tuple[str, ...] = ALL_FORMATS
+) -> dict[str, Any]:
     """The mimebundle for one turn: markdown, HTML, plain text and the transcript."""
     try:
         turn = read_turn(transcript, live=live)
@@ -50,21 +51,25 @@ def render_bundle(transcript: dict[str, Any], *, live: bool = False,
         turn = read_turn({"error": f"could not read the transcript: {exc!r}"}, live=live)
     bundle: dict[str, Any] = {}
     if "text/plain" in formats:
-        bundle["text/plain"] = _safely(render_text, turn,
-                                       lambda e: f"(could not render the turn: {e!r})")
+        bundle["text/plain"] = _safely(
+            render_text, turn, lambda e: f"(could not render the turn: {e!r})"
+        )
     if "text/markdown" in formats:
         bundle["text/markdown"] = _safely(
-            render_markdown, turn, lambda e: f"*could not render the turn: {type(e).__name__}*")
+            render_markdown, turn, lambda e: f"*could not render the turn: {type(e).__name__}*"
+        )
     if "text/html" in formats:
         bundle["text/html"] = _safely(
-            render_html, turn, lambda e: f"<pre>could not render the turn: {escape(repr(e))}</pre>")
+            render_html, turn, lambda e: f"<pre>could not render the turn: {escape(repr(e))}</pre>"
+        )
     if MIME_TRANSCRIPT in formats:
         bundle[MIME_TRANSCRIPT] = transcript if isinstance(transcript, dict) else {}
     return bundle
 
 
-def _safely(view: Callable[[Transcript], str], turn: Transcript,
-            fallback: Callable[[Exception], str]) -> str:
+def _safely(
+    view: Callable[[Transcript], str], turn: Transcript, fallback: Callable[[Exception], str]
+) -> str:
     try:
         return view(turn)
     except Exception as exc:  # a display must not take the cell down; the tests keep this unused

@@ -17,8 +17,11 @@ from .diff import unified
 from .htmlbits import block, css_class, json_details, note
 from .jsondump import dump
 
-_MARKDOWNISH = re.compile(r"^ {0,3}(?:#{1,6} |```|~~~|[-*+] \S|\d{1,3}[.)] \S|> |\|.*\|)"
-                          r"|\*\*\S|\]\(", re.M)
+_MARKDOWNISH = re.compile(
+    r"^ {0,3}(?:#{1,6} |```|~~~|[-*+] \S|\d{1,3}[.)] \S|> |\|.*\|)"
+    r"|\*\*\S|\]\(",
+    re.M,
+)
 
 
 def tool_call(out: list[str], call: ToolCallPart, turn: Transcript) -> None:
@@ -30,8 +33,11 @@ def tool_call(out: list[str], call: ToolCallPart, turn: Transcript) -> None:
     status_cls = css_class(call.status)
     content, locations, kind = call.content_items, call.location_items, call.tool_kind
     diffs = [c for c in content if isinstance(c, DiffContent)]
-    is_open = (call.status == "failed" or bool(diffs)
-               or any(isinstance(c, TerminalContent) for c in content))
+    is_open = (
+        call.status == "failed"
+        or bool(diffs)
+        or any(isinstance(c, TerminalContent) for c in content)
+    )
     title = inline(" ".join(call.title.split())) if call.title.strip() else escape(kind)
     stats = ""
     if diffs:
@@ -40,15 +46,18 @@ def tool_call(out: list[str], call: ToolCallPart, turn: Transcript) -> None:
             u = unified(d.path, d.old, d.new)
             added, removed = added + u.added, removed + u.removed
         stats = f' <span class="acpnb-muted">+{added} −{removed}</span>'
-    out.append(f'<details class="acpnb-tool acpnb-tool-{status_cls}"{" open" if is_open else ""}>'
-               f'<summary><span class="acpnb-kind" title="{escape(kind)}">'
-               f'{labels.kind_icon(kind)}</span> {title} '
-               f'<span class="acpnb-badge acpnb-st-{status_cls}">{glyph} {escape(word)}</span>'
-               f'{stats}</summary>')
+    out.append(
+        f'<details class="acpnb-tool acpnb-tool-{status_cls}"{" open" if is_open else ""}>'
+        f'<summary><span class="acpnb-kind" title="{escape(kind)}">'
+        f"{labels.kind_icon(kind)}</span> {title} "
+        f'<span class="acpnb-badge acpnb-st-{status_cls}">{glyph} {escape(word)}</span>'
+        f"{stats}</summary>"
+    )
     if locations:
         locs = ", ".join(
             f"<code>{escape(loc.path)}{f':{loc.line}' if loc.line is not None else ''}</code>"
-            for loc in locations[:20])
+            for loc in locations[:20]
+        )
         more = f" … {len(locations) - 20} more" if len(locations) > 20 else ""
         out.append(f'<div class="acpnb-locs">📄 {locs}{more}</div>')
     for c in content:
@@ -91,12 +100,14 @@ def _diff_html(path: str, old: str | None, new: str) -> str:
     """One file's diff: a header line, then its head as coloured unified-diff lines."""
     d = unified(path, old, new)
     tag = " (new file)" if d.new_file else ""
-    out = [f'<div class="acpnb-file">📝 <code>{escape(path or "?")}</code>'
-           f'<span class="acpnb-muted">{tag} +{d.added} −{d.removed}</span></div>']
+    out = [
+        f'<div class="acpnb-file">📝 <code>{escape(path or "?")}</code>'
+        f'<span class="acpnb-muted">{tag} +{d.added} −{d.removed}</span></div>'
+    ]
     if not d.lines:
         out.append(note("no changes"))
         return "".join(out)
-    shown = d.lines[:clip.DIFF_LINES]
+    shown = d.lines[: clip.DIFF_LINES]
     body: list[str] = []
     budget = clip.MAX_CHARS
     for k, line in enumerate(shown):
@@ -145,8 +156,10 @@ def _terminal_html(term: Terminal, live: bool) -> str:
     status = labels.exit_status(term, live=live)
     failed = term.signal is not None or (term.exit_code not in (None, 0))
     cls = "acpnb-st-failed" if failed else "acpnb-st-completed" if term.exited else ""
-    return (f'{note(" ".join(notes))}<pre>{escape(command + shown, quote=False)}</pre>'
-            f'<div class="acpnb-note {cls}">{escape(status)}</div>')
+    return (
+        f"{note(' '.join(notes))}<pre>{escape(command + shown, quote=False)}</pre>"
+        f'<div class="acpnb-note {cls}">{escape(status)}</div>'
+    )
 
 
 def permission(out: list[str], p: PermissionPart, live: bool) -> None:
@@ -166,14 +179,18 @@ def permission(out: list[str], p: PermissionPart, live: bool) -> None:
     out.append(f'<div class="acpnb-perm">🔐 <strong>Permission</strong>: {title}')
     if options:
         out.append(f'<div class="acpnb-muted">options: {" · ".join(options)}</div>')
-    out.append(f'<div>{"⏳" if waiting else "→"} <strong>{escape(decision)}</strong></div></div>')
+    out.append(f"<div>{'⏳' if waiting else '→'} <strong>{escape(decision)}</strong></div></div>")
 
 
 def raw(out: list[str], r: RawPart) -> None:
     """An update this renderer does not know, kept as collapsed JSON."""
     problem = f' <span class="acpnb-muted">({escape(r.problem)})</span>' if r.problem else ""
-    out.append(f'<details class="acpnb-raw"><summary>❔ Unknown update '
-               f'<code>{escape(r.update_kind or "?")}</code>{problem}</summary>')
+    out.append(
+        f'<details class="acpnb-raw"><summary>❔ Unknown update '
+        f"<code>{escape(r.update_kind or '?')}</code>{problem}</summary>"
+    )
     clipped = dump(r.raw)
-    out.append(f'<pre class="acpnb-out">{escape(clipped.text, quote=False)}</pre>'
-               f'{note(clipped.note)}</details>')
+    out.append(
+        f'<pre class="acpnb-out">{escape(clipped.text, quote=False)}</pre>'
+        f"{note(clipped.note)}</details>"
+    )

@@ -80,8 +80,7 @@ def terminal_text(text: str) -> str:
     if "\r" in text:
         text = text.replace("\r\n", "\n")
         # A carriage return redraws the line: keep what was drawn last.
-        text = "\n".join(_last_drawn(line) if "\r" in line else line
-                         for line in text.split("\n"))
+        text = "\n".join(_last_drawn(line) if "\r" in line else line for line in text.split("\n"))
     return _CONTROL.sub("", text)
 
 

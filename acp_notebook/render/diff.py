@@ -45,7 +45,7 @@ def _unified(path: str, old: str | None, new: str) -> Diff:
         same_tail += 1
     offset = max(0, same_head - CONTEXT)
     cut = max(0, same_tail - CONTEXT)
-    a_mid, b_mid = a[offset:len(a) - cut], b[offset:len(b) - cut]
+    a_mid, b_mid = a[offset : len(a) - cut], b[offset : len(b) - cut]
 
     # Agents send absolute paths: shown as they are (git's a/ b/ prefixes are for relative ones).
     name = path or "file"
@@ -76,5 +76,4 @@ def _range(start: int, length: int) -> str:
 
 
 def _shift(m: re.Match[str], offset: int) -> str:
-    return (f"@@ -{int(m.group(1)) + offset}{m.group(2)} "
-            f"+{int(m.group(3)) + offset}{m.group(4)} @@")
+    return f"@@ -{int(m.group(1)) + offset}{m.group(2)} +{int(m.group(3)) + offset}{m.group(4)} @@"

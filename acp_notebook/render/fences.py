@@ -32,12 +32,12 @@ def _fence_spans(text: str) -> list[tuple[int, int, str]]:
     marker = ""
     for m in _FENCE_RUN.finditer(text):
         line_start = text.rfind("\n", 0, m.start()) + 1
-        if m.start() - line_start > 3 or text[line_start:m.start()].strip(" "):
+        if m.start() - line_start > 3 or text[line_start : m.start()].strip(" "):
             continue  # not at the start of a line
         line_end = text.find("\n", m.end())
         if line_end < 0:
             line_end = len(text)
-        run, rest = m.group(0), text[m.end():line_end]
+        run, rest = m.group(0), text[m.end() : line_end]
         if open_at < 0:
             if run[0] == "`" and "`" in rest:
                 continue  # not a fence: an info string may not hold a backtick

@@ -32,8 +32,10 @@ from .style import MATH_OFF, STYLE
 def render_html(turn: Transcript) -> str:
     # MathJax (JupyterLab, nbconvert) typesets `$…$` in HTML outputs unless told not to: an
     # answer's dollars stay text, and a `\href` in them can never become a link.
-    out: list[str] = [f'<div class="acpnb-turn {MATH_OFF}" data-turn-id="{escape(turn.turn_id)}">',
-                      STYLE]
+    out: list[str] = [
+        f'<div class="acpnb-turn {MATH_OFF}" data-turn-id="{escape(turn.turn_id)}">',
+        STYLE,
+    ]
     last = len(turn.parts) - 1
     for i, part in enumerate(turn.parts):
         mark = len(out)
@@ -70,8 +72,10 @@ def _message(out: list[str], m: MessagePart, *, growing: bool) -> None:
             return
         label = "Thinking…" if growing else "Thoughts"
         words = m.text.count(" ") + m.text.count("\n") + 1  # about: split() costs more
-        out.append(f'<details class="acpnb-thought"><summary>💭 {label} '
-                   f'<span class="acpnb-muted">(~{words:,} words)</span></summary><div>')
+        out.append(
+            f'<details class="acpnb-thought"><summary>💭 {label} '
+            f'<span class="acpnb-muted">(~{words:,} words)</span></summary><div>'
+        )
         out.append(to_html(m.text, live=growing))
         _blocks(out, m.blocks)
         out.append("</div></details>")
@@ -96,24 +100,31 @@ def _plan(out: list[str], entries: list[PlanEntry]) -> None:
     if not entries:
         return
     done = sum(1 for e in entries if e.status == "completed")
-    out.append(f'<div class="acpnb-plan"><strong>📋 Plan</strong> '
-               f'<span class="acpnb-muted">{done}/{len(entries)} done</span><ul>')
+    out.append(
+        f'<div class="acpnb-plan"><strong>📋 Plan</strong> '
+        f'<span class="acpnb-muted">{done}/{len(entries)} done</span><ul>'
+    )
     for e in entries:
         glyph, word = labels.plan_status(e.status)
         prio = ""
         if e.priority:
-            prio = (f' <span class="acpnb-prio acpnb-prio-{css_class(e.priority)}" '
-                    f'title="priority">{escape(e.priority)}</span>')
-        out.append(f'<li class="acpnb-{css_class(e.status)}"><span title="{escape(word)}">{glyph}'
-                   f'</span> {inline(e.content)}{prio}</li>')
+            prio = (
+                f' <span class="acpnb-prio acpnb-prio-{css_class(e.priority)}" '
+                f'title="priority">{escape(e.priority)}</span>'
+            )
+        out.append(
+            f'<li class="acpnb-{css_class(e.status)}"><span title="{escape(word)}">{glyph}'
+            f"</span> {inline(e.content)}{prio}</li>"
+        )
     out.append("</ul></div>")
 
 
 def _alert(out: list[str], level: str, heading: str, message: str) -> None:
     cls = {"error": "", "warning": " acpnb-warning", "info": " acpnb-info"}.get(level, "")
     body = f" {_multiline(message)}" if message else ""
-    out.append(f'<div class="acpnb-alert{cls}" role="alert"><strong>{escape(heading)}</strong>'
-               f'{body}</div>')
+    out.append(
+        f'<div class="acpnb-alert{cls}" role="alert"><strong>{escape(heading)}</strong>{body}</div>'
+    )
 
 
 def _turn_alerts(out: list[str], turn: Transcript) -> None:
@@ -143,8 +154,10 @@ def _footer(out: list[str], turn: Transcript) -> None:
         if frac is not None:
             width = min(100.0, frac * 100)
             high = " acpnb-high" if frac >= 0.8 else ""
-            meter = (f'<span class="acpnb-meter{high}" title="{labels.percent(frac)} of the '
-                     f'context window"><span style="width:{width:.1f}%"></span></span>')
+            meter = (
+                f'<span class="acpnb-meter{high}" title="{labels.percent(frac)} of the '
+                f'context window"><span style="width:{width:.1f}%"></span></span>'
+            )
         pieces.append(f"{meter}{escape(ctx)}")
     for piece in (labels.cost(turn), labels.tokens(turn)):
         if piece:

@@ -35,9 +35,11 @@ def note(message: str) -> str:
 def json_details(label: str, value: Any) -> str:
     """`value` as JSON in a collapsed section."""
     clipped = dump(value)
-    return (f'<details><summary class="acpnb-muted">{escape(label)}</summary>'
-            f'<pre class="acpnb-out">{escape(clipped.text, quote=False)}</pre>'
-            f'{note(clipped.note)}</details>')
+    return (
+        f'<details><summary class="acpnb-muted">{escape(label)}</summary>'
+        f'<pre class="acpnb-out">{escape(clipped.text, quote=False)}</pre>'
+        f"{note(clipped.note)}</details>"
+    )
 
 
 def block(b: dict[Any, Any]) -> str:
@@ -45,7 +47,7 @@ def block(b: dict[Any, Any]) -> str:
     kind = text(b.get("type"))
     mime = text(b.get("mimeType"))
     if kind == "text":
-        return f'<div>{to_html(text(b.get("text")))}</div>'
+        return f"<div>{to_html(text(b.get('text')))}</div>"
     if kind == "image":
         data = b.get("data")
         return _image(mime, data if isinstance(data, str) else "")
@@ -54,16 +56,18 @@ def block(b: dict[Any, Any]) -> str:
     if kind == "resource_link":
         uri = text(b.get("uri"))
         name = text(b.get("name")) or text(b.get("title")) or uri
-        return f'<div>🔗 {_link(uri, name)} <code>{escape(uri)}</code></div>'
+        return f"<div>🔗 {_link(uri, name)} <code>{escape(uri)}</code></div>"
     if kind == "resource":
         res = mapping(b.get("resource"))
         uri = text(res.get("uri"))
         body = res.get("text")
         if isinstance(body, str):
             clipped = clip.head(body, clip.TEXT_LINES)
-            return (f'<details><summary>📎 <code>{escape(uri)}</code></summary>'
-                    f'<pre>{escape(clipped.text, quote=False)}</pre>{note(clipped.note)}'
-                    f'</details>')
+            return (
+                f"<details><summary>📎 <code>{escape(uri)}</code></summary>"
+                f"<pre>{escape(clipped.text, quote=False)}</pre>{note(clipped.note)}"
+                f"</details>"
+            )
         return f'<div class="acpnb-note">📎 <code>{escape(uri)}</code> {escape(mime)}</div>'
     return json_details(f"content block {kind or '?'}", b)
 
@@ -72,8 +76,10 @@ def block(b: dict[Any, Any]) -> str:
 def _image(mime: str, data: str) -> str:
     """An image the agent sent, inline when it is a plain raster image in valid base64."""
     if mime in _INLINE_IMAGES and 0 < len(data) < 8_000_000 and _BASE64.match(data):
-        return (f'<div><img alt="image from the agent" style="max-width:100%" '
-                f'src="data:{mime};base64,{"".join(data.split())}"></div>')
+        return (
+            f'<div><img alt="image from the agent" style="max-width:100%" '
+            f'src="data:{mime};base64,{"".join(data.split())}"></div>'
+        )
     return f'<div class="acpnb-note">🖼 image {escape(mime)}</div>'
 
 
@@ -81,5 +87,7 @@ def _link(url: str, label: str) -> str:
     safe = safe_url(url)
     if not safe or not safe.lower().startswith(("http://", "https://")):
         return escape(label, quote=False)
-    return (f'<a href="{escape(safe)}" target="_blank" rel="noopener noreferrer nofollow">'
-            f'{escape(label, quote=False)}</a>')
+    return (
+        f'<a href="{escape(safe)}" target="_blank" rel="noopener noreferrer nofollow">'
+        f"{escape(label, quote=False)}</a>"
+    )

@@ -22,8 +22,11 @@ def dump(value: Any, limit: int = JSON_CHARS) -> Clipped:
     """
     try:
         if isinstance(value, dict) and value and all(isinstance(k, str) for k in value):
-            text = "{\n" + ",\n".join(f"  {_compact(k)}: {_compact(v)}"
-                                       for k, v in value.items()) + "\n}"
+            text = (
+                "{\n"
+                + ",\n".join(f"  {_compact(k)}: {_compact(v)}" for k, v in value.items())
+                + "\n}"
+            )
         else:
             text = _compact(value)
     except (ValueError, TypeError, RecursionError):

@@ -9,8 +9,16 @@ from ..protocol.state import PermissionPart, Terminal, Usage
 from ..protocol.transcript import Transcript
 
 KIND_ICONS: dict[str, str] = {
-    "read": "📖", "edit": "✏️", "delete": "🗑️", "move": "📦", "search": "🔍",
-    "execute": "▶️", "think": "💭", "fetch": "🌐", "switch_mode": "🔀", "other": "🔧",
+    "read": "📖",
+    "edit": "✏️",
+    "delete": "🗑️",
+    "move": "📦",
+    "search": "🔍",
+    "execute": "▶️",
+    "think": "💭",
+    "fetch": "🌐",
+    "switch_mode": "🔀",
+    "other": "🔧",
 }
 
 TOOL_STATUS: dict[str, tuple[str, str]] = {

@@ -51,8 +51,9 @@ def _record(turn: Transcript) -> list[str]:
         for e in turn.plan:
             box = "x" if e.status == "completed" else " "
             glyph, word = labels.plan_status(e.status)
-            state = ("" if e.status in ("completed", "pending")
-                     else f" {glyph} *{mdsafe.inline(word)}*")
+            state = (
+                "" if e.status in ("completed", "pending") else f" {glyph} *{mdsafe.inline(word)}*"
+            )
             prio = f" · {mdsafe.inline(e.priority)}" if e.priority else ""
             lines.append(f"- [{box}] {inline(e.content) or '…'}{state}{prio}")
         out.append("\n".join(lines))
@@ -62,20 +63,28 @@ def _record(turn: Transcript) -> list[str]:
         lines = ["**Tool calls**", ""]
         for p in actions:
             try:
-                lines.extend(_tool_call(p, turn) if isinstance(p, ToolCallPart)
-                             else [_permission(p, turn)])
+                lines.extend(
+                    _tool_call(p, turn) if isinstance(p, ToolCallPart) else [_permission(p, turn)]
+                )
             except Exception as exc:  # nor one tool call the others
                 lines.append(f"- (could not render this part: {type(exc).__name__})")
         out.append("\n".join(lines))
 
     for r in turn.raws:
         problem = f" ({mdsafe.inline(r.problem)})" if r.problem else ""
-        out.append(f"❔ Unknown update {mdsafe.code(r.update_kind or '?')}{problem}: kept in the "
-                   "transcript.")
-    out.extend(f"• A {mdsafe.code(p.kind)} part: kept in the transcript."
-               for p in turn.parts if p.kind not in _DRAWN)
-    alerts = [(("⚠ **Error:** " if e.level == "error" else "⚠ **Warning:** ")
-               + mdsafe.inline(e.message)) for e in turn.errors]
+        out.append(
+            f"❔ Unknown update {mdsafe.code(r.update_kind or '?')}{problem}: kept in the "
+            "transcript."
+        )
+    out.extend(
+        f"• A {mdsafe.code(p.kind)} part: kept in the transcript."
+        for p in turn.parts
+        if p.kind not in _DRAWN
+    )
+    alerts = [
+        (("⚠ **Error:** " if e.level == "error" else "⚠ **Warning:** ") + mdsafe.inline(e.message))
+        for e in turn.errors
+    ]
     if turn.stop_reason == "refusal":
         alerts.append(f"⛔ **Refused.** {labels.REFUSAL}")
     elif turn.stop_reason == "cancelled":
@@ -117,8 +126,10 @@ def _terminal_block(term: Terminal, live: bool) -> tuple[str, ...]:
     clipped = clip.tail(term.output, TERMINAL_LINES, 8_000)
     shown = clip.terminal_text(clipped.text)
     command = f"$ {term.command}\n" if term.command else ""
-    return (*_fenced(command + shown, "", clipped.note),
-            f"  {mdsafe.inline(labels.exit_status(term, live=live))}")
+    return (
+        *_fenced(command + shown, "", clipped.note),
+        f"  {mdsafe.inline(labels.exit_status(term, live=live))}",
+    )
 
 
 @lru_cache(maxsize=256)

@@ -26,8 +26,11 @@ _ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;", "\\": "&#92;", "$": "&#36;"
 _TEXT = str.maketrans({c: _ENTITIES.get(c, "\\" + c) for c in string.punctuation})
 _BACKSLASHED = [c for c in string.punctuation if c not in _ENTITIES]
 #: `&` first: the references put in afterwards are not escaped again.
-_ENTITY_ORDER = [("&", "&amp;"), *((c, r) for c, r in _ENTITIES.items() if c not in "&\\"),
-                 ("\x00", "&#92;")]
+_ENTITY_ORDER = [
+    ("&", "&amp;"),
+    *((c, r) for c, r in _ENTITIES.items() if c not in "&\\"),
+    ("\x00", "&#92;"),
+]
 #: Inside <code> and <pre>: references only, read the same as raw HTML and as Markdown text.
 _CODE = str.maketrans({c: _ENTITIES.get(c, f"&#{ord(c)};") for c in string.punctuation})
 #: What a link destination keeps as it is; everything else is percent-encoded.

@@ -25,23 +25,30 @@ from .controls import PermissionPrompts
 
 
 class ChatWidget:
-    def __init__(self, session: Session, *, redactor: Redactor | None = None,
-                 max_rate: float = 10.0) -> None:
+    def __init__(
+        self, session: Session, *, redactor: Redactor | None = None, max_rate: float = 10.0
+    ) -> None:
         self.session = session
         self.redactor = redactor or Redactor()
         self.min_interval = 1.0 / max_rate
         self.log = w.VBox(layout=w.Layout(max_height="480px", overflow_y="auto"))
-        self.input = w.Textarea(placeholder="Message the agent…", rows=3,
-                                layout=w.Layout(width="100%"))
-        self.send_button = w.Button(description="Send", icon="paper-plane",
-                                    button_style="primary")
-        self.stop_button = w.Button(description="Stop", icon="stop", button_style="danger",
-                                    disabled=True)
+        self.input = w.Textarea(
+            placeholder="Message the agent…", rows=3, layout=w.Layout(width="100%")
+        )
+        self.send_button = w.Button(description="Send", icon="paper-plane", button_style="primary")
+        self.stop_button = w.Button(
+            description="Stop", icon="stop", button_style="danger", disabled=True
+        )
         self.status = w.HTML()
         self.prompts = PermissionPrompts(self.redactor)
-        self.box = w.VBox([self.log, self.prompts.box,
-                           w.HBox([self.input, w.VBox([self.send_button, self.stop_button])]),
-                           self.status])
+        self.box = w.VBox(
+            [
+                self.log,
+                self.prompts.box,
+                w.HBox([self.input, w.VBox([self.send_button, self.stop_button])]),
+                self.status,
+            ]
+        )
         self.box.add_class("acpnb-chat")
         self._views: dict[str, w.HTML] = {}
         self._final: set[str] = set()
@@ -65,8 +72,9 @@ class ChatWidget:
         try:
             await self.send()
         except Exception as exc:
-            self.status.value = html_span(Strong("Could not send:"), " ",
-                                          Value(self.redactor.text(str(exc))))
+            self.status.value = html_span(
+                Strong("Could not send:"), " ", Value(self.redactor.text(str(exc)))
+            )
 
     async def send(self, text: str | None = None) -> TurnHandle | None:
         """Send the input box's text (or `text`) as a prompt; returns the turn it joined."""
@@ -91,8 +99,10 @@ class ChatWidget:
         return turn
 
     def _on_mutation(self, mutation: Mutation) -> None:
-        if (isinstance(mutation, SessionChanged)
-                or getattr(mutation, "turn_id", None) in self._views):
+        if (
+            isinstance(mutation, SessionChanged)
+            or getattr(mutation, "turn_id", None) in self._views
+        ):
             self._dirty.set()
 
     async def _render_loop(self) -> None:
@@ -125,8 +135,13 @@ class ChatWidget:
         self._set_status()
 
     def _set_status(self) -> None:
-        self.status.value = status_html(self.session.id, self.session.mode, self.session.usage,
-                                        self.session.running is not None, self.redactor.text)
+        self.status.value = status_html(
+            self.session.id,
+            self.session.mode,
+            self.session.usage,
+            self.session.running is not None,
+            self.redactor.text,
+        )
 
     def closed(self) -> bool:
         return self._closed
@@ -138,8 +153,14 @@ class ChatWidget:
         self.prompts.close()
         for view in self._views.values():
             view.close()
-        for widget in (self.log, self.input, self.send_button, self.stop_button, self.status,
-                       self.box):
+        for widget in (
+            self.log,
+            self.input,
+            self.send_button,
+            self.stop_button,
+            self.status,
+            self.box,
+        ):
             widget.close()
 
     def _ipython_display_(self) -> None:
@@ -148,8 +169,9 @@ class ChatWidget:
         display(self.box)
 
 
-def status_html(session_id: Any, mode: Any, usage: Usage | None, running: bool,
-                mask: Callable[[str], str] = str) -> str:
+def status_html(
+    session_id: Any, mode: Any, usage: Usage | None, running: bool, mask: Callable[[str], str] = str
+) -> str:
     """The chat's status line (innerHTML): every value from the agent masked (before it is cut
     short, or a cut key would not be recognised) and escaped, numbers total."""
     parts: list[Any] = ["session ", Code(session_id)]
@@ -157,8 +179,9 @@ def status_html(session_id: Any, mode: Any, usage: Usage | None, running: bool,
         parts += [" · mode ", Code(mode)]
     if usage is not None:
         pct = percent(usage.used, usage.size)
-        parts += [f" · context {number(usage.used)}/{number(usage.size)}"
-                  + (f" ({pct})" if pct else "")]
+        parts += [
+            f" · context {number(usage.used)}/{number(usage.size)}" + (f" ({pct})" if pct else "")
+        ]
         if usage.cost_amount is not None:
             currency = mask(text(usage.cost_currency, 10_000))
             parts += [" · cost ", Value(money(usage.cost_amount, currency))]

@@ -42,14 +42,23 @@ class PermissionPrompts:
         buttons = []
         for option in request.options:
             kind = option.get("kind")
-            button = w.Button(description=option_label(option, mask),
-                              button_style=_STYLE.get(kind, "") if isinstance(kind, str) else "",
-                              tooltip=text(kind, 40))
+            button = w.Button(
+                description=option_label(option, mask),
+                button_style=_STYLE.get(kind, "") if isinstance(kind, str) else "",
+                tooltip=text(kind, 40),
+            )
             button.add_class("acpnb-permission-option")
             button.on_click(_chooser(chosen, str(option.get("optionId"))))
             buttons.append(button)
-        label = w.HTML(value=html_span(Strong("Permission requested"), " (",
-                                       Value(mask(request.tool_kind)), "): ", Value(title)))
+        label = w.HTML(
+            value=html_span(
+                Strong("Permission requested"),
+                " (",
+                Value(mask(request.tool_kind)),
+                "): ",
+                Value(title),
+            )
+        )
         row = w.VBox([label, w.HBox(buttons)])
         row.add_class("acpnb-permission")
         self.box.children = (*self.box.children, row)
@@ -101,12 +110,17 @@ def _chooser(chosen: asyncio.Future[str | None], option_id: str) -> Callable[[An
 class TurnControls:
     """A Stop button, a status line, and the turn's permission prompts."""
 
-    def __init__(self, on_stop: Callable[[], None], label: str,
-                 redactor: Redactor | None = None) -> None:
+    def __init__(
+        self, on_stop: Callable[[], None], label: str, redactor: Redactor | None = None
+    ) -> None:
         redactor = redactor or Redactor()
-        self.stop_button = w.Button(description="Stop", icon="stop", button_style="danger",
-                                    tooltip="Cancel this turn (sends session/cancel)",
-                                    layout=w.Layout(width="90px"))
+        self.stop_button = w.Button(
+            description="Stop",
+            icon="stop",
+            button_style="danger",
+            tooltip="Cancel this turn (sends session/cancel)",
+            layout=w.Layout(width="90px"),
+        )
         self.status = w.HTML(value=html_span(redactor.text(label)))
         self.prompts = PermissionPrompts(redactor)
         self.box = w.VBox([w.HBox([self.stop_button, self.status]), self.prompts.box])

@@ -33,14 +33,20 @@ def agent_command(*flags: str) -> list[str]:
 
 def _flags(command: Sequence[str]) -> list[str]:
     """The flags of an `agent_command()` argv: what follows the agent's path."""
-    return list(command[list(command).index(str(AGENT_PATH)) + 1:])
+    return list(command[list(command).index(str(AGENT_PATH)) + 1 :])
 
 
-def _start(command: Sequence[str], env: Mapping[str, str | None], cwd: str,
-           stderr_limit: int) -> InProcessTransport:
+def _start(
+    command: Sequence[str], env: Mapping[str, str | None], cwd: str, stderr_limit: int
+) -> InProcessTransport:
     # Named by its command line, as the process would be: messages quote it.
-    return InProcessTransport(partial(serve_streams, _flags(command)), name=shlex.join(command),
-                              env=env, argv=command, stderr_limit=stderr_limit)
+    return InProcessTransport(
+        partial(serve_streams, _flags(command)),
+        name=shlex.join(command),
+        env=env,
+        argv=command,
+        stderr_limit=stderr_limit,
+    )
 
 
 def in_process() -> TransportFactory:

@@ -111,8 +111,13 @@ class Agent:
         try:
             msg = json.loads(raw.decode("utf-8"))  # strict UTF-8; json.loads(bytes) is lax
         except ValueError as exc:
-            self.out.send({"jsonrpc": "2.0", "id": None,
-                           "error": {"code": PARSE_ERROR, "message": f"Parse error: {exc}"}})
+            self.out.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {"code": PARSE_ERROR, "message": f"Parse error: {exc}"},
+                }
+            )
             return
         if self._record is not None:  # before handling, so it is on disk before any reply
             self._record.write(json.dumps(msg) + "\n")
@@ -129,8 +134,13 @@ class Agent:
             self._on_response(msg)
         else:  # includes batches (arrays): v1 has none
             request_id = msg.get("id") if isinstance(msg, dict) else None
-            self.out.send({"jsonrpc": "2.0", "id": request_id,
-                           "error": {"code": INVALID_REQUEST, "message": "Invalid request"}})
+            self.out.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "error": {"code": INVALID_REQUEST, "message": "Invalid request"},
+                }
+            )
 
     def _on_request(self, msg: JsonObj) -> None:
         request_id, method = msg["id"], msg["method"]
@@ -188,8 +198,7 @@ class Agent:
             # Only prompts outlive their request here; cancelling one is a session/cancel.
             key = id_key(params.get("requestId"))
             with self._lock:
-                turn = next((t for t in self._turns.values() if id_key(t.request_id) == key),
-                            None)
+                turn = next((t for t in self._turns.values() if id_key(t.request_id) == key), None)
         else:
             return  # unknown notifications are ignored, as the spec requires
         if turn is not None:
@@ -205,8 +214,9 @@ class Agent:
 
     # -- calls to the client (from turn threads)
 
-    def call_client(self, method: str, params: JsonObj, cancel_after: Any,
-                    request_id: Any = AUTO_ID) -> JsonObj:
+    def call_client(
+        self, method: str, params: JsonObj, cancel_after: Any, request_id: Any = AUTO_ID
+    ) -> JsonObj:
         """Sends a request, waits for its response, returns it without jsonrpc and id."""
         if request_id is AUTO_ID:
             request_id = next(self._ids)
@@ -215,8 +225,9 @@ class Agent:
             self._pending[id_key(request_id)] = call
         self.out.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         if cancel_after is not None:
-            timer = threading.Timer(float(cancel_after), quietly(self._cancel_call),
-                                    (request_id, call))
+            timer = threading.Timer(
+                float(cancel_after), quietly(self._cancel_call), (request_id, call)
+            )
             timer.daemon = True
             timer.start()
         response = call.wait()
@@ -236,8 +247,10 @@ class Agent:
         for block in prompt:
             needed = BLOCK_CAPABILITY.get(str(block.get("type")))
             if needed is not None and needed not in self.args.prompt_capabilities:
-                raise RpcError(INVALID_PARAMS, f"{block['type']} blocks were not advertised "
-                                               "in promptCapabilities")
+                raise RpcError(
+                    INVALID_PARAMS,
+                    f"{block['type']} blocks were not advertised in promptCapabilities",
+                )
         with self._lock:
             if session.session_id in self._turns:
                 raise RpcError(INVALID_REQUEST, "a prompt turn is already running")
@@ -270,14 +283,23 @@ class Agent:
             "protocolVersion": args.protocol_version,
             "agentCapabilities": {
                 "loadSession": args.load_session,
-                "promptCapabilities": {"image": "image" in caps, "audio": "audio" in caps,
-                                       "embeddedContext": "embedded" in caps},
+                "promptCapabilities": {
+                    "image": "image" in caps,
+                    "audio": "audio" in caps,
+                    "embeddedContext": "embedded" in caps,
+                },
                 "mcpCapabilities": {"http": False, "sse": False},
                 "sessionCapabilities": {
-                    name: {} for name, flag in (("resume", args.resume), ("list", args.list),
-                                                ("close", args.close), ("delete", args.delete),
-                                                ("additionalDirectories",
-                                                 args.additional_directories)) if flag},
+                    name: {}
+                    for name, flag in (
+                        ("resume", args.resume),
+                        ("list", args.list),
+                        ("close", args.close),
+                        ("delete", args.delete),
+                        ("additionalDirectories", args.additional_directories),
+                    )
+                    if flag
+                },
             },
             "authMethods": [AUTH_METHOD] if args.auth_required else [],
             "agentInfo": {"name": args.agent_name, "version": VERSION},
@@ -310,8 +332,12 @@ class Agent:
         check_list_param(params, "mcpServers", required=True)
         session = self.store.create(cwd)
         if self.args.commands:
-            self._followups.append(session_update(session.session_id, {
-                "sessionUpdate": "available_commands_update", "availableCommands": COMMANDS}))
+            self._followups.append(
+                session_update(
+                    session.session_id,
+                    {"sessionUpdate": "available_commands_update", "availableCommands": COMMANDS},
+                )
+            )
         return {"sessionId": session.session_id, **self._session_state(session)}
 
     def _open(self, params: JsonObj, mcp_required: bool) -> Session:
@@ -327,10 +353,12 @@ class Agent:
 
     def _load(self, params: JsonObj) -> JsonObj:
         session = self._open(params, mcp_required=True)
-        lines = [encode(session_update(session.session_id, update))
-                 for update in self.store.history(session)]
+        lines = [
+            encode(session_update(session.session_id, update))
+            for update in self.store.history(session)
+        ]
         for start in range(0, len(lines), BATCH):
-            self.out.write(lines[start:start + BATCH])
+            self.out.write(lines[start : start + BATCH])
         return self._session_state(session)
 
     def _resume(self, params: JsonObj) -> JsonObj:
@@ -340,12 +368,17 @@ class Agent:
         if self.args.list_endless:
             page = next(self._ids)
             fake = {"sessionId": f"fake-{page}", "cwd": params.get("cwd") or "/"}
-            return {"sessions": [] if self.args.list_endless == "empty" else [fake],
-                    "nextCursor": "same" if self.args.list_endless == "repeat" else f"c{page}"}
+            return {
+                "sessions": [] if self.args.list_endless == "empty" else [fake],
+                "nextCursor": "same" if self.args.list_endless == "repeat" else f"c{page}",
+            }
         cwd = params.get("cwd")
         offset = 0 if params.get("cursor") is None else decode_cursor(params["cursor"])
-        matching = sorted((s for s in self.store.all() if cwd is None or s.cwd == cwd),
-                          key=lambda s: (s.updated_at, s.session_id), reverse=True)
+        matching = sorted(
+            (s for s in self.store.all() if cwd is None or s.cwd == cwd),
+            key=lambda s: (s.updated_at, s.session_id),
+            reverse=True,
+        )
         end = offset + self.args.list_page_size
         result: JsonObj = {"sessions": [s.listing() for s in matching[offset:end]]}
         if end < len(matching):
@@ -372,8 +405,12 @@ class Agent:
         session.mode_id = mode_id
         self.store.save(session)
         # Sent before the response, so a client sees the update by the time set_mode returns.
-        self.out.send(session_update(session.session_id, {
-            "sessionUpdate": "current_mode_update", "currentModeId": mode_id}))
+        self.out.send(
+            session_update(
+                session.session_id,
+                {"sessionUpdate": "current_mode_update", "currentModeId": mode_id},
+            )
+        )
         return {}
 
     def _set_config_option(self, params: JsonObj) -> JsonObj:

@@ -31,38 +31,68 @@ def capability_list(text: str) -> frozenset[str]:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="A scripted ACP v1 agent for tests.")
-    parser.add_argument("--record", type=Path, metavar="FILE",
-                        help="append every received message to FILE, one JSON per line")
-    parser.add_argument("--state-dir", type=Path, metavar="DIR",
-                        help="persist sessions in DIR so another process can load them")
+    parser.add_argument(
+        "--record",
+        type=Path,
+        metavar="FILE",
+        help="append every received message to FILE, one JSON per line",
+    )
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        metavar="DIR",
+        help="persist sessions in DIR so another process can load them",
+    )
     parser.add_argument("--protocol-version", type=int, default=1, metavar="N")
     parser.add_argument("--exit-during-initialize", type=int, metavar="CODE")
     parser.add_argument("--load-session", action="store_true")
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--list-page-size", type=int, default=50, metavar="N")
-    parser.add_argument("--list-endless", choices=["empty", "repeat", "fresh"],
-                        help="session/list never ends: empty pages with new cursors, the same "
-                             "cursor again, or one made-up session per page with a new cursor")
+    parser.add_argument(
+        "--list-endless",
+        choices=["empty", "repeat", "fresh"],
+        help="session/list never ends: empty pages with new cursors, the same "
+        "cursor again, or one made-up session per page with a new cursor",
+    )
     parser.add_argument("--close", action="store_true")
     parser.add_argument("--delete", action="store_true")
     parser.add_argument("--additional-directories", action="store_true")
     parser.add_argument("--auth-required", action="store_true")
     parser.add_argument("--modes", action="store_true")
     parser.add_argument("--config-options", action="store_true")
-    parser.add_argument("--prompt-capabilities", type=capability_list, default=frozenset(),
-                        metavar="LIST", help="comma list of image, audio, embedded")
+    parser.add_argument(
+        "--prompt-capabilities",
+        type=capability_list,
+        default=frozenset(),
+        metavar="LIST",
+        help="comma list of image, audio, embedded",
+    )
     parser.add_argument("--commands", action="store_true")
-    parser.add_argument("--config-options-json", metavar="JSON",
-                        help="the configOptions of session/new, load and resume, as given")
+    parser.add_argument(
+        "--config-options-json",
+        metavar="JSON",
+        help="the configOptions of session/new, load and resume, as given",
+    )
     parser.add_argument("--stderr-at-start", type=int, default=0, metavar="N")
     parser.add_argument("--agent-name", default="scripted-agent")
-    parser.add_argument("--hang-method", action="append", metavar="METHOD",
-                        help="never answer this request (repeatable)")
-    parser.add_argument("--hang-once-marker", type=Path, metavar="FILE",
-                        help="hang only if FILE does not exist yet; create it with our pid")
-    parser.add_argument("--ignore-sigterm", action="store_true",
-                        help="ignore SIGTERM, so only SIGKILL stops the process")
+    parser.add_argument(
+        "--hang-method",
+        action="append",
+        metavar="METHOD",
+        help="never answer this request (repeatable)",
+    )
+    parser.add_argument(
+        "--hang-once-marker",
+        type=Path,
+        metavar="FILE",
+        help="hang only if FILE does not exist yet; create it with our pid",
+    )
+    parser.add_argument(
+        "--ignore-sigterm",
+        action="store_true",
+        help="ignore SIGTERM, so only SIGKILL stops the process",
+    )
     return parser.parse_args(None if argv is None else list(argv))
 
 

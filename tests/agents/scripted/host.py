@@ -30,7 +30,7 @@ def write_fd(fd: int, data: bytes) -> None:
     """Writes all of data to a raw fd: os.write may write only part of it to a pipe."""
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 class Host:
@@ -120,6 +120,7 @@ class StreamsHost(Host):
         def watch() -> None:
             self.ended.wait()
             callback()
+
         threading.Thread(target=watch, daemon=True, name="scripted-agent end").start()
 
 

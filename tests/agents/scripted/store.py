@@ -16,8 +16,14 @@ from .wire import DEFAULT_CONFIG, MODEL_CHOICES, NOT_FOUND, JsonObj, RpcError, n
 
 def config_options(values: JsonObj) -> list[JsonObj]:
     return [
-        {"id": "model", "name": "Model", "category": "model", "type": "select",
-         "currentValue": values["model"], "options": MODEL_CHOICES},
+        {
+            "id": "model",
+            "name": "Model",
+            "category": "model",
+            "type": "select",
+            "currentValue": values["model"],
+            "options": MODEL_CHOICES,
+        },
         {"id": "verbose", "name": "Verbose", "type": "boolean", "currentValue": values["verbose"]},
     ]
 
@@ -33,15 +39,27 @@ class Session:
     config: JsonObj = field(default_factory=lambda: dict(DEFAULT_CONFIG))
 
     def to_json(self) -> JsonObj:
-        return {"sessionId": self.session_id, "cwd": self.cwd, "title": self.title,
-                "updatedAt": self.updated_at, "modeId": self.mode_id, "config": self.config,
-                "history": self.history}
+        return {
+            "sessionId": self.session_id,
+            "cwd": self.cwd,
+            "title": self.title,
+            "updatedAt": self.updated_at,
+            "modeId": self.mode_id,
+            "config": self.config,
+            "history": self.history,
+        }
 
     @classmethod
     def from_json(cls, data: JsonObj) -> Session:
-        return cls(data["sessionId"], data["cwd"], data.get("title"), data["updatedAt"],
-                   data.get("history", []), data.get("modeId", "ask"),
-                   {**DEFAULT_CONFIG, **data.get("config", {})})
+        return cls(
+            data["sessionId"],
+            data["cwd"],
+            data.get("title"),
+            data["updatedAt"],
+            data.get("history", []),
+            data.get("modeId", "ask"),
+            {**DEFAULT_CONFIG, **data.get("config", {})},
+        )
 
     def listing(self) -> JsonObj:
         entry: JsonObj = {"sessionId": self.session_id, "cwd": self.cwd}

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .agent import Agent
     from .store import Session
 
+
 class PendingCall:
     """An agent-to-client request waiting for the client's response."""
 
@@ -64,7 +65,7 @@ def parse_script(text: str) -> list[JsonObj]:
     if not text.startswith(SCRIPT_PREFIX):
         return [{"say": "echo: " + text}]
     try:
-        steps = json.loads(text[len(SCRIPT_PREFIX):])
+        steps = json.loads(text[len(SCRIPT_PREFIX) :])
     except ValueError as exc:
         raise RpcError(INVALID_PARAMS, f"invalid #script JSON: {exc}") from exc
     if not isinstance(steps, list) or not all(isinstance(step, dict) for step in steps):
@@ -89,8 +90,9 @@ def bump_counter(path: Path) -> int:
 class Turn:
     """One session/prompt: runs its script on a thread, then answers the request."""
 
-    def __init__(self, agent: Agent, session: Session, request_id: Any,
-                 prompt: list[JsonObj]) -> None:
+    def __init__(
+        self, agent: Agent, session: Session, request_id: Any, prompt: list[JsonObj]
+    ) -> None:
         self.agent = agent
         self.session = session
         self.request_id = request_id
@@ -104,8 +106,9 @@ class Turn:
         self.after: list[JsonObj] = []  # after_turn steps
 
     def start(self) -> None:
-        threading.Thread(target=quietly(self._run), daemon=True,
-                         name=f"turn-{self.request_id}").start()
+        threading.Thread(
+            target=quietly(self._run), daemon=True, name=f"turn-{self.request_id}"
+        ).start()
 
     def cancel(self) -> None:
         self.cancelled.set()
@@ -138,8 +141,13 @@ class Turn:
         if self.error is not None:
             self.agent.out.send({"jsonrpc": "2.0", "id": self.request_id, "error": self.error})
         else:
-            self.agent.out.send({"jsonrpc": "2.0", "id": self.request_id,
-                                 "result": {"stopReason": self.stop_reason}})
+            self.agent.out.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": self.request_id,
+                    "result": {"stopReason": self.stop_reason},
+                }
+            )
         if self.after:
             self.cancel_handled = True  # the turn is over: a cancel no longer applies
             try:
@@ -178,8 +186,7 @@ class Turn:
             self.agent.store.record(self.session, update)
         return encode(session_update(target, update))
 
-    def _call_and_report(self, prefix: str, method: str, params: JsonObj,
-                         step: JsonObj) -> None:
+    def _call_and_report(self, prefix: str, method: str, params: JsonObj, step: JsonObj) -> None:
         request_id = step["id"] if "id" in step else AUTO_ID
         answer = self.agent.call_client(method, params, step.get("cancel_after"), request_id)
         if step.get("quiet"):  # no report: the call leaves no visible output of its own
@@ -201,8 +208,9 @@ class Turn:
         size, message_id = int(step.get("size", 20)), step.get("message_id")
         batch: list[bytes] = []
         for index in range(int(step["chunks"])):
-            batch.append(self._line(chunk_update("agent_message_chunk", digits(index, size),
-                                                 message_id)))
+            batch.append(
+                self._line(chunk_update("agent_message_chunk", digits(index, size), message_id))
+            )
             if len(batch) == BATCH:
                 self.agent.out.write(batch)
                 batch = []
@@ -222,15 +230,20 @@ class Turn:
         updates, times = step["flood"], int(step["times"])
         if not isinstance(updates, list) or not updates:
             raise RpcError(INVALID_PARAMS, "flood takes a non-empty list of updates")
-        lines = [encode(session_update(step.get("session_id") or self.session.session_id, u))
-                 for u in updates]
+        lines = [
+            encode(session_update(step.get("session_id") or self.session.session_id, u))
+            for u in updates
+        ]
         for start in range(0, times, BATCH):
-            self.agent.out.write(lines[i % len(lines)]
-                                 for i in range(start, min(start + BATCH, times)))
+            self.agent.out.write(
+                lines[i % len(lines)] for i in range(start, min(start + BATCH, times))
+            )
 
     def _plan_entries(self, step: JsonObj) -> None:
-        entries = [{"content": f"step {i}", "priority": "medium", "status": "pending"}
-                   for i in range(int(step["plan_entries"]))]
+        entries = [
+            {"content": f"step {i}", "priority": "medium", "status": "pending"}
+            for i in range(int(step["plan_entries"]))
+        ]
         self.emit({"sessionUpdate": "plan", "entries": entries})
 
     def _after_turn(self, step: JsonObj) -> None:
@@ -243,9 +256,11 @@ class Turn:
 
     def _permission(self, step: JsonObj) -> None:
         tool_call = step["permission"]
-        params = {"sessionId": self.session.session_id,
-                  "toolCall": tool_call if isinstance(tool_call, dict) else DEFAULT_TOOL_CALL,
-                  "options": step.get("options", PERMISSION_OPTIONS)}
+        params = {
+            "sessionId": self.session.session_id,
+            "toolCall": tool_call if isinstance(tool_call, dict) else DEFAULT_TOOL_CALL,
+            "options": step.get("options", PERMISSION_OPTIONS),
+        }
         self._call_and_report("PERMISSION ", "session/request_permission", params, step)
 
     def _sleep(self, step: JsonObj) -> None:
@@ -320,11 +335,28 @@ class Turn:
         self.emit(chunk_update("agent_message_chunk", "PROMPT " + json.dumps(self.prompt)))
 
     _STEPS: ClassVar[dict[str, Callable[[Turn, JsonObj], None]]] = {
-        "say": _say, "think": _think, "user": _user, "chunks": _chunks, "huge_say": _huge_say,
-        "update": _update, "request": _request, "permission": _permission, "sleep": _sleep,
-        "wait_cancel": _wait_cancel, "ignore_cancel": _ignore_cancel, "exit": _exit,
-        "kill_self": _kill_self, "stderr": _stderr, "raw": _raw, "raw_hex": _raw_hex,
-        "respond_id": _respond_id, "stop": _stop, "error": _error, "fail_until": _fail_until,
-        "echo_prompt": _echo_prompt, "flood": _flood, "plan_entries": _plan_entries,
+        "say": _say,
+        "think": _think,
+        "user": _user,
+        "chunks": _chunks,
+        "huge_say": _huge_say,
+        "update": _update,
+        "request": _request,
+        "permission": _permission,
+        "sleep": _sleep,
+        "wait_cancel": _wait_cancel,
+        "ignore_cancel": _ignore_cancel,
+        "exit": _exit,
+        "kill_self": _kill_self,
+        "stderr": _stderr,
+        "raw": _raw,
+        "raw_hex": _raw_hex,
+        "respond_id": _respond_id,
+        "stop": _stop,
+        "error": _error,
+        "fail_until": _fail_until,
+        "echo_prompt": _echo_prompt,
+        "flood": _flood,
+        "plan_entries": _plan_entries,
         "after_turn": _after_turn,
     }

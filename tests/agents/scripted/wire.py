@@ -42,8 +42,12 @@ PERMISSION_OPTIONS: list[JsonObj] = [
 DEFAULT_TOOL_CALL: JsonObj = {"toolCallId": "call_1", "title": "Run a tool", "kind": "other"}
 # Prompt block types that need a prompt capability, keyed to the --prompt-capabilities name.
 BLOCK_CAPABILITY = {"image": "image", "audio": "audio", "resource": "embedded"}
-CAPABILITY_NAMES = {"image": "image", "audio": "audio", "embedded": "embedded",
-                    "embeddedContext": "embedded"}
+CAPABILITY_NAMES = {
+    "image": "image",
+    "audio": "audio",
+    "embedded": "embedded",
+    "embeddedContext": "embedded",
+}
 # Lines per write(): keeps floods fast without holding the stdout lock for a whole flood.
 BATCH = 256
 AUTO_ID = object()  # "no explicit id": the agent picks the next number
@@ -63,7 +67,6 @@ class RpcError(Exception):
 
 class Cancelled(Exception):
     """Unwinds a turn's steps once a session/cancel has been honoured."""
-
 
 
 def filler_text(nbytes: int) -> str:
