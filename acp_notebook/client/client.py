@@ -226,7 +226,8 @@ class Client:
                     ProtocolError(
                         f"the agent did not answer initialize within {_NOT_ACP_GRACE:g} s after "
                         "writing output that is not ACP JSON-RPC to stdout "
-                        f"({garbage[0]}). Is this the command of an ACP agent? Some need a flag such as --acp (command: "
+                        f"({garbage[0]}). Is this the command of an ACP agent? "
+                        "Some need a flag such as --acp (command: "
                         f"{process.display})"
                     )
                 )
