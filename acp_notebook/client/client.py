@@ -37,6 +37,7 @@ from .process import AgentProcess
 from .registry import SessionRegistry
 from .session import Session
 from .terminal import TerminalSlots
+from .threads import run_in_daemon_thread
 from .transport import AgentTransport
 
 log = logging.getLogger("acp_notebook")
@@ -198,7 +199,7 @@ class Client:
         self._tg.start_soon(self._watch_exit, process, conn, name=f"acp exit {process.pid}")
         # Build the schema models (about a second, once) now rather than inside the first turn,
         # and in a thread: the kernel's loop keeps serving widgets and other sessions meanwhile.
-        await anyio.to_thread.run_sync(schema.models)
+        await run_in_daemon_thread(schema.models)
         params = {
             "protocolVersion": PROTOCOL_VERSION,
             "clientCapabilities": {

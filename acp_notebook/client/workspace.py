@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
-import anyio.to_thread
 
 from ..protocol import jsonrpc as rpc
 from .connection import RpcError
@@ -45,6 +44,7 @@ from .safe_fs import (
     require_regular,
     write_replace,
 )
+from .threads import run_in_daemon_thread
 
 DEFAULT_MAX_READ_BYTES = 10 * 1024 * 1024
 MAX_PATH_BYTES = 4096  # PATH_MAX: no longer path names a file the agent could use itself
@@ -177,8 +177,8 @@ class Workspace:
             self._limiter = anyio.CapacityLimiter(_WORKERS)
         stop = threading.Event()
         try:
-            return await anyio.to_thread.run_sync(
-                _guarded, fn, stop, abandon_on_cancel=abandon, limiter=self._limiter
+            return await run_in_daemon_thread(
+                partial(_guarded, fn, stop), abandon_on_cancel=abandon, limiter=self._limiter
             )
         finally:
             stop.set()  # an abandoned read stops at its next chunk
