@@ -36,7 +36,7 @@ from .options import ClientOptions as ClientOptions  # re-exported: its home bef
 from .process import AgentProcess
 from .registry import SessionRegistry
 from .session import Session
-from .terminal import TerminalSlots
+from .terminal_slots import TerminalSlots
 from .threads import run_in_daemon_thread
 from .transport import AgentTransport
 

@@ -10,7 +10,7 @@ from ..errors import InvalidArgumentError
 from ..protocol.limits import DEFAULT_LIMITS, Limits
 from ..protocol.state import DEFAULT_OUTPUT_LIMIT
 from .permissions import PermissionHandler, PermissionPolicy
-from .terminal import DEFAULT_MAX_TERMINALS
+from .terminal_slots import DEFAULT_MAX_TERMINALS
 from .transport import TransportFactory
 
 

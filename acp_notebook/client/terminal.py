@@ -14,7 +14,6 @@ and a session keeps the output of released ones up to `_KEPT_OUTPUTS` output lim
 
 from __future__ import annotations
 
-import atexit
 import collections
 import contextlib
 import itertools
@@ -32,59 +31,31 @@ import anyio
 import anyio.abc
 
 from ..protocol import jsonrpc as rpc
-from ..protocol import methods
 from ..protocol.state import DEFAULT_OUTPUT_LIMIT, TerminalView
 from .connection import RpcError
 from .process import child_env
-from .supervisor import kill_cgroup
+from .terminal_procs import (
+    CLOSE_TIMEOUT,
+    RUNNING,
+    close_process,
+    read_status_line,
+    remove_cgroup,
+    signal_name,
+    signal_pid,
+)
+from .terminal_slots import DEFAULT_MAX_TERMINALS as DEFAULT_MAX_TERMINALS
+from .terminal_slots import TerminalSlots as TerminalSlots
 from .workspace import Workspace
 
 _SHELL_CHARS = set(" \t|&;<>()$`\\\"'*?[]#~=%")
 _SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
 _START_TIMEOUT = 30.0  # seconds for the supervisor to report the command started (a busy host)
-_CLOSE_TIMEOUT = 5.0  # seconds for a killed tree to be gone before we stop waiting
 _DRAIN_TIMEOUT = 0.25  # seconds to read the output of an exited command that left processes
-DEFAULT_MAX_TERMINALS = 16
 _KEPT_OUTPUTS = 8  # released terminals' output kept per session, in units of the output limit
 # Give each terminal a cgroup v2 where one is writable. The subreaper alone already ends what a
 # command starts; the cgroup also covers a command that kills its supervisor. (A switch for tests
 # of the plain subreaper; it is not in the terminal's environment, where the agent could set it.)
 USE_CGROUP = True
-
-# Supervisors still running in this process, signalled at interpreter exit: a kernel shutting
-# down must not leave commands behind (PDEATHSIG and the closed stdin also tell them, later).
-_RUNNING: set[int] = set()
-
-
-@atexit.register
-def _kill_all_at_exit() -> None:
-    for pid in list(_RUNNING):
-        _signal(pid, signal.SIGTERM)
-
-
-def _signal(pid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, sig)
-
-
-class TerminalSlots:
-    """How many terminals one client may have unreleased at once, across its sessions."""
-
-    def __init__(self, limit: int = DEFAULT_MAX_TERMINALS) -> None:
-        self.limit = limit
-        self.used = 0
-
-    def take(self) -> None:
-        if self.used >= self.limit:
-            raise RpcError(
-                rpc.INTERNAL_ERROR,
-                f"too many terminals: {self.used} are open, the limit is {self.limit}; "
-                f"release one ({methods.TERMINAL_RELEASE}) before creating another",
-            )
-        self.used += 1
-
-    def give_back(self) -> None:
-        self.used = max(0, self.used - 1)
 
 
 @dataclass(eq=False)
@@ -193,16 +164,16 @@ class Terminals:
             )
         except OSError as exc:
             raise RpcError(rpc.INTERNAL_ERROR, f"could not start {argv[0]!r}: {exc}") from None
-        _RUNNING.add(process.pid)
+        RUNNING.add(process.pid)
         line = b""
         try:
             with anyio.move_on_after(_START_TIMEOUT), contextlib.suppress(anyio.EndOfStream):
-                line = await _read_line(process)
+                line = await read_status_line(process)
         finally:
             if not line.startswith(b"started "):  # it failed, or we were cancelled meanwhile
-                _RUNNING.discard(process.pid)
+                RUNNING.discard(process.pid)
                 with anyio.CancelScope(shield=True):
-                    await _close_process(process)
+                    await close_process(process)
         if not line.startswith(b"started "):
             reason = line.decode("utf-8", "replace").strip().removeprefix("error ")
             raise RpcError(
@@ -219,15 +190,15 @@ class Terminals:
                 await self._watch_status(terminal)
                 # The supervisor is gone, and with it the tree, unless the command killed the
                 # supervisor: then the cgroup still holds what it started.
-                await _remove_cgroup(terminal.cgroup)
-                with anyio.move_on_after(_CLOSE_TIMEOUT):
+                await remove_cgroup(terminal.cgroup)
+                with anyio.move_on_after(CLOSE_TIMEOUT):
                     await terminal.pumped.wait()
                 tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
-                _RUNNING.discard(terminal.process.pid)
-                await _close_process(terminal.process)
-                await _remove_cgroup(terminal.cgroup)
+                RUNNING.discard(terminal.process.pid)
+                await close_process(terminal.process)
+                await remove_cgroup(terminal.cgroup)
                 self._exited(terminal, None, "SIGKILL")  # torn down before anyone said
                 terminal.closed.set()
                 if terminal.view.released:
@@ -251,12 +222,12 @@ class Terminals:
             anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError
         ):
             while True:
-                kind, _, value = (await _read_line(terminal.process)).decode().partition(" ")
+                kind, _, value = (await read_status_line(terminal.process)).decode().partition(" ")
                 value = value.strip()
                 if kind == "exit" and value.lstrip("-").isdigit():
                     code, sig = int(value), None
                 elif kind == "signal" and value.isdigit():
-                    code, sig = None, _signal_name(int(value))
+                    code, sig = None, signal_name(int(value))
                 else:
                     continue
                 # What the command printed is in the pipe before its exit is reported: let the
@@ -268,7 +239,7 @@ class Terminals:
                 break
         status = await terminal.process.wait()
         # No report: the supervisor itself was killed (by the command?) before it could say.
-        self._exited(terminal, None, _signal_name(-status) if status < 0 else "SIGKILL")
+        self._exited(terminal, None, signal_name(-status) if status < 0 else "SIGKILL")
 
     def _exited(self, terminal: _Terminal, code: int | None, sig: str | None) -> None:
         if terminal.exited.is_set():
@@ -300,7 +271,7 @@ class Terminals:
         terminal = self._get(params)
         _kill(terminal)
         # Answer once the command is dead, so a following terminal/output shows how it ended.
-        with anyio.move_on_after(_CLOSE_TIMEOUT):
+        with anyio.move_on_after(CLOSE_TIMEOUT):
             await terminal.exited.wait()
         return {}
 
@@ -308,7 +279,7 @@ class Terminals:
         terminal = self._get(params)
         self._release(terminal)
         # Answer once its processes are gone and its pipes closed: nothing of it is left then.
-        with anyio.move_on_after(_CLOSE_TIMEOUT):
+        with anyio.move_on_after(CLOSE_TIMEOUT):
             await terminal.closed.wait()
         return {}
 
@@ -363,54 +334,11 @@ class Terminals:
             self.release_all()
             for terminal in list(self._open):
                 _kill(terminal)  # released earlier, maybe still being torn down
-                with anyio.move_on_after(_CLOSE_TIMEOUT):
+                with anyio.move_on_after(CLOSE_TIMEOUT):
                     await terminal.closed.wait()
 
 
 def _kill(terminal: _Terminal) -> None:
     # The supervisor kills the whole tree on SIGTERM; a supervisor that is gone has nothing left.
     if terminal.process.returncode is None:
-        _signal(terminal.process.pid, signal.SIGTERM)
-
-
-async def _read_line(process: anyio.abc.Process) -> bytes:
-    """One status line from the supervisor (short: it writes them whole, one write each)."""
-    stream = process.stderr
-    assert stream is not None
-    line = b""
-    while not line.endswith(b"\n"):
-        line += await stream.receive(1)
-        if len(line) > 4096:
-            break
-    return line
-
-
-async def _close_process(process: anyio.abc.Process) -> None:
-    # Closing the pipes through anyio (not just dropping them) keeps their transports from being
-    # collected after the event loop ended ("Event loop is closed" at exit).
-    # (Signal only a supervisor not yet reaped: a reaped one's pid may belong to another.)
-    if process.returncode is None:
-        _signal(process.pid, signal.SIGTERM)
-        with anyio.move_on_after(_CLOSE_TIMEOUT):
-            await process.wait()
-    if process.returncode is None:
-        _signal(process.pid, signal.SIGKILL)
-    with anyio.move_on_after(1), contextlib.suppress(Exception):
-        await process.aclose()
-
-
-async def _remove_cgroup(cgroup: str | None) -> None:
-    # The supervisor removes its cgroup as it exits; it is still there if the supervisor was
-    # killed (by the command, to free what it started): kill what is left in it.
-    if cgroup is None:
-        return
-    with anyio.move_on_after(_CLOSE_TIMEOUT):
-        while not kill_cgroup(cgroup):  # noqa: ASYNC110 (no event tells a cgroup emptied)
-            await anyio.sleep(0.01)  # killed processes take a moment to leave it
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:  # a real-time signal (SIGRTMIN+n) has no enum member
-        return f"SIG{number}"
+        signal_pid(terminal.process.pid, signal.SIGTERM)

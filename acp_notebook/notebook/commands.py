@@ -15,7 +15,9 @@ from .cell import apply_settings, open_session, start_error_message
 from .host import Host
 from .options import CellOptions, Parser, parse
 from .runtime import NamedSession
-from .views import Code, Doc, Strong, Value
+from .status_docs import MAX_ITEMS as MAX_ITEMS
+from .status_docs import key, sessions_doc, status_doc
+from .views import Code, Doc, Value
 
 USAGE = """\
 %agent list                          agents you can use (built-in, TOML file, config)
@@ -129,7 +131,7 @@ def _status_facts(entry: NamedSession) -> dict[str, Any]:
         "mode": session.mode,
         "modes": [m.get("id") for m in session.modes],
         # An id that is not a string (an agent's mistake) must not break the mapping.
-        "config": {_key(o.get("id")): o.get("currentValue") for o in options},
+        "config": {key(o.get("id")): o.get("currentValue") for o in options},
         "config_options": [{k: o.get(k) for k in ("id", "name", "currentValue")} for o in options],
         "commands": [c.get("name") for c in session.commands],
         "usage": usage.to_json() if usage else None,
@@ -137,99 +139,6 @@ def _status_facts(entry: NamedSession) -> dict[str, Any]:
         "turns": len(session.history),
         "running": session.running is not None,
     }
-
-
-def _key(value: Any) -> str:
-    return value if isinstance(value, str) else views.text(value)
-
-
-MAX_ITEMS = 50  # modes, options or commands listed; an agent may send thousands
-
-
-def status_doc(facts: dict[str, Any], mask: Callable[[str], str] = str) -> Doc:
-    """The `%agent status` display of `_status_facts`; any values give a display, never an error."""
-    info = _dict(facts.get("agent_info"))
-    agent_name = info.get("title") or info.get("name")
-    about = [
-        " (",
-        Value(agent_name),
-        *((" ", Value(info.get("version"))) if info.get("version") else ()),
-        ")",
-    ]
-    doc = Doc(mask).para(
-        Strong(facts.get("session")),
-        " — agent ",
-        Code(facts.get("agent")),
-        *(about if agent_name else ()),
-        ", pid ",
-        Value(facts.get("pid")),
-    )
-    title = facts.get("title")
-    doc.item("session ", Code(facts.get("session_id")), *((": ", Value(title)) if title else ()))
-    modes = _list_of(facts.get("modes"))
-    doc.item(
-        "mode: ",
-        Code(facts.get("mode") or "none"),
-        *((" (of ", *_joined([Value(m) for m in modes]), ")") if modes else ()),
-    )
-    for option in _list_of(facts.get("config_options"))[:MAX_ITEMS]:
-        option = _dict(option)
-        doc.item(
-            Value(option.get("name") or option.get("id")),
-            " (",
-            Code(option.get("id")),
-            "): ",
-            Code(option.get("currentValue")),
-        )
-    _more(doc, facts.get("config_options"), "config options")
-    usage = facts.get("usage")
-    if usage is not None:
-        doc.item(*_usage_pieces(_dict(usage)))
-    commands = _list_of(facts.get("commands"))
-    if commands:
-        doc.item("commands: ", *_joined([Code(f"/{views.text(c)}") for c in commands[:MAX_ITEMS]]))
-        _more(doc, commands, "commands")
-    doc.item(
-        "turns: ",
-        Value(facts.get("turns")),
-        " (one running)" if facts.get("running") is True else "",
-    )
-    return doc
-
-
-def _usage_pieces(usage: dict[Any, Any]) -> list[Any]:
-    used, size = usage.get("used"), usage.get("size")
-    pct = views.percent(used, size)
-    pieces: list[Any] = ["context: ", views.number(used), " / ", views.number(size), " tokens"]
-    if pct:
-        pieces.append(f" ({pct})")
-    cost = usage.get("cost")
-    if isinstance(cost, dict) and cost.get("amount") is not None:
-        pieces += [", cost ", views.money(cost.get("amount"), cost.get("currency"))]
-    return pieces
-
-
-def _dict(value: Any) -> dict[Any, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list_of(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _joined(pieces: list[Any]) -> list[Any]:
-    out: list[Any] = []
-    for i, piece in enumerate(pieces[:MAX_ITEMS]):
-        out += [", ", piece] if i else [piece]
-    if len(pieces) > MAX_ITEMS:
-        out.append(f", … {len(pieces) - MAX_ITEMS} more")
-    return out
-
-
-def _more(doc: Doc, items: Any, what: str) -> None:
-    extra = len(_list_of(items)) - MAX_ITEMS
-    if extra > 0:
-        doc.item(f"… {extra} more {what}")
 
 
 async def _status(host: Host, args: argparse.Namespace) -> None:
@@ -244,25 +153,6 @@ async def _client(host: Host, args: argparse.Namespace) -> Any:
         return spec, await host.runtime.client(spec, host.client_options())
     except AcpError as exc:
         raise UsageError(_error_text(host, start_error_message(exc, spec))) from None
-
-
-def sessions_doc(agent: str, sessions: list[Any], mask: Callable[[str], str] = str) -> Doc:
-    """The `%agent sessions` display: a table of what `session/list` returned, any values."""
-    doc = Doc(mask)
-    if not sessions:
-        return doc.para(Code(agent), " has no stored sessions.")
-    rows = []
-    for s in sessions:
-        s = _dict(s)
-        rows.append(
-            [
-                Code(s.get("sessionId")),
-                Value(s.get("title")),
-                Value(s.get("updatedAt")),
-                Code(s.get("cwd")),
-            ]
-        )
-    return doc.para("Sessions of ", Code(agent), ":").table(["id", "title", "updated", "cwd"], rows)
 
 
 async def _sessions(host: Host, args: argparse.Namespace) -> None:
