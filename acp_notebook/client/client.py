@@ -200,7 +200,12 @@ class Client:
         # Build the schema models (about a second, once) now rather than inside the first turn,
         # and in a thread: the kernel's loop keeps serving widgets and other sessions meanwhile.
         await run_in_daemon_thread(schema.models)
-        params = {
+        response = await self._initialize(process, conn, garbage, not_acp)
+        await self._accept(response, process, conn)
+        return conn
+
+    def _initialize_params(self) -> dict[str, Any]:
+        return {
             "protocolVersion": PROTOCOL_VERSION,
             "clientCapabilities": {
                 "fs": {"readTextFile": self.options.fs, "writeTextFile": self.options.fs},
@@ -213,6 +218,11 @@ class Client:
                 "version": __version__,
             },
         }
+
+    async def _initialize(
+        self, process: AgentTransport, conn: Connection, garbage: list[str], not_acp: anyio.Event
+    ) -> Any:
+        """Send `initialize`; every way it can fail becomes an `AgentStartError` (or timeout)."""
         # A command that is not an ACP agent (a CLI without its --acp flag, a wrapper printing a
         # banner) writes text to stdout and then waits for a human: that used to hang for the
         # whole initialize_timeout (60 s). Stdout is for JSON-RPC only, so once it carries
@@ -235,8 +245,10 @@ class Client:
 
         self._tg.start_soon(give_up_on_garbage, name=f"acp not-acp watchdog {process.pid}")
         try:
-            response = await conn.request(
-                methods.INITIALIZE, params, timeout=self.options.initialize_timeout
+            return await conn.request(
+                methods.INITIALIZE,
+                self._initialize_params(),
+                timeout=self.options.initialize_timeout,
             )
         except ProtocolError as exc:  # from the watchdog
             await process.aclose(grace=0.5)
@@ -259,6 +271,9 @@ class Client:
             raise AgentStartError(f"the agent refused initialize: {exc}") from None
         finally:
             watchdog.cancel()
+
+    async def _accept(self, response: Any, process: AgentTransport, conn: Connection) -> None:
+        """Check the `initialize` answer and keep what the agent said about itself."""
         if not isinstance(response, dict):
             await process.aclose(grace=0.5)
             raise ProtocolError(
@@ -279,7 +294,6 @@ class Client:
         self.agent_capabilities = opening.obj(response.get("agentCapabilities"))
         self.auth_methods = [m for m in response.get("authMethods") or [] if isinstance(m, dict)]
         self._epoch += 1
-        return conn
 
     async def _watch_exit(self, process: AgentTransport, conn: Connection) -> None:
         # If the agent dies but a child of it keeps stdout open, the reader never sees EOF:
