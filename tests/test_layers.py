@@ -403,7 +403,6 @@ KNOWN_DEBT: dict[str, set[str]] = {
     },
     "sizes": {
         "acp_notebook/client/client.py",
-        "acp_notebook/client/session.py",
         "acp_notebook/protocol/fold.py",
     },
     "layers": set(),

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..errors import CapabilityError, ClientClosedError, NotOfferedError, RequestError
+from ..errors import CapabilityError, ClientClosedError, RequestError
 from ..protocol import content, methods
+from ..protocol.choices import check_mode, config_change
 from ..protocol.fold import SessionFold
 from ..protocol.mutations import Delta, Mutation, SessionChanged, TurnFinished
 from ..protocol.result import TurnRecord, TurnResult
@@ -254,14 +255,7 @@ class Session:
 
     async def set_mode(self, mode_id: str) -> None:
         """`session/set_mode` (legacy modes; prefer config options where the agent has them)."""
-        if not self.modes and not self.mode:
-            raise CapabilityError("the agent offers no session modes")
-        known = {m.get("id") for m in self.modes}
-        if known and mode_id not in known:
-            raise NotOfferedError(
-                f"unknown mode {mode_id!r}; the agent offers: "
-                f"{', '.join(sorted(str(k) for k in known))}"
-            )
+        check_mode(self.modes, self.mode, mode_id)
         await self._ensure_live()
         await self._client.request(
             methods.SESSION_SET_MODE, {"sessionId": self._id, "modeId": mode_id}
@@ -272,30 +266,7 @@ class Session:
 
     async def set_config_option(self, config_id: str, value: str | bool) -> list[dict[str, Any]]:
         """`session/set_config_option`; returns (and keeps) the complete new option list."""
-        option = next((o for o in self.config_options if o.get("id") == config_id), None)
-        if option is None:
-            offered = ", ".join(str(o.get("id")) for o in self.config_options) or "none"
-            raise NotOfferedError(
-                f"unknown config option {config_id!r}; the agent offers: {offered}"
-            )
-        params: dict[str, Any] = {"sessionId": self._id, "configId": config_id, "value": value}
-        if option.get("type") == "boolean":
-            if not isinstance(value, bool):
-                raise NotOfferedError(f"config option {config_id!r} takes true or false")
-            params["type"] = "boolean"
-        elif isinstance(value, bool):
-            # A bool for a select option used to be sent as a boolean change, which the agent
-            # can only refuse: a bad value is a ValueError before anything is sent.
-            raise NotOfferedError(
-                f"config option {config_id!r} takes one of its values, not {value!r}"
-            )
-        else:
-            allowed = _select_values(option)
-            if allowed and value not in allowed:
-                raise NotOfferedError(
-                    f"{value!r} is not a value of {config_id!r}; choose from: "
-                    f"{', '.join(sorted(allowed))}"
-                )
+        params = {"sessionId": self._id, **config_change(self.config_options, config_id, value)}
         await self._ensure_live()
         response = await self._client.request(methods.SESSION_SET_CONFIG_OPTION, params)
         if isinstance(response, dict):
@@ -416,15 +387,3 @@ class Session:
 
     def __repr__(self) -> str:
         return f"<Session {self._id} agent={self._client.agent_name!r} cwd={self.cwd!r}>"
-
-
-def _select_values(option: dict[str, Any]) -> set[str]:
-    values: set[str] = set()
-    for item in option.get("options") or []:
-        if isinstance(item, dict) and "value" in item:
-            values.add(str(item["value"]))
-        elif isinstance(item, dict):  # a group
-            values.update(
-                str(o.get("value")) for o in item.get("options") or [] if isinstance(o, dict)
-            )
-    return values
