@@ -61,6 +61,7 @@ async def test_without_abandon_a_cancel_waits_for_the_work_then_is_delivered() -
 @pytest.mark.anyio
 async def test_the_limiter_bounds_how_many_run_at_once() -> None:
     limiter = anyio.CapacityLimiter(2)
+    pair = threading.Barrier(2, timeout=5)  # two at once, always: a pair must meet to finish
     running = 0
     most = 0
     lock = threading.Lock()
@@ -70,7 +71,7 @@ async def test_the_limiter_bounds_how_many_run_at_once() -> None:
         with lock:
             running += 1
             most = max(most, running)
-        time.sleep(0.02)
+        pair.wait()  # a third let in by a broken limiter would be counted before this frees
         with lock:
             running -= 1
 
