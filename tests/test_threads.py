@@ -61,25 +61,25 @@ async def test_without_abandon_a_cancel_waits_for_the_work_then_is_delivered() -
 @pytest.mark.anyio
 async def test_the_limiter_bounds_how_many_run_at_once() -> None:
     limiter = anyio.CapacityLimiter(2)
-    pair = threading.Barrier(2, timeout=5)  # two at once, always: a pair must meet to finish
-    running = 0
-    most = 0
-    lock = threading.Lock()
+    gate = threading.Event()
+    entered = threading.Semaphore(0)
 
     def work() -> None:
-        nonlocal running, most
-        with lock:
-            running += 1
-            most = max(most, running)
-        pair.wait()  # a third let in by a broken limiter would be counted before this frees
-        with lock:
-            running -= 1
+        entered.release()
+        gate.wait(10)
 
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
             for _ in range(6):
                 tg.start_soon(lambda: run_in_daemon_thread(work, limiter=limiter))
-    assert most == 2
+            try:
+                for _ in range(2):  # two threads are in `work`, held at the gate
+                    await run_in_daemon_thread(entered.acquire)
+                # Every task has reached the limiter by now: two hold it, four wait their turn.
+                assert limiter.statistics().tasks_waiting == 4
+                assert not entered.acquire(blocking=False)  # and no third thread got in
+            finally:
+                gate.set()
 
 
 @pytest.mark.timeout(90)
