@@ -1,7 +1,8 @@
 """The session fold: `session/update` payloads in, session and turn state out. Pure, no I/O.
 
-Merge rules (ACP v1): chunks append to the current message, and a new `messageId` (or, without
-ids, any other part in between) starts a new one; `tool_call_update` patches by id, replacing
+Merge rules (ACP v1): chunks append to the current message; a chunk with a `messageId` joins
+the message of that id even when a thought or a tool call came in between, and a new id (or,
+without ids, any other part in between) starts a new one; `tool_call_update` patches by id, replacing
 `content` and `locations` whole, and creates the call if the id is unknown; `plan`,
 `config_option_update` and `available_commands_update` are whole snapshots; in
 `session_info_update` an omitted field is unchanged and `null` clears it; usage cost is cumulative.
@@ -194,23 +195,33 @@ class SessionFold:
             or last.role != role
             or (message_id is not None and last.message_id != message_id)
         ):
-            if budget.parts <= 0:
+            known = (
+                record.by_message_id.get((role, message_id)) if type(message_id) is str else None
+            )
+            if known is not None:
+                last = known
+            elif budget.parts <= 0:
                 self._chunk_past_cap(record, role, text)
                 return
-            budget.parts -= 1
-            last = MessagePart(
-                self.new_id("m"), role, message_id if type(message_id) is str else None
-            )
-            parts.append(last)
-            last.append(text)
-            if role != "user":
-                self.visible_output = True
-            if self.emit is not None:
-                self.emit(PartUpdated(record.turn_id, last))
-            return
+            else:
+                self._new_message(record, role, message_id, text)
+                return
         last.append(text)
         if self.emit is not None:
             self.emit(Delta(record.turn_id, last.part_id, _CHANNEL[role], text))  # type: ignore[arg-type]
+
+    def _new_message(self, record: TurnRecord, role: Role, message_id: Any, text: str) -> None:
+        record.budget.parts -= 1
+        named = message_id if type(message_id) is str else None
+        message = MessagePart(self.new_id("m"), role, named)
+        if named is not None:
+            record.by_message_id[(role, named)] = message
+        record.parts.append(message)
+        message.append(text)
+        if role != "user":
+            self.visible_output = True
+        if self.emit is not None:
+            self.emit(PartUpdated(record.turn_id, message))
 
     def _text_over(self, record: TurnRecord, text: str) -> str:
         """The text budget ran out in this chunk: keep what still fits, count the rest."""
@@ -246,9 +257,11 @@ class SessionFold:
         if block.get("type") == "text":  # e.g. annotations made the fast path bail out
             self._chunk(role, block.get("text", ""), update.get("messageId"))
             return
-        self._chunk(role, "", update.get("messageId"))
+        message_id = update.get("messageId")
+        self._chunk(role, "", message_id)
         record = self.target
-        message = record.parts[-1] if record.parts else None
+        named = record.by_message_id.get((role, message_id)) if type(message_id) is str else None
+        message = named or (record.parts[-1] if record.parts else None)
         if not isinstance(message, MessagePart) or message.role != role:
             self._drop(record, "parts")  # no part was left for it
             return
@@ -296,6 +309,7 @@ class SessionFold:
 
     def _tool_call(self, update: dict[str, Any]) -> None:
         model = schema.validate_update(_cut_content(update, self.limits))
+        self._claim_asked_only(model)
         call = self.tool_call(model.tool_call_id)
         if not self._kept(call):
             return
@@ -306,6 +320,7 @@ class SessionFold:
 
     def _tool_call_update(self, update: dict[str, Any]) -> None:
         model = schema.validate_update(_cut_content(update, self.limits))
+        self.target.asked_only.pop(model.tool_call_id, None)  # its own id: a real call
         call = self.tool_call(model.tool_call_id)
         if not self._kept(call):
             return
@@ -318,6 +333,25 @@ class SessionFold:
             self.emit(Delta(self.target.turn_id, call.part_id, "tool_input", after[len(before) :]))
         self._updated(call)
 
+    def _claim_asked_only(self, model: Any) -> None:
+        """A call announced under a new id may be one a permission request already showed under
+        a placeholder id: the same title and input make it that card, re-keyed, not a second."""
+        record = self.target
+        record.asked_only.pop(model.tool_call_id, None)
+        if model.tool_call_id in record.tool_calls or not record.asked_only:
+            return
+        for old_id, call in record.asked_only.items():
+            same_input = model.raw_input is None or call.raw_input == model.raw_input
+            if call.title == (model.title or "") and same_input:
+                del record.asked_only[old_id]
+                del record.tool_calls[old_id]
+                call.tool_call_id = model.tool_call_id
+                record.tool_calls[model.tool_call_id] = call
+                for part in record.parts:
+                    if isinstance(part, PermissionPart) and part.tool_call_id == old_id:
+                        part.tool_call_id = model.tool_call_id
+                return
+
     def add_permission(self, tool_call: Any, options: list[dict[str, Any]]) -> PermissionPart:
         """Record a permission request; its `toolCall` is merged into the tool-call state."""
         title = ""
@@ -327,7 +361,10 @@ class SessionFold:
                 model = schema.validate_tool_call_update(tool_call)
             except schema.ValidationError:
                 model = None
+            known = tool_call["toolCallId"] in self.target.tool_calls
             call = self.tool_call(tool_call["toolCallId"])
+            if not known and self._kept(call):
+                self.target.asked_only[call.tool_call_id] = call
             if model is not None and self._kept(call):
                 _patch_tool_call(call, model, model.model_fields_set)
                 self._bound_call(call, 0)

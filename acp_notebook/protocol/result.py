@@ -44,6 +44,12 @@ class TurnRecord:
     dropped_note: ErrorPart | None = field(default=None, repr=False)
     #: Past the parts cap, text joins the last message of its role: found once, kept here.
     overflow: dict[str, MessagePart | None] = field(default_factory=dict, repr=False)
+    #: Messages by (role, messageId): a chunk with a known id joins its message even after a
+    #: thought or a tool call came in between (ACP: the id, not adjacency, names the message).
+    by_message_id: dict[tuple[str, str], MessagePart] = field(default_factory=dict, repr=False)
+    #: Calls known only from a permission request (fast-agent names them "pending"): the next
+    #: announced call of the same title and input is the same call under its real id.
+    asked_only: dict[str, ToolCallPart] = field(default_factory=dict, repr=False)
 
     def messages(self, role: str) -> list[MessagePart]:
         return [p for p in self.parts if isinstance(p, MessagePart) and p.role == role]
