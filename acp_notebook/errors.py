@@ -150,5 +150,9 @@ class TurnFailed(AcpError):
         return [f"\x1b[31mTurnFailed\x1b[0m: {self.args[0]}"]
 
 
+class HelpShown(AcpError):
+    """`--help` printed the help: the magic stops there, without an error (not a failure)."""
+
+
 class TurnStateError(AcpError, RuntimeError):
     """A turn was moved in a way its state machine does not allow (a bug in the caller)."""

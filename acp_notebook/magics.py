@@ -17,7 +17,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, List, Unicode
 
 from .config import Registry
-from .errors import ConfigError
+from .errors import ConfigError, HelpShown
 from .notebook.options import CellOptions, parse_cell_line
 
 
@@ -142,7 +142,17 @@ class AcpNotebook(Magics):
     @cell_magic
     def agent(self, line: str, cell: str) -> Coroutine[Any, Any, Any]:
         """Send the cell body as a prompt. Options: %%agent --help."""
-        return self._run_cell(parse_cell_line(line), cell)
+        try:
+            opts = parse_cell_line(line)
+        except HelpShown:  # printed once, whatever the body; the cell does not fail
+            return _nothing()
+        if not cell.strip():
+            raise UsageError(
+                "%%agent sends the lines below it as the prompt, and this cell has none. "
+                "Write the prompt under the %%agent line; for a command, use the line magic "
+                "(%agent help)."
+            )
+        return self._run_cell(opts, cell)
 
     async def _run_cell(self, opts: CellOptions, body: str) -> Any:
         from .notebook import session_cell
@@ -250,3 +260,7 @@ def _register_formatters(ipython: Any, magics: AcpNotebook) -> None:
     from .notebook.display import register
 
     register(ipython, magics.runtime.redactor)
+
+
+async def _nothing() -> None:
+    """What an awaited magic that has nothing more to do returns (the rewrite awaits it)."""

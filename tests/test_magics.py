@@ -339,6 +339,7 @@ def test_bad_options_are_usage_errors(tmp_path: Path) -> None:
         "%%agent --out 1x\nhi": "--out needs a Python name",
         "%%agent --config model\nhi": "expected KEY=VALUE",
         "%agent frobnicate": "unknown %agent command 'frobnicate'",
+        "%%agent -q": "this cell has none",  # no prompt: our words, not IPython's
     }
     clients: list = []
     nb = execute(list(bad), tmp_path, allow_errors=True, client_out=clients)
@@ -349,6 +350,17 @@ def test_bad_options_are_usage_errors(tmp_path: Path) -> None:
         assert "Traceback" not in shown and not INTERNAL_FRAME.search(shown), shown
         assert not transcripts(cell)  # nothing was sent
         assert replies[index]["status"] == "error", cell.source  # a headless run stops here
+
+
+def test_help_prints_once_and_does_not_fail_even_without_a_body(tmp_path: Path) -> None:
+    clients: list = []
+    nb = execute(["%%agent --help", "%%agent -h\nignored prompt"], tmp_path, client_out=clients)
+    for index, cell in enumerate(nb.cells):
+        shown = text(cell)
+        assert shown.count("show this help message and exit") == 1, shown
+        assert "--session" in shown and "Error" not in shown, shown
+        assert not transcripts(cell)  # nothing was sent
+        assert clients[0].replies[index]["status"] == "ok"
 
 
 # -- sessions, modes, config ----------------------------------------------------------------------

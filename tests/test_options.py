@@ -9,6 +9,7 @@ import re
 import pytest
 from IPython.core.error import UsageError
 
+from acp_notebook.errors import HelpShown
 from acp_notebook.notebook.options import CellOptions, cell_parser, parse_cell_line
 
 # `%%agent --help` before the options were declared once, at 100 columns: kept word for word.
@@ -40,12 +41,14 @@ options:
 """
 
 
-def test_help_keeps_its_content(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_help_keeps_its_content(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("COLUMNS", "100")
     assert cell_parser().format_help() == HELP
-    with pytest.raises(UsageError) as info:
+    with pytest.raises(HelpShown):
         parse_cell_line("--help")
-    assert str(info.value) == HELP
+    assert capsys.readouterr().out == HELP  # printed once, not printed and then raised
 
 
 def test_every_field_is_an_option_and_every_option_a_field() -> None:

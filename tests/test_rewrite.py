@@ -42,7 +42,7 @@ CASES = {
     "%%agent --agent demo -s a\nhello\n%agent list\n": cell_call(
         "--agent demo -s a", "hello\n%agent list\n"
     ),
-    "%%agent": cell_call("", ""),
+    "%%agent": cell_call("", "\n"),  # IPython would refuse an empty body before the magic
     "\n\n%%agent -q\nhi": cell_call("-q", "hi\n"),  # IPython drops leading empty lines first
     "%agent list": line_call("list"),
     "%agent": line_call(""),

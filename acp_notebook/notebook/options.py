@@ -18,6 +18,8 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from ..errors import HelpShown
+
 
 class Parser(argparse.ArgumentParser):
     """argparse that reports a usage error instead of exiting the kernel's process."""
@@ -26,6 +28,8 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{message}\n\n{self.format_usage().strip()}")
 
     def exit(self, status: int = 0, message: str | None = None) -> Any:
+        if status == 0 and message is None:  # `--help`, which argparse has just printed
+            raise HelpShown("help shown")
         raise UsageError(message or self.format_help())
 
 

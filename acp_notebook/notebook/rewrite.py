@@ -46,7 +46,9 @@ def rewrite_agent_cell(lines: list[str]) -> list[str]:
     if not lines or not _is_agent(lines[0], "%%"):
         return lines
     line = lines[0][len("%%" + MAGIC) :].strip()
-    body = "".join(lines[1:])
+    # IPython refuses an empty body before the magic runs ("the cell body is empty"): pass a
+    # newline so the magic answers itself (`--help` prints the help, no prompt is our error).
+    body = "".join(lines[1:]) or "\n"
     return [f"await get_ipython().run_cell_magic({MAGIC!r}, {line!r}, {body!r})\n"]
 
 

@@ -2,8 +2,8 @@
 
 Merge rules (ACP v1): chunks append to the current message; a chunk with a `messageId` joins
 the message of that id even when a thought or a tool call came in between, and a new id (or,
-without ids, any other part in between) starts a new one; `tool_call_update` patches by id, replacing
-`content` and `locations` whole, and creates the call if the id is unknown; `plan`,
+without ids, any other part in between) starts a new one; `tool_call_update` patches by id,
+replacing `content` and `locations` whole, and creates the call if the id is unknown; `plan`,
 `config_option_update` and `available_commands_update` are whole snapshots; in
 `session_info_update` an omitted field is unchanged and `null` clears it; usage cost is cumulative.
 Kinds newer than the schema are kept as `RawPart`s, never dropped.
