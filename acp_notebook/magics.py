@@ -9,6 +9,7 @@ awaited in `notebook/rewrite.py`, the `%%agent` flow in `notebook/session_cell.p
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Coroutine
 from typing import Any
 
@@ -74,6 +75,14 @@ class AcpNotebook(Magics):
         "notebook being run cannot always be told apart).",
     ).tag(config=True)
     max_retries = Int(5, help="Retries of a turn that fails before any output.").tag(config=True)
+    log_file = Unicode(
+        "",
+        help="Append every JSON-RPC message with an agent to this file as a JSON line, secrets "
+        "masked (the ACP_NOTEBOOK_LOG environment variable, when set, wins).",
+    ).tag(config=True)
+    trace = Bool(
+        False, help="Send a W3C traceparent in the _meta of every request to an agent."
+    ).tag(config=True)
     max_update_rate = Float(25.0, help="Display updates per second while a turn streams.").tag(
         config=True
     )
@@ -125,6 +134,8 @@ class AcpNotebook(Magics):
             "permission_policy": PermissionPolicy(self.allow, self.deny, self.permission_default),
             "protected_paths": _notebook_paths(self.user_ns),
             "protect_notebooks": self.protect_notebooks,
+            "log_file": os.environ.get("ACP_NOTEBOOK_LOG") or self.log_file or None,
+            "trace": self.trace,
         }
 
     def is_interactive(self) -> bool:

@@ -30,7 +30,8 @@ from ..errors import (
 )
 from ..protocol import jsonrpc as rpc
 from ..protocol import methods, schema
-from . import opening
+from ..protocol.wirelog import WireLog
+from . import opening, wirefile
 from .connection import Connection
 from .options import ClientOptions as ClientOptions  # re-exported: its home before options.py
 from .process import AgentProcess
@@ -80,6 +81,8 @@ class Client:
         self.processes_started = 0
         self.terminal_slots = TerminalSlots(self.options.max_terminals)
         self.protocol_errors: deque[str] = deque(maxlen=100)
+        #: The last JSON-RPC messages each way, across agent restarts (`%agent log`).
+        self.wire_log = WireLog(self.options.wire_log_size)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -124,6 +127,7 @@ class Client:
             await process.aclose(grace=2.0)
         if conn is not None:
             conn.close(ClientClosedError("the client was closed"))
+        wirefile.detach(self.wire_log)
 
     @property
     def closed(self) -> bool:
@@ -188,11 +192,20 @@ class Client:
                 not_acp.set()
             self._on_protocol_error(message)
 
+        wirefile.attach(
+            self.wire_log,
+            self.options.log_file,
+            agent=self.agent_name,
+            pid=process.pid,
+            redactor=process.redactor,
+        )
         conn = Connection(
             process,
             on_update=self._on_update,
             on_request=self._on_request,
             on_protocol_error=on_protocol_error,
+            wire=self.wire_log,
+            trace=self.options.trace,
         )
         self._process, self._connection = process, conn
         self._tg.start_soon(conn.run, self._tg, name=f"acp reader {process.pid}")

@@ -23,6 +23,7 @@ from ..errors import AcpError, AgentExitedError, ProtocolError, RequestError
 from ..errors import RpcError as RpcError  # defined in errors.py; still importable from here
 from ..protocol import jsonrpc as rpc
 from ..protocol import methods
+from ..protocol.wirelog import WireLog, traceparent, with_trace
 from .transport import AgentTransport
 
 RequestHandler = Callable[[str, Any], Awaitable[Any]]
@@ -57,8 +58,14 @@ class Connection:
         on_request: RequestHandler,
         on_protocol_error: Callable[[str], None],
         on_closed: Callable[[BaseException], None] | None = None,
+        wire: WireLog | None = None,
+        trace: bool = False,
     ) -> None:
         self.process = process
+        #: Every message each way, the last few kept (`%agent log`; a sink may write them out).
+        self.wire = wire if wire is not None else WireLog()
+        self._record_out = self.wire.recorder("out")
+        self.trace = trace  # put a W3C `traceparent` in each request's `_meta`
         self._on_update = on_update
         self._on_request = on_request
         self._on_protocol_error = on_protocol_error
@@ -100,6 +107,7 @@ class Connection:
         too_deep = rpc.too_deep
         on_update = self._on_update
         update_method = methods.SESSION_UPDATE
+        record = self.wire.recorder("in")
         try:
             while True:
                 try:
@@ -119,6 +127,7 @@ class Connection:
                     batch = b"\n".join(lines).decode("utf-8").split("\n")
                 except UnicodeDecodeError:
                     batch = lines
+                record(batch)
                 for item in batch:
                     if isinstance(item, bytes):
                         # Never json.loads(bytes): it guesses UTF-16/32 from NUL bytes, so a
@@ -152,6 +161,7 @@ class Connection:
             if splitter.dropped:
                 self._report_dropped(splitter)
             if rest.strip():
+                record([rest])
                 self._dispatch(rpc.decode(rest))
         finally:
             await self._closed_by_agent()
@@ -346,6 +356,8 @@ class Connection:
         rid = self._next_id
         pending = _Pending(method)
         self._pending[rid] = pending
+        if self.trace:
+            params = with_trace(params, traceparent())
         try:
             await self._send(rpc.encode_request(rid, method, params))
             with anyio.fail_after(timeout if timeout is not None else math.inf):
@@ -369,6 +381,7 @@ class Connection:
             await self._send(rpc.encode_notification(method, params))
 
     async def _send(self, data: bytes) -> None:
+        self._record_out((data,))
         try:
             await self.process.send(data)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from ..errors import InvalidArgumentError
 from ..protocol.limits import DEFAULT_LIMITS, Limits
 from ..protocol.state import DEFAULT_OUTPUT_LIMIT
+from ..protocol.wirelog import DEFAULT_SIZE
 from .permissions import PermissionHandler, PermissionPolicy
 from .terminal_slots import DEFAULT_MAX_TERMINALS
 from .transport import TransportFactory
@@ -43,6 +44,12 @@ class ClientOptions:
     #: How each agent start reaches the agent; None: `command` as a subprocess (`AgentProcess`).
     #: `transport.in_process(serve)` runs a Python agent on a thread of this process instead.
     transport: TransportFactory | None = None
+    #: The protocol log: messages kept each way for `client.wire_log` (`%agent log`), and a
+    #: file each message is appended to as a JSON line, masked (None: no file).
+    wire_log_size: int = DEFAULT_SIZE
+    log_file: str | os.PathLike[str] | None = None
+    #: Put a W3C `traceparent` in the `_meta` of every request to the agent.
+    trace: bool = False
 
     def __post_init__(self) -> None:
         for name in ("initialize_timeout", "request_timeout"):

@@ -18,6 +18,9 @@ from .runtime import NamedSession
 from .status_docs import MAX_ITEMS as MAX_ITEMS
 from .status_docs import key, sessions_doc, status_doc
 from .views import Code, Doc, Value
+from .wire_docs import log_doc
+
+MAX_LOG = 1000  # messages each way asked for; the client keeps `wire_log_size` reads' worth
 
 USAGE = """\
 %agent list                          agents you can use (built-in, TOML file, config)
@@ -31,6 +34,7 @@ USAGE = """\
 %agent restart [-a AGENT]            restart the agent process (sessions resume on it)
 %agent close [-s NAME | -a AGENT | --all]  close sessions and stop agents
 %agent chat [-s NAME] [-a AGENT]     a chat widget on the session
+%agent log [-n N] [--raw] [-a AGENT] the last N JSON-RPC messages each way (masked)
 """
 
 
@@ -42,6 +46,8 @@ def _parser() -> Parser:
     p.add_argument("--agent", "-a")
     p.add_argument("--all", action="store_true")
     p.add_argument("--help", "-h", action="store_true")
+    p.add_argument("-n", type=int, default=20, dest="count")
+    p.add_argument("--raw", action="store_true")
     return p
 
 
@@ -289,6 +295,16 @@ async def _chat(host: Host, args: argparse.Namespace) -> Any:
     return None
 
 
+async def _log(host: Host, args: argparse.Namespace) -> None:
+    if not 0 < args.count <= MAX_LOG:
+        raise UsageError(f"%agent log -n takes 1 to {MAX_LOG} messages, not {args.count}")
+    name = args.agent or _agent_of_last(host) or host.registry().resolve(None)[0].name
+    agent = host.runtime.hosts.get(name)
+    client = agent.client if agent is not None else None
+    entries = client.wire_log.entries(args.count) if client is not None else []
+    _show(log_doc(name, entries, args.count, args.raw, _masker(host)))
+
+
 def _agent_of_last(host: Host) -> str | None:
     name = host.runtime.last_session
     entry = host.runtime.find(name) if name else None
@@ -308,4 +324,5 @@ _COMMANDS = {
     "restart": _restart,
     "close": _close,
     "chat": _chat,
+    "log": _log,
 }
