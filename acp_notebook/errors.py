@@ -85,6 +85,10 @@ class AuthRequiredError(RequestError):
             self.args = (f"{self.args[0]}. Authenticate with one of: {names}",)
 
 
+class AuthFailedError(AcpError):
+    """A login did not succeed (a terminal auth method exited non-zero or timed out)."""
+
+
 class CapabilityError(AcpError):
     """The agent does not advertise what this call needs (load, resume, list, close, modes...)."""
 

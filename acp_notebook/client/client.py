@@ -9,7 +9,7 @@ import contextlib
 import logging
 import os
 from collections import deque
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from ..errors import (
 from ..protocol import jsonrpc as rpc
 from ..protocol import methods, schema
 from ..protocol.wirelog import WireLog
-from . import opening, wirefile
+from . import auth, opening, wirefile
 from .connection import Connection
 from .options import ClientOptions as ClientOptions  # re-exported: its home before options.py
 from .process import AgentProcess
@@ -224,6 +224,8 @@ class Client:
                 "fs": {"readTextFile": self.options.fs, "writeTextFile": self.options.fs},
                 "terminal": self.options.terminal,
                 "session": {"configOptions": {"boolean": {}}},
+                # Terminal auth methods: the client runs the agent's login (client/auth.py).
+                "auth": {"terminal": True},
             },
             "clientInfo": {
                 "name": self.options.client_name,
@@ -448,9 +450,32 @@ class Client:
         """`session/list`, following cursors; each item has sessionId, cwd, title?, updatedAt?."""
         return await opening.list_sessions(self, cwd, limit)
 
-    async def authenticate(self, method_id: str) -> None:
-        await opening.authenticate(self, method_id)
-        self._authenticated = True
+    async def authenticate(
+        self, method_id: str, *, on_output: Callable[[str], None] | None = None
+    ) -> None:
+        """Authenticate with one of `auth_methods`: an agent method is one request; a terminal
+        method runs the agent's login command (its output to `on_output`), then restarts the
+        agent (`client/auth.py`). Raises `NotOfferedError`, `AuthFailedError`."""
+        if await auth.authenticate(self, method_id, on_output) == "agent":
+            self._authenticated = True
+
+    async def logout(self) -> None:
+        """`logout`, where the agent offers it (`agentCapabilities.auth.logout`)."""
+        await auth.logout(self)
+        self._authenticated = False
+
+    async def delete_session(self, session_id: str) -> None:
+        """`session/delete` (`sessionCapabilities.delete`); closes it here first if open."""
+        await opening.delete_session(self, session_id)
+
+    async def restart_agent(self) -> None:
+        """Stop the agent process and wait for its connection to close: the next request
+        starts and initializes a fresh one (sessions come back on it at their next request)."""
+        conn = self._connection
+        self.kill_agent()
+        if conn is not None:
+            with anyio.move_on_after(5):
+                await conn.closed_event.wait()
 
     def __repr__(self) -> str:
         return f"<Client {self.agent_name!r} pid={self.pid} sessions={len(self.registry)}>"

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from ..errors import (
     AuthRequiredError,
     CapabilityError,
-    NotOfferedError,
     ProtocolError,
     RequestError,
 )
@@ -33,23 +32,6 @@ log = logging.getLogger("acp_notebook")
 def obj(value: Any) -> dict[str, Any]:
     """`value` if it is a JSON object, else an empty one (agents answer what they like)."""
     return value if isinstance(value, dict) else {}
-
-
-async def authenticate(client: Client, method_id: str) -> None:
-    """`authenticate` with one of the methods the agent offered (of type "agent")."""
-    known = {m.get("id") for m in client.auth_methods}
-    if method_id not in known:
-        raise NotOfferedError(
-            f"unknown auth method {method_id!r}; the agent offers: "
-            f"{', '.join(str(k) for k in known) or 'none'}"
-        )
-    method = next(m for m in client.auth_methods if m.get("id") == method_id)
-    if method.get("type") not in (None, "agent"):
-        raise CapabilityError(
-            f"auth method {method_id!r} is of type {method.get('type')!r}: run the agent's "
-            "login in a terminal, then reconnect"
-        )
-    await client.request(methods.AUTHENTICATE, {"methodId": method_id})
 
 
 def _directories(client: Client, additional: Sequence[str]) -> list[str]:
@@ -93,7 +75,7 @@ async def open_new(
             raise AuthRequiredError(
                 exc.method, exc.code, exc.message, exc.data, client.auth_methods
             ) from None
-        await client.authenticate(client.options.auth_method)
+        await client.authenticate(client.options.auth_method, on_output=_login_output)
         with client.registry.opening():
             response = await client.request(methods.SESSION_NEW, params)
     response = obj(response)
@@ -103,6 +85,21 @@ async def open_new(
             f"session/new answered without a sessionId: {rpc.excerpt(repr(response))}"
         )
     return sid, response
+
+
+def _login_output(text: str) -> None:
+    # A login run on its own (ClientOptions.auth_method) has no cell to print to.
+    log.info("acp_notebook: login: %s", text.rstrip())
+
+
+async def delete_session(client: Client, session_id: str) -> None:
+    """`session/delete`; a session of this client with that id is closed here first."""
+    if client.session_capabilities.get("delete") is None:
+        raise CapabilityError(f"{client.agent_name} cannot delete sessions")
+    live = next((s for s in client.sessions if s.id == session_id), None)
+    if live is not None:
+        await live.close()
+    await client.request(methods.SESSION_DELETE, {"sessionId": session_id})
 
 
 def _adopt(

@@ -297,6 +297,10 @@ class Session:
                     await client.request(methods.SESSION_CLOSE, {"sessionId": self._id})
             client.registry.forget(self)
 
+    async def delete(self) -> None:
+        """Close the session, then `session/delete` it at the agent (gone from its list)."""
+        await self._client.delete_session(self._id)
+
     # -- what the client and the runner use ------------------------------------------------------
 
     def receive(self, update: Any) -> None:

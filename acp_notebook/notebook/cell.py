@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import shlex
 from typing import Any
 
 import anyio
@@ -17,7 +18,7 @@ from ..client.permissions import PermissionPolicy
 from ..client.session import Session
 from ..client.turn import TurnHandle
 from ..config import AgentSpec
-from ..errors import AgentStartError, InvalidArgumentError
+from ..errors import AgentStartError, AuthRequiredError, InvalidArgumentError
 from ..errors import TurnFailed as TurnFailed  # defined in errors.py; still importable here
 from ..protocol.result import TurnResult
 from . import publish, views
@@ -150,6 +151,8 @@ def start_error_message(exc: BaseException | str, spec: AgentSpec) -> str:
             "run the cell again (a fresh agent process starts), raise --timeout or "
             "c.AcpNotebook.request_timeout if the agent is just slow, or check its setup"
         )
+    elif isinstance(exc, AuthRequiredError):
+        advice = _login_advice(exc.auth_methods, spec)
     elif isinstance(exc, AgentStartError):
         advice = (
             "install the agent or fix its command (see %agent list), or pick another with --agent"
@@ -157,6 +160,24 @@ def start_error_message(exc: BaseException | str, spec: AgentSpec) -> str:
     else:
         advice = "check the agent's setup"
     return f"Could not start agent {_who(spec)}: {what}.\nWhat to try: {advice}."
+
+
+def _login_advice(offered: list[dict[str, Any]], spec: AgentSpec) -> str:
+    """Which login methods exist and the exact line to run for each (the agent's words bounded,
+    shown as text by the caller)."""
+    if not offered:
+        return "the agent needs a login but offers no method: log in with its own tools"
+    ways = []
+    for method in offered[:10]:
+        method_id = views.text(method.get("id"), 80)
+        line = f"%agent auth {method_id} -a {shlex.quote(spec.name)}"
+        given = method.get("args")
+        args: list[Any] = given if isinstance(given, list) else []
+        if method.get("type") == "terminal":
+            command = shlex.join([*spec.command, *(str(a) for a in args[:20])])
+            line += f" (runs {views.text(command, 300)}; or run that in a terminal)"
+        ways.append(f"{views.text(method.get('name') or method_id, 80)}: {line}")
+    return "log in first, then run the cell again. " + "; ".join(ways)
 
 
 async def interrupted(turn: TurnHandle, view: LiveView | None, grace: float) -> None:

@@ -10,7 +10,7 @@ from IPython.core.error import UsageError
 from IPython.display import display
 
 from ..errors import AcpError
-from . import publish, views
+from . import auth_cmds, publish, views
 from .cell import apply_settings, open_session, start_error_message
 from .host import Host
 from .options import CellOptions, Parser, parse
@@ -35,6 +35,9 @@ USAGE = """\
 %agent close [-s NAME | -a AGENT | --all]  close sessions and stop agents
 %agent chat [-s NAME] [-a AGENT]     a chat widget on the session
 %agent log [-n N] [--raw] [-a AGENT] the last N JSON-RPC messages each way (masked)
+%agent auth [METHOD] [-a AGENT]      the agent's login methods; log in with one
+%agent logout [-a AGENT]             log out (where the agent offers it)
+%agent delete ID [-a AGENT]          delete a listed session (session/delete)
 """
 
 
@@ -305,6 +308,25 @@ async def _log(host: Host, args: argparse.Namespace) -> None:
     _show(log_doc(name, entries, args.count, args.raw, _masker(host)))
 
 
+async def _auth(host: Host, args: argparse.Namespace) -> None:
+    spec, client = await _client(host, args)
+    if not args.value:
+        _show(auth_cmds.methods_doc(spec, client, host))
+        return
+    await auth_cmds.authenticate(host, spec, client, str(args.value))
+
+
+async def _logout(host: Host, args: argparse.Namespace) -> None:
+    spec, client = await _client(host, args)
+    await auth_cmds.logout(host, spec, client)
+
+
+async def _delete(host: Host, args: argparse.Namespace) -> None:
+    session_id = _need(args, "a session id (see %agent sessions)")
+    spec, client = await _client(host, args)
+    await auth_cmds.delete(host, spec, client, session_id)
+
+
 def _agent_of_last(host: Host) -> str | None:
     name = host.runtime.last_session
     entry = host.runtime.find(name) if name else None
@@ -325,4 +347,7 @@ _COMMANDS = {
     "close": _close,
     "chat": _chat,
     "log": _log,
+    "auth": _auth,
+    "logout": _logout,
+    "delete": _delete,
 }

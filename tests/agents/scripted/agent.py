@@ -27,6 +27,7 @@ from .wire import (
     MODEL_CHOICES,
     MODES,
     PARSE_ERROR,
+    TERMINAL_AUTH_METHOD,
     VERSION,
     JsonObj,
     RpcError,
@@ -54,6 +55,7 @@ class Agent:
         self._record = open(args.record, "a", encoding="utf-8") if args.record else None
         self._initialized = False
         self._authenticated = False
+        self.client_auth_terminal = False
         self._followups: list[JsonObj] = []  # notifications to send after the current response
         self._ids = itertools.count()
         self._pending: dict[str, PendingCall] = {}
@@ -92,6 +94,7 @@ class Agent:
             "session/delete": (args.delete, self._delete),
             "session/set_mode": (args.modes, self._set_mode),
             "session/set_config_option": (args.config_options, self._set_config_option),
+            "logout": (args.logout, self._logout),
         }
         handlers.update({method: fn for method, (on, fn) in optional.items() if on})
         return handlers
@@ -278,6 +281,12 @@ class Agent:
         if type(params.get("protocolVersion")) is not int:
             raise RpcError(INVALID_PARAMS, "protocolVersion must be an integer")
         self._initialized = True
+        client_caps = params.get("clientCapabilities")
+        auth_caps = client_caps.get("auth") if isinstance(client_caps, dict) else None
+        # Terminal auth methods are offered only to clients that can run them (the spec).
+        self.client_auth_terminal = (
+            isinstance(auth_caps, dict) and auth_caps.get("terminal") is True
+        )
         args, caps = self.args, self.args.prompt_capabilities
         return {
             "protocolVersion": args.protocol_version,
@@ -289,6 +298,7 @@ class Agent:
                     "embeddedContext": "embedded" in caps,
                 },
                 "mcpCapabilities": {"http": False, "sse": False},
+                **({"auth": {"logout": {}}} if args.logout else {}),
                 "sessionCapabilities": {
                     name: {}
                     for name, flag in (
@@ -301,9 +311,23 @@ class Agent:
                     if flag
                 },
             },
-            "authMethods": [AUTH_METHOD] if args.auth_required else [],
+            "authMethods": self._auth_methods(),
             "agentInfo": {"name": args.agent_name, "version": VERSION},
         }
+
+    def _auth_methods(self) -> list[JsonObj]:
+        methods = [AUTH_METHOD] if self.args.auth_required else []
+        terminal = self.args.auth_terminal
+        if terminal is not None and self.client_auth_terminal:
+            login = {"args": ["--login-to", str(terminal)], "env": {"SCRIPTED_LOGIN": "yes"}}
+            methods.append({**TERMINAL_AUTH_METHOD, **login})
+        return methods
+
+    def _logout(self, params: JsonObj) -> JsonObj:
+        self._authenticated = False
+        if self.args.auth_terminal is not None:
+            self.args.auth_terminal.unlink(missing_ok=True)
+        return {}
 
     def _authenticate(self, params: JsonObj) -> JsonObj:
         if not self.args.auth_required or params.get("methodId") != AUTH_METHOD["id"]:
@@ -314,6 +338,9 @@ class Agent:
     def _require_auth(self) -> None:
         if self.args.auth_required and not self._authenticated:
             raise RpcError(AUTH_REQUIRED, "Authentication required")
+        terminal = self.args.auth_terminal
+        if terminal is not None and not terminal.exists():
+            raise RpcError(AUTH_REQUIRED, "Not logged in: run the login")
 
     def _session_state(self, session: Session) -> JsonObj:
         """The modes/configOptions part of new, load and resume responses."""

@@ -59,6 +59,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--delete", action="store_true")
     parser.add_argument("--additional-directories", action="store_true")
     parser.add_argument("--auth-required", action="store_true")
+    parser.add_argument(
+        "--auth-terminal",
+        type=Path,
+        metavar="FILE",
+        help="offer a terminal auth method; session/new needs FILE, which that login "
+        "(this agent run with --login-to FILE and SCRIPTED_LOGIN=yes) writes",
+    )
+    parser.add_argument("--login-to", type=Path, metavar="FILE", help="log in (write FILE), exit")
+    parser.add_argument("--logout", action="store_true", help="offer logout (auth.logout)")
     parser.add_argument("--modes", action="store_true")
     parser.add_argument("--config-options", action="store_true")
     parser.add_argument(
@@ -96,8 +105,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(None if argv is None else list(argv))
 
 
+def login(path: Path) -> int:
+    """What a terminal auth method runs: says what it does, needs the env the method gave."""
+    print("Logging in to the scripted agent...", flush=True)
+    if os.environ.get("SCRIPTED_LOGIN") != "yes":
+        print("login failed: SCRIPTED_LOGIN is not set", file=sys.stderr, flush=True)
+        return 3
+    path.write_text("logged in\n")
+    print("Logged in.", flush=True)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     args = parse_args(argv)
+    if args.login_to is not None:
+        sys.exit(login(args.login_to))
     if args.ignore_sigterm:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     host = Host()

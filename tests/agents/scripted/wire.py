@@ -23,6 +23,7 @@ AUTH_REQUIRED = -32000
 NOT_FOUND = -32002
 
 AUTH_METHOD: JsonObj = {"id": "token", "name": "Token", "description": "test"}
+TERMINAL_AUTH_METHOD: JsonObj = {"id": "login", "name": "Log in", "type": "terminal"}
 MODES: list[JsonObj] = [{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}]
 MODEL_CHOICES: list[JsonObj] = [
     {"value": "fast", "name": "Fast"},

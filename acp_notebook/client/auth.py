@@ -1,0 +1,171 @@
+"""Authentication: the agent's auth methods of both types, and logout.
+
+- An **agent** method (no `type`, or `"agent"`) is one `authenticate {methodId}` request.
+- A **terminal** method (`type: "terminal"`, offered only to clients that say
+  `clientCapabilities.auth.terminal`) is the agent's own command run again with the method's
+  `args` appended and its `env` (a map) overlaid; exit code 0 means logged in. The agent process
+  is then restarted, so the next request initializes a fresh one that finds the credentials.
+
+A terminal login runs without a terminal (stdin is /dev/null: a notebook has none to give);
+its output, stdout and stderr merged, goes to `on_output` line by line, bounded in size, and it
+is killed after `timeout` seconds. Everything in a method comes from the agent: the arguments and
+variables are bounded and must be strings.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import anyio
+
+from ..errors import AuthFailedError, CapabilityError, NotOfferedError
+from ..protocol import methods
+from .process import child_env
+
+
+class Client(Protocol):
+    """What authentication needs of a client (typed here, so this module imports no client)."""
+
+    command: list[str]
+    env: dict[str, str | None]
+    cwd: str
+    auth_methods: list[dict[str, Any]]
+    agent_capabilities: dict[str, Any]
+
+    @property
+    def agent_name(self) -> str: ...
+
+    async def request(self, method: str, params: Any, *, deadline: bool = True) -> Any: ...
+
+    async def restart_agent(self) -> None: ...
+
+
+LOGIN_TIMEOUT = 300.0  # seconds a terminal login may take (a browser round trip)
+MAX_ARGS = 64  # arguments a method may add
+MAX_ARG_CHARS = 4096  # characters of one argument, name or value
+MAX_OUTPUT = 256 * 1024  # bytes of a login's output passed on; the rest is counted
+
+
+def method(client: Client, method_id: str) -> dict[str, Any]:
+    """The offered method of this id, or `NotOfferedError` naming those offered."""
+    for each in client.auth_methods:
+        if each.get("id") == method_id:
+            return each
+    offered = ", ".join(str(m.get("id")) for m in client.auth_methods) or "none"
+    raise NotOfferedError(f"unknown auth method {method_id!r}; the agent offers: {offered}")
+
+
+def kind(auth_method: dict[str, Any]) -> str:
+    """`agent`, `terminal`, or the unknown type the agent gave (unusable, per the spec)."""
+    value = auth_method.get("type")
+    return "agent" if value is None else str(value)
+
+
+def login_command(client: Client, auth_method: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
+    """A terminal method's command line and the variables it sets, checked and bounded."""
+    args = auth_method.get("args") or []
+    env = auth_method.get("env") or {}
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise CapabilityError("the auth method's args are not a list of strings")
+    if not isinstance(env, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+    ):
+        raise CapabilityError("the auth method's env is not a map of strings")
+    if len(args) > MAX_ARGS or len(env) > MAX_ARGS:
+        raise CapabilityError(f"the auth method gives more than {MAX_ARGS} args or variables")
+    too_long = [a for a in [*args, *env, *env.values()] if len(a) > MAX_ARG_CHARS or "\0" in a]
+    if too_long:
+        raise CapabilityError("the auth method gives an argument that is too long or has NUL")
+    return [*client.command, *args], dict(env)
+
+
+async def authenticate(
+    client: Client,
+    method_id: str,
+    on_output: Callable[[str], None] | None = None,
+    timeout: float = LOGIN_TIMEOUT,
+) -> str:
+    """Authenticate with `method_id`, of either type (see the module's docstring); the type."""
+    chosen = method(client, method_id)
+    what = kind(chosen)
+    if what == "agent":
+        await client.request(methods.AUTHENTICATE, {"methodId": method_id})
+        return what
+    if what != "terminal":
+        raise CapabilityError(f"auth method {method_id!r} is of type {what!r}, unknown here")
+    argv, env = login_command(client, chosen)
+    code = await run_login(argv, child_env({**client.env, **env}), client.cwd, on_output, timeout)
+    if code != 0:
+        raise AuthFailedError(
+            f"the login {method_id!r} exited with code {code}; run it in a terminal: "
+            + _shell_line(argv, env)
+        )
+    await client.restart_agent()  # the spec: reconnect and initialize again
+    return what
+
+
+async def run_login(
+    argv: list[str],
+    env: dict[str, str],
+    cwd: str,
+    on_output: Callable[[str], None] | None,
+    timeout: float,
+) -> int | None:
+    """Run a login command; its exit code, or None if it was killed after `timeout`."""
+    shown = 0
+    async with await anyio.open_process(
+        argv,
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    ) as process:
+        assert process.stdout is not None
+        with anyio.move_on_after(timeout) as scope:
+            async for data in process.stdout:
+                if on_output is not None and shown < MAX_OUTPUT:
+                    on_output(data[: MAX_OUTPUT - shown].decode("utf-8", "replace"))
+                shown += len(data)
+            await process.wait()
+        if scope.cancelled_caught:
+            process.kill()
+            with anyio.CancelScope(shield=True):
+                await process.wait()
+            return None
+        return process.returncode
+
+
+async def logout(client: Client) -> None:
+    auth = client.agent_capabilities.get("auth")
+    if not isinstance(auth, dict) or not isinstance(auth.get("logout"), dict):
+        raise CapabilityError(f"{client.agent_name} does not offer logout (no auth.logout)")
+    await client.request(methods.LOGOUT, {})
+
+
+def _shell_line(argv: list[str], env: dict[str, str]) -> str:
+    return " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), shlex.join(argv)])
+
+
+def how_to(client: Client) -> list[tuple[str, str, str]]:
+    """Each offered method as (id, name, what to run): the `%agent auth` line, and for a
+    terminal method the command it runs (to run in a terminal instead)."""
+    out = []
+    for each in client.auth_methods:
+        method_id, name = str(each.get("id")), str(each.get("name") or each.get("id"))
+        what = kind(each)
+        if what == "terminal":
+            try:
+                line = _shell_line(*login_command(client, each))
+            except CapabilityError as exc:
+                line = f"(unusable: {exc})"
+        elif what == "agent":
+            line = ""
+        else:
+            line = f"(type {what!r}: not one this client can use)"
+        out.append((method_id, name, line))
+    return out

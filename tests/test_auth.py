@@ -1,0 +1,126 @@
+"""Authentication of both kinds, logout and session/delete (issue 11), with the scripted agent:
+the client API, then `%agent auth`, `%agent logout`, `%agent delete` and the failing cell's
+advice in a real kernel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from acp_notebook.errors import AuthFailedError, AuthRequiredError, CapabilityError
+from tests.client_helpers import Agent
+from tests.nb_util import execute, scripted, text
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
+
+
+async def test_a_terminal_login_runs_the_agents_command_then_the_agent_restarts(
+    agent: Agent, tmp_path: Path
+) -> None:
+    token = tmp_path / "logged-in"
+    output: list[str] = []
+    with anyio.fail_after(40):
+        async with agent.client("--auth-terminal", str(token)) as client:
+            with pytest.raises(AuthRequiredError) as info:
+                await client.new_session()
+            (offered,) = info.value.auth_methods
+            assert offered["type"] == "terminal" and offered["args"][-1] == str(token)
+            assert "login (Log in)" in str(info.value)
+            before = client.processes_started
+            await client.authenticate("login", on_output=output.append)
+            assert token.read_text() == "logged in\n"
+            session = await client.new_session()  # on a fresh, re-initialized agent
+            assert session.id and client.processes_started == before + 1
+    assert "Logged in." in "".join(output)
+    assert len(agent.sent("initialize")) == 2  # the spec: reconnect and initialize again
+    assert not agent.sent("authenticate")  # a terminal method is never `authenticate`d
+
+
+async def test_the_auth_method_option_logs_in_with_a_terminal_method_and_retries(
+    agent: Agent, tmp_path: Path
+) -> None:
+    token = tmp_path / "logged-in"
+    with anyio.fail_after(40):
+        async with agent.client("--auth-terminal", str(token), auth_method="login") as client:
+            session = await client.new_session()
+            assert session.id and token.exists()
+    assert [m["method"] for m in agent.messages() if m.get("method") == "session/new"] == [
+        "session/new",
+        "session/new",
+    ]
+
+
+async def test_a_failed_login_says_so_with_the_command_to_run(agent: Agent, tmp_path: Path) -> None:
+    token = tmp_path / "no-such-dir" / "logged-in"  # the login cannot write it: exits 1
+    output: list[str] = []
+    with anyio.fail_after(40):
+        async with agent.client("--auth-terminal", str(token)) as client:
+            with pytest.raises(AuthFailedError) as info:
+                await client.authenticate("login", on_output=output.append)
+            with pytest.raises(AuthRequiredError):
+                await client.new_session()
+    message = str(info.value)
+    assert "exited with code 1" in message and "SCRIPTED_LOGIN=yes" in message
+    assert "--login-to" in message and "Traceback" in "".join(output)
+
+
+async def test_logout_where_offered_and_a_clear_error_where_not(
+    agent: Agent, tmp_path: Path
+) -> None:
+    token = tmp_path / "logged-in"
+    with anyio.fail_after(40):
+        async with agent.client("--auth-terminal", str(token), "--logout") as client:
+            await client.authenticate("login")
+            await client.new_session()
+            await client.logout()
+            assert not token.exists()
+            with pytest.raises(AuthRequiredError):
+                await client.new_session()
+        async with agent.client() as client:
+            with pytest.raises(CapabilityError, match="does not offer logout"):
+                await client.logout()
+
+
+async def test_delete_closes_the_session_and_it_leaves_the_list(agent: Agent) -> None:
+    with anyio.fail_after(40):
+        async with agent.client("--delete", "--list") as client:
+            kept, gone = await client.new_session(), await client.new_session()
+            await gone.delete()
+            assert gone.closed and not kept.closed
+            listed = {s["sessionId"] for s in await client.list_sessions()}
+            assert kept.id in listed and gone.id not in listed
+            await client.delete_session("never-existed")  # the spec: succeeds silently
+        async with agent.client() as client:
+            with pytest.raises(CapabilityError, match="cannot delete"):
+                await client.delete_session("x")
+    assert [m["params"]["sessionId"] for m in agent.sent("session/delete")] == [
+        gone.id,
+        "never-existed",
+    ]
+
+
+def test_auth_commands_and_the_failing_cells_advice_in_a_kernel(tmp_path: Path) -> None:
+    token = tmp_path / "logged-in"
+    agent = scripted("--auth-terminal", str(token), "--logout", "--delete", "--list")
+    nb = execute(
+        [
+            f"%%agent -a {agent}\nhello",
+            f"%agent auth -a {agent}",
+            f"%agent auth login -a {agent}",
+            f"%%agent -a {agent} --out r\nhello",
+            f"%agent delete {{r.session_id}} -a {agent}",
+            f"%agent logout -a {agent}",
+        ],
+        tmp_path,
+        allow_errors=True,
+    )
+    failed, listed, login, ok, deleted, logged_out = (text(c) for c in nb.cells)
+    assert "TurnFailed" in failed and "%agent auth login -a" in failed
+    assert "--login-to" in failed  # the exact command, to run in a terminal instead
+    assert "login" in listed and "Log in" in listed and "SCRIPTED_LOGIN=yes" in listed
+    assert "Logged in." in login and "logged in; the agent restarted" in login
+    assert "echo: hello" in ok and "Error" not in ok
+    assert "Deleted session" in deleted
+    assert "logged out" in logged_out and not token.exists()
