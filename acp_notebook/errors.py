@@ -154,6 +154,10 @@ class TurnFailed(AcpError):
         return [f"\x1b[31mTurnFailed\x1b[0m: {self.args[0]}"]
 
 
+class ElicitationError(AcpError, ValueError):
+    """An elicitation cannot be read, or an answer does not fit its form (the message says how)."""
+
+
 class HelpShown(AcpError):
     """`--help` printed the help: the magic stops there, without an error (not a failure)."""
 

@@ -226,6 +226,8 @@ class Client:
                 "session": {"configOptions": {"boolean": {}}},
                 # Terminal auth methods: the client runs the agent's login (client/auth.py).
                 "auth": {"terminal": True},
+                # Both modes: unanswered (no handler, headless) they are declined, recorded.
+                "elicitation": {"form": {}, "url": {}},
             },
             "clientInfo": {
                 "name": self.options.client_name,

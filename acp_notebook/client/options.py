@@ -10,6 +10,7 @@ from ..errors import InvalidArgumentError
 from ..protocol.limits import DEFAULT_LIMITS, Limits
 from ..protocol.state import DEFAULT_OUTPUT_LIMIT
 from ..protocol.wirelog import DEFAULT_SIZE
+from .elicit import ElicitationHandler
 from .permissions import PermissionHandler, PermissionPolicy
 from .terminal_slots import DEFAULT_MAX_TERMINALS
 from .transport import TransportFactory
@@ -25,6 +26,8 @@ class ClientOptions:
     terminal_output_limit: int = DEFAULT_OUTPUT_LIMIT  # bytes kept per terminal, at most
     permission_policy: PermissionPolicy = field(default_factory=PermissionPolicy)
     permission_handler: PermissionHandler | None = None
+    #: Answers `elicitation/create` (client/elicit.py); None: every elicitation is declined.
+    elicitation_handler: ElicitationHandler | None = None
     protected_paths: Sequence[str | os.PathLike[str]] = ()
     protect_notebooks: bool = True  # refuse fs/write_text_file to any *.ipynb
     cancel_grace: float = 5.0

@@ -12,11 +12,14 @@ from typing import Any, Protocol
 
 import anyio
 
+from ..errors import ElicitationError
 from ..protocol import jsonrpc as rpc
 from ..protocol import methods
+from ..protocol.elicitation import ElicitationPart
 from ..protocol.fold import SessionFold
 from ..protocol.state import PermissionPart
 from .connection import RpcError
+from .elicit import ElicitationHandler, answer
 from .permissions import (
     Assessment,
     PermissionHandler,
@@ -35,6 +38,7 @@ class RequestOwner(Protocol):
 
     permission_policy: PermissionPolicy
     permission_handler: PermissionHandler | None
+    elicitation_handler: ElicitationHandler | None
 
     @property
     def id(self) -> str: ...
@@ -59,11 +63,14 @@ class AgentRequests:
         self._terminals = terminals
         self._fs = fs  # read when asked: fs/* is served only if the client offered it
         self._permissions: dict[str, tuple[PermissionPart, anyio.CancelScope]] = {}
+        self._elicitations: dict[str, tuple[ElicitationPart, anyio.CancelScope]] = {}
 
     async def handle(self, method: str, params: Any) -> Any:
         """Answer one request; unknown or not offered: METHOD_NOT_FOUND."""
         if method == methods.REQUEST_PERMISSION:
             return await self._request_permission(params)
+        if method == methods.ELICITATION_CREATE:
+            return await self._elicit(params)
         if method == methods.FS_READ_TEXT_FILE and self._fs():
             return await self._workspace.read(params)
         if method == methods.FS_WRITE_TEXT_FILE and self._fs():
@@ -176,11 +183,53 @@ class AgentRequests:
         return _outcome(option_id)
 
     def cancel_pending(self) -> None:
-        """Answer every pending permission request `cancelled` (the turn ends or is stopped)."""
+        """Answer every pending permission request `cancelled`, and every elicitation `cancel`
+        (the turn ends or is stopped)."""
         for part, scope in list(self._permissions.values()):
             if part.outcome == "pending":
                 self._fold.resolve_permission(part, None, "cancel")
             scope.cancel()
+        for asked, scope in list(self._elicitations.values()):
+            if asked.outcome == "pending":
+                self._fold.resolve_elicitation(asked, "cancel", None, "cancel")
+            scope.cancel()
+
+    # -- elicitation -----------------------------------------------------------------------------
+
+    async def _elicit(self, params: Any) -> dict[str, Any]:
+        """`elicitation/create`: shown in the turn, answered by the turn's (or the session's)
+        handler; with none, declined. An answer is checked against the form before it is sent."""
+        try:
+            part = self._fold.add_elicitation(params)
+        except ElicitationError as exc:
+            raise RpcError(rpc.INVALID_PARAMS, str(exc)) from None
+        running = self._owner.running
+        handler = (
+            running.elicitation_handler if running is not None else None
+        ) or self._owner.elicitation_handler
+        if handler is None or (running is not None and running.cancel_requested):
+            by = "nobody to answer" if handler is None else "cancel"
+            self._fold.resolve_elicitation(
+                part, "decline" if handler is None else "cancel", None, by
+            )
+            return {"action": part.outcome}
+        scope = anyio.CancelScope()
+        self._elicitations[part.part_id] = (part, scope)
+        action, content, by = "cancel", None, "cancel"
+        try:
+            with scope:
+                try:
+                    action, content = answer(part, await handler(part))
+                    by = "user"
+                except ElicitationError as exc:
+                    by = f"cancelled: the answer does not fit the form: {exc}"
+                except Exception as exc:  # the handler gave up (nobody answered in time): decline
+                    action, by = "decline", f"declined: {str(exc) or type(exc).__name__}"
+        finally:
+            self._elicitations.pop(part.part_id, None)
+            if part.outcome == "pending":
+                self._fold.resolve_elicitation(part, action, content, by)
+        return {"action": action, **({"content": content} if content is not None else {})}
 
 
 def _outcome(option_id: str | None) -> dict[str, Any]:

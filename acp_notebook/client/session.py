@@ -23,6 +23,7 @@ from ..protocol.mutations import Delta, Mutation, SessionChanged, TurnFinished
 from ..protocol.result import TurnRecord, TurnResult
 from ..protocol.state import TerminalView, Usage
 from .attachments import load_parts
+from .elicit import ElicitationHandler
 from .permissions import PermissionHandler, PermissionPolicy
 from .runner import TurnRunner
 from .serving import AgentRequests
@@ -66,6 +67,8 @@ class Session:
         self._subscribers: list[Subscriber] = []
         self.permission_policy: PermissionPolicy = opts.permission_policy
         self.permission_handler: PermissionHandler | None = opts.permission_handler
+        #: Answers the agent's `elicitation/create` for this session (see client/elicit.py).
+        self.elicitation_handler: ElicitationHandler | None = opts.elicitation_handler
         self.workspace = Workspace(
             [cwd, *additional_directories], opts.protected_paths, opts.protect_notebooks
         )

@@ -12,6 +12,7 @@ from ..protocol.result import TurnResult
 from ..protocol.turnstate import EndListener, TurnMachine, TurnState
 
 if TYPE_CHECKING:
+    from .elicit import ElicitationHandler
     from .permissions import PermissionHandler, PermissionPolicy
     from .session import Session
 
@@ -45,6 +46,7 @@ class TurnHandle:
         # Per turn, so a cell's --allow or its buttons never apply to another cell's turn.
         self.permission_policy: PermissionPolicy | None = None
         self.permission_handler: PermissionHandler | None = None
+        self.elicitation_handler: ElicitationHandler | None = None  # None: the session's
         #: The turn's state machine. Only the session's turn runner moves it; read `state`.
         self.machine = TurnMachine(self.id)
         self._cancel = cancel

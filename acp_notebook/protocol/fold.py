@@ -23,12 +23,14 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from . import schema
+from ..errors import ElicitationError
+from . import elicitation, schema
 from .limits import DEFAULT_LIMITS, MAX_INT, Budget, Limits, bounded, count
 from .mutations import Delta, Mutation, PartUpdated, SessionChanged
 from .result import TurnRecord
 from .state import (
     UNFINISHED,
+    ElicitationPart,
     ErrorPart,
     MessagePart,
     Part,
@@ -382,6 +384,30 @@ class SessionFold:
         record.parts.append(part)
         self._updated(part)
         return part
+
+    def add_elicitation(self, params: Any) -> ElicitationPart:
+        """Record an `elicitation/create` (`ElicitationError` if it cannot be read: the caller
+        answers invalid params, and the record says what was refused)."""
+        record = self.target
+        try:
+            part = elicitation.read_request(params, self.new_id("e"))
+        except ElicitationError as exc:
+            self.add_error(f"the agent asked for input in a way this client cannot show: {exc}")
+            raise
+        self.visible_output = True
+        if record.budget.parts <= 0:
+            self._drop(record, "elicitations")  # asked all the same, but not recorded
+            return part
+        record.budget.parts -= 1
+        record.parts.append(part)
+        self._updated(part)
+        return part
+
+    def resolve_elicitation(
+        self, part: ElicitationPart, action: str, content: dict[str, Any] | None, by: str
+    ) -> None:
+        part.outcome, part.content, part.decided_by = action, content, by
+        self._updated(part)
 
     def _bound_call(self, call: ToolCallPart, cut_items: int) -> None:
         """Hold a patched call to the limits: items, diff and value sizes, the turn's budget."""

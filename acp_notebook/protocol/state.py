@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from . import items
 from .coerce import dicts, integer, mapping, number, opt_text, text
+from .elicitation import ElicitationPart as ElicitationPart
 from .terminals import DEFAULT_OUTPUT_LIMIT as DEFAULT_OUTPUT_LIMIT
 from .terminals import Terminal as Terminal
 from .terminals import TerminalView as TerminalView
@@ -312,12 +313,15 @@ class ErrorPart:
         )
 
 
-Part = MessagePart | ToolCallPart | PermissionPart | PlanPart | RawPart | ErrorPart
+Part = (
+    MessagePart | ToolCallPart | PermissionPart | ElicitationPart | PlanPart | RawPart | ErrorPart
+)
 
 _READERS: dict[str, Callable[[dict[Any, Any]], Part]] = {
     "message": MessagePart.from_json,
     "tool_call": ToolCallPart.from_json,
     "permission": PermissionPart.from_json,
+    "elicitation": ElicitationPart.from_json,
     "plan": PlanPart.from_json,
     "raw": RawPart.from_json,
     "error": ErrorPart.from_json,

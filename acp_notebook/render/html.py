@@ -12,6 +12,7 @@ from html import escape
 from typing import Any
 
 from ..protocol.state import (
+    ElicitationPart,
     ErrorPart,
     MessagePart,
     Part,
@@ -22,7 +23,7 @@ from ..protocol.state import (
     ToolCallPart,
 )
 from ..protocol.transcript import Transcript
-from . import labels
+from . import elicit_card, labels
 from .agentmd import inline, to_html
 from .cards import permission, raw, tool_call
 from .htmlbits import block, css_class, json_details, note
@@ -179,6 +180,7 @@ _DRAW: dict[type[Any], Callable[[list[str], Any, Transcript, bool], None]] = {
     MessagePart: lambda out, p, turn, growing: _message(out, p, growing=growing),
     ToolCallPart: lambda out, p, turn, growing: tool_call(out, p, turn),
     PermissionPart: lambda out, p, turn, growing: permission(out, p, turn.live),
+    ElicitationPart: lambda out, p, turn, growing: elicit_card.html(out, p, turn.live),
     PlanPart: lambda out, p, turn, growing: _plan(out, p.entries),
     RawPart: lambda out, p, turn, growing: raw(out, p),
     ErrorPart: lambda out, p, turn, growing: _error(out, p),

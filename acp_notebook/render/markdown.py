@@ -11,15 +11,15 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..protocol.items import DiffContent, TerminalContent
-from ..protocol.state import PermissionPart, Terminal, ToolCallPart
+from ..protocol.state import ElicitationPart, PermissionPart, Terminal, ToolCallPart
 from ..protocol.transcript import Transcript
-from . import clip, labels, mdsafe
+from . import clip, elicit_card, labels, mdsafe
 from .diff import unified
 from .mdwrite import inline, plain, to_markdown
 from .style import MATH_OFF
 
 #: The part kinds drawn here (messages as the answer; others have a line of their kind).
-_DRAWN = frozenset({"message", "plan", "tool_call", "permission", "raw", "error"})
+_DRAWN = frozenset({"message", "plan", "tool_call", "permission", "elicitation", "raw", "error"})
 #: The Markdown view is a summary: diffs and terminal output are clipped harder than in HTML.
 DIFF_LINES = 80
 TERMINAL_LINES = 40
@@ -58,14 +58,18 @@ def _record(turn: Transcript) -> list[str]:
             lines.append(f"- [{box}] {inline(e.content) or '…'}{state}{prio}")
         out.append("\n".join(lines))
 
-    actions = [p for p in turn.parts if isinstance(p, ToolCallPart | PermissionPart)]
+    kinds = ToolCallPart | PermissionPart | ElicitationPart
+    actions = [p for p in turn.parts if isinstance(p, kinds)]
     if actions:
         lines = ["**Tool calls**", ""]
         for p in actions:
             try:
-                lines.extend(
-                    _tool_call(p, turn) if isinstance(p, ToolCallPart) else [_permission(p, turn)]
-                )
+                if isinstance(p, ToolCallPart):
+                    lines.extend(_tool_call(p, turn))
+                elif isinstance(p, PermissionPart):
+                    lines.append(_permission(p, turn))
+                else:
+                    lines.append(elicit_card.markdown_line(p, turn.live))
             except Exception as exc:  # nor one tool call the others
                 lines.append(f"- (could not render this part: {type(exc).__name__})")
         out.append("\n".join(lines))

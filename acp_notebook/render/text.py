@@ -4,9 +4,9 @@ permission, unknown update and error, then the footer. For terminals, logs and `
 from __future__ import annotations
 
 from ..protocol.items import DiffContent, TerminalContent
-from ..protocol.state import ErrorPart, PermissionPart, RawPart, ToolCallPart
+from ..protocol.state import ElicitationPart, ErrorPart, PermissionPart, RawPart, ToolCallPart
 from ..protocol.transcript import Transcript
-from . import labels
+from . import elicit_card, labels
 from .diff import unified
 
 
@@ -27,6 +27,8 @@ def render_text(turn: Transcript) -> str:
         elif isinstance(p, PermissionPart):
             title = _one_line(p.title) or "a tool call"
             record.append(f"🔐 permission: {title} → {labels.decision(p, live=turn.live)}")
+        elif isinstance(p, ElicitationPart):
+            record.append(elicit_card.text_line(p, turn.live))
         elif isinstance(p, RawPart):
             problem = f" ({_one_line(p.problem)})" if p.problem else ""
             record.append(f"❔ unknown update {_one_line(p.update_kind or '?')}{problem}")
