@@ -9,7 +9,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.display import display
 
-from ..errors import AcpError
+from ..errors import AcpError, CapabilityError
 from . import publish, views
 from .cell import apply_settings, open_session, start_error_message
 from .host import Host
@@ -17,12 +17,14 @@ from .options import CellOptions, Parser, parse
 from .runtime import NamedSession
 from .status_docs import MAX_ITEMS as MAX_ITEMS
 from .status_docs import key, sessions_doc, status_doc
+from .stored_sessions import Memory
+from .stored_sessions import sessions_doc as sessions_of_kernel
 from .views import Code, Doc, Value
 
 USAGE = """\
 %agent list                          agents you can use (built-in, TOML file, config)
 %agent status [-s NAME]              agent, session, mode, config options, usage
-%agent sessions [-a AGENT]           sessions the agent keeps (session/list)
+%agent sessions [-a AGENT]           this kernel's, stored and the agent's sessions
 %agent resume ID [-a AGENT] [-s NAME]  continue a listed session (session/resume)
 %agent load ID [-a AGENT] [-s NAME]    reopen a session with its history (session/load)
 %agent mode MODE [-s NAME]           set the session mode
@@ -157,8 +159,14 @@ async def _client(host: Host, args: argparse.Namespace) -> Any:
 
 async def _sessions(host: Host, args: argparse.Namespace) -> None:
     spec, client = await _client(host, args)
+    memory = Memory.of(host.remember_sessions, host.user_ns)
+    _show(sessions_of_kernel(host.runtime, client.cwd, memory, _masker(host)))
     try:
         sessions: list[dict[str, Any]] = await client.list_sessions()
+    except CapabilityError:  # the kernel's and the stored sessions above are all there is
+        _show(views.message("Agent ", Code(spec.name), " does not list its sessions."))
+        host.user_ns["_agent_sessions"] = []
+        return
     except AcpError as exc:
         raise UsageError(_error_text(host, exc)) from None
     _show(sessions_doc(spec.name, sessions, _masker(host)))
