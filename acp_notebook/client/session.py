@@ -23,6 +23,7 @@ from ..protocol.mutations import Delta, Mutation, SessionChanged, TurnFinished
 from ..protocol.result import TurnRecord, TurnResult
 from ..protocol.state import TerminalView, Usage
 from .attachments import load_parts
+from .checkpoints import Checkpoints
 from .permissions import PermissionHandler, PermissionPolicy
 from .runner import TurnRunner
 from .serving import AgentRequests
@@ -81,9 +82,18 @@ class Session:
             if opts.terminal
             else None
         )
+        #: Per turn, the files it wrote through the client; `revert()` puts them back.
+        self.checkpoints = Checkpoints(
+            [cwd, *additional_directories],
+            self.workspace,
+            self._state_dir,
+            lambda: self.running is not None,
+        )
+        self.revert = self.checkpoints.revert
         self._requests = AgentRequests(
             self, self._fold, self.workspace, self.terminals, fs=lambda: client.options.fs
         )
+        self._requests.checkpoints = self.checkpoints
         self._runner = TurnRunner(
             client,
             self._fold,
@@ -217,7 +227,7 @@ class Session:
         caps = content.PromptCaps.from_wire(
             (self._client.agent_capabilities or {}).get("promptCapabilities")
         )
-        blocks = await load_parts(parts, caps, self.cwd, self._attachment_dir())
+        blocks = await load_parts(parts, caps, self.cwd, self._state_dir("attachments"))
         turn = self._runner.queued
         if turn is not None:
             turn.merge(blocks)
@@ -232,9 +242,9 @@ class Session:
     def _turn_ended(self, result: TurnResult) -> None:
         self._emit(TurnFinished(result.turn_id, result))
 
-    def _attachment_dir(self) -> Path:
+    def _state_dir(self, kind: str) -> Path:
         safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in self._id)[:80]
-        return Path(self.cwd) / ".acp_notebook" / safe / "attachments"
+        return Path(self.cwd) / ".acp_notebook" / safe / kind
 
     def _emit(self, mutation: Mutation) -> None:
         if self._subscribers:

@@ -33,6 +33,8 @@ USAGE = """\
 %agent restart [-a AGENT]            restart the agent process (sessions resume on it)
 %agent close [-s NAME | -a AGENT | --all]  close sessions and stop agents
 %agent chat [-s NAME] [-a AGENT]     a chat widget on the session
+%agent revert [TURN] [--force] [-s NAME]  undo the files a turn (default: the last) wrote
+                                     through the client; --force overwrites files changed since
 """
 
 
@@ -44,6 +46,7 @@ def _parser() -> Parser:
     p.add_argument("--agent", "-a")
     p.add_argument("--all", action="store_true")
     p.add_argument("--help", "-h", action="store_true")
+    p.add_argument("--force", action="store_true")  # %agent revert
     return p
 
 
@@ -297,6 +300,15 @@ async def _chat(host: Host, args: argparse.Namespace) -> Any:
     return None
 
 
+async def _revert(host: Host, args: argparse.Namespace) -> None:
+    from .revert_view import revert_doc
+
+    entry = _session(host, args)
+    result = await entry.session.revert(args.value, force=args.force)
+    _show(revert_doc(result, entry.name, _masker(host)))
+    host.user_ns["_agent_revert"] = result  # what happened to each file, as data
+
+
 def _agent_of_last(host: Host) -> str | None:
     name = host.runtime.last_session
     entry = host.runtime.find(name) if name else None
@@ -316,4 +328,5 @@ _COMMANDS = {
     "restart": _restart,
     "close": _close,
     "chat": _chat,
+    "revert": _revert,
 }
