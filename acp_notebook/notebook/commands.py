@@ -163,7 +163,9 @@ async def _client(host: Host, args: argparse.Namespace) -> Any:
 async def _sessions(host: Host, args: argparse.Namespace) -> None:
     spec, client = await _client(host, args)
     memory = Memory.of(host.remember_sessions, host.user_ns)
-    _show(sessions_of_kernel(host.runtime, client.cwd, memory, _masker(host)))
+    kernel_doc = sessions_of_kernel(host.runtime, client.cwd, memory, _masker(host))
+    if kernel_doc is not None:
+        _show(kernel_doc)
     try:
         sessions: list[dict[str, Any]] = await client.list_sessions()
     except CapabilityError:  # the kernel's and the stored sessions above are all there is

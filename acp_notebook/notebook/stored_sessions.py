@@ -290,9 +290,9 @@ async def _reopen(client: Client, session_id: str) -> tuple[Session | None, list
 
 def sessions_doc(
     runtime: Runtime, workspace: str, memory: Memory | None, mask: Callable[[str], str]
-) -> Doc:
+) -> Doc | None:
     """`%agent sessions`' first part: the kernel's named sessions (live) and the stored ones of
-    this notebook (resumed at the next use of their name)."""
+    this notebook (resumed at the next use of their name); None if there are none."""
     rows: list[list[Any]] = []
     live = set()
     for name, entry in list(runtime.sessions.items()):
@@ -309,8 +309,8 @@ def sessions_doc(
     if store is not None:
         for problem in store.problems:
             doc.para("Warning: ", problem)
-    if not rows:
-        return doc.para("No named sessions in this kernel, and none stored for this notebook.")
+    if not rows:  # nothing to add to the agent's own list
+        return doc if store is not None and store.problems else None
     where = f" ({store.path})" if store is not None else ""
     doc.para(f"Sessions of this kernel, and those stored for this notebook{where}:")
     return doc.table(["name", "agent", "session id", "state"], rows)
