@@ -313,4 +313,6 @@ def sessions_doc(
         return doc if store is not None and store.problems else None
     where = f" ({store.path})" if store is not None else ""
     doc.para(f"Sessions of this kernel, and those stored for this notebook{where}:")
-    return doc.table(["name", "agent", "session id", "state"], rows)
+    for name, agent, sid, state in rows:  # a list, not a table: the agent's list is the table
+        doc.item(name, " — agent ", agent, ", session ", sid, f": {state}")
+    return doc
