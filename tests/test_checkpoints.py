@@ -7,6 +7,7 @@ last test runs `%agent revert` in a real kernel.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -57,6 +58,8 @@ async def test_a_turn_is_checkpointed_and_reverted(agent: Agent) -> None:
             )
             assert stat.S_IMODE(kept.stat().st_mode) == 0o600
             assert "checkpoints" in kept.parts
+            index = (kept.parent / "index.jsonl").read_text().splitlines()
+            assert [json.loads(line)["path"] for line in index] == [str(old), str(new)]
 
             result = await session.revert()
             assert result.turn_id == turn_id
@@ -121,6 +124,16 @@ async def test_bounds_leave_the_write_but_say_not_covered(agent: Agent) -> None:
             result = await session.revert()
             assert [(f.action, f.reason) for f in result.files] == [("not covered", record.reason)]
             assert big.read_text() == "small"
+
+            # The session's budget: the first file fits, the second no longer does.
+            session.checkpoints.max_file_bytes = 1000
+            session.checkpoints.max_session_bytes = 150
+            for name in ("c.txt", "d.txt"):
+                (agent.cwd / name).write_text("y" * 100)
+            await turn(session, write(agent.cwd / "c.txt", "1"), write(agent.cwd / "d.txt", "2"))
+            c, d = session.checkpoints[1].files
+            assert c.covered and not d.covered and "reached 150 bytes" in d.reason
+            assert (agent.cwd / "d.txt").read_text() == "2"
 
 
 @pytest.mark.timeout(30)

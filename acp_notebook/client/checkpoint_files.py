@@ -40,10 +40,17 @@ class Found:
         return len(self.head) == self.size
 
 
-def look(roots: Sequence[Root], path: str, cap: int, protected: Iterable[Path] = ()) -> Found:
+def look(
+    roots: Sequence[Root],
+    path: str,
+    cap: int,
+    protected: Iterable[Path] = (),
+    need_hash: bool = True,
+) -> Found:
     """The file at `path` now. Raises RpcError for a path outside the roots, not a regular
     file, or one of the `protected` files (by inode: a hard link to it too); a missing file (or
-    directory on the way) is `Found(False)`."""
+    directory on the way) is `Found(False)`. Without `need_hash`, a file over `cap` bytes is
+    not read at all (no hash, no head)."""
     try:
         spot = locate(roots, path)
         try:
@@ -58,7 +65,10 @@ def look(roots: Sequence[Root], path: str, cap: int, protected: Iterable[Path] =
         raise
     with open(fd, "rb", closefd=True) as file:
         check_inside(roots, fd, path)
-        _refuse_protected(os.fstat(fd), protected, path)
+        st = os.fstat(fd)
+        _refuse_protected(st, protected, path)
+        if not need_hash and st.st_size > cap:
+            return Found(True, None, st.st_size)
         sha, head, size = hashlib.sha256(), bytearray(), 0
         while chunk := file.read(_CHUNK):
             sha.update(chunk)

@@ -20,6 +20,7 @@ import dataclasses
 import json
 import logging
 import os
+import secrets
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -196,7 +197,7 @@ class Checkpoints:
         room = min(self.max_file_bytes, self.max_session_bytes - self._used)
         try:
             found = await self._thread(
-                partial(files.look, self._roots, path, room, self._protected)
+                partial(files.look, self._roots, path, room, self._protected, need_hash=False)
             )
         except RpcError:
             return None  # outside the workspace, a FIFO...: the write is refused the same way
@@ -211,7 +212,7 @@ class Checkpoints:
                 else f"the session's checkpoints reached {self.max_session_bytes} bytes"
             )
             return dataclasses.replace(record, covered=False, reason=why)
-        name = f"{_safe(turn)}-{self._count + 1:05d}"
+        name = f"{_safe(turn)}-{secrets.token_hex(6)}"  # two writes at once never collide
         where = os.path.join(self._directory(), name)
         try:
             await self._thread(partial(files.save_new, self._roots, where, found.head))
