@@ -181,3 +181,11 @@ def test_symlinks_are_not_followed(tmp_path: Path) -> None:
     link_file.mkdir(parents=True)
     os.symlink(outside / "sessions.json", link_file / "sessions.json")
     assert SessionStore(tmp_path / "w2").get("nb", "r", "a") is None
+
+
+def test_agent_resume_names_the_session_for_later_restarts(tmp_path: Path) -> None:
+    command = agent(tmp_path, "--resume")
+    _, sid = run(tmp_path, f"--agent {command} --session x", "x")
+    execute([f"%agent resume {sid} -a {command} -s r"], tmp_path)
+    shown, again = run(tmp_path, f"--agent {command} --session r")
+    assert again == sid and f"Resumed session {sid[:12]}…" in shown

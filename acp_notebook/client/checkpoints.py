@@ -267,7 +267,7 @@ class Checkpoints:
         return RevertResult(turn, tuple(done))
 
     async def _revert_file(self, record: FileCheckpoint, force: bool) -> RevertedFile:
-        """Long because each refusal is its own sentence; the steps are: check, read, act."""
+        """One file: check it is still what the agent wrote, then restore or delete it."""
         path = record.path
         if not record.covered:
             return RevertedFile(path, "not covered", record.reason)

@@ -190,6 +190,9 @@ async def _open(host: Host, args: argparse.Namespace, how: str) -> None:
     except AcpError as exc:
         raise UsageError(_error_text(host, exc)) from None
     host.runtime.add(name, spec.name, session)
+    memory = Memory.of(host.remember_sessions, host.user_ns)
+    if memory is not None:  # the name now means this session, after a restart too
+        memory.keep(host.runtime, client, spec.name, name, session)
     earlier = f", {len(session.history)} earlier turns" if how == "load" else ""
     _show(
         views.message(
