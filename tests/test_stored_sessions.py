@@ -13,9 +13,10 @@ import stat
 from pathlib import Path
 
 import pytest
+from jupyter_core.utils import run_sync
 
 from acp_notebook.notebook.stored_sessions import MAX_ENTRIES, NO_NOTEBOOK, SessionStore
-from tests.nb_util import data, execute, scripted, text
+from tests.nb_util import data, execute, kernel_env, make_client, new_nb, scripted, text
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -189,3 +190,21 @@ def test_agent_resume_names_the_session_for_later_restarts(tmp_path: Path) -> No
     execute([f"%agent resume {sid} -a {command} -s r"], tmp_path)
     shown, again = run(tmp_path, f"--agent {command} --session r")
     assert again == sid and f"Resumed session {sid[:12]}…" in shown
+
+
+def test_km_restart_kernel_resumes(tmp_path: Path) -> None:
+    """The kernel manager's own restart, as the Restart Kernel button does, in one client."""
+    cell = f"%%agent --agent {agent(tmp_path, '--resume')} --session r\nhello"
+    status = "%agent status -s r\nprint('ID', _agent_status['session_id'])"
+    nb = new_nb(cell, status, cell, status)
+    client = make_client(nb, tmp_path)
+    with client.setup_kernel(env=kernel_env(tmp_path)):
+        client.execute_cell(nb.cells[0], 0)
+        client.execute_cell(nb.cells[1], 1)
+        run_sync(client.km.restart_kernel)(now=True)
+        run_sync(client.kc.wait_for_ready)(timeout=60)
+        client.execute_cell(nb.cells[2], 2)
+        client.execute_cell(nb.cells[3], 3)
+    before, after = (text(nb.cells[i]).split("ID ")[-1].strip() for i in (1, 3))
+    assert before == after
+    assert f"Resumed session {before[:12]}…" in " ".join(data(nb.cells[2], "text/plain"))
