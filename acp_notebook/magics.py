@@ -74,6 +74,11 @@ class AcpNotebook(Magics):
         help="Refuse agents' fs/write_text_file to any *.ipynb (the "
         "notebook being run cannot always be told apart).",
     ).tag(config=True)
+    remember_sessions = Bool(
+        True,
+        help="Keep named sessions' ids in .acp_notebook/sessions.json in the workspace, and "
+        "resume them after a kernel restart.",
+    ).tag(config=True)
     max_retries = Int(5, help="Retries of a turn that fails before any output.").tag(config=True)
     log_file = Unicode(
         "",

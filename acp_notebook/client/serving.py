@@ -8,6 +8,7 @@ commands through its `Terminals`. What happens is recorded in the session's fold
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, Protocol
 
 import anyio
@@ -18,6 +19,7 @@ from ..protocol import methods
 from ..protocol.elicitation import ElicitationPart
 from ..protocol.fold import SessionFold
 from ..protocol.state import PermissionPart
+from .checkpoints import Checkpoints
 from .connection import RpcError
 from .elicit import ElicitationHandler, answer
 from .permissions import (
@@ -62,6 +64,8 @@ class AgentRequests:
         self._workspace = workspace
         self._terminals = terminals
         self._fs = fs  # read when asked: fs/* is served only if the client offered it
+        #: Keeps each file's previous content before a write (None: no checkpoints).
+        self.checkpoints: Checkpoints | None = None
         self._permissions: dict[str, tuple[PermissionPart, anyio.CancelScope]] = {}
         self._elicitations: dict[str, tuple[ElicitationPart, anyio.CancelScope]] = {}
 
@@ -76,7 +80,11 @@ class AgentRequests:
         if method == methods.FS_WRITE_TEXT_FILE and self._fs():
             # A turn that changed something must not be re-sent by a retry: it would act twice.
             self._fold.visible_output = True
-            return await self._workspace.write(params)
+            write = partial(self._workspace.write, params)
+            if self.checkpoints is None:
+                return await write()
+            running = self._owner.running  # the previous content is kept first (revert)
+            return await self.checkpoints.around(params, running.id if running else None, write)
         if method in methods.TERMINAL_METHODS and self._terminals is not None:
             return await self._terminal(self._terminals, method, params)
         raise RpcError(rpc.METHOD_NOT_FOUND, f"method not found: {method}")

@@ -20,13 +20,15 @@ from ..protocol import content, methods
 from ..protocol.choices import check_mode, config_change
 from ..protocol.fold import SessionFold
 from ..protocol.mutations import Delta, Mutation, SessionChanged, TurnFinished
-from ..protocol.result import TurnRecord, TurnResult
-from ..protocol.state import TerminalView, Usage
+from ..protocol.result import TurnResult
+from ..protocol.state import TerminalView
 from .attachments import load_parts
+from .checkpoints import Checkpoints
 from .elicit import ElicitationHandler
 from .permissions import PermissionHandler, PermissionPolicy
 from .runner import TurnRunner
 from .serving import AgentRequests
+from .session_state import SessionState
 from .terminal import Terminals
 from .turn import TurnHandle
 from .workspace import Workspace
@@ -39,7 +41,7 @@ log = logging.getLogger("acp_notebook")
 Subscriber = Callable[[Mutation], None]
 
 
-class Session:
+class Session(SessionState):
     """An ACP session, from `client.new_session()`, `load_session()` or `resume_session()`.
 
     `prompt()` assigns input to a turn and returns its handle; `subscribe()` streams what happens;
@@ -72,21 +74,19 @@ class Session:
         self.workspace = Workspace(
             [cwd, *additional_directories], opts.protected_paths, opts.protect_notebooks
         )
-        self.terminals = (
-            Terminals(
-                client.task_group,
-                self.workspace,
-                cwd,
-                self._terminal_output,
-                client.terminal_slots,
-                opts.terminal_output_limit,
-            )
-            if opts.terminal
-            else None
+        self.terminals = self._terminals(cwd) if opts.terminal else None
+        #: Per turn, the files it wrote through the client; `revert()` puts them back.
+        self.checkpoints = Checkpoints(
+            [cwd, *additional_directories],
+            self.workspace,
+            self._state_dir,
+            lambda: self.running is not None,
         )
+        self.revert = self.checkpoints.revert
         self._requests = AgentRequests(
             self, self._fold, self.workspace, self.terminals, fs=lambda: client.options.fs
         )
+        self._requests.checkpoints = self.checkpoints
         self._runner = TurnRunner(
             client,
             self._fold,
@@ -114,45 +114,6 @@ class Session:
         return self._client
 
     @property
-    def mode(self) -> str | None:
-        return self._fold.current_mode_id
-
-    @property
-    def modes(self) -> list[dict[str, Any]]:
-        return self._fold.modes
-
-    @property
-    def config_options(self) -> list[dict[str, Any]]:
-        return self._fold.config_options
-
-    @property
-    def commands(self) -> list[dict[str, Any]]:
-        return self._fold.commands
-
-    @property
-    def title(self) -> str | None:
-        title = self._fold.info.get("title")
-        return title if isinstance(title, str) else None
-
-    @property
-    def info(self) -> dict[str, Any]:
-        return self._fold.info
-
-    @property
-    def usage(self) -> Usage | None:
-        return self._fold.usage
-
-    @property
-    def history(self) -> list[TurnRecord]:
-        """Every finished turn, including turns replayed by `session/load`."""
-        return self._fold.history
-
-    @property
-    def ambient(self) -> TurnRecord:
-        """Updates that arrived outside any turn."""
-        return self._fold.ambient
-
-    @property
     def running(self) -> TurnHandle | None:
         return self._runner.running
 
@@ -163,14 +124,6 @@ class Session:
     @property
     def terminal_views(self) -> dict[str, TerminalView]:
         return self.terminals.views if self.terminals else {}
-
-    @property
-    def turn_record(self) -> TurnRecord | None:
-        """The live record of the turn in progress (what the agent sent so far), or None.
-
-        For views that redraw a running turn; it is mutated as updates arrive: read, don't keep.
-        """
-        return self._fold.turn
 
     # -- subscribers -----------------------------------------------------------------------------
 
@@ -220,7 +173,7 @@ class Session:
         caps = content.PromptCaps.from_wire(
             (self._client.agent_capabilities or {}).get("promptCapabilities")
         )
-        blocks = await load_parts(parts, caps, self.cwd, self._attachment_dir())
+        blocks = await load_parts(parts, caps, self.cwd, self._state_dir("attachments"))
         turn = self._runner.queued
         if turn is not None:
             turn.merge(blocks)
@@ -235,9 +188,9 @@ class Session:
     def _turn_ended(self, result: TurnResult) -> None:
         self._emit(TurnFinished(result.turn_id, result))
 
-    def _attachment_dir(self) -> Path:
+    def _state_dir(self, kind: str) -> Path:
         safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in self._id)[:80]
-        return Path(self.cwd) / ".acp_notebook" / safe / "attachments"
+        return Path(self.cwd) / ".acp_notebook" / safe / kind
 
     def _emit(self, mutation: Mutation) -> None:
         if self._subscribers:
@@ -336,6 +289,17 @@ class Session:
     async def handle(self, method: str, params: Any) -> Any:
         """Answer a request the agent sent about this session (permission, fs/*, terminal/*)."""
         return await self._requests.handle(method, params)
+
+    def _terminals(self, cwd: str) -> Terminals:
+        client = self._client
+        return Terminals(
+            client.task_group,
+            self.workspace,
+            cwd,
+            self._terminal_output,
+            client.terminal_slots,
+            client.options.terminal_output_limit,
+        )
 
     def _terminal_output(self, view: TerminalView, text: str) -> None:
         if self._subscribers:

@@ -25,12 +25,20 @@ from . import publish, views
 from .live import LiveView
 from .options import CellOptions as CellOptions  # declared in options.py; importable here
 from .runtime import Runtime
+from .stored_sessions import Memory
 from .views import Code
 
 
 async def open_session(
-    runtime: Runtime, spec: AgentSpec, name: str, new: bool, client_options: dict[str, Any]
+    runtime: Runtime,
+    spec: AgentSpec,
+    name: str,
+    new: bool,
+    client_options: dict[str, Any],
+    memory: Memory | None = None,
 ) -> Session:
+    """The named session: the kernel's, else (first use after a restart, `memory` given, not
+    `new`) the stored one reopened, else a new one; with `memory`, its id is remembered."""
     changed = runtime.changed_options(spec.name, client_options)
     if changed:
         # fs, terminal, protection and the like are fixed when the agent starts (they are
@@ -51,11 +59,19 @@ async def open_session(
         )
     if entry is not None and not new:
         runtime.last_session = name
+        if memory is not None:  # its id changes if a restarted agent could not resume it
+            memory.keep(runtime, entry.session.client, spec.name, name, entry.session)
         return entry.session
     if entry is not None:
         await runtime.close_session(name)
     client = await runtime.client(spec, client_options)
-    session = await client.new_session()
+    session = None
+    if memory is not None and not new:
+        session = await memory.open(runtime, client, spec.name, name)
+    if session is None:
+        session = await client.new_session()
+    if memory is not None:
+        memory.keep(runtime, client, spec.name, name, session)
     runtime.add(name, spec.name, session)
     return session
 

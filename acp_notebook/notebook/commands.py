@@ -9,7 +9,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.display import display
 
-from ..errors import AcpError
+from ..errors import AcpError, CapabilityError
 from . import auth_cmds, publish, views
 from .cell import apply_settings, open_session, start_error_message
 from .host import Host
@@ -17,6 +17,8 @@ from .options import CellOptions, Parser, parse
 from .runtime import NamedSession
 from .status_docs import MAX_ITEMS as MAX_ITEMS
 from .status_docs import key, sessions_doc, status_doc
+from .stored_sessions import Memory
+from .stored_sessions import sessions_doc as sessions_of_kernel
 from .views import Code, Doc, Value
 from .wire_docs import log_doc
 
@@ -25,7 +27,7 @@ MAX_LOG = 1000  # messages each way asked for; the client keeps `wire_log_size` 
 USAGE = """\
 %agent list                          agents you can use (built-in, TOML file, config)
 %agent status [-s NAME]              agent, session, mode, config options, usage
-%agent sessions [-a AGENT]           sessions the agent keeps (session/list)
+%agent sessions [-a AGENT]           this kernel's, stored and the agent's sessions
 %agent resume ID [-a AGENT] [-s NAME]  continue a listed session (session/resume)
 %agent load ID [-a AGENT] [-s NAME]    reopen a session with its history (session/load)
 %agent mode MODE [-s NAME]           set the session mode
@@ -38,6 +40,8 @@ USAGE = """\
 %agent auth [METHOD] [-a AGENT]      the agent's login methods; log in with one
 %agent logout [-a AGENT]             log out (where the agent offers it)
 %agent delete ID [-a AGENT]          delete a listed session (session/delete)
+%agent revert [TURN] [--force] [-s NAME]  undo the files a turn (default: the last) wrote
+                                     through the client; --force overwrites files changed since
 """
 
 
@@ -51,6 +55,7 @@ def _parser() -> Parser:
     p.add_argument("--help", "-h", action="store_true")
     p.add_argument("-n", type=int, default=20, dest="count")
     p.add_argument("--raw", action="store_true")
+    p.add_argument("--force", action="store_true")  # %agent revert
     return p
 
 
@@ -166,8 +171,16 @@ async def _client(host: Host, args: argparse.Namespace) -> Any:
 
 async def _sessions(host: Host, args: argparse.Namespace) -> None:
     spec, client = await _client(host, args)
+    memory = Memory.of(host.remember_sessions, host.user_ns)
+    kernel_doc = sessions_of_kernel(host.runtime, client.cwd, memory, _masker(host))
+    if kernel_doc is not None:
+        _show(kernel_doc)
     try:
         sessions: list[dict[str, Any]] = await client.list_sessions()
+    except CapabilityError:  # the kernel's and the stored sessions above are all there is
+        _show(views.message("Agent ", Code(spec.name), " does not list its sessions."))
+        host.user_ns["_agent_sessions"] = []
+        return
     except AcpError as exc:
         raise UsageError(_error_text(host, exc)) from None
     _show(sessions_doc(spec.name, sessions, _masker(host)))
@@ -186,6 +199,9 @@ async def _open(host: Host, args: argparse.Namespace, how: str) -> None:
     except AcpError as exc:
         raise UsageError(_error_text(host, exc)) from None
     host.runtime.add(name, spec.name, session)
+    memory = Memory.of(host.remember_sessions, host.user_ns)
+    if memory is not None:  # the name now means this session, after a restart too
+        memory.keep(host.runtime, client, spec.name, name, session)
     earlier = f", {len(session.history)} earlier turns" if how == "load" else ""
     _show(
         views.message(
@@ -327,6 +343,15 @@ async def _delete(host: Host, args: argparse.Namespace) -> None:
     await auth_cmds.delete(host, spec, client, session_id)
 
 
+async def _revert(host: Host, args: argparse.Namespace) -> None:
+    from .revert_view import revert_doc
+
+    entry = _session(host, args)
+    result = await entry.session.revert(args.value, force=args.force)
+    _show(revert_doc(result, entry.name, _masker(host)))
+    host.user_ns["_agent_revert"] = result  # what happened to each file, as data
+
+
 def _agent_of_last(host: Host) -> str | None:
     name = host.runtime.last_session
     entry = host.runtime.find(name) if name else None
@@ -350,4 +375,5 @@ _COMMANDS = {
     "auth": _auth,
     "logout": _logout,
     "delete": _delete,
+    "revert": _revert,
 }

@@ -37,6 +37,11 @@ class Host(Protocol):
         """Display updates per second while a turn streams."""
 
     @property
+    def remember_sessions(self) -> bool:
+        """Whether named sessions' ids are kept in `.acp_notebook/sessions.json` to resume them
+        after a kernel restart."""
+
+    @property
     def permission_timeout(self) -> float:
         """Seconds a permission request waits for a click (0: no limit)."""
 

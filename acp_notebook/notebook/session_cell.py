@@ -25,6 +25,7 @@ from .cell import (
 from .host import Host
 from .live import LiveView
 from .options import CellOptions
+from .stored_sessions import Memory
 
 if TYPE_CHECKING:
     from ..client.session import Session
@@ -185,7 +186,8 @@ async def _session(
 ) -> Session:
     name = opts.session or spec.name
     try:
-        return await open_session(host.runtime, spec, name, opts.new, client_options)
+        memory = Memory.of(host.remember_sessions, host.user_ns)
+        return await open_session(host.runtime, spec, name, opts.new, client_options, memory)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     except RequestTimeoutError:

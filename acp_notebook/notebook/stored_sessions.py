@@ -1,0 +1,318 @@
+"""Named sessions kept across kernel restarts: `.acp_notebook/sessions.json` in the workspace.
+
+The file maps (notebook, session name, agent name) to the agent's session id, so that the first
+use of a name after a restart can ask the agent to resume it (`session/resume`, else
+`session/load`). It is ours, but it sits in a directory the agent can write with its own tools:
+it is read as hostile input. A file that is too large, not JSON, of the wrong shape, a symlink or
+not a regular file gives one clear warning and is started afresh; an entry that is not well
+formed is dropped. It never raises into a cell. Writes go to a temporary file (mode 0600,
+`O_EXCL|O_NOFOLLOW`) renamed over the old one, so a crash or a concurrent reader never sees half
+a file. At most `MAX_ENTRIES` entries are kept (the most recently used).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import secrets
+import stat
+import time
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import CapabilityError, ProtocolError, RequestError
+from . import publish, views
+from .views import Code, Doc
+
+if TYPE_CHECKING:
+    from ..client.client import Client
+    from ..client.session import Session
+    from .runtime import Runtime
+
+log = logging.getLogger("acp_notebook")
+
+DIRNAME = ".acp_notebook"
+FILENAME = "sessions.json"
+NO_NOTEBOOK = "(no notebook)"
+MAX_FILE_BYTES = 1024 * 1024
+MAX_ENTRIES = 500
+MAX_FIELD = 1000  # characters of a notebook path, session name, agent name or session id
+_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Stored:
+    """One remembered session."""
+
+    notebook: str
+    name: str
+    agent: str
+    session_id: str
+    updated: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "notebook": self.notebook,
+            "session": self.name,
+            "agent": self.agent,
+            "sessionId": self.session_id,
+            "updated": self.updated,
+        }
+
+    @classmethod
+    def from_json(cls, value: Any) -> Stored | None:
+        """An entry, or None for anything not well formed (it is dropped, not fatal)."""
+        if not isinstance(value, dict):
+            return None
+        fields = [value.get(k) for k in ("notebook", "session", "agent", "sessionId")]
+        strings = [f for f in fields if isinstance(f, str) and 0 < len(f) <= MAX_FIELD]
+        if len(strings) != len(fields):
+            return None
+        updated = value.get("updated")
+        if not isinstance(updated, int | float) or isinstance(updated, bool):
+            updated = 0.0
+        notebook, name, agent, sid = strings
+        return cls(notebook, name, agent, sid, float(updated))
+
+
+def notebook_key(user_ns: Mapping[str, Any]) -> str:
+    """Which notebook this kernel runs, when something says so; else `NO_NOTEBOOK`.
+
+    jupyter-server sets JPY_SESSION_NAME (ipykernel copies it to `__session__`); VS Code sets
+    `__vsc_ipynb_file__`. nbclient, papermill and `jupyter execute` say nothing: their notebooks
+    in one workspace share the key."""
+    for value in (
+        os.environ.get("JPY_SESSION_NAME"),
+        user_ns.get("__session__"),
+        user_ns.get("__vsc_ipynb_file__"),
+    ):
+        if isinstance(value, str) and value and len(value) <= MAX_FIELD:
+            return os.path.abspath(value)
+    return NO_NOTEBOOK
+
+
+class SessionStore:
+    """The sessions file of one workspace directory.
+
+    `problems` collects what was wrong with the file (for the caller to show once); reading and
+    writing never raise for a bad file or a failed write."""
+
+    def __init__(self, workspace: str | os.PathLike[str]) -> None:
+        self.directory = Path(workspace) / DIRNAME
+        self.path = self.directory / FILENAME
+        self.problems: list[str] = []
+
+    def entries(self) -> list[Stored]:
+        """Every well-formed entry of the file (none if it is missing or unreadable)."""
+        raw = self._read()
+        if raw is None:
+            return []
+        data: Any
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError):
+            return self._bad("it is not valid JSON")
+        sessions = data.get("sessions") if isinstance(data, dict) else None
+        if not isinstance(sessions, list):
+            return self._bad("it does not hold a list of sessions")
+        found = [Stored.from_json(item) for item in sessions[: MAX_ENTRIES * 2]]
+        return [s for s in found if s is not None]
+
+    def get(self, notebook: str, name: str, agent: str) -> str | None:
+        for entry in self.entries():
+            if (entry.notebook, entry.name, entry.agent) == (notebook, name, agent):
+                return entry.session_id
+        return None
+
+    def put(self, notebook: str, name: str, agent: str, session_id: str) -> None:
+        """Remember (or replace) the id of this name; the oldest entries go past the bound."""
+        entry = Stored(notebook, name[:MAX_FIELD], agent[:MAX_FIELD], session_id, time.time())
+        if not entry.session_id or len(entry.session_id) > MAX_FIELD:
+            return  # an id we could not read back is not worth keeping
+        key = (entry.notebook, entry.name, entry.agent)
+        kept = [e for e in self.entries() if (e.notebook, e.name, e.agent) != key]
+        kept.sort(key=lambda e: e.updated, reverse=True)
+        self._write([entry, *kept[: MAX_ENTRIES - 1]])
+
+    # -- the file --------------------------------------------------------------------------------
+
+    def _bad(self, why: str) -> list[Stored]:
+        self.problems.append(
+            f"{self.path} was ignored ({why}); remembered sessions start afresh from here"
+        )
+        return []
+
+    def _read(self) -> bytes | None:
+        try:
+            if self.directory.is_symlink():
+                self._bad(f"{DIRNAME} is a symlink")
+                return None
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            self._bad(f"it cannot be opened: {exc.strerror or exc}")
+            return None
+        with open(fd, "rb", closefd=True) as file:
+            st = os.fstat(file.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                self._bad("it is not a regular file")
+                return None
+            data = file.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            self._bad(f"it is larger than {MAX_FILE_BYTES} bytes")
+            return None
+        return data
+
+    def _write(self, entries: list[Stored]) -> None:
+        body = json.dumps(
+            {"version": _VERSION, "sessions": [e.to_json() for e in entries]}, indent=1
+        ).encode("utf-8")
+        tmp = self.directory / f".sessions.{secrets.token_hex(8)}.tmp"
+        try:
+            self.directory.mkdir(mode=0o700, exist_ok=True)
+            if self.directory.is_symlink() or not self.directory.is_dir():
+                raise OSError(f"{self.directory} is not a directory of ours")
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(tmp, flags, 0o600)
+            with open(fd, "wb", closefd=True) as file:
+                file.write(body)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            self.problems.append(f"could not save {self.path}: {exc}")
+            log.warning("acp_notebook: could not save %s: %s", self.path, exc)
+
+
+# -- the kernel's side: resume a stored session on the first use of its name ------------------
+
+
+@dataclass
+class _Kernel:
+    """What one kernel (its `Runtime`) did with the file: names opened, ids written, warnings."""
+
+    opened: set[tuple[str, str]] = field(default_factory=set)  # (agent, name)
+    written: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
+    warned: set[str] = field(default_factory=set)
+
+
+_KERNELS: weakref.WeakKeyDictionary[Runtime, _Kernel] = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Remembering sessions for one notebook (None instead when `remember_sessions` is off)."""
+
+    notebook: str
+
+    @classmethod
+    def of(cls, enabled: bool, user_ns: Mapping[str, Any]) -> Memory | None:
+        return cls(notebook_key(user_ns)) if enabled else None
+
+    async def open(self, runtime: Runtime, client: Client, agent: str, name: str) -> Session | None:
+        """The stored session of `name`, reopened, on its first use in this kernel; else None
+        (the caller starts a new one). Says in one line what happened."""
+        kernel = _KERNELS.setdefault(runtime, _Kernel())
+        if (agent, name) in kernel.opened:
+            return None
+        kernel.opened.add((agent, name))
+        store = SessionStore(client.cwd)
+        session_id = store.get(self.notebook, name, agent)
+        self._warn(kernel, store)
+        if session_id is None:
+            return None
+        session, how = await _reopen(client, session_id)
+        publish.show(views.message(*how, mask=runtime.redactor.text))
+        return session
+
+    def keep(
+        self, runtime: Runtime, client: Client, agent: str, name: str, session: Session
+    ) -> None:
+        """Remember the session's id (written only when it changed)."""
+        kernel = _KERNELS.setdefault(runtime, _Kernel())
+        kernel.opened.add((agent, name))
+        key = (client.cwd, self.notebook, name, agent)
+        if kernel.written.get(key) == session.id:
+            return
+        store = SessionStore(client.cwd)
+        store.put(self.notebook, name, agent, session.id)
+        kernel.written[key] = session.id
+        self._warn(kernel, store)
+
+    @staticmethod
+    def _warn(kernel: _Kernel, store: SessionStore) -> None:
+        for problem in store.problems:
+            if problem not in kernel.warned:
+                kernel.warned.add(problem)
+                log.warning("acp_notebook: %s", problem)
+                publish.show(views.message("Warning: ", problem))
+        store.problems.clear()
+
+
+def short(session_id: str) -> str:
+    return session_id if len(session_id) <= 12 else session_id[:12] + "…"
+
+
+async def _reopen(client: Client, session_id: str) -> tuple[Session | None, list[Any]]:
+    """Resume, else load, else nothing; the session (None: start anew) and what to say."""
+    sid = Code(short(session_id))
+    before = " from before the restart"
+    resume = client.session_capabilities.get("resume") is not None
+    load = bool(client.agent_capabilities.get("loadSession"))
+    if not resume and not load:
+        return None, [
+            f"Agent {client.agent_name} can neither resume nor load sessions: session ",
+            sid,
+            f"{before} is not continued; this is a new session.",
+        ]
+    try:
+        if resume:
+            session = await client.resume_session(session_id)
+            return session, ["Resumed session ", sid, f"{before}."]
+        session = await client.load_session(session_id)
+    except (RequestError, CapabilityError, ProtocolError) as exc:
+        return None, [
+            "Could not resume session ",
+            sid,
+            f"{before} (the agent answered: {views.text(str(exc), 160)}); this is a new session.",
+        ]
+    turns = len(session.history)
+    return session, ["Reloaded session ", sid, f"{before} ({turns} earlier turns replayed)."]
+
+
+def sessions_doc(
+    runtime: Runtime, workspace: str, memory: Memory | None, mask: Callable[[str], str]
+) -> Doc | None:
+    """`%agent sessions`' first part: the kernel's named sessions (live) and the stored ones of
+    this notebook (resumed at the next use of their name); None if there are none."""
+    rows: list[list[Any]] = []
+    live = set()
+    for name, entry in list(runtime.sessions.items()):
+        live.add((name, entry.agent, entry.session.id))
+        rows.append([Code(name), Code(entry.agent), Code(entry.session.id), "live in this kernel"])
+    store = SessionStore(workspace) if memory is not None else None
+    stored = (
+        [e for e in store.entries() if e.notebook == memory.notebook] if store and memory else []
+    )
+    for e in stored[:MAX_ENTRIES]:
+        if (e.name, e.agent, e.session_id) not in live:
+            rows.append([Code(e.name), Code(e.agent), Code(e.session_id), "stored (not live)"])
+    doc = Doc(mask)
+    if store is not None:
+        for problem in store.problems:
+            doc.para("Warning: ", problem)
+    if not rows:  # nothing to add to the agent's own list
+        return doc if store is not None and store.problems else None
+    where = f" ({store.path})" if store is not None else ""
+    doc.para(f"Sessions of this kernel, and those stored for this notebook{where}:")
+    for name, agent, sid, state in rows:  # a list, not a table: the agent's list is the table
+        doc.item(name, " — agent ", agent, ", session ", sid, f": {state}")
+    return doc

@@ -1,0 +1,210 @@
+"""Named sessions across kernel restarts: `.acp_notebook/sessions.json`, in real kernels.
+
+A restart is two executions of notebooks in the same workspace (each a fresh kernel); the
+scripted agent keeps its sessions in a state directory, so a second agent process can resume
+(`--resume`) or load (`--load-session`) what the first created.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from jupyter_core.utils import run_sync
+
+from acp_notebook.notebook.stored_sessions import MAX_ENTRIES, NO_NOTEBOOK, SessionStore
+from tests.nb_util import data, execute, kernel_env, make_client, new_nb, scripted, text
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def agent(tmp_path: Path, *flags: str) -> str:
+    return scripted("--state-dir", str(tmp_path / "agent-state"), *flags)
+
+
+def run(tmp_path: Path, line: str, name: str = "r") -> tuple[str, str]:
+    """One kernel: a turn in `line`'s session, then its id. Returns (what the cell showed, id)."""
+    nb = execute(
+        [
+            f"%%agent {line}\nhello",
+            f"%agent status -s {name}\nprint('ID', _agent_status['session_id'])",
+        ],
+        tmp_path,
+    )
+    shown = " ".join(data(nb.cells[0], "text/plain"))
+    return shown, text(nb.cells[1]).split("ID ")[-1].strip()
+
+
+def stored(tmp_path: Path) -> list[dict[str, object]]:
+    sessions: list[dict[str, object]] = json.loads(
+        (tmp_path / ".acp_notebook" / "sessions.json").read_text()
+    )["sessions"]
+    return sessions
+
+
+def test_restart_resumes_the_session(tmp_path: Path) -> None:
+    line = f"--agent {agent(tmp_path, '--resume')} --session r"
+    first, sid = run(tmp_path, line)
+    assert "Resumed" not in first
+    path = tmp_path / ".acp_notebook" / "sessions.json"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    [entry] = stored(tmp_path)
+    assert (entry["session"], entry["sessionId"], entry["notebook"]) == ("r", sid, NO_NOTEBOOK)
+
+    second, again = run(tmp_path, line)  # a new kernel: the restart
+    assert again == sid
+    assert f"Resumed session {sid[:12]}… from before the restart." in second
+
+
+def test_restart_loads_when_the_agent_cannot_resume(tmp_path: Path) -> None:
+    line = f"--agent {agent(tmp_path, '--load-session')} --session r"
+    _, sid = run(tmp_path, line)
+    second, again = run(tmp_path, line)
+    assert again == sid
+    assert "Reloaded session" in second and "(1 earlier turns replayed)" in second
+
+
+def test_a_forgotten_session_says_so_and_starts_new(tmp_path: Path) -> None:
+    # No state directory: the second agent process knows nothing of the first one's sessions.
+    line = f"--agent {scripted('--resume')} --session r"
+    _, sid = run(tmp_path, line)
+    second, again = run(tmp_path, line)
+    assert again != sid
+    assert "Could not resume session" in second and "this is a new session" in second
+    assert [e["sessionId"] for e in stored(tmp_path)] == [again]
+
+
+def test_an_agent_without_resume_or_load_starts_new(tmp_path: Path) -> None:
+    line = f"--agent {scripted()} --session r"
+    _, sid = run(tmp_path, line)
+    second, again = run(tmp_path, line)
+    assert again != sid and "can neither resume nor load sessions" in second
+
+
+def test_new_does_not_resume_and_replaces_the_stored_id(tmp_path: Path) -> None:
+    line = f"--agent {agent(tmp_path, '--resume')} --session r"
+    _, sid = run(tmp_path, line)
+    second, again = run(tmp_path, line + " --new")
+    assert again != sid and "Resumed" not in second
+    assert [e["sessionId"] for e in stored(tmp_path)] == [again]
+
+
+def test_a_corrupt_file_warns_and_starts_afresh(tmp_path: Path) -> None:
+    (tmp_path / ".acp_notebook").mkdir()
+    path = tmp_path / ".acp_notebook" / "sessions.json"
+    path.write_text('{"sessions": [ not json')
+    shown, sid = run(tmp_path, f"--agent {agent(tmp_path, '--resume')} --session r")
+    assert "Warning:" in shown and "is not valid JSON" in shown and "start afresh" in shown
+    assert [e["sessionId"] for e in stored(tmp_path)] == [sid]  # rewritten, whole
+
+
+def test_sessions_lists_live_and_stored(tmp_path: Path) -> None:
+    command = agent(tmp_path, "--resume")
+    run(tmp_path, f"--agent {command} --session old", "old")
+    nb = execute(
+        [f"%%agent --agent {command} --session r\nhi", f"%agent sessions -a {command}"], tmp_path
+    )
+    shown = " ".join(data(nb.cells[1], "text/plain"))
+    assert "live in this kernel" in shown and "stored (not live)" in shown
+    assert "old" in shown and "does not list its sessions" in shown
+
+
+def test_remember_sessions_off_keeps_nothing(tmp_path: Path) -> None:
+    nb = execute(
+        [
+            "%config AcpNotebook.remember_sessions = False",
+            f"%%agent --agent {agent(tmp_path, '--resume')} --session r\nhi",
+        ],
+        tmp_path,
+    )
+    assert "echo: hi" in " ".join(data(nb.cells[1], "text/plain"))
+    assert not (tmp_path / ".acp_notebook" / "sessions.json").exists()
+
+
+# -- the file, without a kernel ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b"[1, 2]", "does not hold a list of sessions"),
+        (b'{"sessions": 3}', "does not hold a list of sessions"),
+        (b"[" * 100_000, "not valid JSON"),
+        (b"\xff\xfe", "not valid JSON"),
+        (b" " * (1024 * 1024 + 1), "larger than"),
+    ],
+)
+def test_hostile_files_are_ignored_with_a_reason(tmp_path: Path, content: bytes, why: str) -> None:
+    store = SessionStore(tmp_path)
+    store.directory.mkdir()
+    store.path.write_bytes(content)
+    assert store.get("nb", "r", "a") is None
+    assert any(why in p for p in store.problems), store.problems
+    store.put("nb", "r", "a", "sid")
+    assert SessionStore(tmp_path).get("nb", "r", "a") == "sid"
+
+
+def test_bad_entries_are_dropped_and_the_file_is_bounded(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    store.directory.mkdir()
+    good = {"notebook": "nb", "session": "r", "agent": "a", "sessionId": "s1", "updated": 1}
+    junk = [{"notebook": 1}, "x", None, {**good, "sessionId": ""}, {**good, "session": "z" * 5000}]
+    store.path.write_text(json.dumps({"sessions": [*junk, good]}))
+    assert store.get("nb", "r", "a") == "s1" and not store.problems
+    for i in range(MAX_ENTRIES + 20):
+        store.put("nb", f"n{i}", "a", f"id{i}")
+    entries = store.entries()
+    assert len(entries) == MAX_ENTRIES
+    assert store.get("nb", f"n{MAX_ENTRIES + 19}", "a") == f"id{MAX_ENTRIES + 19}"
+
+
+def test_symlinks_are_not_followed(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "sessions.json").write_text(
+        json.dumps(
+            {"sessions": [{"notebook": "nb", "session": "r", "agent": "a", "sessionId": "x"}]}
+        )
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    os.symlink(outside, work / ".acp_notebook")
+    store = SessionStore(work)
+    assert store.get("nb", "r", "a") is None and "is a symlink" in store.problems[0]
+    store.put("nb", "r", "a", "new")
+    assert "x" in (outside / "sessions.json").read_text()  # untouched
+    assert not list(outside.glob(".sessions.*"))
+
+    link_file = tmp_path / "w2" / ".acp_notebook"
+    link_file.mkdir(parents=True)
+    os.symlink(outside / "sessions.json", link_file / "sessions.json")
+    assert SessionStore(tmp_path / "w2").get("nb", "r", "a") is None
+
+
+def test_agent_resume_names_the_session_for_later_restarts(tmp_path: Path) -> None:
+    command = agent(tmp_path, "--resume")
+    _, sid = run(tmp_path, f"--agent {command} --session x", "x")
+    execute([f"%agent resume {sid} -a {command} -s r"], tmp_path)
+    shown, again = run(tmp_path, f"--agent {command} --session r")
+    assert again == sid and f"Resumed session {sid[:12]}…" in shown
+
+
+def test_km_restart_kernel_resumes(tmp_path: Path) -> None:
+    """The kernel manager's own restart, as the Restart Kernel button does, in one client."""
+    cell = f"%%agent --agent {agent(tmp_path, '--resume')} --session r\nhello"
+    status = "%agent status -s r\nprint('ID', _agent_status['session_id'])"
+    nb = new_nb(cell, status, cell, status)
+    client = make_client(nb, tmp_path)
+    with client.setup_kernel(env=kernel_env(tmp_path)):
+        client.execute_cell(nb.cells[0], 0)
+        client.execute_cell(nb.cells[1], 1)
+        run_sync(client.km.restart_kernel)(now=True)
+        run_sync(client.kc.wait_for_ready)(timeout=60)
+        client.execute_cell(nb.cells[2], 2)
+        client.execute_cell(nb.cells[3], 3)
+    before, after = (text(nb.cells[i]).split("ID ")[-1].strip() for i in (1, 3))
+    assert before == after
+    assert f"Resumed session {before[:12]}…" in " ".join(data(nb.cells[2], "text/plain"))
