@@ -117,6 +117,15 @@ class InvalidCommandError(InvalidArgumentError, TypeError):
     """
 
 
+class SchemaError(InvalidArgumentError):
+    """`output_type=` or `%%agent --schema` is not a pydantic model or type, nor a valid JSON
+    schema (or the schema is too big to send)."""
+
+
+class BudgetExceededError(AcpError, RuntimeError):
+    """The kernel spent its `c.AcpNotebook.max_cost_total`: it refuses new turns."""
+
+
 class ConfigError(AcpError, ValueError):
     """A user agent entry is malformed, or the agent named is unknown; the message names the
     entry and the field."""
