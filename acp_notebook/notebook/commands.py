@@ -13,6 +13,7 @@ from ..errors import AcpError
 from . import publish, views
 from .cell import apply_settings, open_session, start_error_message
 from .host import Host
+from .ledger import ledger_doc
 from .options import CellOptions, Parser, parse
 from .runtime import NamedSession
 from .status_docs import MAX_ITEMS as MAX_ITEMS
@@ -31,6 +32,7 @@ USAGE = """\
 %agent restart [-a AGENT]            restart the agent process (sessions resume on it)
 %agent close [-s NAME | -a AGENT | --all]  close sessions and stop agents
 %agent chat [-s NAME] [-a AGENT]     a chat widget on the session
+%agent ledger                        this kernel's turns: tokens, cost, time, and the totals
 """
 
 
@@ -289,6 +291,12 @@ async def _chat(host: Host, args: argparse.Namespace) -> Any:
     return None
 
 
+async def _ledger(host: Host, args: argparse.Namespace) -> None:
+    ledger = host.runtime.ledger
+    _show(ledger_doc(ledger, host.max_cost_total, _masker(host)))
+    host.user_ns["_agent_ledger"] = publish.REDACTOR.obj([e.to_json() for e in ledger.rows])
+
+
 def _agent_of_last(host: Host) -> str | None:
     name = host.runtime.last_session
     entry = host.runtime.find(name) if name else None
@@ -308,4 +316,5 @@ _COMMANDS = {
     "restart": _restart,
     "close": _close,
     "chat": _chat,
+    "ledger": _ledger,
 }

@@ -42,6 +42,7 @@ async def run(host: Host, opts: CellOptions, body: str) -> Any:
     """One `%%agent` cell: its value is the `TurnResult` (the `TurnHandle` with --background);
     a failed turn raises `TurnFailed`, a bad option a usage error."""
     opts.check()
+    limit = host.runtime.ledger.turn_limit(opts.max_cost, host.max_cost_total)
     spec, note = _resolve(host, opts)
     client_options = host.client_options()
     try:
@@ -64,10 +65,11 @@ async def run(host: Host, opts: CellOptions, body: str) -> Any:
             prompt,
             permission_policy=policy,
             output_type=_schema(host, opts.schema),
-            max_cost=opts.max_cost,
+            max_cost=limit,
         )
     except (PromptError, SchemaError) as exc:
         raise UsageError(f"{'--schema: ' if isinstance(exc, SchemaError) else ''}{exc}") from None
+    host.runtime.ledger.watch(turn, session, spec.name, host.execution_count)
     view = _live_view(host, spec, session, turn, opts)
     # Shown for every turn, not only with --quiet: a successful turn's live display is cleared
     # (the cell's value shows the record, and the renderers do not draw the transcript's "note"),
