@@ -54,7 +54,7 @@ async def test_a_valid_answer_is_the_output(agent: Agent) -> None:
     assert result.output_json == {"name": "Lyon", "population": 522_000}
     # The transcript keeps the JSON form, so a replay can rebuild the object.
     assert result.to_json()["output"] == {"name": "Lyon", "population": 522_000}
-    assert City.model_validate(result.to_json()["output"]) == result.output
+    assert OutputSpec.of(City).rebuild(result.to_json()["output"]).value == result.output
     # The schema went with the prompt, as a text block after the user's.
     (sent,) = prompts(agent)
     assert sent[0]["text"].startswith("#script")
@@ -134,6 +134,8 @@ async def test_a_hostile_answer_fails_with_a_bounded_escaped_error(agent: Agent)
 def test_parsing_takes_the_last_json_block_else_the_whole_text() -> None:
     assert extract_json('```json\n{"a": 1}\n```\ntext\n```json\n{"a": 2}\n```') == '{"a": 2}'
     assert extract_json("```\n[1]\n```") == "[1]"
+    # A json block wins over a later bare one; an info string after "json" is allowed.
+    assert extract_json('```json title="x"\n[2]\n```\n```\n[3]\n```') == "[2]"
     assert extract_json('  {"a": 3}  ') == '{"a": 3}'
     # Many unclosed fences: one linear pass, and the whole text is what is left.
     opened = "```json\n" * 50_000

@@ -64,6 +64,11 @@ class OutputSpec:
             )
         return self.validate(extract_json(answer))
 
+    def rebuild(self, output_json: Any) -> Checked:
+        """The object of a recorded `output_json` (a transcript's `output`), validated anew:
+        how a replay gives `result.output` back without the agent."""
+        return self.validate(json.dumps(output_json))
+
 
 def instructions(spec: OutputSpec) -> str:
     """The text block sent with the prompt: how to answer, and the schema."""
@@ -93,7 +98,7 @@ def extract_json(answer: str) -> str:
         stripped = line.strip()
         if block is None:
             if stripped.startswith("```"):
-                block, label = [], stripped[3:].strip().lower()
+                block, label = [], stripped[3:].strip().lower().partition(" ")[0]
         elif stripped == "```":
             if label == "json":
                 last_json = block
