@@ -17,7 +17,7 @@ import pytest
 
 from acp_notebook import InvalidArgumentError
 from acp_notebook.notebook.ledger import Entry, Ledger, ledger_doc
-from acp_notebook.protocol.costs import CostLimit, money
+from acp_notebook.protocol.costs import NO_COST, CostLimit, money
 from tests.agents.script import script
 from tests.client_helpers import Agent
 
@@ -68,6 +68,16 @@ async def test_a_cost_in_another_currency_is_not_compared_and_the_turn_says_so(
     assert agent.sent("session/cancel") == []
     (note,) = [e for e in result.errors if "not applied" in e]
     assert "'EUR', not USD" in note
+
+
+async def test_a_turn_with_a_budget_and_no_reported_cost_says_so(agent: Agent) -> None:
+    with anyio.fail_after(20):
+        async with agent.client() as client:
+            session = await client.new_session()
+            result = await (await session.prompt(script({"say": "hi"}), max_cost=1)).finished
+            plain = await (await session.prompt(script({"say": "hi"}))).finished
+    assert result.success and NO_COST in result.errors
+    assert NO_COST not in plain.errors
 
 
 async def test_a_bad_max_cost_is_refused(agent: Agent) -> None:

@@ -167,6 +167,10 @@ class TurnRunner:
         if turn.over_budget is not None:
             # The agent's stop reason stays what it said (usually "cancelled"); the error says why.
             outcome = dataclasses.replace(outcome, error=turn.over_budget, over_budget=True)
+        elif (
+            turn.max_cost is not None and costs.turn_cost(fold.usage, record.usage_at_start) is None
+        ):
+            fold.add_error(costs.NO_COST, "warning")  # or the budget looks kept when it was not
         if outcome.error is not None:
             fold.add_error(outcome.error)
             # The agent failed or died mid-turn: nothing will finish its tool calls, and the

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from ..errors import InvalidArgumentError
 from .state import Usage
 
+#: The note of a turn with a budget whose agent reported no cost: nothing could be checked.
+NO_COST = "the agent reported no cost for this turn: its budget could not be applied"
+
 
 @dataclass(frozen=True, slots=True)
 class CostLimit:
