@@ -121,6 +121,11 @@ class InvalidCommandError(InvalidArgumentError, TypeError):
     """
 
 
+class SchemaError(InvalidArgumentError):
+    """`output_type=` or `%%agent --schema` is not a pydantic model or type, nor a valid JSON
+    schema (or the schema is too big to send)."""
+
+
 class ConfigError(AcpError, ValueError):
     """A user agent entry is malformed, or the agent named is unknown; the message names the
     entry and the field."""
@@ -151,7 +156,11 @@ class TurnFailed(AcpError):
     def _render_traceback_(self) -> list[str]:
         # IPython's hook (by this name) to show something instead of a Python traceback: the
         # paragraph is the whole story.
-        return [f"\x1b[31mTurnFailed\x1b[0m: {self.args[0]}"]
+        return [f"\x1b[31m{type(self).__name__}\x1b[0m: {self.args[0]}"]
+
+
+class BudgetExceededError(TurnFailed):
+    """The kernel spent its `c.AcpNotebook.max_cost_total`: it refuses new turns (no result)."""
 
 
 class ElicitationError(AcpError, ValueError):

@@ -91,6 +91,11 @@ class AcpNotebook(Magics):
     max_update_rate = Float(25.0, help="Display updates per second while a turn streams.").tag(
         config=True
     )
+    max_cost_total = Float(
+        0.0,
+        help="USD this kernel's turns may cost in all, as the agents report it (0: no limit); "
+        "once spent, new turns are refused (see %agent ledger).",
+    ).tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
@@ -107,6 +112,13 @@ class AcpNotebook(Magics):
             loop = asyncio.get_event_loop()
             self.closing = loop.create_task(self.runtime.close_all())
         return self.closing
+
+    @property
+    def execution_count(self) -> int | None:
+        # IPython stores a cell's input in `In` before running it (`In[n]` is cell n), in every
+        # version; when `shell.execution_count` is incremented (before or after) has changed.
+        inputs = self.user_ns.get("In")
+        return len(inputs) - 1 if isinstance(inputs, list) and len(inputs) > 1 else None
 
     @property
     def user_ns(self) -> dict[str, Any]:

@@ -12,11 +12,12 @@ from IPython.core.error import UsageError
 from acp_notebook.errors import HelpShown
 from acp_notebook.notebook.options import CellOptions, cell_parser, parse_cell_line
 
-# `%%agent --help` before the options were declared once, at 100 columns: kept word for word.
+# `%%agent --help` before the options were declared once, at 100 columns: kept word for word
+# (plus --schema and --max-cost, added since).
 HELP = """\
 usage: %%agent [-h] [--agent AGENT] [--session SESSION] [--new] [--mode MODE] [--config KEY=VALUE]
                [--out NAME] [--background] [--timeout SECONDS] [--allow KINDS] [--deny KINDS]
-               [--with NAME] [--file PATH] [--quiet]
+               [--with NAME] [--file PATH] [--quiet] [--schema NAME] [--max-cost USD]
 
 Send the cell's body as a prompt to an ACP agent.
 
@@ -38,6 +39,9 @@ options:
                         and head, a figure as PNG, else its repr (repeatable)
   --file PATH, -f PATH  attach a file (repeatable)
   --quiet, -q           no live output; only the final record
+  --schema NAME         answer as JSON matching NAME (a pydantic model or a JSON-schema dict); the
+                        result's .output holds it
+  --max-cost USD        cancel the turn once the cost the agent reports passes USD; the cell fails
 """
 
 

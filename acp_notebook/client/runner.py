@@ -7,6 +7,7 @@ around it. Every end goes through `TurnRunner._end`, which hands the outcome to 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
@@ -22,15 +23,17 @@ from ..errors import (
     RequestError,
     RequestTimeoutError,
 )
+from ..protocol import costs, methods
 from ..protocol import jsonrpc as rpc
-from ..protocol import methods
 from ..protocol.fold import SessionFold
 from ..protocol.limits import token_counts
 from ..protocol.mutations import Mutation, RequestWarning, TurnStarted
 from ..protocol.result import TurnRecord, TurnResult
+from ..protocol.state import Usage
 from ..protocol.turnstate import TurnOutcome, TurnState
 from .connection import Connection
 from .options import ClientOptions
+from .structured import settle
 from .terminal import Terminals
 from .turn import TurnHandle
 
@@ -104,6 +107,8 @@ class TurnRunner:
         # The current session/prompt attempt: cancelled to give up waiting for an agent that
         # ignores session/cancel, when killing it would take other sessions' turns down too.
         self._prompt_scope: anyio.CancelScope | None = None
+        self._seen_usage: Usage | None = None  # the usage watch_cost() last compared
+        self._noted = False  # the running turn's record says its cost is in another currency
 
     @property
     def busy(self) -> bool:
@@ -131,7 +136,7 @@ class TurnRunner:
             while self.queued is not None:
                 turn, self.queued = self.queued, None
                 turn.machine.advance(TurnState.RUNNING)
-                self.running = turn
+                self.running, self._noted = turn, False
                 try:
                     await self._run(turn)
                 except BaseException as exc:
@@ -151,6 +156,21 @@ class TurnRunner:
         record.terminals = {}
         self._emit(TurnStarted(turn.id))
         outcome = await self._attempts(turn)
+        if turn.output_spec is not None:
+            outcome = await settle(
+                turn.output_spec,
+                outcome,
+                record,
+                lambda blocks: self._attempts(turn, blocks),
+                lambda text: fold.add_error(text, "warning"),
+            )
+        if turn.over_budget is not None:
+            # The agent's stop reason stays what it said (usually "cancelled"); the error says why.
+            outcome = dataclasses.replace(outcome, error=turn.over_budget, over_budget=True)
+        elif (
+            turn.max_cost is not None and costs.turn_cost(fold.usage, record.usage_at_start) is None
+        ):
+            fold.add_error(costs.NO_COST, "warning")  # or the budget looks kept when it was not
         if outcome.error is not None:
             fold.add_error(outcome.error)
             # The agent failed or died mid-turn: nothing will finish its tool calls, and the
@@ -190,14 +210,17 @@ class TurnRunner:
 
     # -- attempts --------------------------------------------------------------------------------
 
-    async def _attempts(self, turn: TurnHandle) -> TurnOutcome:
-        """Send the prompt, retrying what may be retried; the outcome of the last attempt."""
+    async def _attempts(
+        self, turn: TurnHandle, blocks: list[dict[str, Any]] | None = None
+    ) -> TurnOutcome:
+        """Send the prompt (or `blocks`, a structured turn's re-ask), retrying what may be
+        retried; the outcome of the last attempt."""
         opts = self._client.options
         max_attempts = opts.max_retries + 1
         attempt = 0
         while True:
             attempt += 1
-            outcome, retryable = await self._attempt(turn)
+            outcome, retryable = await self._attempt(turn, blocks)
             if outcome.stop_reason is not None:  # answered, or cancelled
                 return outcome
             will_retry = (
@@ -223,7 +246,9 @@ class TurnRunner:
             )
             await anyio.sleep(opts.retry_backoff * attempt)
 
-    async def _attempt(self, turn: TurnHandle) -> tuple[TurnOutcome, bool]:
+    async def _attempt(
+        self, turn: TurnHandle, blocks: list[dict[str, Any]] | None
+    ) -> tuple[TurnOutcome, bool]:
         """One session/prompt; with whether its failure may be retried."""
         if turn.cancelling():
             return _CANCELLED, False
@@ -234,7 +259,7 @@ class TurnRunner:
                 # nothing to send session/cancel on, so it was lost and the prompt went out
                 # anyway. Not sending it is the cancellation.
                 return _CANCELLED, False
-            return await self._prompt(turn), False
+            return await self._prompt(turn, blocks), False
         except RequestError as exc:
             if turn.cancelling():  # a cancellation-looking error is a cancellation
                 return _CANCELLED, False
@@ -254,13 +279,13 @@ class TurnRunner:
             # RequestTimeoutError: reopening the session on a fresh agent was not answered.
             return TurnOutcome(None, str(exc)), False
 
-    async def _prompt(self, turn: TurnHandle) -> TurnOutcome:
+    async def _prompt(self, turn: TurnHandle, blocks: list[dict[str, Any]] | None) -> TurnOutcome:
         response = None
         scope = self._prompt_scope = anyio.CancelScope()  # a scope is entered once: per attempt
         with scope:
             response = await self._client.request(
                 methods.SESSION_PROMPT,
-                {"sessionId": self._session_id(), "prompt": turn.prompt},
+                {"sessionId": self._session_id(), "prompt": blocks or turn.prompt},
                 deadline=False,
             )
         if scope.cancelled_caught:
@@ -282,6 +307,29 @@ class TurnRunner:
             with anyio.move_on_after(1.0):
                 await terminals.wait_exited(ids)
         record.terminals = {tid: v for tid, v in terminals.views.items() if tid in ids}
+
+    # -- budget ----------------------------------------------------------------------------------
+
+    def watch_cost(self) -> None:
+        """After each update: cancel the running turn once its reported cost passes its budget
+        (a cost in another currency is not compared: the turn's record says so, once)."""
+        turn, record = self.running, self._fold.turn
+        limit = turn.max_cost if turn is not None else None
+        if turn is None or limit is None or record is None or turn.over_budget is not None:
+            return
+        usage = self._fold.usage
+        if usage is self._seen_usage:  # most updates are not usage: nothing to compare
+            return
+        self._seen_usage = usage
+        cost = costs.turn_cost(usage, record.usage_at_start)
+        note = costs.other_currency(limit, cost)
+        if note is not None and not self._noted:
+            self._noted = True
+            self._fold.add_error(note, "warning")
+        error = costs.over_budget(limit, cost)
+        if error is not None and turn.state is TurnState.RUNNING:
+            turn.over_budget = error
+            self._client.task_group.start_soon(self.cancel, turn)
 
     # -- cancellation ----------------------------------------------------------------------------
 

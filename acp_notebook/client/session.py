@@ -18,6 +18,7 @@ import anyio
 from ..errors import CapabilityError, ClientClosedError, RequestError
 from ..protocol import content, methods
 from ..protocol.choices import check_mode, config_change
+from ..protocol.costs import CostLimit
 from ..protocol.fold import SessionFold
 from ..protocol.mutations import Delta, Mutation, SessionChanged, TurnFinished
 from ..protocol.result import TurnResult
@@ -29,6 +30,7 @@ from .permissions import PermissionHandler, PermissionPolicy
 from .runner import TurnRunner
 from .serving import AgentRequests
 from .session_state import SessionState
+from .structured import terms
 from .terminal import Terminals
 from .turn import TurnHandle
 from .workspace import Workspace
@@ -158,6 +160,8 @@ class Session(SessionState):
         *,
         permission_policy: PermissionPolicy | None = None,
         permission_handler: PermissionHandler | None = None,
+        output_type: Any = None,
+        max_cost: float | CostLimit | None = None,
     ) -> TurnHandle:
         """Assign input to a turn and return its handle at once.
 
@@ -166,10 +170,15 @@ class Session(SessionState):
         `{"type": "file", "url": path or data URL}`, or ACP content blocks.
         `permission_policy` and `permission_handler` apply to this turn only (default: the
         session's); input merged into a turn that has its own keeps that turn's.
+
+        `output_type` (a pydantic model or type, or a JSON-schema dict): the answer is validated
+        into `result.output`, re-asked once on an error (`client.structured`). `max_cost` (USD):
+        a turn whose reported cost passes it is cancelled, and its result is `over_budget`.
         """
         if self._closed:
             raise ClientClosedError("the session is closed")
         parts = content.normalize(query)
+        spec, limit = terms(output_type, max_cost, self._runner.queued, parts)
         caps = content.PromptCaps.from_wire(
             (self._client.agent_capabilities or {}).get("promptCapabilities")
         )
@@ -183,6 +192,7 @@ class Session(SessionState):
             )
         turn.permission_policy = turn.permission_policy or permission_policy
         turn.permission_handler = turn.permission_handler or permission_handler
+        turn.add_terms(spec, limit)
         return turn
 
     def _turn_ended(self, result: TurnResult) -> None:
@@ -263,6 +273,7 @@ class Session(SessionState):
         """A `session/update` the agent sent for this session (the client routes it here)."""
         if not self._muted:
             self._fold.apply(update)
+            self._runner.watch_cost()
 
     def report(self, message: str, level: str = "error") -> None:
         """Show the client's `message` in the running turn (outside a turn: in `ambient`)."""

@@ -12,6 +12,8 @@ from ..protocol.result import TurnResult
 from ..protocol.turnstate import EndListener, TurnMachine, TurnState
 
 if TYPE_CHECKING:
+    from ..protocol.costs import CostLimit
+    from ..protocol.structured import OutputSpec
     from .elicit import ElicitationHandler
     from .permissions import PermissionHandler, PermissionPolicy
     from .session import Session
@@ -47,6 +49,12 @@ class TurnHandle:
         self.permission_policy: PermissionPolicy | None = None
         self.permission_handler: PermissionHandler | None = None
         self.elicitation_handler: ElicitationHandler | None = None  # None: the session's
+        #: A structured turn's schema (`output_type=`): its answer is validated, re-asked once.
+        self.output_spec: OutputSpec | None = None
+        #: The most this turn may cost; past it the runner cancels it (see `over_budget`).
+        self.max_cost: CostLimit | None = None
+        #: Set by the runner when the turn's cost passed `max_cost`: the result's error.
+        self.over_budget: str | None = None
         #: The turn's state machine. Only the session's turn runner moves it; read `state`.
         self.machine = TurnMachine(self.id)
         self._cancel = cancel
@@ -77,6 +85,12 @@ class TurnHandle:
         """Input sent while the previous turn ran joins this (not yet started) turn."""
         self.prompt.extend(blocks)
         self.inputs += 1
+
+    def add_terms(self, spec: OutputSpec | None, limit: CostLimit | None) -> None:
+        """A prompt's schema and budget: the first schema stays, the tighter budget holds."""
+        self.output_spec = self.output_spec or spec
+        if limit is not None and (self.max_cost is None or limit.amount < self.max_cost.amount):
+            self.max_cost = limit
 
     @property
     def done(self) -> bool:

@@ -146,6 +146,10 @@ def _advice(result: TurnResult) -> str:
         return "the agent refused and dropped this prompt from its context; rephrase it."
     if result.stop_reason in {"max_tokens", "max_turn_requests"}:
         return "ask for less in one turn, or raise the agent's limits in its configuration."
+    if result.over_budget:
+        return "raise --max-cost (or c.AcpNotebook.max_cost_total), or ask for less in one turn."
+    if result.output_json is None and "does not match the schema" in error:
+        return "say more in the prompt about the answer you expect, or loosen the schema."
     if "timeout" in error or "did not finish" in error:
         return "raise --timeout, or split the task."
     if "exited" in error or "stopped" in error:

@@ -13,6 +13,7 @@ from ..errors import AcpError, CapabilityError
 from . import auth_cmds, publish, views
 from .cell import apply_settings, open_session, start_error_message
 from .host import Host
+from .ledger import ledger_doc
 from .options import CellOptions, Parser, parse
 from .runtime import NamedSession
 from .status_docs import MAX_ITEMS as MAX_ITEMS
@@ -42,6 +43,7 @@ USAGE = """\
 %agent delete ID [-a AGENT]          delete a listed session (session/delete)
 %agent revert [TURN] [--force] [-s NAME]  undo the files a turn (default: the last) wrote
                                      through the client; --force overwrites files changed since
+%agent ledger                        this kernel's turns: tokens, cost, time, and the totals
 """
 
 
@@ -352,6 +354,12 @@ async def _revert(host: Host, args: argparse.Namespace) -> None:
     host.user_ns["_agent_revert"] = result  # what happened to each file, as data
 
 
+async def _ledger(host: Host, args: argparse.Namespace) -> None:
+    ledger = host.runtime.ledger
+    _show(ledger_doc(ledger, host.max_cost_total, _masker(host)))
+    host.user_ns["_agent_ledger"] = publish.REDACTOR.obj([e.to_json() for e in ledger.rows])
+
+
 def _agent_of_last(host: Host) -> str | None:
     name = host.runtime.last_session
     entry = host.runtime.find(name) if name else None
@@ -376,4 +384,5 @@ _COMMANDS = {
     "logout": _logout,
     "delete": _delete,
     "revert": _revert,
+    "ledger": _ledger,
 }

@@ -45,6 +45,14 @@ class Host(Protocol):
     def permission_timeout(self) -> float:
         """Seconds a permission request waits for a click (0: no limit)."""
 
+    @property
+    def max_cost_total(self) -> float:
+        """USD this kernel's turns may cost in all (0: no limit); see `notebook.ledger`."""
+
+    @property
+    def execution_count(self) -> int | None:
+        """The number of the cell being run (for the ledger), when the shell says."""
+
     def registry(self) -> Registry:
         """The agents one can name, read anew (config, TOML file, built-ins)."""
 

@@ -156,11 +156,33 @@ class CellOptions:
             "--quiet", "-q", action="store_true", help="no live output; only the final record"
         ),
     )
+    schema: str | None = field(
+        default=None,
+        metadata=option(
+            "--schema",
+            metavar="NAME",
+            help="answer as JSON matching NAME (a pydantic model or a JSON-schema dict); the "
+            "result's .output holds it",
+        ),
+    )
+    max_cost: float | None = field(
+        default=None,
+        metadata=option(
+            "--max-cost",
+            type=float,
+            metavar="USD",
+            help="cancel the turn once the cost the agent reports passes USD; the cell fails",
+        ),
+    )
 
     def check(self) -> None:
         """What argparse cannot say about single values: a usage error, before anything runs."""
         if self.out is not None and not self.out.isidentifier():
             raise UsageError(f"--out needs a Python name, not {self.out!r}")
+        if self.schema is not None and not self.schema.isidentifier():
+            raise UsageError(f"--schema needs a Python name, not {self.schema!r}")
+        if self.max_cost is not None and not (0 <= self.max_cost < float("inf")):
+            raise UsageError(f"--max-cost must be a number of USD, not {self.max_cost:g}")
         if self.timeout is not None and self.timeout <= 0:
             raise UsageError("--timeout must be a positive number of seconds")
 

@@ -24,6 +24,7 @@ from ..client.client import Client, connect
 from ..client.session import Session
 from ..config import AgentSpec
 from ..protocol.redact import secret_args, secret_values
+from .ledger import Ledger
 from .publish import REDACTOR, install_log_mask
 
 
@@ -120,6 +121,7 @@ class Runtime:
         # Everything this kernel shows or saves passes through it (see publish.py); it reads
         # os.environ anew at each use, so a key a cell sets later is masked too.
         self.redactor = REDACTOR
+        self.ledger = Ledger()  # every %%agent turn of this kernel: %agent ledger, the budget
         install_log_mask()
         _RUNTIMES.add(self)
 

@@ -9,7 +9,14 @@ import anyio
 from IPython.core.error import UsageError
 
 from ..config import AgentSpec
-from ..errors import AcpError, ConfigError, PromptError, RequestTimeoutError, TurnFailed
+from ..errors import (
+    AcpError,
+    ConfigError,
+    PromptError,
+    RequestTimeoutError,
+    SchemaError,
+    TurnFailed,
+)
 from ..protocol.result import TurnResult
 from . import publish, views
 from .cell import (
@@ -36,6 +43,7 @@ async def run(host: Host, opts: CellOptions, body: str) -> Any:
     """One `%%agent` cell: its value is the `TurnResult` (the `TurnHandle` with --background);
     a failed turn raises `TurnFailed`, a bad option a usage error."""
     opts.check()
+    limit = host.runtime.ledger.turn_limit(opts.max_cost, host.max_cost_total)
     spec, note = _resolve(host, opts)
     client_options = host.client_options()
     try:
@@ -54,9 +62,15 @@ async def run(host: Host, opts: CellOptions, body: str) -> Any:
     deadline = anyio.current_time() + timeout if timeout is not None else math.inf
     session = await _start(host, spec, opts, client_options, timeout)
     try:
-        turn = await session.prompt(prompt, permission_policy=policy)
-    except PromptError as exc:
-        raise UsageError(str(exc)) from None
+        turn = await session.prompt(
+            prompt,
+            permission_policy=policy,
+            output_type=_schema(host, opts.schema),
+            max_cost=limit,
+        )
+    except (PromptError, SchemaError) as exc:
+        raise UsageError(f"{'--schema: ' if isinstance(exc, SchemaError) else ''}{exc}") from None
+    host.runtime.ledger.watch(turn, session, spec.name, host.execution_count)
     view = _live_view(host, spec, session, turn, opts)
     # Shown for every turn, not only with --quiet: a successful turn's live display is cleared
     # (the cell's value shows the record, and the renderers do not draw the transcript's "note"),
@@ -133,8 +147,9 @@ async def _finish(
     _bind(host, opts, result)
     # A Stop pressed by the user is not a failure, even if the agent had to be killed for it.
     # Only a cancel somebody asked for counts: a turn ended by a client failure is a failure.
+    # A turn its budget stopped is a failure: the client cancelled it, not the user.
     failed = not result.success and not (
-        result.cancelled and turn.cancel_requested and not timed_out
+        result.cancelled and turn.cancel_requested and not timed_out and not result.over_budget
     )
     view.finish(result, keep_record=failed)
     await view.aclose()
@@ -219,6 +234,12 @@ def _variables(host: Host, names: list[str]) -> list[dict[str, Any]]:
             raise UsageError(f"--with {name}: no variable {name!r} in this kernel")
         parts += variable_parts(name, host.user_ns[name])
     return parts
+
+
+def _schema(host: Host, name: str | None) -> Any:
+    if name is not None and name not in host.user_ns:
+        raise UsageError(f"--schema {name}: no pydantic model or JSON-schema dict {name!r} here")
+    return host.user_ns[name] if name is not None else None
 
 
 def _bind(host: Host, opts: CellOptions, result: TurnResult) -> None:

@@ -108,6 +108,12 @@ class TurnResult:
     terminals: tuple[dict[str, Any], ...] = ()  # what each client terminal printed
     #: What the client's limits left out of this turn, by kind (`Limits`); empty when nothing.
     dropped: dict[str, int] = field(default_factory=dict)
+    #: The validated answer of a structured turn (`output_type=`, `--schema`): a model instance
+    #: or a JSON value; None otherwise. `output_json` is its JSON form, what the transcript keeps.
+    output: Any = field(default=None, compare=False)
+    output_json: Any = None
+    #: The turn was stopped because its cost passed its budget (`max_cost`, `--max-cost`).
+    over_budget: bool = False
 
     @property
     def cancelled(self) -> bool:
@@ -133,6 +139,9 @@ class TurnResult:
             "parts": [p.to_json() for p in self.parts],
             "duration": round(self.duration, 3),
             **({"dropped": dict(self.dropped)} if self.dropped else {}),
+            # Only when there is one: a replay rebuilds `output` from it with the same schema.
+            **({"output": self.output_json} if self.output_json is not None else {}),
+            **({"overBudget": True} if self.over_budget else {}),
         }
 
     def __repr__(self) -> str:
@@ -150,6 +159,9 @@ def finish(
     session_id: str | None,
     agent: str | None,
     tokens: dict[str, Any] | None = None,
+    output: Any = None,
+    output_json: Any = None,
+    over_budget: bool = False,
 ) -> TurnResult:
     """Freeze a turn record into its result. Parts are copied: late updates must not change it."""
     parts = tuple(
@@ -181,4 +193,7 @@ def finish(
         tokens=tokens,
         terminals=tuple(t.to_json() for t in record.terminals.values()),
         dropped=dict(record.dropped),
+        output=output,
+        output_json=output_json,
+        over_budget=over_budget,
     )

@@ -75,6 +75,9 @@ class TurnOutcome:
     stop_reason: str | None
     error: str | None = None
     tokens: dict[str, Any] | None = None  # PromptResponse.usage, when the agent sent it
+    output: Any = None  # a structured turn's validated answer (and its JSON form)
+    output_json: Any = None
+    over_budget: bool = False  # the client stopped the turn: its cost passed its budget
 
     @property
     def state(self) -> TurnState:
@@ -153,6 +156,9 @@ class TurnMachine:
             session_id=session_id,
             agent=agent,
             tokens=outcome.tokens,
+            output=outcome.output,
+            output_json=outcome.output_json,
+            over_budget=outcome.over_budget,
         )
         self._move(target)
         self._result = result

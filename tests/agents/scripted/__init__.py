@@ -13,6 +13,7 @@ Steps (one action key each; other keys are options):
   flood [{...}, ...] times=N [session_id]  N session/updates cycling through these (not recorded)
   plan_entries N                         one plan update with N entries "step <i>"
   after_turn [steps]                     run these steps after the prompt is answered
+  next_prompt [steps]                    the session's next prompt (if not a #script) runs these
   request METHOD [params, id, cancel_after, quiet]  call the client, report "RESPONSE <json>"
                                              (not with quiet: true)
   permission {toolCall} [options, id, cancel_after]  same, session/request_permission, "PERMISSION "

@@ -37,6 +37,8 @@ class Session:
     history: list[JsonObj] = field(default_factory=list)  # every update, for load replay
     mode_id: str = "ask"
     config: JsonObj = field(default_factory=lambda: dict(DEFAULT_CONFIG))
+    # The `next_prompt` step's steps: the session's next prompt that is no #script runs them.
+    next_steps: list[JsonObj] | None = None
 
     def to_json(self) -> JsonObj:
         return {

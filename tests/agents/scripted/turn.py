@@ -116,7 +116,7 @@ class Turn:
     def _run(self) -> None:
         self._record_prompt()
         try:
-            self._run_steps(parse_script(first_text(self.prompt)))
+            self._run_steps(self._steps())
         except Cancelled:
             self.stop_reason, self.error = "cancelled", None
         except RpcError as err:
@@ -125,6 +125,14 @@ class Turn:
             # A malformed step must fail the turn visibly rather than kill the thread silently.
             self.error = RpcError(INVALID_PARAMS, f"bad script step: {exc!r}").to_json()
         self._finish()
+
+    def _steps(self) -> list[JsonObj]:
+        text = first_text(self.prompt)
+        queued = self.session.next_steps
+        if queued is not None and not text.startswith(SCRIPT_PREFIX):
+            self.session.next_steps = None
+            return queued
+        return parse_script(text)
 
     def _record_prompt(self) -> None:
         store = self.agent.store
@@ -246,6 +254,9 @@ class Turn:
         ]
         self.emit({"sessionUpdate": "plan", "entries": entries})
 
+    def _next_prompt(self, step: JsonObj) -> None:
+        self.session.next_steps = list(step["next_prompt"])
+
     def _after_turn(self, step: JsonObj) -> None:
         self.after = list(step["after_turn"])
 
@@ -359,4 +370,5 @@ class Turn:
         "flood": _flood,
         "plan_entries": _plan_entries,
         "after_turn": _after_turn,
+        "next_prompt": _next_prompt,
     }
