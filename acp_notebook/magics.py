@@ -74,6 +74,17 @@ class AcpNotebook(Magics):
         "notebook being run cannot always be told apart).",
     ).tag(config=True)
     max_retries = Int(5, help="Retries of a turn that fails before any output.").tag(config=True)
+    replay = Unicode(
+        "",
+        help="A recorded notebook to serve %%agent cells from, without agents "
+        "(the ACP_NOTEBOOK_REPLAY environment variable wins).",
+    ).tag(config=True)
+    replay_mode = CaselessStrEnum(
+        ["strict", "fill"],
+        "strict",
+        help="With replay: a cell that changed since the recording fails (strict) or runs its "
+        "agent (fill). The ACP_NOTEBOOK_REPLAY_MODE environment variable wins.",
+    ).tag(config=True)
     max_update_rate = Float(25.0, help="Display updates per second while a turn streams.").tag(
         config=True
     )

@@ -40,6 +40,14 @@ class Host(Protocol):
     def permission_timeout(self) -> float:
         """Seconds a permission request waits for a click (0: no limit)."""
 
+    @property
+    def replay(self) -> str:
+        """The recorded notebook `%%agent` cells are replayed from ("": run the agents)."""
+
+    @property
+    def replay_mode(self) -> str:
+        """`strict` (a changed cell fails) or `fill` (its agent runs)."""
+
     def registry(self) -> Registry:
         """The agents one can name, read anew (config, TOML file, built-ins)."""
 

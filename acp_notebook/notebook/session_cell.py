@@ -11,7 +11,7 @@ from IPython.core.error import UsageError
 from ..config import AgentSpec
 from ..errors import AcpError, ConfigError, PromptError, RequestTimeoutError, TurnFailed
 from ..protocol.result import TurnResult
-from . import publish, views
+from . import publish, replay, views
 from .cell import (
     apply_settings,
     failure_message,
@@ -35,6 +35,8 @@ async def run(host: Host, opts: CellOptions, body: str) -> Any:
     """One `%%agent` cell: its value is the `TurnResult` (the `TurnHandle` with --background);
     a failed turn raises `TurnFailed`, a bad option a usage error."""
     opts.check()
+    if (replayed := replay.serve(host, opts, body)) is not replay.RUN:
+        return replayed  # ACP_NOTEBOOK_REPLAY: the recorded turn, no agent
     spec, note = _resolve(host, opts)
     client_options = host.client_options()
     try:
