@@ -56,7 +56,7 @@ def prompts(log: Path) -> list[str]:
     for line in log.read_text().splitlines():
         msg = json.loads(line)
         if msg.get("method") == "session/prompt":
-            found.append(msg["params"]["prompt"][0]["text"])
+            found.append(msg["params"]["prompt"][0]["text"].strip())
     return found
 
 
@@ -152,8 +152,8 @@ def test_replay_serves_values_without_the_agent_and_fails_a_changed_cell(tmp_pat
     again = execute(
         new_nb(*CELLS), tmp_path, env=replay_env(tmp_path, recorded, no_agent(tmp_path))
     )
-    assert text(again.cells[1]) == "A echo: first question\n"
-    assert text(again.cells[3]) == "B echo: second question\n"
+    assert text(again.cells[1]).strip() == "A echo: first question"
+    assert text(again.cells[3]).strip() == "B echo: second question"
     for i in (0, 2):
         assert value_records(again.cells[i]) == value_records(was.cells[i])
     assert prompts(log) == ["first question", "second question"]  # nothing asked again
@@ -167,7 +167,7 @@ def test_replay_serves_values_without_the_agent_and_fails_a_changed_cell(tmp_pat
         env=replay_env(tmp_path, recorded, no_agent(tmp_path)),
         allow_errors=True,
     )
-    assert text(nb.cells[1]) == "A echo: first question\n"
+    assert text(nb.cells[1]).strip() == "A echo: first question"
     [error] = [o for o in outputs(nb.cells[2]) if o.output_type == "error"]
     assert error.ename == "ReplayError"
     assert "%%agent cell #2 (cell 2 of the recording" in error.evalue
@@ -210,9 +210,9 @@ def test_fill_runs_the_agent_for_the_changed_cell_only(tmp_path: Path) -> None:
         env=replay_env(tmp_path, recorded, agents, ACP_NOTEBOOK_REPLAY_MODE="fill"),
     )
     assert prompts(fill_log) == ["second question, changed"]
-    assert text(nb.cells[1]) == "A echo: first question\n"
+    assert text(nb.cells[1]).strip() == "A echo: first question"
     assert notes(nb.cells[0]) and not notes(nb.cells[2])
-    assert text(nb.cells[3]) == "B echo: second question, changed\n"
+    assert text(nb.cells[3]).strip() == "B echo: second question, changed"
     said = [o["data"]["text/plain"] for o in outputs(nb.cells[2], "text/plain")]
     assert any("Not replayed" in s and "the agent runs for this cell" in s for s in said)
 
@@ -246,16 +246,38 @@ def test_a_recorded_failure_fails_again_with_its_paragraph(tmp_path: Path) -> No
 
 @pytest.mark.timeout(240)
 def test_background_replays_as_a_finished_handle(tmp_path: Path) -> None:
-    cells = [
-        "%%agent --agent rec --background\nin the background",
-        "h = _\nr = await h.finished\nprint('R', r.text)",
-    ]
     log = tmp_path / "agent.jsonl"
-    recorded = record(tmp_path, cells, log)
-    nb = execute(new_nb(*cells), tmp_path, env=replay_env(tmp_path, recorded, no_agent(tmp_path)))
-    assert text(nb.cells[1]) == "R echo: in the background\n"
-    assert [t["text"] for t in transcripts(nb.cells[0])] == ["echo: in the background"]
+    wait = "h = _\nr = await h.finished\nprint('R', r.text.strip(), h.result is r)"
+    recorded = record(
+        tmp_path,
+        [
+            "%%agent --agent rec\nin the background",
+            "%%agent --agent rec --background\nlater",
+            wait,
+        ],
+        log,
+    )
+    cells = [
+        "%%agent --agent rec --background\nin the background",  # --background is not compared
+        wait,
+        "%%agent --agent rec --background\nlater",
+    ]
+    nb = execute(
+        new_nb(*cells),
+        tmp_path,
+        env=replay_env(tmp_path, recorded, no_agent(tmp_path)),
+        allow_errors=True,
+    )
+    # The record is shown at once, and the value is a handle whose turn has finished.
+    assert [t["text"].strip() for t in transcripts(nb.cells[0])] == ["echo: in the background"]
     assert "replayed: already finished" in text(nb.cells[0])
+    assert text(nb.cells[1]).strip() == "R echo: in the background True"
+    # A headless run never saves a background turn's record (it arrives after the cell ended):
+    # such a cell cannot be replayed, and the error says why.
+    [error] = [o for o in outputs(nb.cells[2]) if o.output_type == "error"]
+    assert error.ename == "ReplayError" and "%%agent cell #2" in error.evalue
+    assert "it ran with --background, whose record a headless run does not keep" in error.evalue
+    assert prompts(log) == ["in the background", "later"]
 
 
 @pytest.mark.timeout(240)
@@ -336,3 +358,57 @@ def test_cells_are_found_by_id_else_by_order(tmp_path: Path) -> None:
     assert recording.find("unknown", 0) is None
     assert recording.find(None, 1) is recording.cells[1]
     assert recording.find(None, 2) is None
+
+
+# -- cell ids, as JupyterLab sends them -----------------------------------------------------------
+
+
+def run_with_id(kc: Any, code: str, cell_id: str) -> tuple[str, list[dict[str, Any]]]:
+    """Execute `code` as a front-end that sends the cell's id does; (status, iopub messages)."""
+    content = {"code": code, "silent": False, "store_history": True, "user_expressions": {}}
+    msg = kc.session.msg("execute_request", content, metadata={"cellId": cell_id})
+    kc.shell_channel.send(msg)
+    seen = []
+    while True:
+        reply = kc.get_iopub_msg(timeout=60)
+        if reply["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
+            continue
+        seen.append(reply)
+        if reply["msg_type"] == "status" and reply["content"]["execution_state"] == "idle":
+            break
+    status = kc.get_shell_msg(timeout=60)["content"]["status"]
+    return status, seen
+
+
+@pytest.mark.timeout(240)
+def test_cells_are_matched_by_the_id_the_front_end_sends(tmp_path: Path) -> None:
+    from jupyter_client.manager import KernelManager
+
+    log = tmp_path / "agent.jsonl"
+    recorded = record(tmp_path, CELLS, log)
+    was = nbformat.read(recorded, as_version=4)
+    km = KernelManager(kernel_name="python3")
+    km.start_kernel(env=replay_env(tmp_path, recorded, no_agent(tmp_path)), cwd=str(tmp_path))
+    kc = km.client()
+    try:
+        kc.start_channels()
+        kc.wait_for_ready(timeout=60)
+        # Out of order: by order the first cell run would be matched to the first recorded.
+        for index, expected in ((2, "B echo: second question"), (0, "A echo: first question")):
+            status, _ = run_with_id(kc, CELLS[index], was.cells[index].id)
+            assert status == "ok"
+            status, seen = run_with_id(kc, CELLS[index + 1], was.cells[index + 1].id)
+            printed = "".join(m["content"]["text"] for m in seen if m["msg_type"] == "stream")
+            assert printed.strip() == expected
+        # A cell id the recording does not have fails, naming it.
+        status, seen = run_with_id(kc, CELLS[0], "brand-new-cell")
+        [error] = [m["content"] for m in seen if m["msg_type"] == "error"]
+        assert error["ename"] == "ReplayError"
+        assert (
+            "the %%agent cell with id 'brand-new-cell': the recording has no such cell"
+            in (error["evalue"])
+        )
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    assert prompts(log) == ["first question", "second question"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,7 +133,11 @@ def _read_cell(
         pass
     elif transcript is None:
         problem = "it has no recorded turn (no output of type " + MIME_TRANSCRIPT + ")"
-        if failure:
+        if _background(line):
+            # nbclient and papermill keep only what arrives while the cell runs: a background
+            # turn's record comes later, so a headless run never saves it.
+            problem += "; it ran with --background, whose record a headless run does not keep"
+        elif failure:
             problem += f"; it failed with: {views.text(failure, 200)}"
     elif not isinstance(transcript, dict) or not isinstance(transcript.get("success"), bool):
         problem = "its recorded transcript is malformed: not a finished turn (no boolean 'success')"
@@ -148,6 +153,13 @@ def _read_cell(
         failure=failure,
         problem=problem,
     )
+
+
+def _background(line: str) -> bool:
+    try:
+        return any(word in ("--background", "--bg") for word in shlex.split(line))
+    except ValueError:
+        return False
 
 
 def _source(value: Any) -> str:

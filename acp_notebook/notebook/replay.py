@@ -37,6 +37,7 @@ from . import publish, views
 from .host import Host
 from .options import CellOptions, parse_cell_line
 from .recording import RecordedCell, Recording, load
+from .views import Code
 
 ENV = "ACP_NOTEBOOK_REPLAY"
 ENV_MODE = "ACP_NOTEBOOK_REPLAY_MODE"
@@ -74,6 +75,18 @@ def settings(host: Host) -> tuple[str, str]:
     if path and mode not in MODES:
         raise UsageError(f"{ENV_MODE} must be one of {', '.join(MODES)}, not {mode!r}")
     return path, mode
+
+
+def status(host: Host) -> dict[str, str] | None:
+    """What `%agent status` shows under replay while no agent runs (None: replay is off)."""
+    path, mode = settings(host)
+    if not path:
+        return None
+    return views.message(
+        "Replaying %%agent cells from ",
+        Code(path),
+        f" (mode {mode}): no agent session is open in this kernel.",
+    )
 
 
 def serve(host: Host, opts: CellOptions, body: str) -> Any:
