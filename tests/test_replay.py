@@ -412,3 +412,23 @@ def test_cells_are_matched_by_the_id_the_front_end_sends(tmp_path: Path) -> None
         kc.stop_channels()
         km.shutdown_kernel(now=True)
     assert prompts(log) == ["first question", "second question"]
+
+
+def test_a_cell_that_ended_otherwise_than_with_a_turn_is_not_replayed(tmp_path: Path) -> None:
+    from nbformat.v4 import new_output
+
+    nb = new_nb("%%agent\ninterrupted", "%%agent\nanswered")
+    turn = {"success": True, "text": "fine"}
+    nb.cells[0].outputs = [
+        new_output("display_data", data={MIME_TURN: {**turn, "success": False}}),
+        new_output("error", ename="KeyboardInterrupt", evalue="", traceback=[]),
+    ]
+    nb.cells[1].outputs = [new_output("execute_result", data={MIME_TURN: turn}, execution_count=2)]
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nb, path)
+    first, second = load(str(path)).cells
+    assert first.transcript is None
+    assert (
+        first.problem == "its recorded run ended with KeyboardInterrupt, not with a turn's result"
+    )
+    assert second.problem == "" and second.is_value and second.transcript == turn

@@ -25,7 +25,7 @@ from ..render import MIME_TRANSCRIPT
 from . import views
 
 #: A recorded notebook larger than this is refused: nobody's turns need it, a hostile file might.
-MAX_NOTEBOOK_BYTES = 256 * 1024 * 1024
+MAX_NOTEBOOK_BYTES = 128 * 1024 * 1024
 #: The longest `TurnFailed` paragraph kept (a failed cell shows it again).
 MAX_FAILURE_CHARS = 20_000
 _MAGIC = "%%agent"
@@ -114,23 +114,27 @@ def _read_cell(
     transcript: Any = None
     is_value = False
     failure: str | None = None
+    other_error = ""
     for out in outputs:
         kind = out.get("output_type")
         data = out.get("data")
         if kind == "error" and out.get("ename") == "TurnFailed":
             failure = _source(out.get("evalue"))[:MAX_FAILURE_CHARS]
+        elif kind == "error":  # an interrupt, a usage error: not a turn's end to replay
+            other_error = views.text(out.get("ename"), 80) or "an error"
         elif kind in ("execute_result", "display_data") and isinstance(data, dict):
             if MIME_TRANSCRIPT in data and not is_value:  # the cell's value wins over a display
                 transcript, is_value = data[MIME_TRANSCRIPT], kind == "execute_result"
     problem = ""
-    if isinstance(transcript, str):  # a JSON type some tools save as a string
+    if other_error:
+        problem = f"its recorded run ended with {other_error}, not with a turn's result"
+    elif isinstance(transcript, str):  # a JSON type some tools save as a string
         try:
             transcript = json.loads(transcript)
         except (ValueError, RecursionError) as exc:
             problem = f"its recorded transcript is malformed: invalid JSON ({_short(exc)})"
-            transcript = None
     if problem:
-        pass
+        transcript = None
     elif transcript is None:
         problem = "it has no recorded turn (no output of type " + MIME_TRANSCRIPT + ")"
         if _background(line):
