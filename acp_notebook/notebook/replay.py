@@ -112,8 +112,8 @@ def serve(host: Host, opts: CellOptions, body: str) -> Any:
             publish.show({"text/markdown": f"*{mdsafe.text(line)}*", "text/plain": line})
             return RUN
         raise ReplayError(
-            f"Cannot replay {why}. Record the notebook again, or run the agents for the "
-            f"cells that changed with {ENV_MODE}=fill (acp-notebook run --replay=fill)."
+            f"Cannot replay {why}. Record the notebook again, or let such cells run their "
+            f"agent with {ENV_MODE}=fill (acp-notebook run --replay=fill)."
         )
     assert recorded is not None and recorded.transcript is not None
     return _replayed(host, opts, recorded, recorded.transcript)
@@ -125,7 +125,7 @@ def _replayed(
     result = TurnResult.from_json(transcript)
     if opts.out:
         host.user_ns[opts.out] = result
-    publish.show(publish.text(f"*{NOTE}*"))
+    publish.show({"text/markdown": f"*{NOTE}*", "text/plain": NOTE})
     if recorded.failure is not None:
         # As the run showed it: the record, then the paragraph the cell failed with.
         publish.show(publish.turn(transcript))
