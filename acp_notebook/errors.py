@@ -171,5 +171,17 @@ class HelpShown(AcpError):
     """`--help` printed the help: the magic stops there, without an error (not a failure)."""
 
 
+class ReplayError(AcpError, ValueError):
+    """A `%%agent` cell cannot be replayed (`ACP_NOTEBOOK_REPLAY`): the recorded notebook is
+    missing or malformed, or the cell has no recording, or changed since it was recorded.
+
+    Raised in the cell, like `TurnFailed`, so the run fails; the message names the cell.
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        # As TurnFailed: the message is the whole story, a Python traceback adds nothing.
+        return [f"\x1b[31mReplayError\x1b[0m: {self.args[0]}"]
+
+
 class TurnStateError(AcpError, RuntimeError):
     """A turn was moved in a way its state machine does not allow (a bug in the caller)."""

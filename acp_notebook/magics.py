@@ -88,6 +88,17 @@ class AcpNotebook(Magics):
     trace = Bool(
         False, help="Send a W3C traceparent in the _meta of every request to an agent."
     ).tag(config=True)
+    replay = Unicode(
+        "",
+        help="A recorded notebook to serve %%agent cells from, without agents "
+        "(the ACP_NOTEBOOK_REPLAY environment variable wins).",
+    ).tag(config=True)
+    replay_mode = CaselessStrEnum(
+        ["strict", "fill"],
+        "strict",
+        help="With replay: a cell that changed since the recording fails (strict) or runs its "
+        "agent (fill). The ACP_NOTEBOOK_REPLAY_MODE environment variable wins.",
+    ).tag(config=True)
     max_update_rate = Float(25.0, help="Display updates per second while a turn streams.").tag(
         config=True
     )

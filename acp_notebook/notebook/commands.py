@@ -10,7 +10,7 @@ from IPython.core.error import UsageError
 from IPython.display import display
 
 from ..errors import AcpError, CapabilityError
-from . import auth_cmds, publish, views
+from . import auth_cmds, publish, replay, views
 from .cell import apply_settings, open_session, start_error_message
 from .host import Host
 from .ledger import ledger_doc
@@ -158,6 +158,9 @@ def _status_facts(entry: NamedSession) -> dict[str, Any]:
 
 
 async def _status(host: Host, args: argparse.Namespace) -> None:
+    if not host.runtime.sessions and (replaying := replay.status(host)) is not None:
+        _show(replaying)  # a replay opens no session: say so rather than fail
+        return
     facts = _status_facts(_session(host, args))
     _show(status_doc(facts, _masker(host)))
     host.user_ns["_agent_status"] = publish.REDACTOR.obj(facts)  # the same facts as data

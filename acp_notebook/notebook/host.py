@@ -53,6 +53,14 @@ class Host(Protocol):
     def execution_count(self) -> int | None:
         """The number of the cell being run (for the ledger), when the shell says."""
 
+    @property
+    def replay(self) -> str:
+        """The recorded notebook `%%agent` cells are replayed from ("": run the agents)."""
+
+    @property
+    def replay_mode(self) -> str:
+        """`strict` (a changed cell fails) or `fill` (its agent runs)."""
+
     def registry(self) -> Registry:
         """The agents one can name, read anew (config, TOML file, built-ins)."""
 

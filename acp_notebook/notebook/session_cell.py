@@ -18,7 +18,7 @@ from ..errors import (
     TurnFailed,
 )
 from ..protocol.result import TurnResult
-from . import publish, views
+from . import publish, replay, views
 from .cell import (
     apply_settings,
     failure_message,
@@ -43,6 +43,8 @@ async def run(host: Host, opts: CellOptions, body: str) -> Any:
     """One `%%agent` cell: its value is the `TurnResult` (the `TurnHandle` with --background);
     a failed turn raises `TurnFailed`, a bad option a usage error."""
     opts.check()
+    if (replayed := replay.serve(host, opts, body)) is not replay.RUN:
+        return replayed  # ACP_NOTEBOOK_REPLAY: the recorded turn, no agent
     limit = host.runtime.ledger.turn_limit(opts.max_cost, host.max_cost_total)
     spec, note = _resolve(host, opts)
     client_options = host.client_options()

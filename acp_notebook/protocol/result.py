@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .coerce import dicts, integer, mapping, number, opt_text, text
 from .limits import DEFAULT_LIMITS, Budget
 from .state import (
     ErrorPart,
@@ -19,6 +20,7 @@ from .state import (
     TerminalView,
     ToolCallPart,
     Usage,
+    part_from_json,
 )
 
 #: Stop reasons that mean the agent finished the work it was given.
@@ -144,10 +146,58 @@ class TurnResult:
             **({"overBudget": True} if self.over_budget else {}),
         }
 
+    @classmethod
+    def from_json(cls, transcript: Any) -> TurnResult:
+        """The result a transcript (`to_json()`) records; total: never raises.
+
+        The transcript may come from a saved notebook (a replay): a key missing or of the wrong
+        type reads as absent, and `from_json(r.to_json()).to_json() == r.to_json()` for a result
+        `r`. The lists derived from the parts (tool calls, permissions, errors) are derived
+        again, as `finish` derives them, so they are the same objects as `parts` holds.
+        """
+        t = mapping(transcript)
+        parts = tuple(part_from_json(d) for d in dicts(t.get("parts")))
+        success = t.get("success")
+        answer = t.get("text")
+        tokens = t.get("tokens")
+        return cls(
+            turn_id=text(t.get("turnId")),
+            success=success if isinstance(success, bool) else False,
+            text=text(answer) if isinstance(answer, str) else _joined(parts, "agent"),
+            error=opt_text(t.get("error")),
+            stop_reason=opt_text(t.get("stopReason")),
+            usage=Usage.from_json(t.get("usage")),
+            cost=number(t.get("cost")),
+            plan=tuple(PlanEntry.list_from_json(t.get("plan"))),
+            tool_calls=tuple(p for p in parts if isinstance(p, ToolCallPart)),
+            thoughts=text(t.get("thoughts")),
+            permissions=tuple(p for p in parts if isinstance(p, PermissionPart)),
+            unknown_updates=tuple(p for p in parts if isinstance(p, RawPart)),
+            errors=tuple(p.message for p in parts if isinstance(p, ErrorPart)),
+            session_id=opt_text(t.get("sessionId")),
+            agent=opt_text(t.get("agent")),
+            prompt=tuple(dicts(t.get("prompt"))),
+            parts=parts,
+            duration=number(t.get("duration")) or 0.0,
+            tokens=dict(tokens) if isinstance(tokens, dict) else None,
+            terminals=tuple(dicts(t.get("terminals"))),
+            dropped={
+                k: n
+                for k, v in mapping(t.get("dropped")).items()
+                if isinstance(k, str) and (n := integer(v)) is not None
+            },
+        )
+
     def __repr__(self) -> str:
         state = "ok" if self.success else f"failed: {self.error or self.stop_reason}"
         text = self.text if len(self.text) <= 60 else self.text[:57] + "..."
         return f"<TurnResult {self.turn_id} {state} stop_reason={self.stop_reason!r} text={text!r}>"
+
+
+def _joined(parts: tuple[Part, ...], role: str) -> str:
+    return "\n\n".join(
+        p.text for p in parts if isinstance(p, MessagePart) and p.role == role and p.text
+    )
 
 
 def finish(
