@@ -245,6 +245,34 @@ def test_a_recorded_failure_fails_again_with_its_paragraph(tmp_path: Path) -> No
 
 
 @pytest.mark.timeout(240)
+def test_a_structured_answer_replays_as_the_schemas_object(tmp_path: Path) -> None:
+    answer = '```json\n{"name": "Lyon", "population": 522000}\n```'
+    cells = [
+        "from pydantic import BaseModel\n"
+        "class City(BaseModel):\n    name: str\n    population: int",
+        f"%%agent --agent rec --schema City --out c\n{script({'say': answer})}",
+        "print(repr(c.output), c.output_json)",
+    ]
+    log = tmp_path / "agent.jsonl"
+    recorded = record(tmp_path, cells, log)
+    nb = execute(new_nb(*cells), tmp_path, env=replay_env(tmp_path, recorded, no_agent(tmp_path)))
+    shown = text(nb.cells[2])
+    assert "City(name='Lyon', population=522000)" in shown, shown
+    assert "{'name': 'Lyon', 'population': 522000}" in shown
+    # A schema that no longer fits the recorded answer fails the replay, saying so.
+    changed = [cells[0] + "\n    mayor: str", *cells[1:]]
+    nb = execute(
+        new_nb(*changed),
+        tmp_path,
+        env=replay_env(tmp_path, recorded, no_agent(tmp_path)),
+        allow_errors=True,
+    )
+    [error] = [o for o in outputs(nb.cells[1]) if o.output_type == "error"]
+    assert error.ename == "ReplayError" and "no longer fits --schema City" in error.evalue
+    assert len(prompts(log)) == 1
+
+
+@pytest.mark.timeout(240)
 def test_background_replays_as_a_finished_handle(tmp_path: Path) -> None:
     log = tmp_path / "agent.jsonl"
     wait = "h = _\nr = await h.finished\nprint('R', r.text.strip(), h.result is r)"

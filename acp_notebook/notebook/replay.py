@@ -32,6 +32,7 @@ from IPython.core.error import UsageError
 
 from ..errors import ReplayError, TurnFailed
 from ..protocol.result import TurnResult
+from ..protocol.structured import OutputSpec
 from ..render import mdsafe
 from . import publish, views
 from .host import Host
@@ -123,6 +124,8 @@ def _replayed(
     host: Host, opts: CellOptions, recorded: RecordedCell, transcript: dict[str, Any]
 ) -> Any:
     result = TurnResult.from_json(transcript)
+    if opts.schema and result.output_json is not None:
+        result = _with_output(host, opts.schema, result)
     if opts.out:
         host.user_ns[opts.out] = result
     publish.show({"text/markdown": f"*{NOTE}*", "text/plain": NOTE})
@@ -248,3 +251,17 @@ class _Finished:
 
     async def _value(self) -> TurnResult:
         return self._result
+
+
+def _with_output(host: Host, schema: str, result: TurnResult) -> TurnResult:
+    """The recorded answer made into the `--schema`'s object again (a model instance, not its
+    JSON), validated anew: a schema that changed since the recording fails the cell here."""
+    try:
+        spec = OutputSpec.of(host.user_ns[schema])
+        return dataclasses.replace(result, output=spec.rebuild(result.output_json))
+    except KeyError:
+        raise ReplayError(
+            f"--schema {schema}: no pydantic model or JSON-schema dict here"
+        ) from None
+    except ValueError as exc:
+        raise ReplayError(f"the recorded answer no longer fits --schema {schema}: {exc}") from None

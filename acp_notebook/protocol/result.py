@@ -181,6 +181,10 @@ class TurnResult:
             duration=number(t.get("duration")) or 0.0,
             tokens=dict(tokens) if isinstance(tokens, dict) else None,
             terminals=tuple(dicts(t.get("terminals"))),
+            # As JSON: the object a schema made of it is rebuilt by whoever has the schema.
+            output=t.get("output"),
+            output_json=t.get("output"),
+            over_budget=t.get("overBudget") is True,
             dropped={
                 k: n
                 for k, v in mapping(t.get("dropped")).items()
