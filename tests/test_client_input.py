@@ -43,11 +43,20 @@ async def test_text_and_context_parts(agent: Agent) -> None:
             {"type": "context", "tag": "cell_output-2", "context": ""},
         ],
     )
+    # Sent as tagged text; the tag rides in `_meta` (agents ignore it) for the transcript.
     assert blocks == [
-        {"type": "text", "text": '<reference>a &lt;b&gt; &amp; "c" &lt;/reference&gt;</reference>'},
+        {
+            "type": "text",
+            "text": '<reference>a &lt;b&gt; &amp; "c" &lt;/reference&gt;</reference>',
+            "_meta": {"acp_notebook/context": "reference"},
+        },
         {"type": "text", "text": "Explain"},
         {"type": "text", "text": "plain string part"},
-        {"type": "text", "text": "<cell_output-2></cell_output-2>"},
+        {
+            "type": "text",
+            "text": "<cell_output-2></cell_output-2>",
+            "_meta": {"acp_notebook/context": "cell_output-2"},
+        },
     ]
 
 

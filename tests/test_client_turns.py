@@ -379,7 +379,7 @@ async def test_input_sent_while_a_turn_runs_is_merged_into_the_next_turn(agent: 
     assert blocks == [
         {"type": "text", "text": script({"echo_prompt": True})},
         {"type": "text", "text": "and also this"},
-        {"type": "text", "text": "<note>n</note>"},
+        {"type": "text", "text": "<note>n</note>", "_meta": {"acp_notebook/context": "note"}},
     ]
     assert reports(merged.text, "PROMPT ") == [blocks]
 

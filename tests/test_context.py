@@ -68,16 +68,19 @@ def test_with_sends_variables_before_the_prompt(tmp_path: Path) -> None:
             "data = {'rows': 3, 'note': '<b>&'}",
             f"%%agent --agent {scripted()} --with data --out r\n"
             + nb_script({"echo_prompt": True}),
-            "import json\nprint(json.dumps(r.prompt))",
+            "import json\nprint(json.dumps([r.prompt, r.text]))",
             f"%%agent --agent {scripted()} --with missing\nhi",
         ],
         tmp_path,
         allow_errors=True,
     )
-    blocks = json.loads(text(nb.cells[2]).strip().splitlines()[-1])
-    first = blocks[0]["text"]
-    assert first.startswith("<variable>") and "name: data" in first
-    assert "&lt;b&gt;&amp;" in first  # the body is XML-escaped
-    assert blocks[1]["text"].startswith("#script")  # then the cell's own text
+    # The record keeps the context part as itself (tag and body); the agent got it as
+    # XML-escaped tagged text, before the cell's own text.
+    blocks, answer = json.loads(text(nb.cells[2]).strip().splitlines()[-1])
+    assert blocks[0]["type"] == "context" and blocks[0]["tag"] == "variable"
+    assert "name: data" in blocks[0]["context"] and "'<b>&'" in blocks[0]["context"]
+    assert blocks[1]["text"].startswith("#script")
+    # (The scripted agent echoes a prompt whose first block is not a script: what it got.)
+    assert answer.startswith("echo: <variable>name: data") and "&lt;b&gt;&amp;" in answer
     shown = text(nb.cells[3])  # a usage error: one line, no traceback
     assert "UsageError" in shown and "no variable 'missing'" in shown, shown

@@ -28,6 +28,7 @@ from ..protocol import jsonrpc as rpc
 from ..protocol.fold import SessionFold
 from ..protocol.limits import token_counts
 from ..protocol.mutations import Mutation, RequestWarning, TurnStarted
+from ..protocol.recorded_prompt import recorded
 from ..protocol.result import TurnRecord, TurnResult
 from ..protocol.state import Usage
 from ..protocol.turnstate import TurnOutcome, TurnState
@@ -152,7 +153,7 @@ class TurnRunner:
 
     async def _run(self, turn: TurnHandle) -> None:
         fold = self._fold
-        record = fold.begin_turn(turn.id, turn.prompt)
+        record = fold.begin_turn(turn.id, _recorded(turn))
         record.terminals = {}
         self._emit(TurnStarted(turn.id))
         outcome = await self._attempts(turn)
@@ -186,7 +187,7 @@ class TurnRunner:
             return
         self._cancel_permissions()
         cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
-        record = self._fold.end_turn() or TurnRecord(turn_id=turn.id, prompt=turn.prompt)
+        record = self._fold.end_turn() or TurnRecord(turn_id=turn.id, prompt=_recorded(turn))
         self._end(
             turn,
             record,
@@ -350,7 +351,7 @@ class TurnRunner:
         turn.machine.advance(TurnState.CANCELLING)
         if turn is self.queued:  # never sent: it ends cancelled without reaching the agent
             self.queued = None
-            self._end(turn, TurnRecord(turn_id=turn.id, prompt=turn.prompt), _CANCELLED)
+            self._end(turn, TurnRecord(turn_id=turn.id, prompt=_recorded(turn)), _CANCELLED)
             return
         if turn is not self.running:
             return
@@ -386,3 +387,8 @@ _KILLED = (
     "the agent did not answer session/cancel within {:g} s and was stopped; the next "
     "prompt starts a fresh agent process"
 )
+
+
+def _recorded(turn: TurnHandle) -> list[dict[str, Any]]:
+    """The turn's prompt as its record keeps it (`protocol/recorded_prompt.py`)."""
+    return recorded(turn.prompt, turn.session.cwd)

@@ -20,6 +20,7 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 from ..errors import PromptError
+from .recorded_prompt import CONTEXT_META
 
 TAG_RE = re.compile(r"[a-z][a-z0-9_-]*\Z")
 _PASSTHROUGH = frozenset({"image", "audio", "resource", "resource_link"})
@@ -79,9 +80,9 @@ def normalize(query: str | list[Any] | tuple[Any, ...]) -> list[Part]:
             if text:
                 parts.append({"type": "text", "text": text})
         elif kind == "context":
-            parts.append(
-                {"type": "text", "text": context_text(item.get("tag"), item.get("context"), i)}
-            )
+            text = context_text(item.get("tag"), item.get("context"), i)
+            # The tag rides along so the transcript can keep the part as a context part.
+            parts.append({"type": "text", "text": text, "_meta": {CONTEXT_META: item["tag"]}})
         elif kind == "file":
             url = item.get("url") or item.get("path")
             if not isinstance(url, str) or not url:
