@@ -130,8 +130,8 @@ def _jobs(notebooks: list[Path], where: str | None) -> list[tuple[Path, Path]]:
         if not nb.is_file():
             raise ValueError(f"no such notebook: {nb}")
     output = Path(where) if where is not None else None
-    as_dir = output is not None and (
-        len(notebooks) > 1 or output.is_dir() or where.endswith(("/", os.sep))
+    as_dir = where is not None and (
+        len(notebooks) > 1 or Path(where).is_dir() or where.endswith(("/", os.sep))
     )
     jobs = []
     for nb in notebooks:

@@ -183,7 +183,7 @@ class TurnPrinter:
             out.append(Line(f"Plan: {done} of {len(turn.plan)} steps completed", "dim"))
         if turn.error and turn.error not in {e.message for e in turn.errors}:
             out.append(Line(f"✗ failed: {self._safe(turn.error)}", "fail"))
-        footer = " · ".join(self._safe(p) for p in labels.footer(turn))
+        footer = " · ".join(self._safe(p).replace("\u00a0", " ") for p in labels.footer(turn))
         if footer:
             out.append(Line(f"— {footer}", "ok" if turn.success else "fail"))
         return out
