@@ -46,7 +46,11 @@ class Line:
 
 
 def safe(value: str, redactor: Redactor | None = None, limit: int = MAX_LINE) -> str:
-    """One line of agent text fit for a terminal: masked, no escapes or controls, bounded."""
+    """One line of agent text fit for a terminal: masked, no escapes or controls, bounded.
+
+    The work is bounded too: only a window of `8 * limit` characters is read (escape sequences
+    removed from it may shorten it a lot; what is past the window would be cut anyway)."""
+    value = value[: 8 * limit]
     if redactor is not None:
         value = redactor.text(value)
     value = _UNSAFE.sub("", terminal_text(value)).replace("\t", "    ")
