@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tomllib
@@ -21,6 +23,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from acp_notebook.run import cli
+from tests.agents.script import agent_command, script
 from tests.nb_util import KERNELSPEC, MIME_TURN, kernel_env, outputs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -95,6 +98,34 @@ def test_a_failed_turn_exits_1_with_its_turnfailed_paragraph(tmp_path: Path) -> 
     assert "demo failure" in error["evalue"]
     assert outputs(saved.cells[1]) == []  # the run stopped at the failed cell
     assert re.search(r"✗ fails\.ipynb in .*failed at cell 1 of 2 .*→ saved\.ipynb", out)
+
+
+@pytest.mark.timeout(120)
+def test_the_answer_is_printed_while_the_turn_runs_and_an_interrupt_saves(tmp_path: Path) -> None:
+    # The agent says a line, then sleeps ten minutes: the line can only be read in time if it
+    # is printed from the live updates, not from the cell's final value.
+    body = script({"say": "streamed line\nnot yet whole"}, {"sleep": 600})
+    notebook(tmp_path / "slow.ipynb", f"%%agent\n{body}", "print('not reached')")
+    environ = kernel_env(tmp_path, PYTHONPATH=str(REPO))
+    command = [sys.executable, "-m", "acp_notebook.run", "run", "slow.ipynb"]
+    command += ["--agent", shlex.join(agent_command())]
+    with subprocess.Popen(
+        command, cwd=tmp_path, env=environ, stdout=subprocess.PIPE, text=True
+    ) as runner:
+        assert runner.stdout is not None
+        seen = []
+        for line in runner.stdout:
+            seen.append(line)
+            if "streamed line" in line:
+                break
+        assert seen[-1] == "    streamed line\n", seen
+        runner.send_signal(signal.SIGINT)  # Ctrl-C: the kernel is stopped, the notebook saved
+        rest = runner.stdout.read()
+        assert runner.wait(60) == 1
+    assert "not yet whole" not in rest  # the turn never finished the line
+    assert re.search(r"✗ slow\.ipynb in .*: failed at cell 1 of 2: ", rest), rest
+    saved = nbformat.read(tmp_path / "slow.out.ipynb", as_version=4)
+    assert outputs(saved.cells[1]) == []
 
 
 @pytest.mark.timeout(120)

@@ -87,7 +87,8 @@ class Outcome:
         where = f"→ {self.output}"
         if self.ok:
             return Line(f"✓ {head}: {self.totals.line()} {where}", "ok")
-        why = f"failed at {self.failed_cell}" if self.failed_cell else self.error or "failed"
+        why = f"failed at {self.failed_cell}" if self.failed_cell else "failed"
+        why += f": {self.error}" if self.error else ""
         return Line(f"✗ {head}: {why} · {self.totals.line()} {where}", "fail")
 
 
@@ -181,7 +182,7 @@ class RunClient(NotebookClient):
         started = time.monotonic()
         try:
             result = await run
-        except CellExecutionError:
+        except BaseException:  # a failed cell, or the kernel gone (an interrupt, a crash)
             self.view.end(label, False, time.monotonic() - started)
             raise
         self.view.end(label, True, time.monotonic() - started)
@@ -214,7 +215,12 @@ async def run_notebook(path: Path, output: Path, settings: Settings, out: Tagged
     except CellExecutionError:
         outcome.failed_cell = f"cell {view.ordinal} of {code_cells}"
     except Exception as exc:  # the kernel died or would not start: reported, not a traceback
-        outcome.error = safe(f"{type(exc).__name__}: {exc}", view.redactor, limit=1000)
+        # nbclient answers an interrupt (Ctrl-C) by shutting the kernel down; the cell it ran
+        # then ends in an exception that may say nothing.
+        detail = str(exc).strip() or "the kernel stopped (interrupted, or it died)"
+        outcome.error = safe(f"{type(exc).__name__}: {detail}", view.redactor, limit=1000)
+        if view.ordinal:
+            outcome.failed_cell = f"cell {view.ordinal} of {code_cells}"
         out.line(f"✗ {outcome.error}", "fail")
     finally:
         output.parent.mkdir(parents=True, exist_ok=True)
