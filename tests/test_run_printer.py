@@ -211,3 +211,15 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(monkeypatch: pytest.M
     stream = Tty()
     Console(stream, colour=True).tagged("[a] ").write([Line("ok", "ok"), Line("plain")])
     assert stream.getvalue() == "[a] \x1b[32mok\x1b[0m\n[a] plain\n"
+
+
+def test_a_rewritten_plan_is_printed_again() -> None:
+    printer = TurnPrinter()
+    assert texts(printer.feed(turn(plan("pending")))) == ["Plan:", "  1. step 1"]
+    revised = plan("completed", "pending")
+    assert texts(printer.feed(turn(revised))) == ["Plan, revised:", "  1. step 1", "  2. step 2"]
+    assert texts(printer.feed(turn(revised | {"entries": revised["entries"][::-1]}))) == [
+        "Plan, revised:",
+        "  1. step 2",
+        "  2. step 1",
+    ]

@@ -84,6 +84,9 @@ class TurnPrinter:
         self.last = turn
         self.finished = final
         out: list[Line] = []
+        steps = tuple(e.content for e in turn.plan)
+        if self._plan and steps and steps != self._plan:  # rewritten after it was printed
+            out += self._steps(steps, "Plan, revised:")
         parts = turn.parts
         while self._pos < len(parts):
             settled = final or self._pos < len(parts) - 1
@@ -114,19 +117,22 @@ class TurnPrinter:
             out.append(self._permission(part, turn))
             return True
         if isinstance(part, PlanPart):
-            # Its steps when they are first seen or rewritten, not every status change (how
-            # many a run sees depends on the snapshots); the end says how many were completed.
+            # Its steps when first seen (and when rewritten, see feed), not every status change
+            # (how many a run sees depends on the snapshots); the end says how many were done.
             steps = tuple(e.content for e in part.entries)
-            if steps and steps != self._plan:
-                self._plan = steps
-                out.append(Line("Plan:", "dim"))
-                out += [Line(f"  {i}. {self._safe(s)}", "dim") for i, s in enumerate(steps, 1)]
+            if steps and not self._plan:
+                out += self._steps(steps, "Plan:")
             return bool(self._plan) or settled
         if isinstance(part, ErrorPart):
             out.append(Line(f"⚠ {part.level}: {self._safe(part.message)}", "warn"))
         elif isinstance(part, RawPart):
             out.append(Line(f"❔ unknown update {self._safe(part.update_kind or '?')}", "dim"))
         return True
+
+    def _steps(self, steps: tuple[str, ...], title: str) -> list[Line]:
+        self._plan = steps
+        numbered = (Line(f"  {i}. {self._safe(s)}", "dim") for i, s in enumerate(steps, 1))
+        return [Line(title, "dim"), *numbered]
 
     def _message(self, text: str, settled: bool, out: list[Line]) -> None:
         new = text[self._consumed :] if len(text) >= self._consumed else ""
