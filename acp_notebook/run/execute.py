@@ -217,8 +217,9 @@ async def run_notebook(path: Path, output: Path, settings: Settings, out: Tagged
     except Exception as exc:  # the kernel died or would not start: reported, not a traceback
         # nbclient answers an interrupt (Ctrl-C) by shutting the kernel down; the cell it ran
         # then ends in an exception that may say nothing.
-        detail = str(exc).strip() or "the kernel stopped (interrupted, or it died)"
-        outcome.error = safe(f"{type(exc).__name__}: {detail}", view.redactor, limit=1000)
+        detail = str(exc).strip()
+        what = f"{type(exc).__name__}: {detail}" if detail else "the kernel stopped (interrupted?)"
+        outcome.error = safe(what, view.redactor, limit=1000)
         if view.ordinal:
             outcome.failed_cell = f"cell {view.ordinal} of {code_cells}"
         out.line(f"✗ {outcome.error}", "fail")
