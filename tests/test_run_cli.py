@@ -8,6 +8,7 @@ diff before committing it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -24,7 +25,15 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from acp_notebook.run import cli
 from tests.agents.script import agent_command, script
-from tests.nb_util import KERNELSPEC, MIME_TURN, kernel_env, outputs
+from tests.nb_util import (
+    KERNELSPEC,
+    MIME_TURN,
+    RecordingClient,
+    execute,
+    kernel_env,
+    outputs,
+    scripted,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 SNAPSHOT = REPO / "tests" / "snapshots" / "run_quickstart.txt"
@@ -125,6 +134,31 @@ def test_the_answer_is_printed_while_the_turn_runs_and_an_interrupt_saves(tmp_pa
     assert re.search(r"✗ slow\.ipynb in .*: failed at cell 1 of 2: ", rest), rest
     saved = nbformat.read(tmp_path / "slow.out.ipynb", as_version=4)
     assert outputs(saved.cells[1]) == []
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("live", ["1", ""])
+def test_live_updates_carry_the_masked_transcript_only_for_the_runner(
+    live: str, tmp_path: Path
+) -> None:
+    key = "sk-test-0123456789abcdefghijklmn"
+    steps = [{"say": "the key is "}, {"sleep": 0.3}, {"say": f"{key} end"}, {"sleep": 0.3}]
+    clients: list[RecordingClient] = []
+    env = kernel_env(tmp_path, DEMO_API_KEY=key, ACP_NOTEBOOK_LIVE_TRANSCRIPT=live)
+    nb = execute([f"%%agent --agent {scripted()}\n{script(*steps)}"], tmp_path, env=env,
+                 client_out=clients)  # fmt: skip
+    updates = [m["content"]["data"] for m in clients[0].of_type("update_display_data", 0)]
+    live_turns = [d[MIME_TURN] for d in updates if MIME_TURN in d]
+    if live:
+        assert len(live_turns) >= 2 and live_turns[0]["success"] is None
+        assert any("the key is" in t["text"] for t in live_turns)
+    else:
+        assert live_turns == [] and updates  # as before: plain text and HTML only
+    kinds = ("display_data", "update_display_data", "execute_result")
+    shown = json.dumps([m["content"] for k in kinds for m in clients[0].of_type(k, 0)])
+    assert "the key is" in shown and key[:12] not in shown
+    # The saved notebook is the same either way: the record, not the live updates.
+    assert [o["output_type"] for o in outputs(nb.cells[0])] == ["display_data", "execute_result"]
 
 
 @pytest.mark.timeout(120)
