@@ -93,11 +93,13 @@ def test_quickstart_prints_every_turn_and_saves_its_outputs(tmp_path: Path) -> N
 
 @pytest.mark.timeout(120)
 def test_a_failed_turn_exits_1_with_its_turnfailed_paragraph(tmp_path: Path) -> None:
-    notebook(tmp_path / "fails.ipynb", "%%agent\n/fail on purpose", "print('not reached')")
+    # --quiet: no live display, only the failed turn's record, shown when it ends.
+    notebook(tmp_path / "fails.ipynb", "%%agent --quiet\n/fail on purpose", "print('not reached')")
     done = run_cli(tmp_path, "fails.ipynb", "--output", "saved.ipynb")
     assert done.returncode == 1, done.stdout + done.stderr
     out = done.stdout
-    assert "[1/2] %%agent … failed" in out
+    assert "[1/2] %%agent --quiet … failed" in out
+    assert re.search(r"\n  — acp_notebook demo agent · .* · failed\n", out), out
     # The paragraph `TurnFailed` carries, line by line, as the cell's error shows it.
     saved = nbformat.read(tmp_path / "saved.ipynb", as_version=4)
     (error,) = [o for o in outputs(saved.cells[0]) if o["output_type"] == "error"]

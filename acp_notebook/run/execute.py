@@ -22,7 +22,6 @@ from nbclient.exceptions import CellExecutionError
 from nbformat import NotebookNode
 
 from ..protocol.redact import Redactor
-from ..protocol.transcript import read_turn
 from ..render import MIME_TRANSCRIPT
 from . import params
 from .console import Tagged
@@ -145,9 +144,7 @@ class NotebookView:
             return
         turn_id = transcript["turnId"]
         printer = self.printers.get(turn_id)
-        if printer is None:
-            if read_turn(transcript).success is not None and kind != "execute_result":
-                return  # an old turn's record shown again (a variable displayed): not a turn
+        if printer is None:  # a turn shown again later (a variable displayed) adds nothing
             printer = self.printers[turn_id] = TurnPrinter(self.redactor, self.quiet)
         was_finished = printer.finished
         self.out.write(
