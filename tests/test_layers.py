@@ -62,6 +62,7 @@ LAYER_OF: dict[str, str] = {
     "notebook": "notebook",
     "magics": "magics",
     "demo_agent": "demo_agent",
+    "run": "run",
 }
 
 # The layers each layer may import (itself always included). `base` (errors, the version)
@@ -79,6 +80,7 @@ LAYERS: dict[str, set[str]] = {
     "magics": {"base", "protocol", "client", "render", "widgets", "notebook", "magics"},
     "root": {"base", "protocol", "client", "render", "widgets", "notebook", "magics", "root"},
     "demo_agent": {"demo_agent"},
+    "run": {"base", "protocol", "client", "render", "run"},
 }
 
 # Third-party packages a pure layer must not import (checked on the top-level name).

@@ -95,9 +95,19 @@ class LiveView:
         return self._done
 
     def _bundle(self) -> dict[str, Any]:
+        import os
+
+        from ..render import MIME_TRANSCRIPT
+
         transcript = live_transcript(self.session, self._record(), self.turn, self.note)
+        formats: tuple[str, ...] = LIVE_FORMATS
+        # Headless under `acp-notebook run`, which sets this: the runner reads the turn from
+        # every update's transcript to print it as it streams (the saved notebook keeps only
+        # the final record, which replaces these updates).
+        if self.controls is None and os.environ.get("ACP_NOTEBOOK_LIVE_TRANSCRIPT") == "1":
+            formats = (*LIVE_FORMATS, MIME_TRANSCRIPT)
         # live: a text ending in the start of a key holds that end back until the next redraw.
-        return publish.turn(transcript, live=True, formats=LIVE_FORMATS, redactor=self.redactor)
+        return publish.turn(transcript, live=True, formats=formats, redactor=self.redactor)
 
     async def _render_loop(self) -> None:
         while not self._finished():

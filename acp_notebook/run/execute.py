@@ -1,0 +1,245 @@
+"""Executing notebooks on nbclient for `acp-notebook run`, printing each turn as it streams.
+
+The kernel is configured without touching the notebook's cells: the agent, `--allow`, `--deny`
+and `--timeout` go on the kernel's command line as `--AcpNotebook.*` traitlets options (what
+`c.AcpNotebook.*` in a config file would set), the replay and live-transcript switches in its
+environment. `ACP_NOTEBOOK_LIVE_TRANSCRIPT=1` makes the kernel's live display updates carry the
+turn's transcript, which `RunClient.process_message` hands to a `TurnPrinter` per turn id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+from nbformat import NotebookNode
+
+from ..protocol.redact import Redactor
+from ..render import MIME_TRANSCRIPT
+from . import params
+from .console import Tagged
+from .printer import Line, TurnPrinter, safe
+from .summary import Totals, seconds
+
+#: Lines of a failed cell's error shown (the `TurnFailed` paragraph is far shorter).
+ERROR_LINES = 40
+LIVE_ENV = "ACP_NOTEBOOK_LIVE_TRANSCRIPT"
+REPLAY_ENV = "ACP_NOTEBOOK_REPLAY"
+REPLAY_MODE_ENV = "ACP_NOTEBOOK_REPLAY_MODE"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What every notebook of one run gets."""
+
+    agent: str | None = None
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    timeout: float | None = None
+    parameters: dict[str, Any] = field(default_factory=dict)
+    replay: str | None = None  # None, "record" or "fill"
+    quiet: bool = False
+
+    def kernel_args(self) -> list[str]:
+        """Traitlets options for the kernel's command line: `c.AcpNotebook.*` without a file."""
+        # A list option is given once per item: traitlets appends them.
+        args = [f"--AcpNotebook.allow={kind}" for kind in self.allow]
+        args += [f"--AcpNotebook.deny={kind}" for kind in self.deny]
+        if self.timeout is not None:
+            args.append(f"--AcpNotebook.timeout={self.timeout!r}")
+        return args
+
+    def kernel_env(self, notebook: Path) -> dict[str, str]:
+        env = {**os.environ, LIVE_ENV: "1"}
+        if self.agent:
+            env["ACP_NOTEBOOK_AGENT"] = self.agent
+        if self.replay is not None:
+            env[REPLAY_ENV] = str(notebook.resolve())
+            if self.replay == "fill":
+                env[REPLAY_MODE_ENV] = "fill"
+            else:
+                env.pop(REPLAY_MODE_ENV, None)
+        return env
+
+
+@dataclass(slots=True)
+class Outcome:
+    """How one notebook's run ended."""
+
+    notebook: Path
+    output: Path
+    ok: bool = False
+    failed_cell: str = ""  # "[3/7] %%agent …" of the cell that failed
+    error: str = ""  # what went wrong, when not a cell (the kernel died, a bad notebook)
+    totals: Totals = field(default_factory=Totals)
+    seconds: float = 0.0
+
+    def line(self) -> Line:
+        head = f"{self.notebook.name} in {seconds(self.seconds)}"
+        where = f"→ {self.output}"
+        if self.ok:
+            return Line(f"✓ {head}: {self.totals.line()} {where}", "ok")
+        why = f"failed at {self.failed_cell}" if self.failed_cell else "failed"
+        why += f": {self.error}" if self.error else ""
+        return Line(f"✗ {head}: {why} · {self.totals.line()} {where}", "fail")
+
+
+class NotebookView:
+    """What the terminal shows of one notebook: cells' progress lines and their turns."""
+
+    def __init__(self, out: Tagged, settings: Settings, code_cells: int) -> None:
+        self.out = out
+        self.quiet = settings.quiet
+        self.code_cells = code_cells
+        self.redactor = Redactor(environ=os.environ)
+        self.printers: dict[str, TurnPrinter] = {}
+        self.totals = Totals()
+        self.ordinal = 0
+        self.error: tuple[str, str] | None = None  # (ename, evalue) of the running cell
+
+    def start(self, cell: NotebookNode) -> str:
+        self.ordinal += 1
+        self.error = None
+        label = f"[{self.ordinal}/{self.code_cells}] {safe(_first_line(cell.source), limit=60)}"
+        if not self.quiet and cell.source.lstrip().startswith("%%agent"):
+            self.out.line(label, "bold")
+        return label
+
+    def end(self, label: str, ok: bool, elapsed: float) -> None:
+        if ok and not self.quiet:
+            self.out.line(f"{label} … ok {seconds(elapsed)}", "dim")
+        elif not ok:
+            self.out.line(f"{label} … failed {seconds(elapsed)}", "fail")
+            self.out.write(self.error_lines())
+
+    def error_lines(self) -> list[Line]:
+        """The cell's error, plainly: a `TurnFailed` paragraph as it is, else `Name: message`."""
+        if self.error is None:
+            return []
+        ename, evalue = self.error
+        text = evalue if ename == "TurnFailed" else f"{ename}: {evalue}"
+        lines = text.splitlines()[:ERROR_LINES] or [ename]
+        return [Line("  " + safe(x, self.redactor, limit=1000), "fail") for x in lines]
+
+    def message(self, msg: dict[str, Any]) -> None:
+        kind = msg.get("msg_type")
+        content = msg.get("content")
+        if not isinstance(content, dict):
+            return
+        if kind == "error":
+            self.error = (str(content.get("ename", "")), str(content.get("evalue", "")))
+            return
+        if kind not in ("display_data", "update_display_data", "execute_result"):
+            return
+        data = content.get("data")
+        transcript = data.get(MIME_TRANSCRIPT) if isinstance(data, dict) else None
+        if not isinstance(transcript, dict) or not isinstance(transcript.get("turnId"), str):
+            return
+        turn_id = transcript["turnId"]
+        printer = self.printers.get(turn_id)
+        if printer is None:  # a turn shown again later (a variable displayed) adds nothing
+            printer = self.printers[turn_id] = TurnPrinter(self.redactor, self.quiet)
+        was_finished = printer.finished
+        self.out.write(
+            [Line(f"  {x.text}" if x.text else "", x.style) for x in printer.feed(transcript)]
+        )
+        if printer.finished and not was_finished and printer.last is not None:
+            self.totals.add(printer.last)
+
+
+class RunClient(NotebookClient):
+    """A NotebookClient that shows every cell's progress and every turn on a `NotebookView`."""
+
+    def __init__(self, nb: NotebookNode, view: NotebookView, **kwargs: Any) -> None:
+        super().__init__(nb, **kwargs)
+        self.view = view
+
+    def process_message(self, msg: dict[str, Any], cell: NotebookNode, cell_index: int) -> Any:
+        self.view.message(msg)
+        return super().process_message(msg, cell, cell_index)
+
+    async def async_execute_cell(
+        self,
+        cell: NotebookNode,
+        cell_index: int,
+        execution_count: int | None = None,
+        store_history: bool = True,
+    ) -> NotebookNode:
+        run = super().async_execute_cell(cell, cell_index, execution_count, store_history)
+        if cell.cell_type != "code" or not cell.source.strip():
+            return await run
+        label = self.view.start(cell)
+        started = time.monotonic()
+        try:
+            result = await run
+        except BaseException:  # a failed cell, or the kernel gone (an interrupt, a crash)
+            self.view.end(label, False, time.monotonic() - started)
+            raise
+        self.view.end(label, True, time.monotonic() - started)
+        return result
+
+
+async def run_notebook(path: Path, output: Path, settings: Settings, out: Tagged) -> Outcome:
+    """Execute one notebook, print it as it runs, save it (also when a cell failed)."""
+    outcome = Outcome(path, output)
+    started = time.monotonic()
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception as exc:  # unreadable or not a notebook: this notebook fails, others run
+        outcome.error = f"cannot read the notebook: {exc}"
+        return outcome
+    params.inject(nb, settings.parameters)
+    code_cells = sum(c.cell_type == "code" and bool(c.source.strip()) for c in nb.cells)
+    view = NotebookView(out, settings, code_cells)
+    client = RunClient(
+        nb,
+        view,
+        timeout=None,
+        startup_timeout=120,
+        extra_arguments=settings.kernel_args(),
+        resources={"metadata": {"path": str(path.parent.resolve())}},
+    )
+    try:
+        await client.async_execute(env=settings.kernel_env(path))
+        outcome.ok = True
+    except CellExecutionError:
+        outcome.failed_cell = f"cell {view.ordinal} of {code_cells}"
+    except Exception as exc:  # the kernel died or would not start: reported, not a traceback
+        # nbclient answers an interrupt (Ctrl-C) by shutting the kernel down; the cell it ran
+        # then ends in an exception that may say nothing.
+        detail = str(exc).strip()
+        what = f"{type(exc).__name__}: {detail}" if detail else "the kernel stopped (interrupted?)"
+        outcome.error = safe(what, view.redactor, limit=1000)
+        if view.ordinal:
+            outcome.failed_cell = f"cell {view.ordinal} of {code_cells}"
+        out.line(f"✗ {outcome.error}", "fail")
+    finally:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, output)
+        outcome.totals = view.totals
+        outcome.seconds = time.monotonic() - started
+    return outcome
+
+
+async def run_all(
+    jobs: list[tuple[Path, Path]], settings: Settings, outs: list[Tagged], parallel: int
+) -> list[Outcome]:
+    """Run the notebooks, at most `parallel` at once, in the order given."""
+    gate = asyncio.Semaphore(max(parallel, 1))
+
+    async def one(job: tuple[Path, Path], out: Tagged) -> Outcome:
+        async with gate:
+            return await run_notebook(job[0], job[1], settings, out)
+
+    return list(await asyncio.gather(*(one(j, o) for j, o in zip(jobs, outs, strict=True))))
+
+
+def _first_line(source: str) -> str:
+    return next((line for line in source.splitlines() if line.strip()), "").strip()
