@@ -31,6 +31,7 @@ from .errors import (
     RequestTimeoutError,
     RpcError,
     TurnFailed,
+    TurnInterrupted,
     TurnStateError,
 )
 from .protocol.limits import Limits
@@ -116,6 +117,7 @@ __all__ = [
     "TurnFailed",
     "TurnFinished",
     "TurnHandle",
+    "TurnInterrupted",
     "TurnResult",
     "TurnStarted",
     "TurnStateError",
