@@ -405,6 +405,36 @@ def test_background_returns_a_handle_and_finished_resolves(tmp_path: Path) -> No
     assert "Stopped turn" in stopped and "cancelled" in stopped
 
 
+@pytest.mark.timeout(60)
+def test_background_out_stays_the_handle_after_the_turn_ends(tmp_path: Path) -> None:
+    agent = scripted()
+    nb = execute(
+        [
+            f"%%agent --background --out h --agent {agent}\n"
+            + script({"say": "from the background"}, {"sleep": 0.3}, {"say": " and done"}),
+            "handle = h\nprint(type(h).__name__, h.result)",
+            "r = await h.finished\nimport asyncio\n"
+            # The cell's background finisher (which used to rebind h) has ended too.
+            "while any(getattr(t.get_coro(), '__qualname__', '') == '_finish_later'\n"
+            "          for t in asyncio.all_tasks()):\n"
+            "    await asyncio.sleep(0.01)",
+            "import json\n"
+            "print(json.dumps([type(h).__name__, h is handle, h is Out[1], h.result is r,\n"
+            "                  (await h.finished) is r, r.text]))",
+        ],
+        tmp_path,
+    )
+    assert text(nb.cells[1]).split() == ["TurnHandle", "None"]  # bound at once, still running
+    assert last_json(nb.cells[3]) == [
+        "TurnHandle",
+        True,
+        True,
+        True,
+        True,
+        "from the background and done",
+    ]
+
+
 # -- %agent --------------------------------------------------------------------------------------
 
 

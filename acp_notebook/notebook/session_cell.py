@@ -65,6 +65,7 @@ async def run(host: Host, opts: CellOptions, body: str) -> Any:
     view.start()
     left = None if timeout is None else max(deadline - anyio.current_time(), 0.001)
     if opts.background:
+        _bind(host, opts, turn)  # for good: `NAME.result` holds the result once the turn ends
         _spawn(_finish_later(host, opts, turn, view, left, timeout))
         return turn
     return await _finish(host, opts, spec, session, turn, view, left, timeout)
@@ -110,7 +111,6 @@ async def _finish_later(
     result, _ = await wait_turn(turn, left, host.cancel_grace, timeout)
     view.finish(result, keep_record=True)
     await view.aclose()
-    _bind(host, opts, result)
 
 
 async def _finish(
@@ -219,9 +219,9 @@ def _variables(host: Host, names: list[str]) -> list[dict[str, Any]]:
     return parts
 
 
-def _bind(host: Host, opts: CellOptions, result: TurnResult) -> None:
+def _bind(host: Host, opts: CellOptions, value: TurnResult | TurnHandle) -> None:
     if opts.out:
-        host.user_ns[opts.out] = result
+        host.user_ns[opts.out] = value
 
 
 _TASKS: set[Any] = set()
