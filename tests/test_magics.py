@@ -113,6 +113,19 @@ def test_plain_turn_saves_static_record_and_binds_result(tmp_path: Path) -> None
 
 
 @pytest.mark.timeout(60)
+def test_the_demo_agent_notice_is_shown_once_per_kernel(tmp_path: Path) -> None:
+    nb = execute(["%%agent\nfirst", "%%agent --quiet\nsecond", "%%agent -s other\nthird"], tmp_path)
+
+    def notices(cell) -> list[str]:
+        return [t for t in data(cell, "text/plain") if "No agent is configured" in t]
+
+    assert len(notices(nb.cells[0])) == 1, nb.cells[0].outputs
+    for cell in nb.cells[1:]:
+        assert notices(cell) == [], cell.outputs
+        assert only_transcript(cell)["success"] is True
+
+
+@pytest.mark.timeout(60)
 def test_display_updates_are_coalesced(tmp_path: Path) -> None:
     # 100 bursts of 5 chunks, 10 ms apart: 500 chunks in about a second of streaming. Without
     # the cap (max_update_rate = 1000) this cell sent about 180 display updates.

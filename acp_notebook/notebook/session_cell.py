@@ -57,10 +57,10 @@ async def run(host: Host, opts: CellOptions, body: str) -> Any:
     except PromptError as exc:
         raise UsageError(str(exc)) from None
     view = _live_view(host, spec, session, turn, opts)
-    # Shown for every turn, not only with --quiet: a successful turn's live display is cleared
-    # (the cell's value shows the record, and the renderers do not draw the transcript's "note"),
-    # so this line is the only place a saved notebook tells that the demo agent answered.
-    if note:  # our own words, no agent text: safe as Markdown
+    # Once per kernel, with --quiet too: a successful turn's live display is cleared (the cell's
+    # value shows the record, and the renderers do not draw the transcript's "note"), so this
+    # line is where a saved notebook tells that the demo agent answered; every cell is too many.
+    if note and host.runtime.first_time(note):  # our own words, no agent text: safe as Markdown
         publish.show({"text/markdown": f"*{note}*", "text/plain": note})
     view.start()
     left = None if timeout is None else max(deadline - anyio.current_time(), 0.001)
