@@ -1,8 +1,10 @@
 """A chat with a session, as a widget: type, send, watch the turn stream, stop it.
 
-`%agent chat` shows one. It talks to the same session as the cells (`--session`), so a
-conversation can move between cells and the chat. Each turn is drawn with the same renderer as
-a cell's record, redrawn at most `max_rate` times a second.
+`%agent chat` shows one (it is that cell's value). It talks to the same session as the cells
+(`--session`), so a conversation can move between cells and the chat. Each turn is drawn with the
+same renderer as a cell's record, the user's message first, redrawn at most `max_rate` times a
+second. Enter sends, Shift+Enter is a newline (`chat_input.py`); clicks and messages are handled
+on the kernel's loop, whatever thread they arrive in (`loop.py`).
 """
 
 from __future__ import annotations
@@ -37,13 +39,16 @@ class ChatWidget:
         self.log.add_class("acpnb-chat-log")  # the input's front-end follows it (chat_input.js)
         self.input = ChatInput(layout=w.Layout(width="100%"))
         self.stop_button = w.Button(
-            description="Stop", icon="stop", button_style="danger", disabled=True
+            description="Stop",
+            icon="stop",
+            button_style="danger",
+            disabled=True,
+            layout=w.Layout(width="90px", flex="none"),
         )
         self.status = w.HTML()
         self.prompts = PermissionPrompts(self.redactor)
-        self.box = w.VBox(
-            [self.log, self.prompts.box, w.HBox([self.input, self.stop_button]), self.status]
-        )
+        self._row = w.HBox([self.input, self.stop_button], layout=w.Layout(align_items="flex-end"))
+        self.box = w.VBox([self.log, self.prompts.box, self._row, self.status])
         self.box.add_class("acpnb-chat")
         self._views: dict[str, w.HTML] = {}
         self._final: set[str] = set()
@@ -152,6 +157,7 @@ class ChatWidget:
             self.input,
             self.stop_button,
             self.status,
+            self._row,
             self.box,
         ):
             widget.close()

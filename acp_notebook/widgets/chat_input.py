@@ -24,6 +24,7 @@ CSS = """
   background:var(--jp-layout-color1,transparent);
   border:1px solid var(--jp-border-color1,rgba(127,127,127,.5));border-radius:3px}
 .acpnb-chat-input .acpnb-chat-send{flex:none;width:auto;padding:0 14px}
+.acpnb-chat-input .acpnb-chat-send:disabled{opacity:.45;cursor:default}
 """
 
 
