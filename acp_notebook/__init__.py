@@ -37,6 +37,7 @@ from .errors import (
     RpcError,
     SchemaError,
     TurnFailed,
+    TurnInterrupted,
     TurnStateError,
 )
 from .protocol.limits import Limits
@@ -128,6 +129,7 @@ __all__ = [
     "TurnFailed",
     "TurnFinished",
     "TurnHandle",
+    "TurnInterrupted",
     "TurnResult",
     "TurnStarted",
     "TurnStateError",

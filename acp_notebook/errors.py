@@ -183,5 +183,16 @@ class ReplayError(AcpError, ValueError):
         return [f"\x1b[31mReplayError\x1b[0m: {self.args[0]}"]
 
 
+class TurnInterrupted(AcpError, KeyboardInterrupt):
+    """The kernel's interrupt stopped a `%%agent` cell; its turn was cancelled (`session/cancel`).
+
+    Also a `KeyboardInterrupt`, what the interrupt means: Run All and nbclient stop on it. IPython
+    shows it as one line, not a traceback through the extension's and anyio's frames.
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"\x1b[31mTurnInterrupted\x1b[0m: {self.args[0]}"]
+
+
 class TurnStateError(AcpError, RuntimeError):
     """A turn was moved in a way its state machine does not allow (a bug in the caller)."""

@@ -65,6 +65,7 @@ def test_no_exception_class_is_defined_outside_errors_py() -> None:
         (errors.ConfigError, ValueError),
         (errors.PromptError, ValueError),
         (errors.RequestTimeoutError, TimeoutError),
+        (errors.TurnInterrupted, KeyboardInterrupt),
     ],
 )
 def test_errors_keep_the_builtin_meaning(cls: type[BaseException], builtin: type) -> None:
@@ -74,6 +75,11 @@ def test_errors_keep_the_builtin_meaning(cls: type[BaseException], builtin: type
 def test_turn_failed_shows_one_paragraph_in_ipython() -> None:
     exc = errors.TurnFailed("the agent exited", result=None)
     assert exc._render_traceback_() == ["\x1b[31mTurnFailed\x1b[0m: the agent exited"]
+
+
+def test_turn_interrupted_shows_one_line_in_ipython() -> None:
+    exc = errors.TurnInterrupted("the turn was cancelled")
+    assert exc._render_traceback_() == ["\x1b[31mTurnInterrupted\x1b[0m: the turn was cancelled"]
 
 
 # -- the former bare-ValueError sites ---------------------------------------------------------

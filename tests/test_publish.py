@@ -15,6 +15,7 @@ import pytest
 from IPython.core.error import UsageError
 
 from acp_notebook.client.permissions import PermissionRequest
+from acp_notebook.errors import TurnInterrupted
 from acp_notebook.notebook import publish
 from acp_notebook.protocol.redact import MASK, Redactor
 from acp_notebook.protocol.state import PermissionPart
@@ -41,6 +42,25 @@ def test_a_magic_error_leaves_masked_with_its_chain(late_key: str) -> None:
         asyncio.run(publish.guarded(failing()))
     assert str(caught.value) == f"cannot apply: {MASK}"
     assert str(caught.value.__cause__) == f"agent said {MASK}"
+
+
+@pytest.mark.parametrize("interrupt", [asyncio.CancelledError, KeyboardInterrupt])
+def test_an_interrupt_leaves_a_magic_as_one_line(interrupt: type[BaseException]) -> None:
+    async def interrupted() -> None:
+        raise interrupt()
+
+    with pytest.raises(TurnInterrupted) as caught:
+        asyncio.run(publish.guarded(interrupted()))
+    assert caught.value.__context__ is None  # nothing chained for IPython to show
+    assert caught.value._render_traceback_() == [
+        "\x1b[31mTurnInterrupted\x1b[0m: the cell was stopped by the kernel's interrupt"
+    ]
+
+    async def cancelled_turn() -> None:  # a turn's own, more precise line goes through as it is
+        raise TurnInterrupted("the turn was cancelled")
+
+    with pytest.raises(TurnInterrupted, match=r"^the turn was cancelled$"):
+        asyncio.run(publish.guarded(cancelled_turn()))
 
 
 def test_log_records_of_the_extension_are_masked(late_key: str) -> None:

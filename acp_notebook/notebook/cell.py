@@ -2,7 +2,7 @@
 
 A failed turn raises `TurnFailed` so nbclient, papermill and Run All stop on it; a Stop pressed by
 the user does not raise. The kernel's interrupt cancels the turn (the agent gets session/cancel),
-then propagates so the run stops.
+then raises `TurnInterrupted`, one line, so the run stops.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import shlex
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 
@@ -18,7 +18,7 @@ from ..client.permissions import PermissionPolicy
 from ..client.session import Session
 from ..client.turn import TurnHandle
 from ..config import AgentSpec
-from ..errors import AgentStartError, AuthRequiredError, InvalidArgumentError
+from ..errors import AgentStartError, AuthRequiredError, InvalidArgumentError, TurnInterrupted
 from ..errors import TurnFailed as TurnFailed  # defined in errors.py; still importable here
 from ..protocol.result import TurnResult
 from . import publish, views
@@ -200,14 +200,19 @@ def _login_advice(offered: list[dict[str, Any]], spec: AgentSpec) -> str:
     return "log in first, then run the cell again. " + "; ".join(ways)
 
 
-async def interrupted(turn: TurnHandle, view: LiveView | None, grace: float) -> None:
-    """The kernel's interrupt: cancel the turn, show how it ended, then let the interrupt go on."""
+async def interrupted(turn: TurnHandle, view: LiveView | None, grace: float) -> NoReturn:
+    """The kernel's interrupt: cancel the turn, show how it ended, then raise `TurnInterrupted`
+    (one line, where the interrupt itself would show a traceback through our frames and anyio's)
+    so the run stops."""
     with anyio.CancelScope(shield=True):
         with anyio.move_on_after(grace + 3):
             await turn.cancel()
         if view is not None and turn.result is not None:
             view.finish(turn.result, keep_record=True)
             await view.aclose()
+    raise TurnInterrupted(
+        "the turn was cancelled by the kernel's interrupt (the agent was sent session/cancel)"
+    ) from None
 
 
 def is_interrupt(exc: BaseException) -> bool:

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.display import display
 
 from ..errors import AcpError, CapabilityError
 from . import auth_cmds, publish, replay, views
@@ -314,9 +313,8 @@ async def _chat(host: Host, args: argparse.Namespace) -> Any:
         session = await open_session(host.runtime, spec, name, False, host.client_options())
     except AcpError as exc:
         raise UsageError(_error_text(host, start_error_message(exc, spec))) from None
-    chat = ChatWidget(session, redactor=host.runtime.redactor)
-    display(chat.box)
-    return None
+    # The cell's value, so it shows as the cell's result and `chat = _` reaches it from code.
+    return ChatWidget(session, redactor=host.runtime.redactor)
 
 
 async def _log(host: Host, args: argparse.Namespace) -> None:

@@ -14,6 +14,7 @@ secret command-line options (`Runtime.remember`).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -22,6 +23,7 @@ from typing import Any, TypeVar
 
 from IPython.display import DisplayHandle, display
 
+from ..errors import TurnInterrupted
 from ..protocol.redact import Redactor
 from ..render import ALL_FORMATS, render_bundle
 
@@ -75,12 +77,20 @@ def text(value: str) -> dict[str, str]:
 
 
 async def guarded(work: Awaitable[T]) -> T:
-    """Await a magic's work; an exception it raises leaves with its messages masked."""
+    """Await a magic's work; an exception it raises leaves with its messages masked.
+
+    The kernel's interrupt (a `CancelledError` in the cell's task, or a `KeyboardInterrupt`)
+    leaves as `TurnInterrupted`: one line, where IPython would show a traceback through the
+    extension's and anyio's frames that says nothing to the user."""
     try:
         return await work
     except BaseException as exc:
         mask_exception(exc)
-        raise
+        interrupt = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
+        if not interrupt or isinstance(exc, TurnInterrupted):  # the latter says more already
+            raise
+    # Raised outside the handler: no chained traceback for IPython to walk.
+    raise TurnInterrupted("the cell was stopped by the kernel's interrupt")
 
 
 def mask_exception(exc: BaseException) -> None:

@@ -118,6 +118,7 @@ class Runtime:
         self.hosts: dict[str, AgentHost] = {}
         self.sessions: dict[str, NamedSession] = {}
         self.last_session: str | None = None  # what %agent status/stop mean without --session
+        self._said: set[str] = set()  # notices shown once per kernel (first_time)
         # Everything this kernel shows or saves passes through it (see publish.py); it reads
         # os.environ anew at each use, so a key a cell sets later is masked too.
         self.redactor = REDACTOR
@@ -138,6 +139,13 @@ class Runtime:
         except BaseException:
             self.hosts.pop(spec.name, None)
             raise
+
+    def first_time(self, notice: str) -> bool:
+        """True the first time this kernel asks about `notice` (shown once, not in every cell)."""
+        if notice in self._said:
+            return False
+        self._said.add(notice)
+        return True
 
     def remember(self, spec: AgentSpec) -> None:
         """Mask what this agent is given as secrets: its `env` values and secret options."""

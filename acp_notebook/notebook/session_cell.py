@@ -74,14 +74,15 @@ async def run(host: Host, opts: CellOptions, body: str) -> Any:
         raise UsageError(f"{'--schema: ' if isinstance(exc, SchemaError) else ''}{exc}") from None
     host.runtime.ledger.watch(turn, session, spec.name, host.execution_count)
     view = _live_view(host, spec, session, turn, opts)
-    # Shown for every turn, not only with --quiet: a successful turn's live display is cleared
-    # (the cell's value shows the record, and the renderers do not draw the transcript's "note"),
-    # so this line is the only place a saved notebook tells that the demo agent answered.
-    if note:  # our own words, no agent text: safe as Markdown
+    # Once per kernel, with --quiet too: a successful turn's live display is cleared (the cell's
+    # value shows the record, and the renderers do not draw the transcript's "note"), so this
+    # line is where a saved notebook tells that the demo agent answered; every cell is too many.
+    if note and host.runtime.first_time(note):  # our own words, no agent text: safe as Markdown
         publish.show({"text/markdown": f"*{note}*", "text/plain": note})
     view.start()
     left = None if timeout is None else max(deadline - anyio.current_time(), 0.001)
     if opts.background:
+        _bind(host, opts, turn)  # for good: `NAME.result` holds the result once the turn ends
         _spawn(_finish_later(host, opts, turn, view, left, timeout))
         return turn
     return await _finish(host, opts, spec, session, turn, view, left, timeout)
@@ -127,7 +128,6 @@ async def _finish_later(
     result, _ = await wait_turn(turn, left, host.cancel_grace, timeout)
     view.finish(result, keep_record=True)
     await view.aclose()
-    _bind(host, opts, result)
 
 
 async def _finish(
@@ -244,9 +244,9 @@ def _schema(host: Host, name: str | None) -> Any:
     return host.user_ns[name] if name is not None else None
 
 
-def _bind(host: Host, opts: CellOptions, result: TurnResult) -> None:
+def _bind(host: Host, opts: CellOptions, value: TurnResult | TurnHandle) -> None:
     if opts.out:
-        host.user_ns[opts.out] = result
+        host.user_ns[opts.out] = value
 
 
 _TASKS: set[Any] = set()

@@ -1,8 +1,10 @@
 """A chat with a session, as a widget: type, send, watch the turn stream, stop it.
 
-`%agent chat` shows one. It talks to the same session as the cells (`--session`), so a
-conversation can move between cells and the chat. Each turn is drawn with the same renderer as
-a cell's record, redrawn at most `max_rate` times a second.
+`%agent chat` shows one (it is that cell's value). It talks to the same session as the cells
+(`--session`), so a conversation can move between cells and the chat. Each turn is drawn with the
+same renderer as a cell's record, the user's message first, redrawn at most `max_rate` times a
+second. Enter sends, Shift+Enter is a newline (`chat_input.py`); clicks and messages are handled
+on the kernel's loop, whatever thread they arrive in (`loop.py`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from ..protocol.mutations import Mutation, SessionChanged
 from ..protocol.redact import Redactor
 from ..protocol.state import Usage
 from ..render import render_bundle
+from .chat_input import ChatInput
 from .controls import PermissionPrompts
+from .loop import KernelLoop
 
 
 class ChatWidget:
@@ -32,45 +36,37 @@ class ChatWidget:
         self.redactor = redactor or Redactor()
         self.min_interval = 1.0 / max_rate
         self.log = w.VBox(layout=w.Layout(max_height="480px", overflow_y="auto"))
-        self.input = w.Textarea(
-            placeholder="Message the agent…", rows=3, layout=w.Layout(width="100%")
-        )
-        self.send_button = w.Button(description="Send", icon="paper-plane", button_style="primary")
+        self.log.add_class("acpnb-chat-log")  # the input's front-end follows it (chat_input.js)
+        self.input = ChatInput(layout=w.Layout(width="100%"))
         self.stop_button = w.Button(
-            description="Stop", icon="stop", button_style="danger", disabled=True
+            description="Stop",
+            icon="stop",
+            button_style="danger",
+            disabled=True,
+            layout=w.Layout(width="90px", flex="none"),
         )
         self.status = w.HTML()
         self.prompts = PermissionPrompts(self.redactor)
-        self.box = w.VBox(
-            [
-                self.log,
-                self.prompts.box,
-                w.HBox([self.input, w.VBox([self.send_button, self.stop_button])]),
-                self.status,
-            ]
-        )
+        self._row = w.HBox([self.input, self.stop_button], layout=w.Layout(align_items="flex-end"))
+        self.box = w.VBox([self.log, self.prompts.box, self._row, self.status])
         self.box.add_class("acpnb-chat")
         self._views: dict[str, w.HTML] = {}
         self._final: set[str] = set()
         self._closed = False
         self._turns: dict[str, TurnHandle] = {}
         self._dirty = asyncio.Event()
-        self._tasks: set[asyncio.Task[Any]] = set()
         self._unsubscribe = session.subscribe(self._on_mutation)
-        self.send_button.on_click(lambda _b: self._spawn(self._send_clicked()))
-        self.stop_button.on_click(lambda _b: self._spawn(self.session.stop()))
-        self._spawn(self._render_loop())
+        # Clicks and messages may arrive in another thread (loop.py): their work runs here.
+        self.kernel = KernelLoop()
+        self.input.on_submit(lambda text: self.kernel.spawn(lambda: self._send_clicked(text)))
+        self.stop_button.on_click(lambda _b: self.kernel.spawn(self.session.stop))
+        self.kernel.spawn(self._render_loop)
         self._set_status()
 
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _send_clicked(self) -> None:
-        # A click has no caller to raise to: show what went wrong where the user looks.
+    async def _send_clicked(self, text: str) -> None:
+        # A message has no caller to raise to: show what went wrong where the user looks.
         try:
-            await self.send()
+            await self.send(text)
         except Exception as exc:
             self.status.value = html_span(
                 Strong("Could not send:"), " ", Value(self.redactor.text(str(exc)))
@@ -95,7 +91,8 @@ class ChatWidget:
             await turn.finished
         finally:
             self.stop_button.disabled = self.session.running is None
-            self._dirty.set()
+            if not self.closed():
+                self._redraw()  # the turn is drawn final when send() returns
         return turn
 
     def _on_mutation(self, mutation: Mutation) -> None:
@@ -128,6 +125,8 @@ class ChatWidget:
             else:
                 transcript = live_transcript(self.session, None, turn)
             live = turn.result is None
+            # The user's message opens the turn (a cell shows it in its source, a chat nowhere).
+            transcript["parts"] = [_user_part(turn.prompt), *transcript["parts"]]
             bundle = render_bundle(self.redactor.obj(transcript, live=live), live=live)
             # The HTML widget typesets math in its value: an agent's `$` stays text.
             shown = self.redactor.text(bundle["text/html"])
@@ -156,9 +155,9 @@ class ChatWidget:
         for widget in (
             self.log,
             self.input,
-            self.send_button,
             self.stop_button,
             self.status,
+            self._row,
             self.box,
         ):
             widget.close()
@@ -167,6 +166,22 @@ class ChatWidget:
         from IPython.display import display
 
         display(self.box)
+
+
+def _user_part(prompt: list[dict[str, Any]]) -> dict[str, Any]:
+    """The prompt as a user message part (what the renderer draws as "You"): its text blocks
+    joined, its other blocks (files, images) shown as blocks."""
+    texts = [
+        b["text"] for b in prompt if b.get("type") == "text" and isinstance(b.get("text"), str)
+    ]
+    others = [b for b in prompt if b.get("type") != "text"]
+    return {
+        "type": "message",
+        "id": "prompt",
+        "role": "user",
+        "text": "\n\n".join(texts),
+        "blocks": others,
+    }
 
 
 def status_html(

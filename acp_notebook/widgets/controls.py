@@ -16,6 +16,7 @@ import ipywidgets as w
 from ..client.permissions import PermissionRequest
 from ..notebook.views import Strong, Value, html_span, text
 from ..protocol.redact import Redactor
+from .loop import KernelLoop
 
 _STYLE = {
     "allow_once": "success",
@@ -35,7 +36,7 @@ class PermissionPrompts:
         self.redactor = redactor or Redactor()
 
     async def ask(self, request: PermissionRequest) -> str | None:
-        loop = asyncio.get_running_loop()
+        loop = asyncio.get_running_loop()  # where a click's choice is delivered (see loop.py)
         chosen: asyncio.Future[str | None] = loop.create_future()
         mask = self.redactor.text
         title = mask(text(request.part.title or request.part.tool_call_id, 10_000))
@@ -48,7 +49,7 @@ class PermissionPrompts:
                 tooltip=text(kind, 40),
             )
             button.add_class("acpnb-permission-option")
-            button.on_click(_chooser(chosen, str(option.get("optionId"))))
+            button.on_click(_chooser(loop, chosen, str(option.get("optionId"))))
             buttons.append(button)
         label = w.HTML(
             value=html_span(
@@ -99,16 +100,22 @@ def option_label(option: dict[str, Any], mask: Callable[[str], str] = str) -> st
     return f"{words}: {name}"
 
 
-def _chooser(chosen: asyncio.Future[str | None], option_id: str) -> Callable[[Any], None]:
-    def click(_button: Any) -> None:
+def _chooser(
+    loop: asyncio.AbstractEventLoop, chosen: asyncio.Future[str | None], option_id: str
+) -> Callable[[Any], None]:
+    def choose() -> None:
         if not chosen.done():
             chosen.set_result(option_id)
+
+    def click(_button: Any) -> None:
+        loop.call_soon_threadsafe(choose)  # a future is set on its loop: a click may run elsewhere
 
     return click
 
 
 class TurnControls:
-    """A Stop button, a status line, and the turn's permission prompts."""
+    """A Stop button, a status line, and the turn's permission prompts. `on_stop` is called on
+    the loop the controls were made on, whatever thread the click arrives in."""
 
     def __init__(
         self, on_stop: Callable[[], None], label: str, redactor: Redactor | None = None
@@ -126,12 +133,13 @@ class TurnControls:
         self.box = w.VBox([w.HBox([self.stop_button, self.status]), self.prompts.box])
         self.box.add_class("acpnb-controls")
         self._on_stop = on_stop
+        self._kernel = KernelLoop()
         self.stop_button.on_click(self._clicked_stop)
 
     def _clicked_stop(self, _button: Any) -> None:
         self.stop_button.disabled = True
         self.stop_button.description = "Stopping…"
-        self._on_stop()
+        self._kernel.call(self._on_stop)  # `on_stop` runs on the kernel's loop, as documented
 
     async def ask(self, request: PermissionRequest) -> str | None:
         """Show the options as buttons and wait for a click; returns the chosen option id."""

@@ -1,0 +1,136 @@
+"""`%agent chat` in JupyterLab, as a person uses it: type, Enter, Shift+Enter, Stop, send again.
+
+JupyterLab sends widget messages over kernel subshells (another thread, another event loop);
+before the chat handed its clicks to the kernel's loop, Stop mid-turn showed "... is bound to a
+different event loop" and the agent's connection, and with it the session, was lost. The demo
+agent streams at its normal speed (the `lab` fixture): `/slow` takes about 20 s unless stopped,
+`/plan` a few seconds and asks no permission. Screenshots: test-artifacts/lab-chat-*.png.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import nbformat
+import pytest
+
+from tests.nb_util import new_nb
+from tests.test_lab import READY, shoot
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+
+RUN_CELL = """(index) => { const panel = window.jupyterapp.shell.currentWidget;
+  panel.content.activeCellIndex = index;
+  window.jupyterapp.commands.execute('notebook:run-cell'); }"""
+
+# How far the chat's log is from its bottom, in pixels.
+FROM_BOTTOM = """() => { const log = document.querySelector('.acpnb-chat-log');
+  return log.scrollHeight - log.scrollTop - log.clientHeight; }"""
+
+
+def open_nb(page: Any, lab: Any, name: str, *cells: str) -> None:
+    base, token, root = lab
+    nbformat.write(new_nb(*cells), root / name)
+    page.goto(f"{base}/doc/tree/{name}?token={token}&reset")
+    page.wait_for_function(READY, timeout=60_000)
+
+
+def run_cell(page: Any, index: int) -> None:
+    page.evaluate(RUN_CELL, index)  # not awaited: see test_lab.open_and_run
+
+
+def session_id(chat: Any) -> str:
+    status = chat.locator(".widget-html", has_text="session").last.inner_text()
+    found = re.search(r"session (\S+)", status)
+    assert found, status
+    return found[1]
+
+
+def test_chat_enter_sends_stop_cancels_and_the_session_goes_on(page: Any, lab: Any) -> None:
+    open_nb(
+        page,
+        lab,
+        "chat.ipynb",
+        "%agent chat -s c",
+        "%%agent --session c --out after\n/plan from a cell",
+        "print('cell session', after.session_id)",
+    )
+    run_cell(page, 0)
+    chat = page.locator(".acpnb-chat")
+    box = chat.locator("textarea.acpnb-chat-text")
+    box.wait_for()
+    send = chat.locator("button.acpnb-chat-send")
+    turns = chat.locator(".acpnb-chat-log .acpnb-turn")
+
+    # Empty input cannot be sent: the button is off and Enter does nothing.
+    assert send.is_disabled()
+    box.press("Enter")
+    box.fill("   ")
+    assert send.is_disabled()
+    box.press("Enter")
+    assert turns.count() == 0 and box.input_value() == "   "
+
+    # Shift+Enter is a newline (not JupyterLab's run-cell); Enter sends.
+    box.fill("")
+    box.type("/plan first line")
+    box.press("Shift+Enter")
+    box.type("second line")
+    assert box.input_value() == "/plan first line\nsecond line"
+    assert send.is_enabled()
+    box.press("Enter")
+    first = turns.nth(0)
+    first.locator(".acpnb-user", has_text="second line").wait_for()  # the user's own message
+    assert "first line" in first.locator(".acpnb-user").inner_text()
+    assert box.input_value() == ""
+    first.locator(".acpnb-answer", has_text="Demo turn 1").wait_for(timeout=60_000)
+    assert (
+        page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea-output").count() == 0
+    )
+    started_in = session_id(chat)
+    shoot(page, "chat-answer")
+
+    # A long turn, stopped mid-way: it ends as cancelled, and nothing went wrong.
+    box.type("/slow tell me a long story")
+    box.press("Enter")
+    second = turns.nth(1)
+    second.locator(".acpnb-thought, .acpnb-plan").first.wait_for()  # something streamed
+    stop = chat.locator("button", has_text="Stop")
+    assert stop.is_enabled()
+    stop.click()
+    second.locator(".acpnb-alert", has_text="Cancelled").wait_for(timeout=20_000)
+    page.wait_for_function("() => !document.querySelector('.acpnb-chat .acpnb-running')")
+    shoot(page, "chat-stopped")
+    assert page.get_by_text("different event loop").count() == 0
+    assert (
+        page.locator(".jp-Notebook [data-mime-type='application/vnd.jupyter.stderr']").count() == 0
+    )
+
+    # The next message continues the same session.
+    box.type("/plan again")
+    box.press("Enter")
+    third = turns.nth(2)
+    third.locator(".acpnb-user", has_text="again").wait_for()
+    third.locator(".acpnb-answer", has_text="Demo turn 3").wait_for(timeout=60_000)
+    assert session_id(chat) == started_in
+    # The log followed the new output down.
+    assert page.evaluate(FROM_BOTTOM) <= 30
+
+    # Scrolled up by the user, it stays where the user put it while a turn streams.
+    page.evaluate("() => { document.querySelector('.acpnb-chat-log').scrollTop = 0; }")
+    box.type("/plan fourth")
+    box.press("Enter")
+    turns.nth(3).locator(".acpnb-answer", has_text="Demo turn 4").wait_for(timeout=60_000)
+    assert page.evaluate("() => document.querySelector('.acpnb-chat-log').scrollTop") == 0
+    shoot(page, "chat")
+
+    # And a cell on the same --session name continues it too.
+    run_cell(page, 1)
+    page.locator(".jp-Notebook .jp-Cell").nth(1).locator(
+        ".acpnb-answer", has_text="Demo turn 5"
+    ).wait_for(timeout=60_000)
+    run_cell(page, 2)
+    said = page.locator(".jp-Notebook .jp-Cell").nth(2).locator(".jp-OutputArea-output")
+    said.filter(has_text="cell session").wait_for()
+    assert said.inner_text().split()[-1] == started_in
+    assert page.get_by_text("different event loop").count() == 0
