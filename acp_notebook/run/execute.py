@@ -50,7 +50,10 @@ class Settings:
     def kernel_args(self) -> list[str]:
         """Traitlets options for the kernel's command line: `c.AcpNotebook.*` without a file."""
         # A list option is given once per item: traitlets appends them.
-        args = [f"--AcpNotebook.allow={kind}" for kind in self.allow]
+        # The kernel's own warnings (ipykernel's about TCP without encryption, on every start)
+        # would open every run; its errors still reach the terminal.
+        args = ["--IPKernelApp.log_level=ERROR"]
+        args += [f"--AcpNotebook.allow={kind}" for kind in self.allow]
         args += [f"--AcpNotebook.deny={kind}" for kind in self.deny]
         if self.timeout is not None:
             args.append(f"--AcpNotebook.timeout={self.timeout!r}")
