@@ -38,6 +38,8 @@ def live_transcript(
     if record is not None:
         out.update(record_transcript(record, session))
         out["turnId"] = turn.id
+    if session.title:
+        out["title"] = session.title
     if note:
         out["note"] = note
     return out

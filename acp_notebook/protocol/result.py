@@ -116,6 +116,8 @@ class TurnResult:
     output_json: Any = None
     #: The turn was stopped because its cost passed its budget (`max_cost`, `--max-cost`).
     over_budget: bool = False
+    #: The session's title as the turn ended (`session_info_update`), when the agent gave one.
+    title: str | None = None
 
     @property
     def cancelled(self) -> bool:
@@ -144,6 +146,7 @@ class TurnResult:
             # Only when there is one: a replay rebuilds `output` from it with the same schema.
             **({"output": self.output_json} if self.output_json is not None else {}),
             **({"overBudget": True} if self.over_budget else {}),
+            **({"title": self.title} if self.title else {}),
         }
 
     @classmethod
@@ -185,6 +188,7 @@ class TurnResult:
             output=t.get("output"),
             output_json=t.get("output"),
             over_budget=t.get("overBudget") is True,
+            title=opt_text(t.get("title")),
             dropped={
                 k: n
                 for k, v in mapping(t.get("dropped")).items()
@@ -216,6 +220,7 @@ def finish(
     output: Any = None,
     output_json: Any = None,
     over_budget: bool = False,
+    title: str | None = None,
 ) -> TurnResult:
     """Freeze a turn record into its result. Parts are copied: late updates must not change it."""
     parts = tuple(
@@ -250,4 +255,5 @@ def finish(
         output=output,
         output_json=output_json,
         over_budget=over_budget,
+        title=title,
     )

@@ -48,6 +48,7 @@ class Transcript:
     tokens: dict[str, int]
     duration: float | None
     note: str = ""  # the client's word on the turn ("replayed history"), not the agent's
+    title: str = ""  # the session's title, as the agent named it
 
     @property
     def tool_calls(self) -> list[ToolCallPart]:
@@ -115,6 +116,7 @@ def read_turn(transcript: Any, *, live: bool = False) -> Transcript:
         tokens=_tokens(t.get("tokens")),
         duration=number(t.get("duration")),
         note=text(t.get("note")),
+        title=" ".join(text(t.get("title")).split())[:200],
     )
 
 

@@ -144,6 +144,7 @@ class TurnMachine:
         usage: Usage | None,
         session_id: str | None,
         agent: str | None,
+        title: str | None = None,
     ) -> TurnResult:
         """End the turn: the one place a result is built and the end is announced."""
         target = outcome.state
@@ -159,6 +160,7 @@ class TurnMachine:
             output=outcome.output,
             output_json=outcome.output_json,
             over_budget=outcome.over_budget,
+            title=title,
         )
         self._move(target)
         self._result = result

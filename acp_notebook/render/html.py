@@ -146,6 +146,8 @@ def _footer(out: list[str], turn: Transcript) -> None:
         pieces.append('<span class="acpnb-running">◌ running…</span>')
     if turn.agent:
         pieces.append(f"<strong>{escape(turn.agent)}</strong>")
+    if turn.title:
+        pieces.append(f"“{escape(turn.title)}”")
     if turn.note:
         pieces.append(f"<em>{escape(turn.note)}</em>")
     usage = turn.usage

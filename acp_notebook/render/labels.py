@@ -190,6 +190,8 @@ def footer(turn: Transcript) -> list[str]:
     pieces = []
     if turn.agent:
         pieces.append(turn.agent)
+    if turn.title:
+        pieces.append(f"“{turn.title}”")
     if turn.note:
         pieces.append(turn.note)
     if turn.usage is not None and (ctx := context(turn.usage)):
