@@ -182,7 +182,9 @@ def test_hostile_session_list(tmp_path: Path) -> None:
     state = tmp_path / "state"
     session_files(state, PAYLOADS)
     agent = scripted("--list", "--state-dir", str(state))
-    nb = execute([f"%agent sessions --agent {agent}", "print(len(_agent_sessions))"], tmp_path)
+    nb = execute(
+        [f"%agent sessions --agent {agent} --all -n 1000", "print(len(_agent_sessions))"], tmp_path
+    )
     assert not errors(nb)
     assert text(nb.cells[1]).strip() == str(len(PAYLOADS))
     assert problems_of(nb.cells[0]) == []

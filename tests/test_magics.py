@@ -494,7 +494,7 @@ def test_line_commands(tmp_path: Path) -> None:
     assert "\ndemo | " in md[0] and "\ngemini | " in md[0] and "No default agent" in md[0]
     assert "%agent status" in md[1] and "%agent close" in md[1]
     assert "pid" in md[3] and "mode: code" in md[3] and "turns: 1" in md[3]
-    assert "Sessions of demo:" in md[4] or "no stored sessions" in md[4]
+    assert "Sessions of demo in " in md[4] or "no stored sessions" in md[4]
     assert "Mode of demo: ask" in md[5]
     assert "model of demo is now demo-thorough" in md[6]
     assert text(nb.cells[7]).split()[-2:] == ["ask", "demo-thorough"]

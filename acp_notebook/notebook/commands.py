@@ -27,7 +27,8 @@ MAX_LOG = 1000  # messages each way asked for; the client keeps `wire_log_size` 
 USAGE = """\
 %agent list                          agents you can use (built-in, TOML file, config)
 %agent status [-s NAME]              agent, session, mode, config options, usage
-%agent sessions [-a AGENT]           this kernel's, stored and the agent's sessions
+%agent sessions [-a AGENT] [-n N] [--cwd DIR | --all]  this kernel's, stored and the
+                                     agent's sessions (of the workspace, or of DIR, or all)
 %agent resume ID [-a AGENT] [-s NAME]  continue a listed session (session/resume)
 %agent load ID [-a AGENT] [-s NAME]    reopen a session with its history (session/load)
 %agent mode MODE [-s NAME]           set the session mode
@@ -56,6 +57,7 @@ def _parser() -> Parser:
     p.add_argument("--help", "-h", action="store_true")
     p.add_argument("-n", type=int, default=20, dest="count")
     p.add_argument("--raw", action="store_true")
+    p.add_argument("--cwd")  # %agent sessions: list those of this directory
     p.add_argument("--force", action="store_true")  # %agent revert
     return p
 
@@ -174,20 +176,25 @@ async def _client(host: Host, args: argparse.Namespace) -> Any:
 
 
 async def _sessions(host: Host, args: argparse.Namespace) -> None:
+    if not 0 < args.count <= MAX_LOG:
+        raise UsageError(f"%agent sessions -n takes 1 to {MAX_LOG}, not {args.count}")
     spec, client = await _client(host, args)
     memory = Memory.of(host.remember_sessions, host.user_ns)
     kernel_doc = sessions_of_kernel(host.runtime, client.cwd, memory, _masker(host))
     if kernel_doc is not None:
         _show(kernel_doc)
     try:
-        sessions: list[dict[str, Any]] = await client.list_sessions()
+        # The workspace's sessions by default (session/list's cwd filter); --all: every one.
+        where = None if args.all else (args.cwd or client.cwd)
+        sessions: list[dict[str, Any]] = await client.list_sessions(where, args.count + 1)
     except CapabilityError:  # the kernel's and the stored sessions above are all there is
         _show(views.message("Agent ", Code(spec.name), " does not list its sessions."))
         host.user_ns["_agent_sessions"] = []
         return
     except AcpError as exc:
         raise UsageError(_error_text(host, exc)) from None
-    _show(sessions_doc(spec.name, sessions, _masker(host)))
+    more, sessions = len(sessions) > args.count, sessions[: args.count]
+    _show(sessions_doc(spec.name, sessions, _masker(host), where, more))
     host.user_ns["_agent_sessions"] = publish.REDACTOR.obj(sessions)  # the same, as data
 
 

@@ -106,11 +106,19 @@ def _more(doc: Doc, items: Any, what: str) -> None:
         doc.item(f"… {extra} more {what}")
 
 
-def sessions_doc(agent: str, sessions: list[Any], mask: Callable[[str], str] = str) -> Doc:
-    """The `%agent sessions` display: a table of what `session/list` returned, any values."""
+def sessions_doc(
+    agent: str,
+    sessions: list[Any],
+    mask: Callable[[str], str] = str,
+    where: str | None = None,
+    more: bool = False,
+) -> Doc:
+    """The `%agent sessions` display: a table of what `session/list` returned, any values.
+    `where`: the directory they were listed for (None: every directory); `more`: cut at -n."""
     doc = Doc(mask)
+    place: list[Any] = [" in ", Code(where)] if where else [" in any directory"]
     if not sessions:
-        return doc.para(Code(agent), " has no stored sessions.")
+        return doc.para(Code(agent), " has no stored sessions", *place, ".")
     rows = []
     for s in sessions:
         s = _dict(s)
@@ -122,4 +130,9 @@ def sessions_doc(agent: str, sessions: list[Any], mask: Callable[[str], str] = s
                 Code(s.get("cwd")),
             ]
         )
-    return doc.para("Sessions of ", Code(agent), ":").table(["id", "title", "updated", "cwd"], rows)
+    doc.para("Sessions of ", Code(agent), *place, ":").table(
+        ["id", "title", "updated", "cwd"], rows
+    )
+    if more:
+        doc.para(f"The first {len(rows)} are shown: more with -n N (the agent pages them).")
+    return doc
