@@ -74,10 +74,11 @@ def shoot(page: Any, name: str) -> Path:
 
 
 def done(page: Any) -> None:
-    """The turn ended and its record replaced the live view."""
+    """The turn ended: nothing runs, the cell finished, and only the record is left."""
     page.wait_for_function(
-        "() => document.querySelector('.jp-Notebook .acpnb-turn') &&"
-        " !document.querySelector('.jp-Notebook .acpnb-tv')",
+        "() => document.querySelector('.jp-Notebook .acpnb-turn')"
+        " && !document.querySelector('.jp-Notebook .acpnb-running, .jp-Notebook .acpnb-tv')"
+        " && !document.querySelector('.jp-Notebook .jp-InputPrompt')?.textContent.includes('*')",
         timeout=60_000,
     )
 
@@ -143,8 +144,10 @@ def test_dollars_stay_text_live_and_reopened(page, lab) -> None:
 
 def test_a_card_opened_mid_turn_stays_open(page, lab) -> None:
     steps = [
+        {"think": "Pondering the files"},
+        {"sleep": 1.5},
+        {"think": " and more."},
         tool(1, status="in_progress", text="first output\n" * 5),
-        {"say": "Working"},
         {"sleep": 1.5},
         tool(1, status="completed", text="first output\n" * 6, again=True),
         *({"say": f" more {i}."} for i in range(3)),
@@ -153,18 +156,20 @@ def test_a_card_opened_mid_turn_stays_open(page, lab) -> None:
     ]
     run(page, lab, "open.ipynb", cell(*steps))
     out = output(page)
+    thought = out.locator("details.acpnb-thought").first
+    thought.wait_for()
+    thought.locator("summary").first.click()  # while it grows
     card = out.locator("details.acpnb-tool", has_text="Read file_1.txt").first
     card.wait_for()
     card.locator("summary").first.click()
-    assert card.evaluate("d => d.open")
-    # The card itself is updated (completed) and the answer grows: it stays open throughout.
+    # The thought ends, the card is updated (completed), the answer grows: both stay open.
     out.locator("details.acpnb-tool[class*=completed]").first.wait_for()
     out.locator(".acpnb-answer", has_text="more 2").wait_for()
-    card = out.locator("details.acpnb-tool", has_text="Read file_1.txt").first
-    assert card.evaluate("d => d.open"), "the card was closed by an update"
+    assert out.locator("details.acpnb-thought").first.evaluate("d => d.open"), "thought closed"
+    assert out.locator("details.acpnb-tool").first.evaluate("d => d.open"), "card closed"
     done(page)
-    card = out.locator("details.acpnb-tool", has_text="Read file_1.txt").first
-    assert card.evaluate("d => d.open"), "the record closed the card"
+    assert out.locator("details.acpnb-thought").first.evaluate("d => d.open"), "record closed it"
+    assert out.locator("details.acpnb-tool").first.evaluate("d => d.open"), "record closed it"
     shoot(page, "open")
 
 
@@ -174,7 +179,7 @@ HEIGHTS = """() => {
   window.__heights = [];
   const area = document.querySelector('.jp-Notebook .jp-Cell .jp-Cell-outputArea');
   const take = () => window.__heights.push(
-    {h: area.getBoundingClientRect().height, live: !!area.querySelector('.acpnb-tv')});
+    {h: area.getBoundingClientRect().height, live: !!area.querySelector('.acpnb-running')});
   new MutationObserver(take).observe(area, {subtree: true, childList: true, attributes: true});
 }"""
 
@@ -183,12 +188,13 @@ def test_no_height_drop_at_the_end(page, lab) -> None:
     steps = [*(tool(i, text=f"out {i}") for i in range(12)), {"say": "All read."}, {"sleep": 1}]
     run(page, lab, "height.ipynb", cell(*steps))
     out = output(page)
-    out.locator(".acpnb-tv").wait_for()
+    out.locator(".acpnb-running").first.wait_for()
     page.evaluate(HEIGHTS)
     done(page)
     heights = page.evaluate("() => window.__heights")
-    live = [s["h"] for s in heights if s["live"]]
-    after = [s["h"] for s in heights[len(live) :]]
+    first = next((i for i, s in enumerate(heights) if not s["live"]), len(heights))
+    live = [s["h"] for s in heights[:first]]
+    after = [s["h"] for s in heights[first:]]
     assert live and after, heights
     assert live[-1] > 300
     assert min(after) >= 0.95 * live[-1], f"the output dropped from {live[-1]} to {min(after)}"
@@ -219,6 +225,16 @@ def test_kernel_restart_mid_turn_says_the_kernel_went_away(page, lab) -> None:
     assert out.locator(".acpnb-running").count() == 0
     assert not out.locator("button", has_text="Stop").is_visible()
     shoot(page, "restart")
+    # Saved and reopened, it still says so: no widget left to be "not found".
+    nb = save(page, lab, "restart.ipynb")
+    bundles = [o.get("data", {}) for o in nb["cells"][0]["outputs"]]
+    assert not any(WIDGET in b for b in bundles)
+    assert any("the kernel went away" in "".join(b.get("text/html", "")) for b in bundles)
+    page.reload()
+    page.wait_for_function(READY, timeout=60_000)
+    output(page).get_by_text("the kernel went away").first.wait_for()
+    output(page).get_by_text("a long job").first.wait_for()
+    assert page.get_by_text("model not found").count() == 0
 
 
 def test_a_reopened_notebook_shows_the_record_once(page, lab) -> None:
@@ -275,8 +291,11 @@ def test_readme_picture(page, lab) -> None:
     allow = out.locator("button.acpnb-permission-option", has_text="Allow once")
     allow.wait_for()
     path = shoot(page, "readme")
+    # Closed for the picture: its diff names this machine's temporary directory.
+    out.locator("details.acpnb-tool[open] summary").first.click()
     DOCS.mkdir(exist_ok=True)
-    out.first.screenshot(path=str(DOCS / "turn-view.png"))
+    area = page.locator(".jp-Notebook .jp-Cell").first.locator(".jp-Cell-outputArea")
+    area.screenshot(path=str(DOCS / "turn-view.png"))
     assert path.exists()
     allow.click()
     done(page)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +49,8 @@ class TurnWidget(anywidget.AnyWidget):
 
     _esm = STATIC / "turn_view.js"
     _css = CSS + (STATIC / "turn_view.css").read_text(encoding="utf-8")
-    #: Ids of the parts whose card the reader opened (sent by the page).
-    opened = traitlets.List(traitlets.Unicode(), default_value=[]).tag(sync=True)
+    #: In the view's text/plain: how the page finds its output when the kernel went away.
+    token = traitlets.Unicode("").tag(sync=True)
 
 
 class TurnView(LiveView):
@@ -86,12 +87,14 @@ class TurnView(LiveView):
         self.final: Transcript | None = None
         self.view_handle: DisplayHandle | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.opened: frozenset[str] = frozenset()
         self.widget.on_msg(self._on_page)
 
     def start(self) -> None:
         self.turn.permission_handler = self._ask
+        self.widget.token = f"acpnb-view-{uuid.uuid4().hex}"
         bundle = {
-            "text/plain": "(the turn's live view: a widget front-end shows it)",
+            "text/plain": f"(the live view of a turn: {self.widget.token})",
             WIDGET_VIEW: {"version_major": 2, "version_minor": 1, "model_id": self.widget.model_id},
         }
         self.view_handle = publish.show(bundle, display_id=True)
@@ -113,6 +116,9 @@ class TurnView(LiveView):
         elif kind == "stop" and self.turn.result is None and not self.turn.cancel_requested:
             self.on_stop()
             self._dirty.set()
+        elif kind == "opened" and isinstance(content.get("ids"), list):
+            # Which parts' cards the reader opened: the record keeps them open.
+            self.opened = frozenset(str(i) for i in content["ids"][:10_000])
         elif kind == "choose":
             future = self.choices.get(str(content.get("id")))
             option = str(content.get("option"))
@@ -203,8 +209,7 @@ class TurnView(LiveView):
         transcript = self.redactor.obj(final_transcript(result, self.note))
         self.final = read_turn(transcript)
         self._send(self.diff.update(self.final), force=True)
-        opened = frozenset(self.widget.opened)
-        bundle = publish.turn(transcript, redactor=self.redactor, open_parts=opened)
+        bundle = publish.turn(transcript, redactor=self.redactor, open_parts=self.opened)
         if self.view_handle is not None:
             publish.update(self.view_handle, bundle)
         if not keep_record:

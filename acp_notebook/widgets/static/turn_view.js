@@ -194,14 +194,36 @@ function render({ model, el }) {
   function onToggle() {
     const ids = [];
     for (const [id, wrap] of byId) if (wrap.querySelector("details[open]")) ids.push(id);
-    model.set("opened", ids);
-    model.save_changes();
+    model.send({ type: "opened", ids });
   }
 
   function gone() {
     if (!LIVE.has(head.state) || lost) return;
     lost = true;
     drawStatus();
+    setTimeout(freeze, 0);
+  }
+
+  // The kernel is gone, so nobody will replace this view by the turn's record: in JupyterLab the
+  // view puts a static copy of itself (our own markup, no buttons) in place of its output, so a
+  // saved notebook shows what had arrived instead of "Error displaying widget: model not found".
+  function freeze() {
+    const token = model.get("token");
+    const cells = model.widget_manager?.context?.model?.cells;
+    if (!token || !cells) return;
+    const copy = root.cloneNode(true);
+    copy.querySelectorAll("button").forEach((b) => b.remove());
+    const html = `<style>${model.get("_css") || ""}</style>${copy.outerHTML}`;
+    for (const cell of cells) {
+      const outputs = cell.outputs;
+      for (let i = 0; outputs && i < outputs.length; i++) {
+        if (String(outputs.get(i).data["text/plain"] || "").includes(token)) {
+          const data = { "text/html": html, "text/plain": copy.textContent };
+          outputs.set(i, { output_type: "display_data", data, metadata: {} });
+          return;
+        }
+      }
+    }
   }
 
   stop.addEventListener("click", () => {
