@@ -536,19 +536,24 @@ async def poll(predicate, timeout: float, what: str):
     return value
 
 
-def stop_button(client) -> str | None:
+def stop_button(client) -> tuple[str, dict] | None:
+    """The Stop of the running turn: the live turn view's (a message to its widget), or an
+    ipywidgets Stop button's click."""
     for comm_id, state in client.widget_state.items():
+        if state.get("_model_name") == "AnyModel" and state.get("token"):
+            return comm_id, {"type": "stop"}
         if state.get("_model_name") == "ButtonModel" and state.get("description") == "Stop":
-            return comm_id
+            return comm_id, {"event": "click"}
     return None
 
 
-def click(client, comm_id: str) -> None:
+def click(client, target: tuple[str, dict]) -> None:
+    comm_id, content = target
     kc = client.kc
     kc.shell_channel.send(
         kc.session.msg(
             "comm_msg",
-            {"comm_id": comm_id, "data": {"method": "custom", "content": {"event": "click"}}},
+            {"comm_id": comm_id, "data": {"method": "custom", "content": content}},
         )
     )
 

@@ -29,7 +29,7 @@ from ..protocol.fold import SessionFold
 from ..protocol.limits import token_counts
 from ..protocol.mutations import Mutation, RequestWarning, TurnStarted
 from ..protocol.recorded_prompt import recorded
-from ..protocol.result import TurnRecord, TurnResult
+from ..protocol.result import TurnRecord, TurnResult, session_title
 from ..protocol.state import Usage
 from ..protocol.turnstate import TurnOutcome, TurnState
 from .connection import Connection
@@ -207,7 +207,7 @@ class TurnRunner:
             usage=self._fold.usage,
             session_id=self._session_id(),
             agent=self._client.agent_name,
-            title=_title(self._fold.info),
+            title=session_title(self._fold.info),
         )
 
     # -- attempts --------------------------------------------------------------------------------
@@ -388,12 +388,6 @@ _KILLED = (
     "the agent did not answer session/cancel within {:g} s and was stopped; the next "
     "prompt starts a fresh agent process"
 )
-
-
-def _title(info: dict[str, Any]) -> str | None:
-    """The session's title (`session_info_update`) as the turn ends, bounded."""
-    title = info.get("title")
-    return " ".join(title.split())[:200] or None if isinstance(title, str) else None
 
 
 def _recorded(turn: TurnHandle) -> list[dict[str, Any]]:

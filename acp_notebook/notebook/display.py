@@ -12,9 +12,21 @@ from ..protocol.redact import Redactor
 from ..protocol.result import TurnResult
 from .publish import turn
 
+#: The result whose record a live turn view left in its own output (see `shown_in_place`).
+_IN_PLACE: list[TurnResult] = []
+
+
+def shown_in_place(result: TurnResult) -> None:
+    """The record of `result` is already in the cell (a turn view became it): the next display
+    of `result`, the cell's value, adds no second copy (`_` and `Out` still hold it)."""
+    _IN_PLACE[:] = [result]
+
 
 def register(ipython: Any, redactor: Redactor) -> None:
     def result_bundle(result: TurnResult, *_: Any, **__: Any) -> dict[str, Any]:
+        if _IN_PLACE and _IN_PLACE[0] is result:
+            _IN_PLACE.clear()
+            return {"text/plain": ""}
         return turn(result.to_json(), redactor=redactor)
 
     def handle_bundle(turn: TurnHandle, *_: Any, **__: Any) -> dict[str, Any]:

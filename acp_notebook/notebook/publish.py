@@ -50,12 +50,14 @@ def turn(
     live: bool = False,
     formats: tuple[str, ...] = ALL_FORMATS,
     redactor: Redactor = REDACTOR,
+    open_parts: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """A turn's bundle: its transcript masked (`live`: holding back a text's end that could be
     the start of a key), then rendered. Every string of the bundle is drawn from that transcript,
     so `show` and `update` do not mask it a second time: a second pass over a large turn's HTML
     cost 8 ms a redraw, three times the rendering."""
-    return _Masked(render_bundle(redactor.obj(transcript, live=live), live=live, formats=formats))
+    masked = redactor.obj(transcript, live=live)
+    return _Masked(render_bundle(masked, live=live, formats=formats, open_parts=open_parts))
 
 
 def show(bundle: dict[str, Any], *, display_id: bool = False) -> DisplayHandle | None:

@@ -99,18 +99,23 @@ def _resolve(host: Host, opts: CellOptions) -> tuple[AgentSpec, str]:
 def _live_view(
     host: Host, spec: AgentSpec, session: Session, turn: TurnHandle, opts: CellOptions
 ) -> LiveView:
-    controls = None
     if host.is_interactive() and not opts.quiet:
-        from ..widgets.controls import TurnControls
+        from ..widgets.turn_view import TurnView
 
-        label = f"{spec.name} · session {session.id[:12]} · running…"
-        controls = TurnControls(lambda: _spawn(turn.cancel()), label, host.runtime.redactor)
+        # A widget front-end: one live view per turn, patched in place (widgets/turn_view.py).
+        return TurnView(
+            session,
+            turn,
+            on_stop=lambda: _spawn(turn.cancel()),
+            max_rate=host.max_update_rate,
+            redactor=host.runtime.redactor,
+            permission_timeout=host.permission_timeout,
+        )
     # The note is its own line above (see run), not repeated in the live footer.
     return LiveView(
         session,
         turn,
         max_rate=host.max_update_rate,
-        controls=controls,
         show=not opts.quiet,
         redactor=host.runtime.redactor,
         permission_timeout=host.permission_timeout,

@@ -208,6 +208,12 @@ def _joined(parts: tuple[Part, ...], role: str) -> str:
     )
 
 
+def session_title(info: dict[str, Any]) -> str | None:
+    """The session's title (`session_info_update`) on one line, bounded, or None."""
+    title = info.get("title")
+    return " ".join(title.split())[:200] or None if isinstance(title, str) else None
+
+
 def finish(
     record: TurnRecord,
     *,

@@ -42,9 +42,14 @@ ALL_FORMATS = ("text/plain", "text/markdown", "text/html", MIME_TRANSCRIPT)
 
 
 def render_bundle(
-    transcript: dict[str, Any], *, live: bool = False, formats: tuple[str, ...] = ALL_FORMATS
+    transcript: dict[str, Any],
+    *,
+    live: bool = False,
+    formats: tuple[str, ...] = ALL_FORMATS,
+    open_parts: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
-    """The mimebundle for one turn: markdown, HTML, plain text and the transcript."""
+    """The mimebundle for one turn: markdown, HTML, plain text and the transcript (the HTML with
+    the cards of `open_parts` expanded)."""
     try:
         turn = read_turn(transcript, live=live)
     except Exception as exc:  # read_turn is total; this guards a display against a bug in it
@@ -60,7 +65,9 @@ def render_bundle(
         )
     if "text/html" in formats:
         bundle["text/html"] = _safely(
-            render_html, turn, lambda e: f"<pre>could not render the turn: {escape(repr(e))}</pre>"
+            lambda t: render_html(t, open_parts=open_parts),
+            turn,
+            lambda e: f"<pre>could not render the turn: {escape(repr(e))}</pre>",
         )
     if MIME_TRANSCRIPT in formats:
         bundle[MIME_TRANSCRIPT] = transcript if isinstance(transcript, dict) else {}

@@ -30,7 +30,9 @@ from .htmlbits import block, css_class, json_details, note
 from .style import MATH_OFF, STYLE
 
 
-def render_html(turn: Transcript) -> str:
+def render_html(turn: Transcript, *, open_parts: frozenset[str] = frozenset()) -> str:
+    """The turn as HTML; the parts whose ids are in `open_parts` are drawn expanded (a live
+    view's record keeps what its reader had opened)."""
     # MathJax (JupyterLab, nbconvert) typesets `$…$` in HTML outputs unless told not to: an
     # answer's dollars stay text, and a `\href` in them can never become a link.
     out: list[str] = [
@@ -39,15 +41,32 @@ def render_html(turn: Transcript) -> str:
     ]
     last = len(turn.parts) - 1
     for i, part in enumerate(turn.parts):
-        mark = len(out)
-        try:
-            _part(out, part, turn, growing=turn.live and i == last)
-        except Exception as exc:  # one part that fails to render must not blank the others
-            del out[mark:]  # its half-written markup
-            out.append(note(f"(could not render this part: {type(exc).__name__})"))
-    _turn_alerts(out, turn)
-    _footer(out, turn)
+        html = render_part(part, turn, growing=turn.live and i == last)
+        if part.part_id in open_parts:
+            html = html.replace("<details ", "<details open ", 1)
+        out.append(html)
+    out.append(render_tail(turn))
     out.append("</div>")
+    return "".join(out)
+
+
+def render_part(part: Part, turn: Transcript, *, growing: bool = False) -> str:
+    """One part's HTML (empty for a part with nothing to show yet). Never raises: a part that
+    fails to render is a note, and the others are still drawn."""
+    out: list[str] = []
+    try:
+        _part(out, part, turn, growing=growing)
+    except Exception as exc:
+        return note(f"(could not render this part: {type(exc).__name__})")
+    return "".join(out)
+
+
+def render_tail(turn: Transcript, *, running: bool = True) -> str:
+    """What follows the parts: the turn's alerts (cancelled, refused, failed) and its footer
+    (without `running`, no "running…" mark: a live view shows its own state)."""
+    out: list[str] = []
+    _turn_alerts(out, turn)
+    _footer(out, turn, running=running)
     return "".join(out)
 
 
@@ -140,9 +159,9 @@ def _turn_alerts(out: list[str], turn: Transcript) -> None:
         _alert(out, "error", "✗ The turn failed:", turn.error)
 
 
-def _footer(out: list[str], turn: Transcript) -> None:
+def _footer(out: list[str], turn: Transcript, *, running: bool = True) -> None:
     pieces: list[str] = []
-    if turn.live:
+    if turn.live and running:
         pieces.append('<span class="acpnb-running">◌ running…</span>')
     if turn.agent:
         pieces.append(f"<strong>{escape(turn.agent)}</strong>")

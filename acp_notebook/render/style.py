@@ -83,14 +83,11 @@ div.acpnb-turn:not(#_) pre{background:var(--jp-layout-color2,rgba(127,127,127,.1
 @keyframes acpnb-pulse{50%{opacity:.4}}
 """
 
-STYLE = (
-    "<style>"
-    + "".join(
-        (" " if line.startswith(" ") else "\n") + line.strip()
-        for line in _RULES.strip().splitlines()
-    )
-    + "\n</style>"
+#: The rules alone (the live turn view loads them as its own stylesheet).
+CSS = "".join(
+    (" " if line.startswith(" ") else "\n") + line.strip() for line in _RULES.strip().splitlines()
 )
+STYLE = "<style>" + CSS + "\n</style>"
 
 #: The classes MathJax 3 and 2 skip: the turn's output is text, never math to typeset.
 MATH_OFF = "mathjax_ignore tex2jax_ignore"

@@ -1,0 +1,256 @@
+// The live view of one agent turn (acp_notebook/widgets/turn_view.py). Plain ES module, no build.
+//
+// The kernel sends operations on parts keyed by id (widgets/turn_diff.py). Part HTML comes from
+// the kernel's renderer, which escapes everything of the agent (raw HTML off, no javascript:
+// links); it is parsed inert in a <template> and scrubbed once more here. Streaming text, labels
+// and words of our own are set with textContent only. Nothing is re-rendered whole: an opened
+// card stays open, a scrolled block keeps its scroll.
+
+const WORDS = {
+  starting: "starting agent",
+  waiting: "waiting for the agent",
+  streaming: "streaming",
+  asking: "waiting for you",
+  stopping: "stopping…",
+  done: "done",
+  failed: "failed",
+  cancelled: "cancelled",
+  lost: "the kernel went away: this turn did not finish",
+};
+const GLYPHS = { done: "✓", failed: "✗", cancelled: "⏹", lost: "⚠" };
+const LIVE = new Set(["starting", "waiting", "streaming", "asking", "stopping"]);
+const MATH_OFF = "tex2jax_ignore mathjax_ignore";
+
+function node(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+// Defence in depth: the kernel's HTML has no script, handler or javascript: URL already.
+function fragment(html) {
+  const t = document.createElement("template");
+  t.innerHTML = html;
+  t.content.querySelectorAll("script,iframe,object,embed,form,base,meta,link").forEach((e) => e.remove());
+  t.content.querySelectorAll("*").forEach((e) => {
+    for (const a of Array.from(e.attributes)) {
+      const v = a.value.replace(/[\s\u0000-\u001f]/g, "").toLowerCase();
+      if (a.name.startsWith("on") || ((a.name === "href" || a.name === "src") && /^(javascript|vbscript|data:text)/.test(v))) {
+        e.removeAttribute(a.name);
+      }
+    }
+    if (e.tagName === "A") { e.setAttribute("target", "_blank"); e.setAttribute("rel", "noopener noreferrer"); }
+  });
+  return t.content;
+}
+
+function clock(seconds) {
+  if (seconds < 60) return `${seconds.toFixed(1)} s`;
+  const m = Math.floor(seconds / 60);
+  return `${m} min ${Math.floor(seconds - 60 * m)} s`;
+}
+
+function render({ model, el }) {
+  const root = node("div", `acpnb-turn acpnb-tv ${MATH_OFF}`);
+  const parts = node("div", "acpnb-tv-parts");
+  const tail = node("div", "acpnb-tv-tail");
+  root.append(parts, tail);
+  el.append(root);
+
+  const status = node("span", "acpnb-tv-state");
+  const time = node("span", "acpnb-tv-clock");
+  const modelName = node("span", "acpnb-tv-model");
+  const stop = node("button", "acpnb-tv-stop", "■ Stop");
+  stop.type = "button";
+  stop.title = "Cancel this turn (sends session/cancel)";
+  const controls = node("span", "acpnb-controls");
+  controls.append(stop);
+  const live = node("span", "acpnb-tv-live");
+  live.append(status, " · ", time);
+
+  const byId = new Map();
+  const streams = new Map();
+  let head = { state: "waiting", model: "", pending: [], duration: null };
+  let base = performance.now();
+  let lost = false;
+
+  function state() { return lost ? "lost" : head.state; }
+
+  function drawStatus() {
+    const s = state();
+    const running = LIVE.has(s);
+    status.textContent = `${GLYPHS[s] ? GLYPHS[s] + " " : running ? "◌ " : ""}${WORDS[s] || s}`;
+    status.className = `acpnb-tv-state acpnb-tv-${s}${running ? " acpnb-running" : ""}`;
+    root.dataset.state = s;
+    stop.hidden = !running;
+    stop.disabled = s === "stopping";
+    if (s === "stopping") stop.textContent = "Stopping…";
+    modelName.textContent = head.model ? ` · ${head.model}` : "";
+    tick();
+  }
+
+  function tick() {
+    if (LIVE.has(state())) time.textContent = clock((performance.now() - base) / 1000);
+    else if (head.duration != null && !lost) time.textContent = clock(head.duration);
+  }
+
+  // The footer line (kernel HTML) gets the state, the clock, the model and Stop.
+  function dressFooter() {
+    let footer = tail.querySelector(".acpnb-footer");
+    if (!footer) { footer = node("div", "acpnb-footer"); tail.append(footer); }
+    footer.prepend(live, footer.childNodes.length ? " · " : "");
+    live.after(modelName);
+    footer.append(controls);
+  }
+
+  function place(id, after) {
+    let wrap = byId.get(id);
+    if (!wrap) {
+      wrap = node("div", "acpnb-tv-part");
+      wrap.dataset.partId = id;
+      byId.set(id, wrap);
+      const prev = after ? byId.get(after) : null;
+      if (prev) prev.after(wrap); else if (after) parts.append(wrap); else parts.prepend(wrap);
+    }
+    return wrap;
+  }
+
+  // Replace a part's content, keeping which of its cards are open and where its blocks scroll.
+  function fill(wrap, content) {
+    const open = Array.from(wrap.querySelectorAll("details"), (d) => d.open);
+    const scroll = Array.from(wrap.querySelectorAll("pre"), (p) => p.scrollTop);
+    wrap.replaceChildren(content);
+    wrap.querySelectorAll("details").forEach((d, i) => { if (i < open.length) d.open = open[i]; });
+    wrap.querySelectorAll("pre").forEach((p, i) => { if (scroll[i]) p.scrollTop = scroll[i]; });
+  }
+
+  function stream(op) {
+    const wrap = place(op.id, op.after);
+    const text = document.createTextNode(op.text);
+    const body = node("div", "acpnb-tv-stream");
+    body.append(text);
+    let content;
+    if (op.role === "thought") {
+      content = node("details", "acpnb-thought");
+      const summary = node("summary", "", "💭 Thinking…");
+      const inner = node("div");
+      inner.append(body);
+      content.append(summary, inner);
+    } else {
+      content = node("div", "acpnb-answer");
+      content.append(body);
+    }
+    fill(wrap, content);
+    streams.set(op.id, text);
+  }
+
+  function apply(op) {
+    if (op.op === "reset") { parts.replaceChildren(); byId.clear(); streams.clear(); }
+    else if (op.op === "part") { streams.delete(op.id); fill(place(op.id, op.after), fragment(op.html)); }
+    else if (op.op === "stream") stream(op);
+    else if (op.op === "append") { const t = streams.get(op.id); if (t) t.appendData(op.text); }
+    else if (op.op === "remove") { byId.get(op.id)?.remove(); byId.delete(op.id); streams.delete(op.id); }
+    else if (op.op === "tail") { tail.replaceChildren(fragment(op.html)); dressFooter(); }
+  }
+
+  // Permission buttons go inside the card of their request.
+  function drawChoices() {
+    const pending = new Map((head.pending || []).map((p) => [p.id, p.options]));
+    root.querySelectorAll(".acpnb-tv-choices").forEach((c) => {
+      if (!pending.has(c.dataset.request)) c.remove();
+    });
+    for (const [id, options] of pending) {
+      const wrap = byId.get(id);
+      if (!wrap || wrap.querySelector(".acpnb-tv-choices")) continue;
+      const row = node("div", "acpnb-tv-choices acpnb-permission");
+      row.dataset.request = id;
+      for (const o of options) {
+        const b = node("button", `acpnb-permission-option acpnb-kind-${String(o.kind).replace(/[^a-z_]/g, "")}`, o.label);
+        b.type = "button";
+        b.addEventListener("click", () => {
+          row.querySelectorAll("button").forEach((x) => { x.disabled = true; });
+          model.send({ type: "choose", id, option: o.id });
+        });
+        row.append(b);
+      }
+      (wrap.querySelector(".acpnb-perm") || wrap).append(row);
+    }
+  }
+
+  function onMessage(msg) {
+    if (!msg || !Array.isArray(msg.ops)) return;
+    if (typeof msg.elapsed === "number" && LIVE.has(msg.head?.state)) {
+      base = Math.min(base, performance.now() - msg.elapsed * 1000);
+    }
+    for (const op of msg.ops) apply(op);
+    if (msg.head) head = msg.head;
+    if (!tail.contains(live)) dressFooter();
+    drawChoices();
+    drawStatus();
+  }
+
+  // Which parts' cards the reader opened: the record drawn at the end keeps them open.
+  function onToggle() {
+    const ids = [];
+    for (const [id, wrap] of byId) if (wrap.querySelector("details[open]")) ids.push(id);
+    model.send({ type: "opened", ids });
+  }
+
+  function gone() {
+    if (!LIVE.has(head.state) || lost) return;
+    lost = true;
+    drawStatus();
+    setTimeout(freeze, 0);
+  }
+
+  // The kernel is gone, so nobody will replace this view by the turn's record: in JupyterLab the
+  // view puts a static copy of itself (our own markup, no buttons) in place of its output, so a
+  // saved notebook shows what had arrived instead of "Error displaying widget: model not found".
+  function freeze() {
+    const token = model.get("token");
+    const cells = model.widget_manager?.context?.model?.cells;
+    if (!token || !cells) return;
+    const copy = root.cloneNode(true);
+    copy.querySelectorAll("button").forEach((b) => b.remove());
+    const html = `<style>${model.get("_css") || ""}</style>${copy.outerHTML}`;
+    for (const cell of cells) {
+      const outputs = cell.outputs;
+      for (let i = 0; outputs && i < outputs.length; i++) {
+        if (String(outputs.get(i).data["text/plain"] || "").includes(token)) {
+          const data = { "text/html": html, "text/plain": copy.textContent };
+          outputs.set(i, { output_type: "display_data", data, metadata: {} });
+          return;
+        }
+      }
+    }
+  }
+
+  stop.addEventListener("click", () => {
+    stop.disabled = true;
+    stop.textContent = "Stopping…";
+    model.send({ type: "stop" });
+  });
+  root.addEventListener("toggle", onToggle, true);
+  model.on("msg:custom", onMessage);
+
+  // A restarted or dead kernel never ends this turn: say so instead of "running" for ever.
+  const kernel = model.widget_manager?.kernel;
+  const onStatus = (_k, s) => { if (s === "restarting" || s === "autorestarting" || s === "dead") gone(); };
+  kernel?.statusChanged?.connect?.(onStatus);
+  const timer = setInterval(() => {
+    if (kernel && (kernel.isDisposed || kernel.status === "dead")) gone();
+    tick();
+  }, 100);
+
+  dressFooter();
+  drawStatus();
+  model.send({ type: "sync" });
+  return () => {
+    clearInterval(timer);
+    kernel?.statusChanged?.disconnect?.(onStatus);
+    model.off("msg:custom", onMessage);
+  };
+}
+
+export default { render };

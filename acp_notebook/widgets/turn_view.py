@@ -1,0 +1,240 @@
+"""The live view of one turn in a widget front-end: one `anywidget` per turn, patched in place.
+
+The kernel sends what changed (`turn_diff`), at most `max_rate` messages a second, as custom
+messages; the page (static/turn_view.js) patches only those parts, so an expanded card stays
+expanded and the scroll stays put. Stop, the state, the elapsed time (counted by the page),
+permission buttons inside their request's card, usage, cost and model live in the view.
+
+At the end the view shows the final state, then its output is replaced in one display update by
+the turn's static record (Markdown, HTML, text, transcript), drawn with the cards the reader
+opened still open: the saved notebook reads without a kernel or the extension, and the page does
+not jump. The widget is closed then, so nothing of it is saved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anywidget
+import traitlets
+from IPython.display import DisplayHandle
+
+from ..client.permissions import PermissionRequest
+from ..client.session import Session
+from ..client.transcript import final_transcript, live_transcript
+from ..client.turn import TurnHandle
+from ..notebook import display as shown
+from ..notebook import publish
+from ..notebook.live import LiveView
+from ..notebook.views import text
+from ..protocol.redact import Redactor
+from ..protocol.result import TurnResult
+from ..protocol.transcript import Transcript, read_turn
+from ..render.style import CSS
+from .controls import option_label
+from .turn_diff import TurnDiff
+
+STATIC = Path(__file__).parent / "static"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+class TurnWidget(anywidget.AnyWidget):
+    """The page's side of a `TurnView`; its ES module and stylesheet ship in the package."""
+
+    _esm = STATIC / "turn_view.js"
+    _css = CSS + (STATIC / "turn_view.css").read_text(encoding="utf-8")
+    #: In the view's text/plain: how the page finds its output when the kernel went away.
+    token = traitlets.Unicode("").tag(sync=True)
+
+
+class TurnView(LiveView):
+    """A `LiveView` drawn by a `TurnWidget` instead of redrawn HTML (see the module docstring)."""
+
+    def __init__(
+        self,
+        session: Session,
+        turn: TurnHandle,
+        *,
+        on_stop: Any,
+        max_rate: float = 25.0,
+        note: str = "",
+        redactor: Redactor | None = None,
+        permission_timeout: float = 0,
+    ) -> None:
+        super().__init__(
+            session,
+            turn,
+            max_rate=max_rate,
+            note=note,
+            redactor=redactor,
+            permission_timeout=permission_timeout,
+        )
+        self.on_stop = on_stop
+        self.widget = TurnWidget()
+        self.diff = TurnDiff()
+        self.messages = 0  # custom messages sent to the page, for the benchmark and tests
+        self.started = time.monotonic()
+        self.state = "waiting"
+        self.pending: dict[str, list[dict[str, str]]] = {}
+        self.choices: dict[str, asyncio.Future[str | None]] = {}
+        self.head: dict[str, Any] = {}
+        self.final: Transcript | None = None
+        self.view_handle: DisplayHandle | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.opened: frozenset[str] = frozenset()
+        self.widget.on_msg(self._on_page)
+
+    def start(self) -> None:
+        self.turn.permission_handler = self._ask
+        self.widget.token = f"acpnb-view-{uuid.uuid4().hex}"
+        bundle = {
+            "text/plain": f"(the live view of a turn: {self.widget.token})",
+            WIDGET_VIEW: {"version_major": 2, "version_minor": 1, "model_id": self.widget.model_id},
+        }
+        self.view_handle = publish.show(bundle, display_id=True)
+        self.loop = asyncio.get_running_loop()
+        self._task = self.loop.create_task(self._render_loop())
+
+    # -- the page -------------------------------------------------------------------------------
+
+    def _on_page(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        # The kernel may hand a widget's messages to another thread (a subshell): the turn's
+        # futures and events belong to the loop that started the view.
+        if isinstance(content, dict) and self.loop is not None and not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self._page_said, content)
+
+    def _page_said(self, content: dict[str, Any]) -> None:
+        kind = content.get("type")
+        if kind == "sync":  # a view (re)connected: everything, from the start
+            self._send(self.diff.snapshot(self._transcript()), force=True)
+        elif kind == "stop" and self.turn.result is None and not self.turn.cancel_requested:
+            self.on_stop()
+            self._dirty.set()
+        elif kind == "opened" and isinstance(content.get("ids"), list):
+            # Which parts' cards the reader opened: the record keeps them open.
+            self.opened = frozenset(str(i) for i in content["ids"][:10_000])
+        elif kind == "choose":
+            future = self.choices.get(str(content.get("id")))
+            option = str(content.get("option"))
+            allowed = {o["id"] for o in self.pending.get(str(content.get("id")), [])}
+            if future is not None and not future.done() and option in allowed:
+                future.set_result(option)
+
+    async def _ask(self, request: PermissionRequest) -> str | None:
+        pid = request.part.part_id
+        mask = self.redactor.text
+        self.pending[pid] = [
+            {
+                "id": text(o.get("optionId"), 200),
+                "label": option_label(o, mask),
+                "kind": text(o.get("kind"), 40),
+            }
+            for o in request.options
+        ]
+        self.choices[pid] = asyncio.get_running_loop().create_future()
+        self._dirty.set()
+        try:
+            # A page that connected once may be gone: nobody would click (see LiveView._ask).
+            with anyio.move_on_after(self.permission_timeout or math.inf):
+                return await self.choices[pid]
+            raise TimeoutError(f"no answer within {self.permission_timeout:g} s")
+        finally:
+            self.pending.pop(pid, None)
+            self.choices.pop(pid, None)
+            self._dirty.set()
+
+    # -- the kernel's side ----------------------------------------------------------------------
+
+    def _transcript(self) -> Transcript:
+        if self.final is not None:
+            return self.final
+        transcript = live_transcript(self.session, self._record(), self.turn, self.note)
+        transcript.pop("duration", None)  # the page counts the time itself
+        return read_turn(self.redactor.obj(transcript, live=True), live=True)
+
+    def _state(self, turn: Transcript) -> str:
+        result = self.turn.result
+        if result is not None:
+            if result.cancelled:
+                return "cancelled"
+            return "done" if result.success else "failed"
+        if self.pending:
+            return "asking"
+        if self.turn.cancel_requested:
+            return "stopping"
+        return "streaming" if turn.parts else "waiting"
+
+    def _head(self, turn: Transcript) -> dict[str, Any]:
+        return {
+            "state": self._state(turn),
+            "model": self.redactor.text(model_name(self.session)),
+            "pending": [{"id": k, "options": v} for k, v in self.pending.items()],
+            "duration": turn.duration if self.final is not None else None,
+        }
+
+    def _send(self, ops: list[dict[str, Any]], *, force: bool = False) -> None:
+        turn = self._transcript()
+        head = self._head(turn)
+        if not ops and head == self.head and not force:
+            return
+        self.head = head
+        message = {"ops": ops, "head": head, "elapsed": time.monotonic() - self.started}
+        self.widget.send(message)
+        self.messages += 1
+
+    async def _render_loop(self) -> None:
+        while not self._finished():
+            await self._dirty.wait()
+            self._dirty.clear()
+            if self._finished():
+                break
+            started = time.perf_counter()
+            self._send(self.diff.update(self._transcript()))
+            cost = time.perf_counter() - started
+            # As LiveView: drawing never takes more than a quarter of the loop's time.
+            await asyncio.sleep(max(self.min_interval, 3 * cost))
+
+    def finish(self, result: TurnResult, *, keep_record: bool) -> None:
+        """The final state in place, then the static record in place of the view (one display
+        update); without `keep_record` the cell's value shows no second copy of it."""
+        self._done = True
+        self._dirty.set()
+        self._unsubscribe()
+        transcript = self.redactor.obj(final_transcript(result, self.note))
+        self.final = read_turn(transcript)
+        self._send(self.diff.update(self.final), force=True)
+        bundle = publish.turn(transcript, redactor=self.redactor, open_parts=self.opened)
+        if self.view_handle is not None:
+            publish.update(self.view_handle, bundle)
+        if not keep_record:
+            shown.shown_in_place(result)
+        self.widget.close()
+
+
+def model_name(session: Session) -> str:
+    """The session's model, as the agent names it (its `model` config option), or ""."""
+    for option in session.config_options:
+        if option.get("category") != "model" and option.get("id") != "model":
+            continue
+        value = option.get("currentValue")
+        for choice in _choices(option.get("options")):
+            if choice.get("value") == value:
+                return text(choice.get("name") or value, 80)
+        return text(value, 80)
+    return ""
+
+
+def _choices(options: Any) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for item in options if isinstance(options, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("options"), list):  # a group
+            out += [c for c in item["options"] if isinstance(c, dict)]
+        elif isinstance(item, dict):
+            out.append(item)
+    return out

@@ -1,0 +1,116 @@
+"""The live turn view's kernel side, pure: which messages a turn's changes become (turn_diff).
+
+Transcripts are fed as dicts (the shape `live_transcript` builds), read back like the view does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from acp_notebook.protocol.transcript import read_turn
+from acp_notebook.widgets.turn_diff import TurnDiff
+
+
+def turn(*parts: dict[str, Any], live: bool = True, **extra: Any) -> Any:
+    return read_turn(
+        {
+            "turnId": "t1",
+            "agent": "demo",
+            "success": None if live else True,
+            "stopReason": None if live else "end_turn",
+            "parts": list(parts),
+            **extra,
+        },
+        live=live,
+    )
+
+
+def say(pid: str, text: str, role: str = "agent") -> dict[str, Any]:
+    return {"type": "message", "id": pid, "role": role, "text": text}
+
+
+def tool(pid: str, title: str, status: str = "in_progress") -> dict[str, Any]:
+    return {"type": "tool_call", "id": pid, "toolCallId": pid, "title": title, "status": status}
+
+
+def ops_of(ops: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [o for o in ops if o["op"] == kind]
+
+
+def test_streaming_text_goes_as_deltas_then_once_as_html() -> None:
+    diff = TurnDiff()
+    first = diff.update(turn(say("m1", "Hello")))
+    assert ops_of(first, "stream") == [
+        {"op": "stream", "id": "m1", "after": "", "role": "agent", "text": "Hello"}
+    ]
+    assert ops_of(first, "tail")  # the footer, once
+    second = diff.update(turn(say("m1", "Hello, wor")))
+    assert second == [{"op": "append", "id": "m1", "text": ", wor"}]  # the delta, nothing else
+    assert diff.update(turn(say("m1", "Hello, wor"))) == []  # nothing changed: no message
+    # A tool call arrives: the message stops growing and is sent once as rendered HTML.
+    third = diff.update(turn(say("m1", "Hello, **world**"), tool("c1", "Read a.txt")))
+    done = ops_of(third, "part")
+    assert [o["id"] for o in done] == ["m1", "c1"]
+    assert "<strong>world</strong>" in done[0]["html"]
+    assert done[1]["after"] == "m1"
+
+
+def test_a_part_is_resent_only_when_it_changed() -> None:
+    diff = TurnDiff()
+    diff.update(turn(tool("c1", "Read a.txt"), tool("c2", "Read b.txt"), say("m1", "x")))
+    ops = diff.update(
+        turn(tool("c1", "Read a.txt", "completed"), tool("c2", "Read b.txt"), say("m1", "xy"))
+    )
+    assert [o["id"] for o in ops_of(ops, "part")] == ["c1"]  # c2 did not change
+    assert ops_of(ops, "append") == [{"op": "append", "id": "m1", "text": "y"}]
+
+
+def test_agent_html_is_escaped_and_links_are_not_javascript() -> None:
+    diff = TurnDiff()
+    hostile = "<img src=x onerror=alert(1)> [click](javascript:alert(1)) $x$"
+    ops = diff.update(turn(say("m1", hostile), tool("c1", "<script>alert(1)</script>")))
+    html = "".join(o["html"] for o in ops_of(ops, "part"))
+    assert "<img" not in html and "<script" not in html
+    assert "javascript:" not in html.replace("javascript:alert(1)", "")  # only as escaped text
+    assert 'href="javascript' not in html
+    # A streaming message is plain text: the page shows it with textContent.
+    live = TurnDiff().update(turn(say("m1", hostile)))
+    assert ops_of(live, "stream")[0]["text"] == hostile
+
+
+def test_text_that_does_not_extend_what_was_sent_restarts_the_stream() -> None:
+    diff = TurnDiff()
+    diff.update(turn(say("m1", "sk-abc")))
+    ops = diff.update(turn(say("m1", "••••")))  # a mask recognised a key after all
+    assert ops_of(ops, "stream")[0]["text"] == "••••"
+    assert not ops_of(ops, "append")
+
+
+def test_thoughts_stream_and_removed_parts_are_removed() -> None:
+    diff = TurnDiff()
+    ops = diff.update(turn(say("th", "hmm", role="thought")))
+    assert ops_of(ops, "stream")[0]["role"] == "thought"
+    ops = diff.update(turn(say("m2", "answer")))
+    assert ops_of(ops, "remove") == [{"op": "remove", "id": "th"}]
+
+
+def test_snapshot_resends_everything_and_the_end_sends_final_html() -> None:
+    diff = TurnDiff()
+    diff.update(turn(tool("c1", "Read"), say("m1", "Hi")))
+    snap = diff.snapshot(turn(tool("c1", "Read"), say("m1", "Hi")))
+    assert snap[0] == {"op": "reset"}
+    assert {o["op"] for o in snap[1:]} == {"part", "stream", "tail"}
+    final = diff.update(turn(tool("c1", "Read"), say("m1", "Hi"), live=False))
+    assert [o["id"] for o in ops_of(final, "part")] == ["m1"]  # the message, now Markdown
+    assert "running" not in ops_of(final, "tail")[0]["html"]
+
+
+def test_bytes_of_a_long_streamed_answer_stay_near_its_size() -> None:
+    diff = TurnDiff()
+    text = ""
+    for i in range(2000):
+        text += f"word{i} "
+        diff.update(turn(say("m1", text)))
+    diff.update(turn(say("m1", text), live=False))
+    # Deltas once, the final HTML once: about twice the text, not the ~2000 redraws of it.
+    assert diff.bytes < 2.5 * len(text) + 2000
