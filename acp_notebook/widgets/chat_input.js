@@ -22,8 +22,15 @@ function follow(el) {
       return;
     }
     log.addEventListener("scroll", onScroll, { passive: true });
+    let placed = -1; // where this code last scrolled the log to
     observer = new MutationObserver(() => {
-      if (stuck) log.scrollTop = log.scrollHeight;
+      // Moved up since we placed it: the user scrolled, even if the scroll event (dispatched
+      // on the next frame) has not come yet; output arriving first must not undo that.
+      if (placed >= 0 && log.scrollTop < placed - FOLLOW_SLACK_PX) stuck = false;
+      if (stuck) {
+        log.scrollTop = log.scrollHeight;
+        placed = log.scrollTop;
+      }
     });
     observer.observe(log, { childList: true, subtree: true, characterData: true });
   };

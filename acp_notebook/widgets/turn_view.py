@@ -38,6 +38,7 @@ from ..protocol.result import TurnResult
 from ..protocol.transcript import Transcript, read_turn
 from ..render.style import CSS
 from .controls import option_label
+from .elicit_form import PendingForms
 from .turn_diff import TurnDiff
 
 STATIC = Path(__file__).parent / "static"
@@ -88,10 +89,14 @@ class TurnView(LiveView):
         self.view_handle: DisplayHandle | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.opened: frozenset[str] = frozenset()
+        #: The agent's questions (elicitation/create) waiting for an answer in this view.
+        self.forms = PendingForms(self._dirty.set, self.redactor.text)
+        self.forms.timeout = permission_timeout
         self.widget.on_msg(self._on_page)
 
     def start(self) -> None:
         self.turn.permission_handler = self._ask
+        self.turn.elicitation_handler = self.forms.ask
         self.widget.token = f"acpnb-view-{uuid.uuid4().hex}"
         bundle = {
             "text/plain": f"(the live view of a turn: {self.widget.token})",
@@ -119,6 +124,8 @@ class TurnView(LiveView):
         elif kind == "opened" and isinstance(content.get("ids"), list):
             # Which parts' cards the reader opened: the record keeps them open.
             self.opened = frozenset(str(i) for i in content["ids"][:10_000])
+        elif kind == "answer":
+            self.forms.answered(content)
         elif kind == "choose":
             future = self.choices.get(str(content.get("id")))
             option = str(content.get("option"))
@@ -164,7 +171,7 @@ class TurnView(LiveView):
             if result.cancelled:
                 return "cancelled"
             return "done" if result.success else "failed"
-        if self.pending:
+        if self.pending or self.forms:
             return "asking"
         if self.turn.cancel_requested:
             return "stopping"
@@ -175,6 +182,7 @@ class TurnView(LiveView):
             "state": self._state(turn),
             "model": self.redactor.text(model_name(self.session)),
             "pending": [{"id": k, "options": v} for k, v in self.pending.items()],
+            "forms": self.forms.for_page(),
             "duration": turn.duration if self.final is not None else None,
         }
 

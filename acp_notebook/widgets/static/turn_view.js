@@ -178,6 +178,109 @@ function render({ model, el }) {
     }
   }
 
+  // The agent's questions (elicitation/create): a form, or a link, inside their card. Every label
+  // is set as text; a link is offered only for http(s), with its host shown before it is opened.
+  function field(f) {
+    const row = node("label", "acpnb-tv-field");
+    row.dataset.name = f.name;
+    row.append(node("span", "acpnb-tv-field-title", f.title + (f.required ? " *" : "")));
+    let input;
+    if (f.type === "boolean") {
+      input = node("input");
+      input.type = "checkbox";
+      input.checked = f.default === true;
+    } else if (f.type === "array") {
+      input = node("span", "acpnb-tv-multi");
+      const chosen = new Set(Array.isArray(f.default) ? f.default : []);
+      for (const [value, label] of f.choices) {
+        const box = node("input");
+        box.type = "checkbox";
+        box.value = value;
+        box.checked = chosen.has(value);
+        const item = node("label", "acpnb-tv-choice");
+        item.append(box, " ", label);
+        input.append(item);
+      }
+    } else if (f.choices.length) {
+      input = node("select");
+      if (!f.required) input.append(node("option", "", ""));
+      for (const [value, label] of f.choices) {
+        const opt = node("option", "", label);
+        opt.value = value;
+        opt.selected = value === f.default;
+        input.append(opt);
+      }
+    } else {
+      input = node("input");
+      input.type = f.type === "string" ? "text" : "number";
+      if (f.type === "integer") input.step = "1";
+      if (f.type !== "string") {
+        if (f.min != null) input.min = String(f.min);
+        if (f.max != null) input.max = String(f.max);
+      }
+      if (f.default != null) input.value = String(f.default);
+    }
+    input.classList.add("acpnb-tv-input");
+    row.append(input);
+    if (f.description) row.append(node("span", "acpnb-muted", f.description));
+    return row;
+  }
+
+  function values(box, form) {
+    const out = {};
+    for (const f of form.fields) {
+      const row = box.querySelector(`[data-name="${CSS.escape(f.name)}"] .acpnb-tv-input`);
+      if (!row) continue;
+      if (f.type === "boolean") out[f.name] = row.checked;
+      else if (f.type === "array") out[f.name] = Array.from(row.querySelectorAll("input:checked"), (i) => i.value);
+      else out[f.name] = row.value;
+    }
+    return out;
+  }
+
+  function drawForms() {
+    const forms = new Map((head.forms || []).map((f) => [f.id, f]));
+    root.querySelectorAll(".acpnb-tv-form").forEach((box) => {
+      const form = forms.get(box.dataset.request);
+      if (!form) { box.remove(); return; }
+      box.querySelector(".acpnb-tv-form-error").textContent = form.error || "";
+      if (form.error) box.querySelectorAll("button").forEach((b) => { b.disabled = false; });
+    });
+    for (const [id, form] of forms) {
+      const wrap = byId.get(id);
+      if (!wrap || wrap.querySelector(".acpnb-tv-form")) continue;
+      const box = node("div", "acpnb-tv-form");
+      box.dataset.request = id;
+      if (form.mode === "url") {
+        const where = node("div", "", `Opens ${form.host || "?"}: `);
+        if (/^https?:\/\//i.test(form.url)) {
+          const a = node("a", "", form.url);
+          a.href = form.url;
+          a.target = "_blank";
+          a.rel = "noopener noreferrer";
+          where.append(a);
+        }
+        box.append(where);
+      } else {
+        for (const f of form.fields) box.append(field(f));
+      }
+      const error = node("div", "acpnb-tv-form-error");
+      const buttons = node("div", "acpnb-tv-buttons");
+      const send = (action) => {
+        buttons.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+        model.send({ type: "answer", id, action, values: form.mode === "url" ? {} : values(box, form) });
+      };
+      for (const [action, label] of [["accept", form.mode === "url" ? "Done, accept" : "Submit"], ["decline", "Decline"], ["cancel", "Cancel"]]) {
+        const b = node("button", `acpnb-permission-option acpnb-tv-${action}`, label);
+        b.type = "button";
+        b.addEventListener("click", () => send(action));
+        buttons.append(b);
+      }
+      box.append(error, buttons);
+      (wrap.querySelector(".acpnb-elicit") || wrap).append(box);
+    }
+  }
+
   function onMessage(msg) {
     if (!msg || !Array.isArray(msg.ops)) return;
     if (typeof msg.elapsed === "number" && LIVE.has(msg.head?.state)) {
@@ -187,6 +290,7 @@ function render({ model, el }) {
     if (msg.head) head = msg.head;
     if (!tail.contains(live)) dressFooter();
     drawChoices();
+    drawForms();
     drawStatus();
   }
 
