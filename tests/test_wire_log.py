@@ -118,3 +118,15 @@ def test_agent_log_shows_the_turn_masked_and_clipped(tmp_path: Path) -> None:
     html = "".join(o["data"]["text/html"] for o in nb.cells[2].outputs if "data" in o)
     assert "<script" not in html and "<pre>" in html
     assert "UsageError" in bad and "1 to 1000" in bad
+
+
+def test_what_is_kept_is_bounded_in_characters_and_the_newest_read_always_kept() -> None:
+    log = WireLog(size=1000, clip=10_000, budget=1000)
+    into = log.recorder("in")
+    for i in range(50):
+        into([json.dumps({"id": i, "pad": "x" * 80})])  # about 100 characters each
+    kept = log.entries()
+    assert sum(len(e.text) for e in kept) <= 1000 and len(kept) >= 9
+    assert json.loads(kept[-1].text)["id"] == 49  # the newest
+    into(["y" * 5000])  # one read over the budget on its own: kept, alone
+    assert [e.size for e in log.entries()] == [5000]

@@ -1,8 +1,8 @@
 """The protocol log: the last JSON-RPC messages each way, kept as the wire carried them. Pure.
 
 The connection records every line it reads and every message it writes; this costs one tuple
-per read, so it is always on. What is kept is bounded: the last `size` reads each way, each
-message cut to `clip` characters (its length before the cut is kept beside it).
+per read, so it is always on. What is kept is bounded: the last `size` reads each way, at most
+`budget` characters in all, each message cut to `clip` (its length before the cut is kept).
 Reading it (`entries`, `summary`) parses and clips on demand, never on the hot path. A `sink`
 (e.g. a JSON-lines file, `client/wirefile.py`) sees every entry as it is recorded.
 """
@@ -20,10 +20,11 @@ from typing import Any, Literal
 
 Direction = Literal["in", "out"]
 
-_Batch = tuple[int, float, Sequence[str | bytes], list[int] | None]
+_Batch = tuple[int, float, Sequence[str | bytes], list[int] | None, int]
 
 DEFAULT_SIZE = 64  # reads (or sends) kept each way: at least that many messages
 DEFAULT_CLIP = 16 * 1024  # characters kept of one message
+DEFAULT_BUDGET = 128 * 1024  # characters kept each way, in all
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,13 +71,14 @@ def _short(value: Any, n: int = 60) -> str:
 
 
 class WireLog:
-    """The last messages each way, `size` reads' worth; `sink` (if set) sees every entry.
+    """The last messages each way: at most `size` reads (or sends) and `budget` characters each
+    way; `sink` (if set) sees every entry.
 
-    The reader records each read's lines as one batch (`record_batch`, one tuple per read, not
-    per message: recording stays under a percent of the reader's time, `bench/bench_stream.py`)
-    and the writer each message it sends. A line longer than `clip` is cut to it before it is
-    kept, so what is kept each way is at most `size` reads of the transport (64 KiB each) plus
-    `clip` per message. Entries are built only when read.
+    The reader records each read's lines as one batch (one tuple per read, not per message:
+    recording stays a small fraction of the reader's time, `bench/bench_stream.py`) and the
+    writer each message it sends. A line longer than `clip` is cut to it before it is kept;
+    past the budget, the oldest batches go (the newest is always kept). Entries are built only
+    when read.
     """
 
     def __init__(
@@ -84,28 +86,34 @@ class WireLog:
         size: int = DEFAULT_SIZE,
         clip: int = DEFAULT_CLIP,
         sink: Callable[[WireEntry], None] | None = None,
+        budget: int = DEFAULT_BUDGET,
     ) -> None:
         self.size = size
         self.clip = clip
+        self.budget = budget
         self.sink = sink
         # One count across both ways orders the entries (two clock readings may be equal).
         self._order = itertools.count()
-        self._kept: dict[Direction, deque[_Batch]] = {
-            "in": deque(maxlen=size),
-            "out": deque(maxlen=size),
-        }
+        self._kept: dict[Direction, deque[_Batch]] = {"in": deque(), "out": deque()}
 
     def recorder(self, direction: Direction) -> Callable[[Sequence[str | bytes]], None]:
         """A function recording one read's (or one send's) lines, bound once by its caller."""
         kept, clip, now, order = self._kept[direction], self.clip, time.time, self._order
+        size, budget = self.size, self.budget
+        held = [0]  # characters kept this way
 
         def record(lines: Sequence[str | bytes]) -> None:
             sizes = None
-            if lines and max(map(len, lines)) > clip:  # rare: a long line is cut before kept
+            chars = sum(map(len, lines))
+            if chars > clip and max(map(len, lines)) > clip:  # rare: a long line is cut
                 sizes = [len(line) for line in lines]
                 lines = [line[:clip] for line in lines]
-            batch = (next(order), now(), lines, sizes)
+                chars = sum(map(len, lines))
+            batch = (next(order), now(), lines, sizes, chars)
             kept.append(batch)
+            held[0] += chars
+            while len(kept) > 1 and (held[0] > budget or len(kept) > size):
+                held[0] -= kept.popleft()[4]
             if self.sink is not None:
                 for entry in self._expand(direction, batch):
                     self.sink(entry)
@@ -117,7 +125,7 @@ class WireLog:
 
     @staticmethod
     def _expand(direction: Direction, batch: _Batch) -> list[WireEntry]:
-        order, at, lines, sizes = batch
+        order, at, lines, sizes, _ = batch
         out = []
         for i, line in enumerate(lines):
             text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
