@@ -376,14 +376,19 @@ class SessionFold:
         record = self.target
         options = self._bounded(record, options[: self.limits.content_items])
         part = PermissionPart(self.new_id("p"), call_id, title, options)
+        self._add_asked(record, part, "permissions")
+        return part
+
+    def _add_asked(self, record: TurnRecord, part: Part, kind: str) -> None:
+        """A request from the agent joins the turn (past the parts cap: asked all the same,
+        but only counted, as `kind`)."""
         self.visible_output = True
         if record.budget.parts <= 0:
-            self._drop(record, "permissions")  # asked all the same, but not recorded
-            return part
+            self._drop(record, kind)
+            return
         record.budget.parts -= 1
         record.parts.append(part)
         self._updated(part)
-        return part
 
     def add_elicitation(self, params: Any) -> ElicitationPart:
         """Record an `elicitation/create` (`ElicitationError` if it cannot be read: the caller
@@ -394,13 +399,7 @@ class SessionFold:
         except ElicitationError as exc:
             self.add_error(f"the agent asked for input in a way this client cannot show: {exc}")
             raise
-        self.visible_output = True
-        if record.budget.parts <= 0:
-            self._drop(record, "elicitations")  # asked all the same, but not recorded
-            return part
-        record.budget.parts -= 1
-        record.parts.append(part)
-        self._updated(part)
+        self._add_asked(record, part, "elicitations")
         return part
 
     def resolve_elicitation(

@@ -53,6 +53,13 @@ def render_text(turn: Transcript) -> str:
 def _tool_call(call: ToolCallPart, turn: Transcript) -> str:
     glyph, word = labels.tool_status(call.status)
     title = _one_line(call.title) or _one_line(call.tool_kind)
+    extra = tool_extras(call, turn, live=turn.live)
+    more = f" ({', '.join(_one_line(x) for x in extra)})" if extra else ""
+    return f"{glyph} {_one_line(call.tool_kind)}: {title} — {_one_line(word)}{more}"
+
+
+def tool_extras(call: ToolCallPart, turn: Transcript, *, live: bool) -> list[str]:
+    """What a one-line view adds to a tool call: its diffs' +/− counts, its commands' exits."""
     extra = []
     content = call.content_items
     diffs = [unified(c.path, c.old, c.new) for c in content if isinstance(c, DiffContent)]
@@ -60,9 +67,8 @@ def _tool_call(call: ToolCallPart, turn: Transcript) -> str:
         extra.append(f"+{sum(d.added for d in diffs)} −{sum(d.removed for d in diffs)}")
     for c in content:
         if isinstance(c, TerminalContent) and (term := turn.terminals.get(c.terminal_id)):
-            extra.append(labels.exit_status(term, live=turn.live))
-    more = f" ({', '.join(_one_line(x) for x in extra)})" if extra else ""
-    return f"{glyph} {_one_line(call.tool_kind)}: {title} — {_one_line(word)}{more}"
+            extra.append(labels.exit_status(term, live=live))
+    return extra
 
 
 def _one_line(s: str) -> str:

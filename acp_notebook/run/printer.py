@@ -22,13 +22,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..protocol.items import DiffContent, TerminalContent
 from ..protocol.redact import Redactor
 from ..protocol.state import ErrorPart, MessagePart, PermissionPart, PlanPart, RawPart, ToolCallPart
 from ..protocol.transcript import Transcript, read_turn
 from ..render import labels
 from ..render.clip import terminal_text
-from ..render.diff import unified
+from ..render.text import tool_extras
 
 MAX_LINE = 400
 MAX_ANSWER_LINE = 4_000  # a paragraph of Markdown is one line
@@ -207,12 +206,5 @@ class TurnPrinter:
 
 
 def _details(call: ToolCallPart, turn: Transcript) -> str:
-    extra = []
-    content = call.content_items
-    diffs = [unified(c.path, c.old, c.new) for c in content if isinstance(c, DiffContent)]
-    if diffs:
-        extra.append(f"+{sum(d.added for d in diffs)} −{sum(d.removed for d in diffs)}")
-    for c in content:
-        if isinstance(c, TerminalContent) and (term := turn.terminals.get(c.terminal_id)):
-            extra.append(labels.exit_status(term, live=False))
+    extra = tool_extras(call, turn, live=False)
     return f" ({', '.join(extra)})" if extra else ""
