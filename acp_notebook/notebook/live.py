@@ -9,21 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
+import os
 import time
 from typing import Any
 
-import anyio
-from IPython.display import DisplayHandle, display
+from IPython.display import DisplayHandle
 
-from ..client.permissions import PermissionRequest
 from ..client.session import Session
 from ..client.transcript import final_transcript, live_transcript
 from ..client.turn import TurnHandle
 from ..protocol.mutations import Mutation, SessionChanged
 from ..protocol.redact import Redactor
 from ..protocol.result import TurnRecord, TurnResult
-from ..render import LIVE_FORMATS
+from ..render import LIVE_FORMATS, MIME_TRANSCRIPT
 from . import publish
 
 
@@ -36,7 +34,6 @@ class LiveView:
         turn: TurnHandle,
         *,
         max_rate: float = 25.0,
-        controls: Any = None,
         note: str = "",
         show: bool = True,
         redactor: Redactor | None = None,
@@ -47,35 +44,20 @@ class LiveView:
         self.redactor = redactor or publish.REDACTOR
         self.turn = turn
         self.note = note
-        self.controls = controls
         self.show = show
         self.min_interval = 1.0 / max_rate
         self.updates = 0  # display messages sent, for the benchmark and tests
         self._dirty = asyncio.Event()
         self._done = False
         self._handle: DisplayHandle | None = None
-        self._controls_handle: DisplayHandle | None = None
         self._unsubscribe = session.subscribe(self._on_mutation)
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        if self.controls is not None:
-            self._controls_handle = display(self.controls.box, display_id=True)
-            self.turn.permission_handler = self._ask
         if self.show:
             self._handle = publish.show(self._bundle(), display_id=True)
             self.updates += 1
         self._task = asyncio.get_running_loop().create_task(self._render_loop())
-
-    async def _ask(self, request: PermissionRequest) -> str | None:
-        assert self.controls is not None
-        self._dirty.set()
-        # A front-end that connected once may be gone (a closed tab during Run All): nobody
-        # would ever click, so the request is rejected after `permission_timeout`.
-        with anyio.move_on_after(self.permission_timeout or math.inf):
-            result: str | None = await self.controls.ask(request)
-            return result
-        raise TimeoutError(f"no answer within {self.permission_timeout:g} s")
 
     def _on_mutation(self, mutation: Mutation) -> None:
         # Called for every streamed chunk: once a redraw is due, there is nothing more to do.
@@ -95,16 +77,12 @@ class LiveView:
         return self._done
 
     def _bundle(self) -> dict[str, Any]:
-        import os
-
-        from ..render import MIME_TRANSCRIPT
-
         transcript = live_transcript(self.session, self._record(), self.turn, self.note)
         formats: tuple[str, ...] = LIVE_FORMATS
         # Headless under `acp-notebook run`, which sets this: the runner reads the turn from
         # every update's transcript to print it as it streams (the saved notebook keeps only
         # the final record, which replaces these updates).
-        if self.controls is None and os.environ.get("ACP_NOTEBOOK_LIVE_TRANSCRIPT") == "1":
+        if os.environ.get("ACP_NOTEBOOK_LIVE_TRANSCRIPT") == "1":
             formats = (*LIVE_FORMATS, MIME_TRANSCRIPT)
         # live: a text ending in the start of a key holds that end back until the next redraw.
         return publish.turn(transcript, live=True, formats=formats, redactor=self.redactor)
@@ -130,10 +108,6 @@ class LiveView:
         self._done = True
         self._dirty.set()
         self._unsubscribe()
-        if self.controls is not None:
-            self.controls.close()
-            if self._controls_handle is not None:
-                self._controls_handle.update({"text/plain": ""}, raw=True)
         if self._handle is not None:
             bundle = (
                 publish.turn(final_transcript(result, self.note), redactor=self.redactor)

@@ -1,8 +1,8 @@
-"""Live controls of a running turn: a Stop button and permission choices.
+"""Permission choices as ipywidgets buttons (the chat's), and the words on every permission
+button (`option_label`, the live turn view's too).
 
-Only what needs the kernel is a widget. The record of the turn is a plain display (Markdown, HTML,
-text, JSON), so a saved or converted notebook keeps it; these controls are closed when the turn
-ends and leave nothing behind.
+The record of a turn is a plain display (Markdown, HTML, text, JSON), so a saved or converted
+notebook keeps it; these buttons are closed when the turn ends and leave nothing behind.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import ipywidgets as w
 from ..client.permissions import PermissionRequest
 from ..notebook.views import Strong, Value, html_span, text
 from ..protocol.redact import Redactor
-from .loop import KernelLoop
 
 _STYLE = {
     "allow_once": "success",
@@ -111,41 +110,3 @@ def _chooser(
         loop.call_soon_threadsafe(choose)  # a future is set on its loop: a click may run elsewhere
 
     return click
-
-
-class TurnControls:
-    """A Stop button, a status line, and the turn's permission prompts. `on_stop` is called on
-    the loop the controls were made on, whatever thread the click arrives in."""
-
-    def __init__(
-        self, on_stop: Callable[[], None], label: str, redactor: Redactor | None = None
-    ) -> None:
-        redactor = redactor or Redactor()
-        self.stop_button = w.Button(
-            description="Stop",
-            icon="stop",
-            button_style="danger",
-            tooltip="Cancel this turn (sends session/cancel)",
-            layout=w.Layout(width="90px"),
-        )
-        self.status = w.HTML(value=html_span(redactor.text(label)))
-        self.prompts = PermissionPrompts(redactor)
-        self.box = w.VBox([w.HBox([self.stop_button, self.status]), self.prompts.box])
-        self.box.add_class("acpnb-controls")
-        self._on_stop = on_stop
-        self._kernel = KernelLoop()
-        self.stop_button.on_click(self._clicked_stop)
-
-    def _clicked_stop(self, _button: Any) -> None:
-        self.stop_button.disabled = True
-        self.stop_button.description = "Stopping…"
-        self._kernel.call(self._on_stop)  # `on_stop` runs on the kernel's loop, as documented
-
-    async def ask(self, request: PermissionRequest) -> str | None:
-        """Show the options as buttons and wait for a click; returns the chosen option id."""
-        return await self.prompts.ask(request)
-
-    def close(self) -> None:
-        self.prompts.close()
-        for widget in (self.stop_button, self.status, self.box):
-            widget.close()
