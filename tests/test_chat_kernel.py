@@ -116,28 +116,46 @@ def test_a_cells_stop_and_permission_buttons_work_over_a_subshell(tmp_path: Path
     nb = new_nb(*cells)
     client = make_client(nb, tmp_path)
 
-    async def click_when_shown(shell: str, name: str, **state: Any) -> None:
-        seen = set(client.widget_state)  # an earlier cell's buttons, closed
+    def asked(view: str) -> dict[str, Any] | None:
+        """The permission request the kernel last showed in this turn view, if any."""
+        for _, msg in reversed(client.messages):
+            content = msg["content"]
+            if msg["msg_type"] != "comm_msg" or content.get("comm_id") != view:
+                continue
+            pending = (content["data"].get("content") or {}).get("head", {}).get("pending")
+            if pending:
+                return dict(pending[0])
+        return None
+
+    async def press_when_shown(shell: str, what: str) -> None:
+        """As the page does: a `choose` (the "Allow once" option) or a `stop` message from the
+        cell's turn view (an anywidget), sent over the subshell."""
+        seen = set(client.widget_state)  # an earlier cell's view, closed
         while True:
-            try:
-                button = model_of(client, name, **state)
-                if button not in seen:
-                    break
-            except AssertionError:
-                pass
-            await asyncio.sleep(0.02)  # nbclient fills widget_state as the cell runs
-        comm_msg(client, shell, button, {"method": "custom", "content": {"event": "click"}})
+            views = [
+                i for i, s in client.widget_state.items() if s.get("_model_name") == "AnyModel"
+            ]
+            new = [v for v in views if v not in seen]
+            request = asked(new[-1]) if new and what == "Allow once" else None
+            if new and (what == "Stop" or request):
+                break
+            await asyncio.sleep(0.02)  # nbclient records the messages as the cell runs
+        if what == "Stop":
+            message: dict[str, Any] = {"type": "stop"}
+        else:
+            assert request is not None
+            option = next(o for o in request["options"] if o["label"] == what)
+            message = {"type": "choose", "id": request["id"], "option": option["id"]}
+        comm_msg(client, shell, new[-1], {"method": "custom", "content": message})
 
     async def main() -> None:
         env = kernel_env(tmp_path, ACP_NOTEBOOK_DEMO_SPEED="1")
         async with client.async_setup_kernel(env=env):
             await client.async_execute_cell(nb.cells[0], 0)
             shell = await subshell(client)
-            for index, button in ((1, "Allow once"), (2, "Stop")):
+            for index, what in ((1, "Allow once"), (2, "Stop")):
                 running = asyncio.create_task(client.async_execute_cell(nb.cells[index], index))
-                await asyncio.wait_for(
-                    click_when_shown(shell, "ButtonModel", description=button), 30
-                )
+                await asyncio.wait_for(press_when_shown(shell, what), 30)
                 await asyncio.wait_for(running, 30)
             for index in (3, 4):
                 await client.async_execute_cell(nb.cells[index], index)

@@ -42,7 +42,7 @@ def hostile_cells(cls: str, log: Path) -> list[str]:
     for k in range(len(by_class(cls))):
         cells += [turn + f"title {k}", "%agent status -s h"]
     cells += [
-        f"%agent sessions -a {agent}",
+        f"%agent sessions -a {agent} --all -n 1000",
         turn + "stop 1",
         turn + "fail 2",
         turn + "permission 3",

@@ -58,7 +58,7 @@ def test_agent_strings_run_no_script_in_lab(page, lab) -> None:
         "hostile.ipynb",
         f"%%agent --quiet --new --agent {scripted('--modes')}\n#script {json.dumps(settings)}",
         "%agent status",
-        f"%agent sessions --agent {lister}",
+        f"%agent sessions --agent {lister} --all -n 1000",
         f"PAYLOADS = {ALERTS!r}",
         titles_cell(scripted()),
         CONTROL,
