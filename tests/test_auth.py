@@ -124,3 +124,25 @@ def test_auth_commands_and_the_failing_cells_advice_in_a_kernel(tmp_path: Path) 
     assert "echo: hello" in ok and "Error" not in ok
     assert "Deleted session" in deleted
     assert "logged out" in logged_out and not token.exists()
+
+
+async def test_a_login_that_never_ends_is_killed_with_what_it_started(tmp_path: Path) -> None:
+    import os
+    import sys
+
+    from acp_notebook.client.auth import run_login
+    from tests.client_helpers import gone
+
+    script = (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "print(child.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    said: list[str] = []
+    with anyio.fail_after(30):
+        code = await run_login(
+            [sys.executable, "-c", script], dict(os.environ), str(tmp_path), said.append, 2.0
+        )
+        assert code is None  # killed at its timeout
+        assert await gone(int("".join(said).split()[0]))  # and the process it started

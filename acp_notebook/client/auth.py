@@ -14,7 +14,10 @@ variables are bounded and must be strings.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shlex
+import signal
 import subprocess
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -133,7 +136,9 @@ async def run_login(
                 shown += len(data)
             await process.wait()
         if scope.cancelled_caught:
-            process.kill()
+            # Its own process group (start_new_session): whatever the login started goes too.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
             with anyio.CancelScope(shield=True):
                 await process.wait()
             return None

@@ -95,12 +95,14 @@ class WireLog:
         # One count across both ways orders the entries (two clock readings may be equal).
         self._order = itertools.count()
         self._kept: dict[Direction, deque[_Batch]] = {"in": deque(), "out": deque()}
+        # Characters kept each way, shared by every recorder of that way (a client records
+        # through a new connection after each agent restart, into the same log).
+        self._held: dict[Direction, list[int]] = {"in": [0], "out": [0]}
 
     def recorder(self, direction: Direction) -> Callable[[Sequence[str | bytes]], None]:
         """A function recording one read's (or one send's) lines, bound once by its caller."""
         kept, clip, now, order = self._kept[direction], self.clip, time.time, self._order
-        size, budget = self.size, self.budget
-        held = [0]  # characters kept this way
+        size, budget, held = self.size, self.budget, self._held[direction]
 
         def record(lines: Sequence[str | bytes]) -> None:
             sizes = None
