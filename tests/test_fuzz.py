@@ -437,7 +437,12 @@ def _check_transcript(fold: SessionFold) -> None:
     record = fold.end_turn()
     assert record is not None
     result = finish(
-        record, stop_reason="end_turn", error=None, usage=fold.usage, session_id="s", agent="a"
+        record,
+        stop_reason="end_turn",
+        error=None,
+        usage=fold.facts.usage,
+        session_id="s",
+        agent="a",
     )
     json.dumps(result.to_json(), allow_nan=False)  # a saved notebook must be able to hold it
     json.dumps(fold.ambient.to_json(), allow_nan=False)

@@ -240,10 +240,10 @@ def test_session_wide_lists_are_bounded() -> None:
     commands = [{"name": f"c{i}", "description": "d"} for i in range(50_000)]
     fold.apply({"sessionUpdate": "available_commands_update", "availableCommands": commands})
     fold.apply({"sessionUpdate": "session_info_update", "title": "t" * 5_000_000})
-    fold.set_config_options([{"id": f"o{i}"} for i in range(50_000)])
-    assert len(fold.commands) == 1_000
-    assert len(fold.config_options) == 1_000
-    assert len(fold.info["title"]) < 1_100_000
+    fold.facts.set_config_options([{"id": f"o{i}"} for i in range(50_000)])
+    assert len(fold.facts.commands) == 1_000
+    assert len(fold.facts.config_options) == 1_000
+    assert len(fold.facts.info["title"]) < 1_100_000
 
 
 # -- item 10: values -------------------------------------------------------------------------------
@@ -282,7 +282,7 @@ def test_usage_numbers_that_are_no_usage_are_refused_and_kept_as_raw() -> None:
             "cost": {"amount": 0.5, "currency": "USD"},
         }
     )
-    good = fold.usage
+    good = fold.facts.usage
     bad = [
         {"used": 2**64, "size": 100},
         {"used": -5, "size": 100},
@@ -293,7 +293,7 @@ def test_usage_numbers_that_are_no_usage_are_refused_and_kept_as_raw() -> None:
     ]
     for fields in bad:
         fold.apply({"sessionUpdate": "usage_update", **fields})
-    assert fold.usage is good  # unchanged
+    assert fold.facts.usage is good  # unchanged
     assert good is not None and good.fraction == 0.1
     record = ended(fold)
     raws = [p for p in record.parts if isinstance(p, RawPart)]

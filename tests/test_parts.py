@@ -52,13 +52,18 @@ def test_the_folds_parts_read_back_from_the_transcript_are_the_same_parts(
     record = fold.end_turn()
     assert record is not None
     result = finish(
-        record, stop_reason="end_turn", error=None, usage=fold.usage, session_id="s", agent="a"
+        record,
+        stop_reason="end_turn",
+        error=None,
+        usage=fold.facts.usage,
+        session_id="s",
+        agent="a",
     )
     saved = json.loads(json.dumps(result.to_json()))  # as a notebook holds it
     turn = read_turn(saved)
     assert [type(p) for p in turn.parts] == [type(p) for p in result.parts]
     assert [p.to_json() for p in turn.parts] == saved["parts"]
-    assert turn.usage == fold.usage
+    assert turn.usage == fold.facts.usage
     assert (turn.text, turn.thoughts, turn.plan) == (result.text, result.thoughts, result.plan)
 
 

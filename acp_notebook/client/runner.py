@@ -169,7 +169,8 @@ class TurnRunner:
             # The agent's stop reason stays what it said (usually "cancelled"); the error says why.
             outcome = dataclasses.replace(outcome, error=turn.over_budget, over_budget=True)
         elif (
-            turn.max_cost is not None and costs.turn_cost(fold.usage, record.usage_at_start) is None
+            turn.max_cost is not None
+            and costs.turn_cost(fold.facts.usage, record.usage_at_start) is None
         ):
             fold.add_error(costs.NO_COST, "warning")  # or the budget looks kept when it was not
         if outcome.error is not None:
@@ -204,10 +205,10 @@ class TurnRunner:
         return turn.machine.end(
             record,
             outcome,
-            usage=self._fold.usage,
+            usage=self._fold.facts.usage,
             session_id=self._session_id(),
             agent=self._client.agent_name,
-            title=session_title(self._fold.info),
+            title=session_title(self._fold.facts.info),
         )
 
     # -- attempts --------------------------------------------------------------------------------
@@ -319,7 +320,7 @@ class TurnRunner:
         limit = turn.max_cost if turn is not None else None
         if turn is None or limit is None or record is None or turn.over_budget is not None:
             return
-        usage = self._fold.usage
+        usage = self._fold.facts.usage
         if usage is self._seen_usage:  # most updates are not usage: nothing to compare
             return
         self._seen_usage = usage

@@ -226,9 +226,8 @@ class Session(SessionState):
         await self._client.request(
             methods.SESSION_SET_MODE, {"sessionId": self._id, "modeId": mode_id}
         )
-        self._fold.current_mode_id = mode_id
+        self._fold.facts.set_mode(mode_id)
         self._last_mode = mode_id
-        self._emit(SessionChanged("mode"))
 
     async def set_config_option(self, config_id: str, value: str | bool) -> list[dict[str, Any]]:
         """`session/set_config_option`; returns (and keeps) the complete new option list."""
@@ -236,7 +235,7 @@ class Session(SessionState):
         await self._ensure_live()
         response = await self._client.request(methods.SESSION_SET_CONFIG_OPTION, params)
         if isinstance(response, dict):
-            self._fold.set_config_options(response.get("configOptions"))
+            self._fold.facts.set_config_options(response.get("configOptions"))
         return self.config_options
 
     async def close(self) -> None:
@@ -282,8 +281,8 @@ class Session(SessionState):
     def apply_answer(self, response: Any) -> None:
         """Keep the modes and config options of a session/new, load or resume answer."""
         if isinstance(response, dict):
-            self._fold.set_modes(response.get("modes"))
-            self._fold.set_config_options(response.get("configOptions"))
+            self._fold.facts.set_modes(response.get("modes"))
+            self._fold.facts.set_config_options(response.get("configOptions"))
 
     def begin_replay(self) -> None:
         """session/load is about to replay the conversation: it becomes `history`."""

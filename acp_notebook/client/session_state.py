@@ -17,32 +17,32 @@ class SessionState:
 
     @property
     def mode(self) -> str | None:
-        return self._fold.current_mode_id
+        return self._fold.facts.current_mode_id
 
     @property
     def modes(self) -> list[dict[str, Any]]:
-        return self._fold.modes
+        return self._fold.facts.modes
 
     @property
     def config_options(self) -> list[dict[str, Any]]:
-        return self._fold.config_options
+        return self._fold.facts.config_options
 
     @property
     def commands(self) -> list[dict[str, Any]]:
-        return self._fold.commands
+        return self._fold.facts.commands
 
     @property
     def title(self) -> str | None:
-        title = self._fold.info.get("title")
+        title = self._fold.facts.info.get("title")
         return title if isinstance(title, str) else None
 
     @property
     def info(self) -> dict[str, Any]:
-        return self._fold.info
+        return self._fold.facts.info
 
     @property
     def usage(self) -> Usage | None:
-        return self._fold.usage
+        return self._fold.facts.usage
 
     @property
     def history(self) -> list[TurnRecord]:

@@ -19,15 +19,16 @@ warning part, the turn's first.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Callable
 from typing import Any
 
 from ..errors import ElicitationError
 from . import elicitation, schema
-from .limits import DEFAULT_LIMITS, MAX_INT, Budget, Limits, bounded, count
+from .fold_limits import TurnLimits, cut_content, excess
+from .limits import DEFAULT_LIMITS, Budget, Limits, count
 from .mutations import Delta, Mutation, PartUpdated, SessionChanged
 from .result import TurnRecord
+from .session_facts import SessionFacts
 from .state import (
     UNFINISHED,
     ElicitationPart,
@@ -40,8 +41,8 @@ from .state import (
     RawPart,
     Role,
     ToolCallPart,
-    Usage,
 )
+from .tool_patch import enum_value, input_text, patch_tool_call
 
 _CHUNK_ROLES: dict[str, Role] = {
     "agent_message_chunk": "agent",
@@ -59,25 +60,6 @@ AMBIENT_KINDS = frozenset(
         "usage_update",
     }
 )
-#: What each `dropped` key counts, for the warning part.
-_DROPPED_WORDS = {
-    "text_chars": "characters of text past the {text_chars:,}-character limit",
-    "parts": "parts past the {parts:,}-part limit (their text joined the previous message of "
-    "its kind)",
-    "plan_entries": "plan entries past the {plan_entries:,}-entry limit",
-    "tool_calls": "tool call updates past the {tool_calls:,}-call limit",
-    "content_items": "tool call content items past the {content_items:,}-item limit",
-    "diffs": "diffs over {diff_chars:,} characters",
-    "value_chars": "characters of values over {value_chars:,} characters",
-    "turn_chars": "characters of tool calls, blocks and updates past the turn's "
-    "{turn_chars:,}-character limit",
-    "permissions": "permission requests not recorded (past the parts limit)",
-    "unknown_updates": "unknown or invalid updates past the parts limit",
-    "errors": "errors past the parts limit",
-    "blocks": "content blocks past the {content_items:,}-block limit",
-}
-_MAX_COST = 1e15  # a cumulative cost beyond this is no real amount of any currency
-_MAX_CURRENCY = 32
 
 
 class SessionFold:
@@ -92,12 +74,8 @@ class SessionFold:
     ) -> None:
         self.emit = emit
         self.limits = limits
-        self.current_mode_id: str | None = None
-        self.modes: list[dict[str, Any]] = []
-        self.config_options: list[dict[str, Any]] = []
-        self.commands: list[dict[str, Any]] = []
-        self.info: dict[str, Any] = {}  # title, updatedAt, _meta as last patched
-        self.usage: Usage | None = None
+        self.facts = SessionFacts(limits, self._changed)
+        self.keep = TurnLimits(limits, self.new_id, self._updated_in)
         self.history: list[TurnRecord] = []
         self.ambient = TurnRecord(turn_id="ambient", budget=Budget.ambient(limits))
         self.turn: TurnRecord | None = None
@@ -114,7 +92,10 @@ class SessionFold:
 
     def begin_turn(self, turn_id: str, prompt: list[dict[str, Any]]) -> TurnRecord:
         self.turn = TurnRecord(
-            turn_id=turn_id, prompt=prompt, usage_at_start=self.usage, budget=Budget.of(self.limits)
+            turn_id=turn_id,
+            prompt=prompt,
+            usage_at_start=self.facts.usage,
+            budget=Budget.of(self.limits),
         )
         self.visible_output = False
         return self.turn
@@ -122,7 +103,7 @@ class SessionFold:
     def end_turn(self) -> TurnRecord | None:
         record, self.turn = self.turn, None
         if record is not None:
-            self._tell_dropped(record)
+            self.keep.tell_dropped(record)
             self.history.append(record)
         return record
 
@@ -229,7 +210,7 @@ class SessionFold:
         """The text budget ran out in this chunk: keep what still fits, count the rest."""
         room = max(record.budget.text + len(text), 0)
         record.budget.text = 0
-        self._drop(record, "text_chars", len(text) - room)
+        self.keep.drop(record, "text_chars", len(text) - room)
         return text[:room]
 
     def _chunk_past_cap(self, record: TurnRecord, role: Role, text: str) -> None:
@@ -241,9 +222,9 @@ class SessionFold:
             )
         target = record.overflow[role]
         if target is None:
-            self._drop(record, "text_chars", len(text))
+            self.keep.drop(record, "text_chars", len(text))
             return
-        self._drop(record, "parts")
+        self.keep.drop(record, "parts")
         target.append(text)
         if self.emit is not None:
             self.emit(Delta(record.turn_id, target.part_id, _CHANNEL[role], text))  # type: ignore[arg-type]
@@ -265,13 +246,13 @@ class SessionFold:
         named = record.by_message_id.get((role, message_id)) if type(message_id) is str else None
         message = named or (record.parts[-1] if record.parts else None)
         if not isinstance(message, MessagePart) or message.role != role:
-            self._drop(record, "parts")  # no part was left for it
+            self.keep.drop(record, "parts")  # no part was left for it
             return
         if len(message.blocks) >= self.limits.content_items:
-            self._drop(record, "blocks")
+            self.keep.drop(record, "blocks")
             return
-        block = self._bounded(record, block)
-        if not self._spend(record, count(block, self.limits.value_chars)):
+        block = self.keep.bounded(record, block)
+        if not self.keep.spend(record, count(block, self.limits.value_chars)):
             return
         message.blocks.append(block)
         self._updated(message)
@@ -299,7 +280,7 @@ class SessionFold:
         if call is None:
             call = ToolCallPart(self.new_id("t"), tool_call_id)
             if len(record.tool_calls) >= self.limits.tool_calls or record.budget.parts <= 0:
-                self._drop(record, "tool_calls")
+                self.keep.drop(record, "tool_calls")
                 return call
             record.budget.parts -= 1
             record.tool_calls[tool_call_id] = call
@@ -310,27 +291,27 @@ class SessionFold:
         return self.target.tool_calls.get(call.tool_call_id) is call
 
     def _tool_call(self, update: dict[str, Any]) -> None:
-        model = schema.validate_update(_cut_content(update, self.limits))
+        model = schema.validate_update(cut_content(update, self.limits))
         self._claim_asked_only(model)
         call = self.tool_call(model.tool_call_id)
         if not self._kept(call):
             return
-        _patch_tool_call(call, model, set(model.model_fields_set) | {"title"})
-        self._bound_call(call, _excess(update, self.limits))
+        patch_tool_call(call, model, set(model.model_fields_set) | {"title"})
+        self.keep.bound_call(self.target, call, excess(update, self.limits))
         self.visible_output = True
         self._updated(call)
 
     def _tool_call_update(self, update: dict[str, Any]) -> None:
-        model = schema.validate_update(_cut_content(update, self.limits))
+        model = schema.validate_update(cut_content(update, self.limits))
         self.target.asked_only.pop(model.tool_call_id, None)  # its own id: a real call
         call = self.tool_call(model.tool_call_id)
         if not self._kept(call):
             return
-        before = _input_text(call.raw_input)
-        _patch_tool_call(call, model, model.model_fields_set)
-        self._bound_call(call, _excess(update, self.limits))
+        before = input_text(call.raw_input)
+        patch_tool_call(call, model, model.model_fields_set)
+        self.keep.bound_call(self.target, call, excess(update, self.limits))
         self.visible_output = True
-        after = _input_text(call.raw_input)
+        after = input_text(call.raw_input)
         if after != before and self.emit is not None and after.startswith(before):
             self.emit(Delta(self.target.turn_id, call.part_id, "tool_input", after[len(before) :]))
         self._updated(call)
@@ -368,13 +349,13 @@ class SessionFold:
             if not known and self._kept(call):
                 self.target.asked_only[call.tool_call_id] = call
             if model is not None and self._kept(call):
-                _patch_tool_call(call, model, model.model_fields_set)
-                self._bound_call(call, 0)
+                patch_tool_call(call, model, model.model_fields_set)
+                self.keep.bound_call(self.target, call, 0)
             title, call_id = call.title, call.tool_call_id
             if self._kept(call):
                 self._updated(call)
         record = self.target
-        options = self._bounded(record, options[: self.limits.content_items])
+        options = self.keep.bounded(record, options[: self.limits.content_items])
         part = PermissionPart(self.new_id("p"), call_id, title, options)
         self._add_asked(record, part, "permissions")
         return part
@@ -384,7 +365,7 @@ class SessionFold:
         but only counted, as `kind`)."""
         self.visible_output = True
         if record.budget.parts <= 0:
-            self._drop(record, kind)
+            self.keep.drop(record, kind)
             return
         record.budget.parts -= 1
         record.parts.append(part)
@@ -408,49 +389,6 @@ class SessionFold:
         part.outcome, part.content, part.decided_by = action, content, by
         self._updated(part)
 
-    def _bound_call(self, call: ToolCallPart, cut_items: int) -> None:
-        """Hold a patched call to the limits: items, diff and value sizes, the turn's budget."""
-        record, limits = self.target, self.limits
-        if cut_items:
-            self._drop(record, "content_items", cut_items)
-        call.title = self._bounded(record, call.title)
-        call.content = [
-            self._bounded(record, self._bounded_diff(record, item)) for item in call.content
-        ]
-        call.locations = self._bounded(record, call.locations[: limits.content_items])
-        call.raw_input = self._bounded(record, call.raw_input)
-        call.raw_output = self._bounded(record, call.raw_output)
-        call.meta = self._bounded(record, call.meta)
-        size = sum(
-            count(v, limits.turn_chars)
-            for v in (call.title, call.content, call.locations, call.raw_input, call.raw_output)
-        )
-        old, call.size = call.size, 0
-        record.budget.chars += old
-        if self._spend(record, size):
-            call.size = size
-        else:  # over the turn's budget: the call keeps its title, kind and status only
-            call.content, call.locations, call.raw_input, call.raw_output = [], [], None, None
-
-    def _bounded_diff(self, record: TurnRecord, item: dict[str, Any]) -> dict[str, Any]:
-        if item.get("type") != "diff":
-            return item
-        size = sum(len(v) for v in (item.get("oldText"), item.get("newText")) if isinstance(v, str))
-        if size <= self.limits.diff_chars:
-            return item
-        self._drop(record, "diffs")
-        path = str(item.get("path", ""))[:1000]
-        return {
-            "type": "content",
-            "content": {
-                "type": "text",
-                "text": (
-                    f"[the diff of {path} was left out: {size:,} characters, over the "
-                    f"{self.limits.diff_chars:,}-character limit]"
-                ),
-            },
-        }
-
     def resolve_permission(self, part: PermissionPart, option_id: str | None, by: str) -> None:
         part.outcome = "selected" if option_id is not None else "cancelled"
         part.option_id = option_id
@@ -467,15 +405,16 @@ class SessionFold:
             update = {**update, "entries": raw[:cap]}
         model = schema.validate_update(update)
         entries = [
-            PlanEntry(e.content, _value(e.priority), _value(e.status)) for e in model.entries
+            PlanEntry(e.content, enum_value(e.priority), enum_value(e.status))
+            for e in model.entries
         ]
         # The plan is a snapshot: count the largest excess of one plan, not a sum over updates.
         if excess > record.dropped.get("plan_entries", 0):
-            self._drop(record, "plan_entries", excess - record.dropped.get("plan_entries", 0))
-        entries = self._bounded_entries(record, entries)
+            self.keep.drop(record, "plan_entries", excess - record.dropped.get("plan_entries", 0))
+        entries = self.keep.bounded_entries(record, entries)
         if record.plan is None:
             if record.budget.parts <= 0:
-                self._drop(record, "parts")
+                self.keep.drop(record, "parts")
                 return
             record.budget.parts -= 1
             record.plan = PlanPart(self.new_id("plan"))
@@ -484,87 +423,10 @@ class SessionFold:
         self.visible_output = True
         self._updated(record.plan)
 
-    def _bounded_entries(self, record: TurnRecord, entries: list[PlanEntry]) -> list[PlanEntry]:
-        """The whole plan within `value_chars`: entries past it are dropped, long ones cut."""
-        room = self.limits.value_chars
-        out = []
-        for entry in entries:
-            size = len(entry.content) + len(entry.priority) + len(entry.status) + 40
-            if size > room:
-                if room > 1000:
-                    kept = entry.content[: room - 1000]
-                    self._drop(record, "value_chars", len(entry.content) - len(kept))
-                    out.append(PlanEntry(kept + "…", entry.priority[:100], entry.status[:100]))
-                self._drop(record, "plan_entries", len(entries) - len(out))
-                return out
-            room -= size
-            out.append(entry)
-        return out
-
-    def _session_list(self, items: list[Any]) -> list[dict[str, Any]]:
-        """A session-wide list (commands, config options, modes) within the limits."""
-        kept = [i for i in items[: self.limits.list_items] if isinstance(i, dict)]
-        value, _ = bounded(kept, self.limits.value_chars)
-        return value  # type: ignore[no-any-return]
-
-    def _commands(self, update: dict[str, Any]) -> None:
-        model = schema.validate_update(_cut_list(update, "availableCommands", self.limits))
-        self.commands = self._session_list([schema.dump(c) for c in model.available_commands])
-        self._changed("commands")
-
-    def _mode(self, update: dict[str, Any]) -> None:
-        if "currentModeId" not in update and isinstance(update.get("modeId"), str):
-            # The docs' example says modeId; the schema says currentModeId. Accept both.
-            update = {**update, "currentModeId": update["modeId"]}
-        model = schema.validate_update(update)
-        self.current_mode_id = model.current_mode_id
-        self._changed("mode")
-
-    def _config(self, update: dict[str, Any]) -> None:
-        model = schema.validate_update(_cut_list(update, "configOptions", self.limits))
-        self.config_options = self._session_list([schema.dump(o) for o in model.config_options])
-        self._changed("config_options")
-
-    def _info(self, update: dict[str, Any]) -> None:
-        schema.validate_update(update)
-        for key in ("title", "updatedAt", "_meta"):
-            if key in update:
-                if update[key] is None:
-                    self.info.pop(key, None)
-                else:
-                    self.info[key] = bounded(update[key], self.limits.value_chars)[0]
-        self._changed("info")
-
     def _usage(self, update: dict[str, Any]) -> None:
-        model = schema.validate_update(update)
-        cost = model.cost
-        problem = _usage_problem(model.used, model.size, cost)
+        problem = self.facts.usage_update(update)
         if problem is not None:
             self._raw("usage_update", update, problem)
-            return
-        currency = cost.currency if cost is not None else None
-        self.usage = Usage(
-            model.used,
-            model.size,
-            float(cost.amount) if cost is not None else None,
-            currency[:_MAX_CURRENCY] if isinstance(currency, str) else None,
-        )
-        self._changed("usage")
-
-    def set_modes(self, modes: Any) -> None:
-        """From a session/new, load or resume response (`modes` is optional legacy state)."""
-        if isinstance(modes, dict):
-            available = modes.get("availableModes")
-            self.modes = self._session_list(available if isinstance(available, list) else [])
-            current = modes.get("currentModeId")
-            if isinstance(current, str):
-                self.current_mode_id = current[: self.limits.value_chars]
-            self._changed("mode")
-
-    def set_config_options(self, options: Any) -> None:
-        if isinstance(options, list):
-            self.config_options = self._session_list(options)
-            self._changed("config_options")
 
     # -- errors and unknowns ---------------------------------------------------------------------
 
@@ -577,7 +439,7 @@ class SessionFold:
             "warning" if level == "warning" else "error",
         )
         if record.budget.parts <= 0:
-            self._drop(record, "errors")
+            self.keep.drop(record, "errors")
             return part
         record.budget.parts -= 1
         record.parts.append(part)
@@ -587,61 +449,15 @@ class SessionFold:
     def _raw(self, kind: str, update: Any, problem: str | None) -> None:
         record = self.target
         if record.budget.parts <= 0:
-            self._drop(record, "unknown_updates")
+            self.keep.drop(record, "unknown_updates")
             return
-        update = self._bounded(record, update)
-        if not self._spend(record, count(update, self.limits.value_chars)):
+        update = self.keep.bounded(record, update)
+        if not self.keep.spend(record, count(update, self.limits.value_chars)):
             return
         record.budget.parts -= 1
         part = RawPart(self.new_id("r"), kind[:200], update, problem)
         record.parts.append(part)
         self._updated(part)
-
-    # -- limits ----------------------------------------------------------------------------------
-
-    def _bounded(self, record: TurnRecord, value: Any) -> Any:
-        kept, dropped = bounded(value, self.limits.value_chars)
-        if dropped:
-            self._drop(record, "value_chars", dropped)
-        return kept
-
-    def _spend(self, record: TurnRecord, size: int) -> bool:
-        """Take `size` characters from the record's budget, or count them dropped."""
-        if size > record.budget.chars:
-            self._drop(record, "turn_chars", size)
-            return False
-        record.budget.chars -= size
-        return True
-
-    def _drop(self, record: TurnRecord, what: str, n: int = 1) -> None:
-        """Count what the limits left out; the record's first part says so."""
-        before = record.dropped.get(what, 0)
-        record.dropped[what] = before + n
-        if record.dropped_note is None:
-            # First in the record, so a note never splits a message the agent is streaming.
-            record.dropped_note = ErrorPart(self.new_id("e"), "", "warning")
-            record.parts.insert(0, record.dropped_note)
-        if (before + n).bit_length() > before.bit_length():
-            # Told again when a count passes a power of two (and exactly at the end of the
-            # turn), not for every dropped chunk.
-            self._tell_dropped(record)
-
-    def _tell_dropped(self, record: TurnRecord) -> None:
-        note = record.dropped_note
-        if note is None:
-            return
-        words = [
-            _DROPPED_WORDS.get(k, k).format(**_limit_fields(self.limits))
-            for k, v in record.dropped.items()
-            if v
-        ]
-        counts = [v for v in record.dropped.values() if v]
-        note.message = (
-            "The agent sent more than the client keeps; left out: "
-            + "; ".join(f"{n:,} {w}" for n, w in zip(counts, words, strict=True))
-            + "."
-        )
-        self._updated_in(record, note)
 
     def _updated_in(self, record: TurnRecord, part: Part) -> None:
         if self.emit is not None:
@@ -656,86 +472,13 @@ class SessionFold:
             self.emit(SessionChanged(name))
 
 
-def _patch_tool_call(call: ToolCallPart, model: Any, present: set[str]) -> None:
-    # A present field replaces the old value (content and locations whole); absent = unchanged.
-    if "title" in present and model.title is not None:
-        call.title = model.title
-    if "kind" in present and model.kind is not None:
-        call.tool_kind = _value(model.kind)
-        call.stated_kinds.add(call.tool_kind)
-    if "status" in present and model.status is not None:
-        call.status = _value(model.status)
-    if "content" in present:
-        call.content = [schema.dump(c) for c in model.content or []]
-        call.shown_types.update(
-            t for t in ("diff", "terminal") if any(c.get("type") == t for c in call.content)
-        )
-    if "locations" in present:
-        call.locations = [schema.dump(loc) for loc in model.locations or []]
-    if "raw_input" in present:
-        call.raw_input = model.raw_input
-    if "raw_output" in present:
-        call.raw_output = model.raw_output
-    if "field_meta" in present:
-        call.meta = model.field_meta
-
-
-def _limit_fields(limits: Limits) -> dict[str, int]:
-    return {name: getattr(limits, name) for name in limits.__slots__}
-
-
-def _cut_list(update: dict[str, Any], key: str, limits: Limits) -> dict[str, Any]:
-    """`update` with its list `key` cut to the limit before validation (which costs per item)."""
-    items = update.get(key)
-    if type(items) is list and len(items) > limits.list_items:
-        return {**update, key: items[: limits.list_items]}
-    return update
-
-
-def _cut_content(update: dict[str, Any], limits: Limits) -> dict[str, Any]:
-    for key in ("content", "locations"):
-        items = update.get(key)
-        if type(items) is list and len(items) > limits.content_items:
-            update = {**update, key: items[: limits.content_items]}
-    return update
-
-
-def _excess(update: dict[str, Any], limits: Limits) -> int:
-    items = update.get("content")
-    return max(len(items) - limits.content_items, 0) if type(items) is list else 0
-
-
-def _usage_problem(used: Any, size: Any, cost: Any) -> str | None:
-    """Why a usage update's numbers are not a real usage, or None (then they are kept)."""
-    for name, value in (("used", used), ("size", size)):
-        if type(value) is not int or not 0 <= value <= MAX_INT:
-            return f"invalid {name}: {value!r} is not a token count (0 to 2^63-1)"
-    if cost is not None:
-        amount = cost.amount
-        if type(amount) not in (int, float) or not 0 <= amount <= _MAX_COST or amount != amount:
-            return f"invalid cost.amount: {amount!r} is not an amount (0 to {_MAX_COST:g})"
-    return None
-
-
-def _value(x: Any) -> str:
-    return str(getattr(x, "value", x))
-
-
-def _input_text(raw: Any) -> str:
-    if raw is None:
-        return ""
-    if isinstance(raw, str):
-        return raw
-    return json.dumps(raw, sort_keys=True, ensure_ascii=False)
-
-
 _HANDLERS: dict[str, Callable[[SessionFold, dict[str, Any]], None]] = {
     "tool_call": SessionFold._tool_call,
     "tool_call_update": SessionFold._tool_call_update,
     "plan": SessionFold._plan,
-    "available_commands_update": SessionFold._commands,
-    "current_mode_update": SessionFold._mode,
-    "config_option_update": SessionFold._config,
-    "session_info_update": SessionFold._info,
+    "available_commands_update": lambda fold, u: fold.facts.commands_update(u),
+    "current_mode_update": lambda fold, u: fold.facts.mode_update(u),
+    "config_option_update": lambda fold, u: fold.facts.config_update(u),
+    "session_info_update": lambda fold, u: fold.facts.info_update(u),
     "usage_update": SessionFold._usage,
 }
