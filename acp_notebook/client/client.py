@@ -71,7 +71,9 @@ class Client:
         self._epoch = 0
         self._restart_lock = anyio.Lock()
         #: The sessions by id; routes each session/update to its session (see registry.py).
-        self.registry = SessionRegistry(lambda: self.options.limits, self._on_protocol_error)
+        self.registry: SessionRegistry[Session] = SessionRegistry(
+            lambda: self.options.limits, self._on_protocol_error
+        )
         # What the connection calls for the agent's notifications and requests (see _start).
         self._on_update = self.registry.route_update
         self._on_request = self.registry.route_request

@@ -10,7 +10,7 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import (
     AuthRequiredError,
@@ -21,10 +21,8 @@ from ..errors import (
 from ..protocol import jsonrpc as rpc
 from ..protocol import methods
 from ..protocol.limits import bounded
+from .host import SessionHost
 from .session import Session
-
-if TYPE_CHECKING:
-    from .client import Client
 
 log = logging.getLogger("acp_notebook")
 
@@ -34,7 +32,7 @@ def obj(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _directories(client: Client, additional: Sequence[str]) -> list[str]:
+def _directories(client: SessionHost, additional: Sequence[str]) -> list[str]:
     dirs = [str(Path(d).resolve()) for d in additional]
     if dirs and client.session_capabilities.get("additionalDirectories") is None:
         raise CapabilityError(
@@ -44,7 +42,7 @@ def _directories(client: Client, additional: Sequence[str]) -> list[str]:
     return dirs
 
 
-def _session_cwd(client: Client, cwd: str | os.PathLike[str] | None) -> str:
+def _session_cwd(client: SessionHost, cwd: str | os.PathLike[str] | None) -> str:
     return str(Path(cwd).resolve()) if cwd is not None else client.cwd
 
 
@@ -60,7 +58,10 @@ def _params(
 
 
 async def open_new(
-    client: Client, cwd: str, mcp_servers: list[dict[str, Any]], additional_directories: list[str]
+    client: SessionHost,
+    cwd: str,
+    mcp_servers: list[dict[str, Any]],
+    additional_directories: list[str],
 ) -> tuple[str, dict[str, Any]]:
     """`session/new`, authenticating first if the agent asks and an auth method is set;
     returns the new id and the answer. Used by `new_session` and by a session reopening."""
@@ -92,18 +93,18 @@ def _login_output(text: str) -> None:
     log.info("acp_notebook: login: %s", text.rstrip())
 
 
-async def delete_session(client: Client, session_id: str) -> None:
+async def delete_session(client: SessionHost, session_id: str) -> None:
     """`session/delete`; a session of this client with that id is closed here first."""
     if client.session_capabilities.get("delete") is None:
         raise CapabilityError(f"{client.agent_name} cannot delete sessions")
-    live = next((s for s in client.sessions if s.id == session_id), None)
+    live = client.registry.get(session_id)
     if live is not None:
         await live.close()
     await client.request(methods.SESSION_DELETE, {"sessionId": session_id})
 
 
 def _adopt(
-    client: Client,
+    client: SessionHost,
     sid: str,
     cwd: str,
     dirs: list[str],
@@ -117,7 +118,7 @@ def _adopt(
 
 
 async def new_session(
-    client: Client,
+    client: SessionHost,
     cwd: str | os.PathLike[str] | None,
     mcp_servers: list[dict[str, Any]] | None,
     additional_directories: Sequence[str],
@@ -130,7 +131,7 @@ async def new_session(
 
 
 async def load_session(
-    client: Client,
+    client: SessionHost,
     session_id: str,
     cwd: str | os.PathLike[str] | None,
     mcp_servers: list[dict[str, Any]] | None,
@@ -158,7 +159,7 @@ async def load_session(
 
 
 async def resume_session(
-    client: Client,
+    client: SessionHost,
     session_id: str,
     cwd: str | os.PathLike[str] | None,
     mcp_servers: list[dict[str, Any]] | None,
@@ -177,7 +178,7 @@ async def resume_session(
 
 
 async def list_sessions(
-    client: Client, cwd: str | os.PathLike[str] | None, limit: int
+    client: SessionHost, cwd: str | os.PathLike[str] | None, limit: int
 ) -> list[dict[str, Any]]:
     if client.session_capabilities.get("list") is None:
         raise CapabilityError(f"{client.agent_name} cannot list sessions")

@@ -9,33 +9,49 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from ..protocol import jsonrpc as rpc
 from ..protocol import methods
 from ..protocol.limits import Limits, count
 from .connection import RpcError
 
-if TYPE_CHECKING:
-    from .session import Session
+
+class Routed(Protocol):
+    """What the registry needs of a session (`Session` is one)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def running(self) -> object | None: ...
+
+    async def handle(self, method: str, params: Any) -> Any: ...
+
+    def report(self, message: str, level: str = "error") -> None: ...
+
+    def receive(self, update: Any) -> None: ...
 
 
-class SessionRegistry:
+S = TypeVar("S", bound=Routed)
+
+
+class SessionRegistry(Generic[S]):
     """Sessions by their agent-side id. `report(message)` tells about an agent's mistake."""
 
     def __init__(self, limits: Callable[[], Limits], report: Callable[[str], None]) -> None:
         self._limits = limits
         self._report = report
-        self._sessions: dict[str, Session] = {}
+        self._sessions: dict[str, S] = {}
         self._orphans: dict[str, list[Any]] = {}
         self._orphan_room = [0, 0]  # updates, characters left
         self._opening = 0
         self.dropped_updates = 0
 
-    def get(self, session_id: Any) -> Session | None:
+    def get(self, session_id: Any) -> S | None:
         return self._sessions.get(session_id) if isinstance(session_id, str) else None
 
-    def all(self) -> list[Session]:
+    def all(self) -> list[S]:
         return list(self._sessions.values())
 
     def __len__(self) -> int:
@@ -118,7 +134,7 @@ class SessionRegistry:
             # the next update for an unknown id after that drops what is left.
             self._opening -= 1
 
-    def register(self, session: Session, old_id: str | None = None) -> None:
+    def register(self, session: S, old_id: str | None = None) -> None:
         """Route the session's id to it (and no longer `old_id`, the id it had before)."""
         if old_id is not None and self._sessions.get(old_id) is session:
             del self._sessions[old_id]
@@ -128,7 +144,7 @@ class SessionRegistry:
         if not self._opening:
             self._drop_orphans()
 
-    def forget(self, session: Session) -> None:
+    def forget(self, session: S) -> None:
         if self._sessions.get(session.id) is session:
             del self._sessions[session.id]
 

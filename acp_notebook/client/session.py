@@ -11,7 +11,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
@@ -26,6 +26,7 @@ from ..protocol.state import TerminalView
 from .attachments import load_parts
 from .checkpoints import Checkpoints
 from .elicit import ElicitationHandler
+from .host import SessionHost
 from .permissions import PermissionHandler, PermissionPolicy
 from .runner import TurnRunner
 from .serving import AgentRequests
@@ -34,9 +35,6 @@ from .structured import terms
 from .terminal import Terminals
 from .turn import TurnHandle
 from .workspace import Workspace
-
-if TYPE_CHECKING:
-    from .client import Client
 
 log = logging.getLogger("acp_notebook")
 
@@ -54,7 +52,7 @@ class Session(SessionState):
 
     def __init__(
         self,
-        client: Client,
+        client: SessionHost,
         session_id: str,
         cwd: str,
         additional_directories: list[str],
@@ -112,7 +110,7 @@ class Session(SessionState):
         return self._id
 
     @property
-    def client(self) -> Client:
+    def client(self) -> SessionHost:
         return self._client
 
     @property

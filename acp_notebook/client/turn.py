@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable, Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -16,7 +16,16 @@ if TYPE_CHECKING:
     from ..protocol.structured import OutputSpec
     from .elicit import ElicitationHandler
     from .permissions import PermissionHandler, PermissionPolicy
-    from .session import Session
+
+
+class TurnSession(Protocol):
+    """The session a turn belongs to, as the turn knows it (a `Session`)."""
+
+    @property
+    def id(self) -> str: ...
+
+    cwd: str
+
 
 #: How a turn asks its session to cancel it (the session's turn runner does the work).
 Canceller = Callable[["TurnHandle"], Awaitable[None]]
@@ -34,7 +43,7 @@ class TurnHandle:
 
     def __init__(
         self,
-        session: Session,
+        session: TurnSession,
         blocks: list[dict[str, Any]],
         *,
         cancel: Canceller,

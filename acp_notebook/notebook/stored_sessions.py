@@ -31,6 +31,7 @@ from .views import Code, Doc
 
 if TYPE_CHECKING:
     from ..client.client import Client
+    from ..client.host import SessionHost
     from ..client.session import Session
     from .runtime import Runtime
 
@@ -234,7 +235,7 @@ class Memory:
         return session
 
     def keep(
-        self, runtime: Runtime, client: Client, agent: str, name: str, session: Session
+        self, runtime: Runtime, client: SessionHost, agent: str, name: str, session: Session
     ) -> None:
         """Remember the session's id (written only when it changed)."""
         kernel = _KERNELS.setdefault(runtime, _Kernel())
