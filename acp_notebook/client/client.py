@@ -16,22 +16,16 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from .._version import __version__
 from ..errors import (
     AcpError,
     AgentExitedError,
-    AgentStartError,
-    AgentStartTimeoutError,
     ClientClosedError,
     InvalidCommandError,
-    ProtocolError,
-    RequestError,
     RequestTimeoutError,
 )
-from ..protocol import jsonrpc as rpc
-from ..protocol import methods, schema
+from ..protocol import schema
 from ..protocol.wirelog import WireLog
-from . import auth, opening, wirefile
+from . import auth, handshake, opening, wirefile
 from .connection import Connection
 from .options import ClientOptions as ClientOptions  # re-exported: its home before options.py
 from .process import AgentProcess
@@ -42,9 +36,6 @@ from .threads import run_in_daemon_thread
 from .transport import AgentTransport
 
 log = logging.getLogger("acp_notebook")
-
-PROTOCOL_VERSION = 1
-_NOT_ACP_GRACE = 5.0  # seconds to answer initialize once the agent wrote non-JSON-RPC to stdout
 
 
 class Client:
@@ -74,9 +65,6 @@ class Client:
         self.registry: SessionRegistry[Session] = SessionRegistry(
             lambda: self.options.limits, self._on_protocol_error
         )
-        # What the connection calls for the agent's notifications and requests (see _start).
-        self._on_update = self.registry.route_update
-        self._on_request = self.registry.route_request
         self._killed_for_cancel = False
         self._authenticated = False
         self._closed = False
@@ -92,7 +80,7 @@ class Client:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         try:
-            await self._live_connection()
+            await self.live_connection()
         except BaseException:
             # Exit the task group cleanly and raise the error itself, not an exception group.
             await self._shutdown()
@@ -137,11 +125,8 @@ class Client:
 
     @property
     def agent_name(self) -> str:
-        return str(
-            self.agent_info.get("title")
-            or self.agent_info.get("name")
-            or Path(self.command[0]).name
-        )
+        info = self.agent_info
+        return str(info.get("title") or info.get("name") or Path(self.command[0]).name)
 
     @property
     def session_capabilities(self) -> dict[str, Any]:
@@ -163,7 +148,7 @@ class Client:
 
     # -- the agent process -----------------------------------------------------------------------
 
-    async def _live_connection(self) -> Connection:
+    async def live_connection(self) -> Connection:
         """The current connection, starting a fresh agent process if the last one is gone."""
         if self._closed:
             raise ClientClosedError("the client is closed")
@@ -203,8 +188,8 @@ class Client:
         )
         conn = Connection(
             process,
-            on_update=self._on_update,
-            on_request=self._on_request,
+            on_update=self.registry.route_update,
+            on_request=self.registry.route_request,
             on_protocol_error=on_protocol_error,
             wire=self.wire_log,
             trace=self.options.trace,
@@ -215,104 +200,17 @@ class Client:
         # Build the schema models (about a second, once) now rather than inside the first turn,
         # and in a thread: the kernel's loop keeps serving widgets and other sessions meanwhile.
         await run_in_daemon_thread(schema.models)
-        response = await self._initialize(process, conn, garbage, not_acp)
-        await self._accept(response, process, conn)
-        return conn
-
-    def _initialize_params(self) -> dict[str, Any]:
-        return {
-            "protocolVersion": PROTOCOL_VERSION,
-            "clientCapabilities": {
-                "fs": {"readTextFile": self.options.fs, "writeTextFile": self.options.fs},
-                "terminal": self.options.terminal,
-                "session": {"configOptions": {"boolean": {}}},
-                # Terminal auth methods: the client runs the agent's login (client/auth.py).
-                "auth": {"terminal": True},
-                # Both modes: unanswered (no handler, headless) they are declined, recorded.
-                "elicitation": {"form": {}, "url": {}},
-            },
-            "clientInfo": {
-                "name": self.options.client_name,
-                "title": "acp_notebook",
-                "version": __version__,
-            },
-        }
-
-    async def _initialize(
-        self, process: AgentTransport, conn: Connection, garbage: list[str], not_acp: anyio.Event
-    ) -> Any:
-        """Send `initialize`; every way it can fail becomes an `AgentStartError` (or timeout)."""
-        # A command that is not an ACP agent (a CLI without its --acp flag, a wrapper printing a
-        # banner) writes text to stdout and then waits for a human: that used to hang for the
-        # whole initialize_timeout (60 s). Stdout is for JSON-RPC only, so once it carries
-        # something else, the initialize answer gets a few seconds more, not a minute.
-        watchdog = anyio.CancelScope()
-
-        async def give_up_on_garbage() -> None:
-            with watchdog:
-                await not_acp.wait()
-                await anyio.sleep(_NOT_ACP_GRACE)
-                conn.close(
-                    ProtocolError(
-                        f"the agent did not answer initialize within {_NOT_ACP_GRACE:g} s after "
-                        "writing output that is not ACP JSON-RPC to stdout "
-                        f"({garbage[0]}). Is this the command of an ACP agent? "
-                        "Some need a flag such as --acp (command: "
-                        f"{process.display})"
-                    )
-                )
-
-        self._tg.start_soon(give_up_on_garbage, name=f"acp not-acp watchdog {process.pid}")
-        try:
-            return await conn.request(
-                methods.INITIALIZE,
-                self._initialize_params(),
-                timeout=self.options.initialize_timeout,
-            )
-        except ProtocolError as exc:  # from the watchdog
-            await process.aclose(grace=0.5)
-            raise AgentStartError(str(exc) + _tail(process)) from None
-        except TimeoutError:
-            await process.aclose(grace=0.5)
-            raise AgentStartTimeoutError(
-                methods.INITIALIZE,
-                repr(process.display),
-                self.options.initialize_timeout,
-                " and was stopped" + _tail(process),
-            ) from None
-        except AgentExitedError as exc:
-            wrote = f"; before that, {garbage[0]}" if garbage else ""
-            raise AgentStartError(
-                f"the agent exited during initialize (command: {process.display}): {exc}{wrote}"
-            ) from None
-        except RequestError as exc:
-            await process.aclose(grace=0.5)
-            raise AgentStartError(f"the agent refused initialize: {exc}") from None
-        finally:
-            watchdog.cancel()
-
-    async def _accept(self, response: Any, process: AgentTransport, conn: Connection) -> None:
-        """Check the `initialize` answer and keep what the agent said about itself."""
-        if not isinstance(response, dict):
-            await process.aclose(grace=0.5)
-            raise ProtocolError(
-                f"the agent's initialize answer is not an object: {rpc.excerpt(repr(response))}"
-            )
-        version = response.get("protocolVersion")
-        if version != PROTOCOL_VERSION:
-            await process.aclose(grace=0.5)
-            raise ProtocolError(
-                f"the agent speaks ACP protocol version {rpc.excerpt(repr(version))}; "
-                f"acp_notebook speaks "
-                f"version {PROTOCOL_VERSION}. Use an agent release that supports version 1."
-            )
-        if conn.malformed:
-            log.warning("agent wrote %d malformed lines before initialize", conn.malformed)
-        self.protocol_version = version
-        self.agent_info = opening.obj(response.get("agentInfo"))
-        self.agent_capabilities = opening.obj(response.get("agentCapabilities"))
-        self.auth_methods = [m for m in response.get("authMethods") or [] if isinstance(m, dict)]
+        params = handshake.initialize_params(self.options)
+        response = await handshake.initialize(
+            self._tg, process, conn, params, self.options.initialize_timeout, garbage, not_acp
+        )
+        agent = await handshake.accept(response, process, conn)
+        self.protocol_version = agent.protocol_version
+        self.agent_info = agent.info
+        self.agent_capabilities = agent.capabilities
+        self.auth_methods = agent.auth_methods
         self._epoch += 1
+        return conn
 
     async def _watch_exit(self, process: AgentTransport, conn: Connection) -> None:
         # If the agent dies but a child of it keeps stdout open, the reader never sees EOF:
@@ -358,14 +256,10 @@ class Client:
         """Whether `authenticate` succeeded on the current agent process."""
         return self._authenticated
 
-    async def live_connection(self) -> Connection:
-        """The current connection, starting a fresh agent process if the last one is gone."""
-        return await self._live_connection()
-
     async def request(self, method: str, params: Any, *, deadline: bool = True) -> Any:
         """A request on the live connection; `deadline=False` only for session/prompt, whose
         end is the caller's (a cell's --timeout, stop()). Raises RequestTimeoutError."""
-        conn = await self._live_connection()
+        conn = await self.live_connection()
         timeout = self.options.request_timeout if deadline else None
         try:
             return await conn.request(method, params, timeout=timeout)
@@ -483,11 +377,6 @@ class Client:
 
     def __repr__(self) -> str:
         return f"<Client {self.agent_name!r} pid={self.pid} sessions={len(self.registry)}>"
-
-
-def _tail(process: AgentTransport) -> str:
-    tail = process.stderr.text()
-    return f"; its last stderr output:\n{tail}" if tail else ""
 
 
 @contextlib.asynccontextmanager
