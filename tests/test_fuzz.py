@@ -340,11 +340,11 @@ def test_client_routing_of_updates_never_raises_and_stays_bounded(
     params: Any, sids: list[str]
 ) -> None:
     client = Client(["true"])  # never started: routing only
-    client._on_update(params)
+    client.registry.route_update(params)
     for sid in sids:
-        client._on_update({"sessionId": sid, "update": {"sessionUpdate": "x"}})
+        client.registry.route_update({"sessionId": sid, "update": {"sessionUpdate": "x"}})
     for n in range(200):  # an agent inventing session ids must not grow memory without bound
-        client._on_update({"sessionId": f"bogus-{n}", "update": {}})
+        client.registry.route_update({"sessionId": f"bogus-{n}", "update": {}})
     assert len(client.registry.held()) <= 16
 
 
