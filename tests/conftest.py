@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from tests.client_helpers import Agent
+from tests.orphans import dies_with_parent
 
 CHROMIUM = "/usr/bin/chromium"
 #: A JupyterLab server: its URL, token and root directory.
@@ -68,7 +69,10 @@ def browser_ok() -> None:
 
 @pytest.fixture(scope="session")
 def lab_server(browser_ok: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    """One JupyterLab server for the test session: starting one costs seconds of a loaded CPU."""
+    """One JupyterLab server for the test session: starting one costs seconds of a loaded CPU.
+
+    It dies with the test process even when that is SIGKILLed (tests/orphans.py), and its kernels
+    with it."""
     root = tmp_path_factory.mktemp("lab")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -92,21 +96,23 @@ def lab_server(browser_ok: None, tmp_path_factory: pytest.TempPathFactory) -> It
     )
     log = open(root / "lab.log", "w")  # closed in the teardown
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyter",
-            "lab",
-            "--no-browser",
-            "--allow-root",
-            "--ip=127.0.0.1",
-            f"--port={port}",
-            "--ServerApp.port_retries=0",
-            f"--IdentityProvider.token={token}",
-            f"--ServerApp.root_dir={root}",
-            "--LabApp.news_url=None",
-            "--LabApp.expose_app_in_browser=True",
-        ],
+        dies_with_parent(  # a killed worker runs no teardown; the server must not outlive it
+            [
+                sys.executable,
+                "-m",
+                "jupyter",
+                "lab",
+                "--no-browser",
+                "--allow-root",
+                "--ip=127.0.0.1",
+                f"--port={port}",
+                "--ServerApp.port_retries=0",
+                f"--IdentityProvider.token={token}",
+                f"--ServerApp.root_dir={root}",
+                "--LabApp.news_url=None",
+                "--LabApp.expose_app_in_browser=True",
+            ]
+        ),
         env=env,
         start_new_session=True,
         stdout=log,
