@@ -25,6 +25,12 @@ import pytest
 from tests.client_helpers import Agent
 from tests.orphans import dies_with_parent
 
+# jsonschema (imported by nbformat) imports rfc3987_syntax when installed, which builds ~38 Lark
+# parsers at import: 4 s of CPU in every test process (each xdist worker), for the "iri" format
+# checker that neither nbformat's schema nor the project uses (upstream: jsonschema issue 1428).
+# None in sys.modules makes that import fail, and jsonschema then goes without that checker.
+sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[assignment]
+
 CHROMIUM = "/usr/bin/chromium"
 #: A JupyterLab server: its URL, token and root directory.
 Lab = tuple[str, str, Path]
