@@ -32,6 +32,11 @@ from tests.orphans import dies_with_parent
 sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[assignment]
 
 CHROMIUM = "/usr/bin/chromium"
+# What `jupyter lab` runs (the jupyter-lab script), without the same 4 s import as above.
+_JUPYTER_LAB = (
+    "import sys; sys.modules['rfc3987_syntax'] = None; sys.argv[0] = 'jupyter-lab'; "
+    "from jupyterlab.labapp import main; sys.exit(main())"
+)
 #: A JupyterLab server: its URL, token and root directory.
 Lab = tuple[str, str, Path]
 
@@ -105,9 +110,8 @@ def lab_server(browser_ok: None, tmp_path_factory: pytest.TempPathFactory) -> It
         dies_with_parent(  # a killed worker runs no teardown; the server must not outlive it
             [
                 sys.executable,
-                "-m",
-                "jupyter",
-                "lab",
+                "-c",
+                _JUPYTER_LAB,
                 "--no-browser",
                 "--allow-root",
                 "--ip=127.0.0.1",
