@@ -1,5 +1,9 @@
 """Shared fixtures: the client-core tests' agent, and the JupyterLab tests' server and browser.
 
+Per test session (per xdist worker): one JupyterLab server (`lab_server`; `lab` leaves it clean
+for the next module), one Chromium (`browser`) and one browser context whose cookies and storage
+are cleared after each test's `page`. The server dies with the worker even if it is SIGKILLed.
+
 Without /usr/bin/chromium (or the playwright package) the browser tests skip, except in CI (env
 CI set), where a missing browser is a failure.
 """
