@@ -1,8 +1,8 @@
 """Shared fixtures: the client-core tests' agent, and the JupyterLab tests' server and browser.
 
 Per test session (per xdist worker): one JupyterLab server (`lab_server`; `lab` leaves it clean
-for the next module), one Chromium (`browser`) and one browser context whose cookies and storage
-are cleared after each test's `page`. The server dies with the worker even if it is SIGKILLed.
+for the next module) and one Chromium (`browser`), in which each test's `page` gets a browser
+context of its own. The server dies with the worker even if it is SIGKILLed.
 
 Without /usr/bin/chromium (or the playwright package) the browser tests skip, except in CI (env
 CI set), where a missing browser is a failure.
@@ -192,70 +192,12 @@ def browser(browser_ok: None) -> Iterator[Any]:
         browser.close()
 
 
-class _Contexts:
-    """The browser context that the pages of one test session share, emptied after each test.
-
-    A context's HTTP cache (and the compiled code Chromium keeps with it) is what makes a second
-    JupyterLab load cost a fourth of the first in CPU, so the context outlives a test; what a
-    test could leave for the next (cookies, local and session storage, IndexedDB, service
-    workers, permissions) is cleared when its page closes. A context that cannot be cleared is
-    replaced.
-    """
-
-    def __init__(self, browser: Any) -> None:
-        self.browser = browser
-        self.current: Any = None
-
-    def get(self) -> Any:
-        if self.current is None:
-            self.current = self.browser.new_context(viewport={"width": 1200, "height": 900})
-        return self.current
-
-    def forget(self, page: Any) -> None:
-        context, self.current = self.current, None
-        try:
-            origins = {_origin(frame.url) for frame in page.frames} - {None}
-            if origins and not page.is_closed():
-                cdp = context.new_cdp_session(page)
-                for origin in origins:
-                    cdp.send(
-                        "Storage.clearDataForOrigin", {"origin": origin, "storageTypes": "all"}
-                    )
-                cdp.detach()
-            page.close()
-            context.clear_cookies()
-            context.clear_permissions()
-            if context.pages:
-                raise RuntimeError("a test left pages open")
-        except Exception:
-            context.close()
-            return
-        self.current = context
-
-    def close(self) -> None:
-        if self.current is not None:
-            self.current.close()
-
-
-def _origin(url: str) -> str | None:
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") else None
-
-
-@pytest.fixture(scope="session")
-def _contexts(browser: Any) -> Iterator[_Contexts]:
-    contexts = _Contexts(browser)
-    yield contexts
-    contexts.close()
-
-
 @pytest.fixture
-def page(_contexts: _Contexts) -> Iterator[Any]:
-    """A fresh page (1200x900, 30 s default timeout): no cookies, storage or permissions left
-    by another test (see `_Contexts`; only the HTTP cache of JupyterLab's files is shared)."""
-    page = _contexts.get().new_page()
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh page (1200x900, 30 s default timeout) in a browser context of its own: no
+    cookies, storage or cache shared with another test."""
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    page = context.new_page()
     page.set_default_timeout(30_000)
     yield page
-    _contexts.forget(page)
+    context.close()
