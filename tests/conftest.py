@@ -1,5 +1,9 @@
 """Shared fixtures: the client-core tests' agent, and the JupyterLab tests' server and browser.
 
+Per test session (per xdist worker): one JupyterLab server (`lab_server`; `lab` leaves it clean
+for the next module) and one Chromium (`browser`), in which each test's `page` gets a browser
+context of its own. The server dies with the worker even if it is SIGKILLed.
+
 Without /usr/bin/chromium (or the playwright package) the browser tests skip, except in CI (env
 CI set), where a missing browser is a failure.
 """
@@ -23,8 +27,20 @@ from typing import Any
 import pytest
 
 from tests.client_helpers import Agent
+from tests.orphans import dies_with_parent
+
+# jsonschema (imported by nbformat) imports rfc3987_syntax when installed, which builds ~38 Lark
+# parsers at import: 4 s of CPU in every test process (each xdist worker), for the "iri" format
+# checker that neither nbformat's schema nor the project uses (upstream: jsonschema issue 1428).
+# None in sys.modules makes that import fail, and jsonschema then goes without that checker.
+sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[assignment]
 
 CHROMIUM = "/usr/bin/chromium"
+# What `jupyter lab` runs (the jupyter-lab script), without the same 4 s import as above.
+_JUPYTER_LAB = (
+    "import sys; sys.modules['rfc3987_syntax'] = None; sys.argv[0] = 'jupyter-lab'; "
+    "from jupyterlab.labapp import main; sys.exit(main())"
+)
 #: A JupyterLab server: its URL, token and root directory.
 Lab = tuple[str, str, Path]
 
@@ -68,7 +84,10 @@ def browser_ok() -> None:
 
 @pytest.fixture(scope="session")
 def lab_server(browser_ok: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    """One JupyterLab server for the test session: starting one costs seconds of a loaded CPU."""
+    """One JupyterLab server for the test session: starting one costs seconds of a loaded CPU.
+
+    It dies with the test process even when that is SIGKILLed (tests/orphans.py), and its kernels
+    with it."""
     root = tmp_path_factory.mktemp("lab")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -92,21 +111,22 @@ def lab_server(browser_ok: None, tmp_path_factory: pytest.TempPathFactory) -> It
     )
     log = open(root / "lab.log", "w")  # closed in the teardown
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyter",
-            "lab",
-            "--no-browser",
-            "--allow-root",
-            "--ip=127.0.0.1",
-            f"--port={port}",
-            "--ServerApp.port_retries=0",
-            f"--IdentityProvider.token={token}",
-            f"--ServerApp.root_dir={root}",
-            "--LabApp.news_url=None",
-            "--LabApp.expose_app_in_browser=True",
-        ],
+        dies_with_parent(  # a killed worker runs no teardown; the server must not outlive it
+            [
+                sys.executable,
+                "-c",
+                _JUPYTER_LAB,
+                "--no-browser",
+                "--allow-root",
+                "--ip=127.0.0.1",
+                f"--port={port}",
+                "--ServerApp.port_retries=0",
+                f"--IdentityProvider.token={token}",
+                f"--ServerApp.root_dir={root}",
+                "--LabApp.news_url=None",
+                "--LabApp.expose_app_in_browser=True",
+            ]
+        ),
         env=env,
         start_new_session=True,
         stdout=log,
@@ -150,8 +170,9 @@ def lab(lab_server: Lab) -> Iterator[Lab]:
     shutil.rmtree(root / ".s/@jupyterlab/notebook-extension", ignore_errors=True)
 
 
-@pytest.fixture
-def page(browser_ok: None) -> Iterator[Any]:
+@pytest.fixture(scope="session")
+def browser(browser_ok: None) -> Iterator[Any]:
+    """One headless Chromium per test session (per xdist worker), not one per test."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -167,7 +188,16 @@ def page(browser_ok: None) -> Iterator[Any]:
                 "--disable-sync",
             ],
         )
-        page = browser.new_page(viewport={"width": 1200, "height": 900})
-        page.set_default_timeout(30_000)
-        yield page
+        yield browser
         browser.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh page (1200x900, 30 s default timeout) in a browser context of its own: no
+    cookies, storage or cache shared with another test."""
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    yield page
+    context.close()
