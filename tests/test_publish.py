@@ -172,3 +172,44 @@ async def test_the_chat_widget_masks_its_turns_and_status(tmp_path: Path) -> Non
     assert "the key is" in shown[0] and MASK in shown[0], shown
     assert all(KEY[:16] not in s and "Q7w%2FE9r" not in s for s in shown), shown
     assert MASK in shown[1], shown
+
+
+def _long_turn(answer: str) -> dict[str, object]:
+    part = {"type": "message", "id": "m1", "role": "agent", "text": answer}
+    return {"turnId": "t1", "text": answer, "parts": [part]}
+
+
+def test_a_headless_redraw_draws_the_end_of_a_long_answer(late_key: str) -> None:
+    from acp_notebook.notebook.live import LIVE_TAIL
+    from acp_notebook.render import LIVE_FORMATS, MIME_TRANSCRIPT
+
+    # The key straddles where the tail starts: masked before the cut, no piece of it is shown.
+    body = "x" * (3 * LIVE_TAIL) + late_key + " the middle.\n\n" + "last words " * 100
+    cut = len(body) - LIVE_TAIL + len(late_key) // 2
+    answer = body[: cut - 1] + "\n" + body[cut:]  # a line break inside the key's window
+    formats = (*LIVE_FORMATS, MIME_TRANSCRIPT)
+    bundle = publish.turn(_long_turn(answer), live=True, formats=formats, tail=LIVE_TAIL)
+    for mime in LIVE_FORMATS:
+        drawn = bundle[mime]
+        assert LIVE_TAIL // 2 < len(drawn) < 2 * LIVE_TAIL, (mime, len(drawn))
+        assert "last words" in drawn and "earlier characters" in drawn
+        assert late_key[-8:] not in drawn and late_key[:8] not in drawn
+    # The transcript (which `acp-notebook run` prints from) is whole, and masked.
+    (part,) = bundle[MIME_TRANSCRIPT]["parts"]
+    assert MASK in part["text"] and late_key not in part["text"]
+    assert part["text"].endswith("last words ")
+    # Without `tail` (the record at the end), everything is drawn.
+    whole = publish.turn(_long_turn(answer), formats=LIVE_FORMATS)
+    assert len(whole["text/plain"]) > 3 * LIVE_TAIL
+
+
+def test_a_short_answer_is_drawn_whole_by_a_redraw() -> None:
+    from acp_notebook.render.clip import live_tail
+
+    turn = _long_turn("short\n\nanswer")
+    assert live_tail(turn, 100) is turn
+    # Cut at a paragraph break in the window's first half, so Markdown starts clean.
+    clipped = live_tail(_long_turn("a" * 500 + "\n\n```\ncode\n```\n" + "b" * 30), 60)
+    text = clipped["parts"][0]["text"]  # type: ignore[index]
+    assert text.split("\n\n", 1)[1] == "```\ncode\n```\n" + "b" * 30
+    assert text.startswith("[… 502 earlier characters")
