@@ -6,9 +6,11 @@ import asyncio
 import io
 import logging
 import os
+import time
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -213,3 +215,28 @@ def test_a_short_answer_is_drawn_whole_by_a_redraw() -> None:
     text = clipped["parts"][0]["text"]  # type: ignore[index]
     assert text.split("\n\n", 1)[1] == "```\ncode\n```\n" + "b" * 30
     assert text.startswith("[… 502 earlier characters")
+
+
+@pytest.mark.timeout(20)
+def test_closing_a_live_view_does_not_wait_out_its_pause_between_redraws() -> None:
+    from types import SimpleNamespace
+
+    from acp_notebook.notebook.live import LiveView
+
+    subscribers: list[Any] = []
+    session = SimpleNamespace(subscribe=lambda f: subscribers.append(f) or (lambda: None))
+    turn = SimpleNamespace(id="t1", result=None)
+
+    async def main() -> float:
+        # One redraw a minute: after the first, the render task pauses for 60 s.
+        view = LiveView(session, turn, max_rate=1 / 60, show=False)  # type: ignore[arg-type]
+        view.start()
+        subscribers[0](SimpleNamespace(turn_id="t1"))  # a mutation of the turn
+        for _ in range(5):
+            await asyncio.sleep(0)  # the task redraws, then pauses
+        started = time.monotonic()
+        with anyio.fail_after(5):
+            await view.aclose()
+        return time.monotonic() - started
+
+    assert asyncio.run(main()) < 1
