@@ -201,6 +201,7 @@ def run(args: argparse.Namespace) -> None:
     agent_dur: list[float] = []
     bare_cpu: list[float] = []
     agent_cpu: list[float] = []
+    quiet_cpu: list[float] = []
     all_bytes: list[int] = []
     quiet_cell: list[float] = []
     quiet_dur: list[float] = []
@@ -238,8 +239,7 @@ def run(args: argparse.Namespace) -> None:
                     f"%%agent turn: wrong text or failed: {r}; "
                     f"outputs: {str(nb.cells[index].outputs)[:2000]}"
                 )
-            if not quiet:
-                agent_cpu.append(r["cpu"])
+            (quiet_cpu if quiet else agent_cpu).append(r["cpu"])
             return r["cell"], r["duration"], client.counts[index], client.sizes[index]
 
         t0 = time.perf_counter()
@@ -257,6 +257,7 @@ def run(args: argparse.Namespace) -> None:
         mimes_seen: Counter[str] = Counter()
         if args.with_quiet:
             agent(quiet=True)  # warm-up of the --quiet variant
+            quiet_cpu.clear()
         sides = ["a", "b"] + (["q"] if args.with_quiet else [])
         for rep in range(args.reps):
             k = rep % len(sides)
@@ -326,6 +327,7 @@ def run(args: argparse.Namespace) -> None:
     print(
         f"CPU time of the kernel process per cell (time.process_time), ms: a "
         f"{1000 * statistics.median(bare_cpu):.1f}, b {1000 * statistics.median(agent_cpu):.1f}"
+        + (f", b' --quiet {1000 * statistics.median(quiet_cpu):.1f}" if quiet_cpu else "")
     )
     print("ratio b/a (of medians | median of per-round ratios):")
     print(
