@@ -208,10 +208,10 @@ def bundle_problems(bundle: dict[str, Any], *, plain_controls: bool = False) -> 
 
 
 def turn_problems(bundle: dict[str, Any]) -> list[str]:
-    """A turn's display: safe, one stylesheet, and no renderer guard was needed."""
+    """A turn's display: safe, no stylesheet of its own, and no renderer guard was needed."""
     out = bundle_problems(bundle, plain_controls=True)
     styles = _inspect(bundle["text/html"], markdown=False).styles
-    if styles != 1:
+    if styles:
         out.append(f"text/html: {styles} <style> elements")
     out += [
         f"{m}: a guard fired"

@@ -1,4 +1,5 @@
-"""The turn's output in a real JupyterLab (headless Chromium): no payload runs script.
+"""The turn's output in a real JupyterLab (headless Chromium): no payload runs script; and
+the saved record as nbconvert's HTML shows it (with MathJax 2, as nbconvert loads it).
 
 Output made by a cell that just ran is trusted: JupyterLab renders its `text/markdown` (marked,
 after lifting math) and its `text/html` without a sanitiser. Each `ALERTS` payload
@@ -9,12 +10,16 @@ of tests/hostile_payloads.py is rendered by `render_bundle` inside the kernel an
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import jupyter_server_mathjax
 import nbformat
 import pytest
+from nbconvert import HTMLExporter
 
 from tests.hostile_payloads import ALERTS, encodable
-from tests.nb_util import new_nb
-from tests.test_lab import READY
+from tests.nb_util import execute, new_nb, script, scripted
+from tests.test_lab import ARTIFACTS, READY
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -70,3 +75,47 @@ def test_no_payload_runs_in_jupyterlab(page, lab) -> None:
     )
     assert page.evaluate(HANDLERS) == []
     assert dialogs == []
+
+
+#: MathJax 2 as nbconvert loads it (its default is the same version from a CDN), from the copy
+#: jupyter_server_mathjax ships: the test needs no network.
+MATHJAX = Path(jupyter_server_mathjax.__file__).parent / "static" / "MathJax.js"
+PRICES = "Two prices: $5 and $6, and $x^2$ stays text."
+
+
+def test_nbconvert_html_shows_the_record_legibly_and_no_math(page, tmp_path) -> None:
+    usage = {"sessionUpdate": "usage_update", "used": 5200, "size": 200_000}
+    usage["cost"] = {"amount": 0.0031, "currency": "USD"}
+    tool = {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "Read notes.txt"}
+    tool |= {"kind": "read", "status": "completed"}
+    steps = [{"update": tool}, {"say": PRICES}, {"update": usage}]
+    nb = new_nb("", f"%%agent --agent {scripted()}\n{script(*steps)}")
+    # The control: MathJax does typeset this page's math (else "no math" would prove nothing).
+    nb.cells[0] = nbformat.v4.new_markdown_cell("Math here: $y^2$")
+    saved = execute(nb, tmp_path, timeout=120)
+    exporter = HTMLExporter(mathjax_url=f"{MATHJAX.as_uri()}?config=TeX-AMS-MML_HTMLorMML-full")
+    body, _ = exporter.from_notebook_node(saved)
+    html = tmp_path / "record.html"
+    html.write_text(body, encoding="utf-8")
+    page.goto(html.as_uri())
+    page.locator(".jp-MarkdownCell .MathJax").first.wait_for(timeout=60_000)
+    record = page.locator(".acpnb-turn")
+    assert record.count() == 1  # the record once
+    # Whatever MathJax queued for the page is done once a callback queued after it has run.
+    page.evaluate("() => new Promise(done => window.MathJax.Hub.Queue(() => done(true)))")
+    assert record.locator(".MathJax, script[type^='math/tex']").count() == 0
+    answer = record.locator(".acpnb-answer")
+    assert PRICES in answer.inner_text()
+    footer = record.locator(".acpnb-footer").inner_text()
+    assert "$0.0031 this turn" in footer and "done" in footer
+    # Legible without the live view's stylesheet: the card says what ran and how it ended, and
+    # the text is dark enough on the white page and of a readable size.
+    assert "Read notes.txt" in record.locator(".acpnb-tool summary").inner_text()
+    assert "completed" in record.locator(".acpnb-tool summary").inner_text()
+    style = answer.evaluate(
+        "e => { const s = getComputedStyle(e); return [s.color, parseFloat(s.fontSize)]; }"
+    )
+    rgb = [int(x) for x in style[0][style[0].index("(") + 1 : style[0].index(")")].split(",")[:3]]
+    assert sum(rgb) < 3 * 110 and style[1] >= 12, style
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "nbconvert-record.png"), full_page=True)

@@ -6,9 +6,11 @@ import asyncio
 import io
 import logging
 import os
+import time
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -172,3 +174,69 @@ async def test_the_chat_widget_masks_its_turns_and_status(tmp_path: Path) -> Non
     assert "the key is" in shown[0] and MASK in shown[0], shown
     assert all(KEY[:16] not in s and "Q7w%2FE9r" not in s for s in shown), shown
     assert MASK in shown[1], shown
+
+
+def _long_turn(answer: str) -> dict[str, object]:
+    part = {"type": "message", "id": "m1", "role": "agent", "text": answer}
+    return {"turnId": "t1", "text": answer, "parts": [part]}
+
+
+def test_a_headless_redraw_draws_the_end_of_a_long_answer(late_key: str) -> None:
+    from acp_notebook.notebook.live import LIVE_TAIL
+    from acp_notebook.render import LIVE_FORMATS, MIME_TRANSCRIPT
+
+    # The key straddles where the tail starts: masked before the cut, no piece of it is shown.
+    body = "x" * (3 * LIVE_TAIL) + late_key + " the middle.\n\n" + "last words " * 100
+    cut = len(body) - LIVE_TAIL + len(late_key) // 2
+    answer = body[: cut - 1] + "\n" + body[cut:]  # a line break inside the key's window
+    formats = (*LIVE_FORMATS, MIME_TRANSCRIPT)
+    bundle = publish.turn(_long_turn(answer), live=True, formats=formats, tail=LIVE_TAIL)
+    for mime in LIVE_FORMATS:
+        drawn = bundle[mime]
+        assert LIVE_TAIL // 2 < len(drawn) < 2 * LIVE_TAIL, (mime, len(drawn))
+        assert "last words" in drawn and "earlier characters" in drawn
+        assert late_key[-8:] not in drawn and late_key[:8] not in drawn
+    # The transcript (which `acp-notebook run` prints from) is whole, and masked.
+    (part,) = bundle[MIME_TRANSCRIPT]["parts"]
+    assert MASK in part["text"] and late_key not in part["text"]
+    assert part["text"].endswith("last words ")
+    # Without `tail` (the record at the end), everything is drawn.
+    whole = publish.turn(_long_turn(answer), formats=LIVE_FORMATS)
+    assert len(whole["text/plain"]) > 3 * LIVE_TAIL
+
+
+def test_a_short_answer_is_drawn_whole_by_a_redraw() -> None:
+    from acp_notebook.render.clip import live_tail
+
+    turn = _long_turn("short\n\nanswer")
+    assert live_tail(turn, 100) is turn
+    # Cut at a paragraph break in the window's first half, so Markdown starts clean.
+    clipped = live_tail(_long_turn("a" * 500 + "\n\n```\ncode\n```\n" + "b" * 30), 60)
+    text = clipped["parts"][0]["text"]  # type: ignore[index]
+    assert text.split("\n\n", 1)[1] == "```\ncode\n```\n" + "b" * 30
+    assert text.startswith("[… 502 earlier characters")
+
+
+@pytest.mark.timeout(20)
+def test_closing_a_live_view_does_not_wait_out_its_pause_between_redraws() -> None:
+    from types import SimpleNamespace
+
+    from acp_notebook.notebook.live import LiveView
+
+    subscribers: list[Any] = []
+    session = SimpleNamespace(subscribe=lambda f: subscribers.append(f) or (lambda: None))
+    turn = SimpleNamespace(id="t1", result=None)
+
+    async def main() -> float:
+        # One redraw a minute: after the first, the render task pauses for 60 s.
+        view = LiveView(session, turn, max_rate=1 / 60, show=False)  # type: ignore[arg-type]
+        view.start()
+        subscribers[0](SimpleNamespace(turn_id="t1"))  # a mutation of the turn
+        for _ in range(5):
+            await asyncio.sleep(0)  # the task redraws, then pauses
+        started = time.monotonic()
+        with anyio.fail_after(5):
+            await view.aclose()
+        return time.monotonic() - started
+
+    assert asyncio.run(main()) < 1

@@ -25,7 +25,8 @@ from IPython.display import DisplayHandle, display
 
 from ..errors import TurnInterrupted
 from ..protocol.redact import Redactor
-from ..render import ALL_FORMATS, render_bundle
+from ..render import ALL_FORMATS, MIME_TRANSCRIPT, render_bundle
+from ..render.clip import live_tail
 
 REDACTOR = Redactor(environ=os.environ)
 
@@ -51,13 +52,19 @@ def turn(
     formats: tuple[str, ...] = ALL_FORMATS,
     redactor: Redactor = REDACTOR,
     open_parts: frozenset[str] = frozenset(),
+    tail: int = 0,
 ) -> dict[str, Any]:
     """A turn's bundle: its transcript masked (`live`: holding back a text's end that could be
     the start of a key), then rendered. Every string of the bundle is drawn from that transcript,
     so `show` and `update` do not mask it a second time: a second pass over a large turn's HTML
-    cost 8 ms a redraw, three times the rendering."""
+    cost 8 ms a redraw, three times the rendering. With `tail`, each message is drawn from its
+    last `tail` characters only (`clip.live_tail`); a transcript in the bundle stays whole."""
     masked = redactor.obj(transcript, live=live)
-    return _Masked(render_bundle(masked, live=live, formats=formats, open_parts=open_parts))
+    drawn = live_tail(masked, tail) if tail else masked
+    bundle = render_bundle(drawn, live=live, formats=formats, open_parts=open_parts)
+    if MIME_TRANSCRIPT in bundle:
+        bundle[MIME_TRANSCRIPT] = masked
+    return _Masked(bundle)
 
 
 def show(bundle: dict[str, Any], *, display_id: bool = False) -> DisplayHandle | None:

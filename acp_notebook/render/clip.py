@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 #: Lines of a terminal's output kept (its tail), of a diff (its head), of a text block (its head).
 TERMINAL_LINES = 200
@@ -87,3 +88,42 @@ def terminal_text(text: str) -> str:
 def _last_drawn(line: str) -> str:
     drawn = [s for s in line.split("\r") if s]
     return drawn[-1] if drawn else ""
+
+
+def live_tail(transcript: dict[str, Any], max_chars: int) -> dict[str, Any]:
+    """The transcript with each message longer than `max_chars` cut to its last characters (at
+    a paragraph or line break when there is one), after a note saying how much is left out.
+
+    For the redraws of a turn nobody can watch closely (a headless run): each redraw sends what
+    it draws, so a long answer re-sent whole every redraw costs the square of its length. The
+    record at the end is drawn from the whole transcript. Mask before clipping: a key cut in two
+    would no longer be found."""
+    parts = transcript.get("parts")
+    if not isinstance(parts, list) or not any(_long(p, max_chars) for p in parts):
+        return transcript
+    clipped = [_tail_part(p, max_chars) if _long(p, max_chars) else p for p in parts]
+    return {**transcript, "parts": clipped}
+
+
+def _long(part: Any, max_chars: int) -> bool:
+    return (
+        isinstance(part, dict)
+        and part.get("type") == "message"
+        and isinstance(part.get("text"), str)
+        and len(part["text"]) > max_chars
+    )
+
+
+def _tail_part(part: dict[str, Any], max_chars: int) -> dict[str, Any]:
+    text: str = part["text"]
+    window = text[-max_chars:]
+    # Start at a paragraph (else a line) break in the window's first half: Markdown drawn from
+    # the middle of a line or a code fence would be drawn wrong until the record replaces it.
+    for brk in ("\n\n", "\n"):
+        at = window.find(brk, 0, max_chars // 2)
+        if at >= 0:
+            window = window[at + len(brk) :]
+            break
+    left_out = len(text) - len(window)
+    note = f"[… {left_out:,} earlier characters: all of them are in the record when the turn ends]"
+    return {**part, "text": f"{note}\n\n{window}"}

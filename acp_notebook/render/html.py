@@ -1,8 +1,13 @@
 """The rich `text/html` view of a turn: parts in arrival order, then alerts and a footer.
 
 Everything from the agent is escaped (here, in `htmlbits` and `cards`); its Markdown is
-converted by `agentmd` (markdown-it-py, raw HTML off). The markup reads without the stylesheet
-(GitHub strips it): statuses are words and glyphs, not colours.
+converted by `agentmd` (markdown-it-py, raw HTML off). The markup reads without the stylesheet:
+statuses are words and glyphs, not colours, and a card is a `<details>` any renderer can open.
+
+The HTML carries classes, not the stylesheet (`style.CSS`): 5 KB a turn would be most of a
+short turn's saved size. The page gets the rules once: the live turn view ships them as its
+widget's CSS, which stays in the page for every record in it. Elsewhere (a notebook reopened
+without running a turn, nbconvert HTML, GitHub) the record is plainer and as legible.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from . import elicit_card, labels
 from .agentmd import inline, to_html
 from .cards import permission, raw, tool_call
 from .htmlbits import block, css_class, json_details, note
-from .style import MATH_OFF, STYLE
+from .style import MATH_OFF
 
 
 def render_html(turn: Transcript, *, open_parts: frozenset[str] = frozenset()) -> str:
@@ -35,10 +40,7 @@ def render_html(turn: Transcript, *, open_parts: frozenset[str] = frozenset()) -
     view's record keeps what its reader had opened)."""
     # MathJax (JupyterLab, nbconvert) typesets `$…$` in HTML outputs unless told not to: an
     # answer's dollars stay text, and a `\href` in them can never become a link.
-    out: list[str] = [
-        f'<div class="acpnb-turn {MATH_OFF}" data-turn-id="{escape(turn.turn_id)}">',
-        STYLE,
-    ]
+    out: list[str] = [f'<div class="acpnb-turn {MATH_OFF}" data-turn-id="{escape(turn.turn_id)}">']
     last = len(turn.parts) - 1
     for i, part in enumerate(turn.parts):
         html = render_part(part, turn, growing=turn.live and i == last)

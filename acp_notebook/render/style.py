@@ -1,7 +1,10 @@
-"""The turn view's stylesheet: one `<style>` block, every rule scoped under `.acpnb-turn`.
+"""The turn view's stylesheet: every rule scoped under `.acpnb-turn`.
 
 JupyterLab theme variables with fallbacks, and translucent colours that read on light and dark
-backgrounds. The markup does not depend on it: GitHub strips `<style>` and the view stays legible.
+backgrounds. The markup does not depend on it, and no record carries it (5 KB a turn): the live
+turn view loads it as its widget's CSS (anywidget puts it in the page's head, where it stays for
+every record on the page). A record shown without it (reopened before a turn ran, nbconvert HTML,
+GitHub) is plainer and stays legible: statuses are words and glyphs, cards are `<details>`.
 """
 
 from __future__ import annotations
@@ -87,6 +90,7 @@ div.acpnb-turn:not(#_) pre{background:var(--jp-layout-color2,rgba(127,127,127,.1
 CSS = "".join(
     (" " if line.startswith(" ") else "\n") + line.strip() for line in _RULES.strip().splitlines()
 )
+#: The rules as one `<style>` element, for a page that has not loaded them another way.
 STYLE = "<style>" + CSS + "\n</style>"
 
 #: The classes MathJax 3 and 2 skip: the turn's output is text, never math to typeset.
