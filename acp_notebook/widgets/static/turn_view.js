@@ -12,7 +12,7 @@
 // only: nothing of them is saved).
 
 const WORDS = {
-  starting: "starting agent",
+  starting: "starting agent…",
   waiting: "waiting for the agent",
   streaming: "streaming",
   asking: "waiting for you",
