@@ -74,7 +74,8 @@ def test_long_tool_output_expands_and_stays_expanded(page, lab) -> None:
     steps = [
         tool(1, status="in_progress", text=lines),
         {"say": "Reading."},
-        {"sleep": 1.5},
+        # The turn waits here until the test has opened the output and answers.
+        {"permission": {"toolCallId": "p1", "title": "Go on", "kind": "read"}},
         tool(1, status="in_progress", text=lines + "output line 40\n", again=True),
         *({"say": f" more {i}."} for i in range(3)),
         {"sleep": 1.5},
@@ -93,6 +94,7 @@ def test_long_tool_output_expands_and_stays_expanded(page, lab) -> None:
     assert live.locator(".acpnb-tool pre").inner_text().startswith("output line 0\n")
     more.click()
     assert more.inner_text() == "show less"
+    live.locator("button.acpnb-permission-option", has_text="Allow once").click()
     # The card is redrawn twice while the turn streams: the output stays open, all of it shown.
     live.locator(".acpnb-tool pre", has_text="output line 40").wait_for()
     live.locator(".acpnb-answer", has_text="more 2").wait_for()
@@ -231,10 +233,15 @@ def contrast(fg: list[float], bg: list[float]) -> float:
 
 
 def test_dark_theme_has_readable_contrast(page, lab) -> None:
-    steps = [tool(1, text="hello\n" * 20), {"say": "In the **dark**."}, {"sleep": 2}]
+    steps = [
+        tool(1, text="hello\n" * 20),
+        {"say": "In the **dark**."},
+        {"permission": {"toolCallId": "p1", "title": "Go on", "kind": "read"}},
+    ]
     run(page, lab, "dark2.ipynb", cell(*steps), theme="JupyterLab Dark")
     out = output(page)
-    out.locator(".acpnb-answer", has_text="dark").wait_for()
+    allow = out.locator("button.acpnb-permission-option", has_text="Allow once")
+    allow.wait_for()  # the turn waits for the test from here
     out.locator("details.acpnb-tool summary").first.click()
     page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'")
     checked = page.evaluate(
@@ -243,10 +250,11 @@ def test_dark_theme_has_readable_contrast(page, lab) -> None:
         ".acpnb-tv .acpnb-tv-state, .acpnb-tv .acpnb-footer, .acpnb-tv .acpnb-muted, "
         ".acpnb-tv .acpnb-badge, .acpnb-tv .acpnb-tv-clock, .acpnb-tv button",
     )
-    assert len(checked) >= 5, checked
+    assert len(checked) >= 10, checked
     low = [(c, round(contrast(c["fg"], c["bg"]), 2)) for c in checked]
     assert all(r >= 4.5 for _, r in low), [x for x in low if x[1] < 4.5]
     shoot(page, "dark-contrast")
+    allow.click()
     done(page)
     page.evaluate(
         "() => window.jupyterapp.commands.execute('apputils:change-theme', "
@@ -280,7 +288,7 @@ def test_dollars_stay_text_in_nbconvert_html(page, lab, tmp_path: Path) -> None:
             "nbconvert",
             "--to",
             "html",
-            f"--HTMLExporter.mathjax_url={mathjax.as_uri()}?config=TeX-AMS_CHTML-full,Safe",
+            f"--HTMLExporter.mathjax_url={mathjax.as_uri()}?config=TeX-AMS-MML_HTMLorMML-full,Safe",
             str(path),
         ],
         check=True,
