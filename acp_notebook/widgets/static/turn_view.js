@@ -106,11 +106,15 @@ function copyInRecord(area, turnId, texts) {
       answers.forEach((a, i) => {
         const b = copyButton("copy", "Copy this message's Markdown", () => texts[i], "acpnb-tv-msgcopy");
         b.style.float = "right";
+        b.style.fontSize = ".8em";
         a.before(b);
       });
     }
     const footer = rec.querySelector(".acpnb-footer");
-    if (footer) footer.append(" · ", copyButton("copy answer", "Copy the whole answer's Markdown", () => wholeAnswer(texts), "acpnb-tv-allcopy"));
+    if (!footer) return;
+    const all = copyButton("copy answer", "Copy the whole answer's Markdown", () => wholeAnswer(texts), "acpnb-tv-allcopy");
+    all.style.fontSize = ".8em";
+    footer.append(" · ", all);
   };
   const now = find();
   if (now) { dress(now); return; }
