@@ -84,8 +84,13 @@ async def run(host: Host, opts: CellOptions, body: str) -> Any:
             output_type=_schema(host, opts.schema),
             max_cost=limit,
         )
-    except (PromptError, SchemaError) as exc:
-        raise UsageError(f"{'--schema: ' if isinstance(exc, SchemaError) else ''}{exc}") from None
+    except BaseException as exc:
+        if starting is not None:  # no turn: the view must not say "starting agent" for ever
+            starting.end({"text/plain": ""})
+        if isinstance(exc, PromptError | SchemaError):
+            schema = "--schema: " if isinstance(exc, SchemaError) else ""
+            raise UsageError(f"{schema}{exc}") from None
+        raise
     host.runtime.ledger.watch(turn, session, spec.name, host.execution_count)
     view = _live_view(host, spec, session, turn, opts, starting)
     view.start()
