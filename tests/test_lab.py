@@ -96,7 +96,8 @@ def test_turn_streams_asks_permission_and_edits(page, lab) -> None:
     edit = out.locator("details.acpnb-tool", has_text="Edit demo_notes.md")
     assert "completed" in edit.first.get_attribute("class")
     assert out.locator(".acpnb-chosen", has_text="Allow").count() >= 1
-    assert out.locator("button").count() == 0  # Stop and permission buttons were closed
+    # Stop and permission buttons were closed (the record's copy buttons are the page's own)
+    assert out.locator("button:not(.acpnb-tv-copy)").count() == 0
     assert "JupyterLab" in notes.read_text()  # written through the client, as allowed
 
     snaps = page.evaluate("() => window.__snaps")
@@ -128,7 +129,7 @@ def test_stop_button_cancels_a_slow_turn(page, lab) -> None:
     out.locator(".acpnb-alert", has_text="Cancelled").wait_for()
     page.wait_for_function("() => !document.querySelector('.jp-Notebook .acpnb-running')")
     assert time.monotonic() - started < 15  # not the ~20 s the slow turn takes
-    assert out.locator("button").count() == 0
+    assert out.locator("button:not(.acpnb-tv-copy)").count() == 0
     # Run All went on: the next cell waited for the turn, which ended as cancelled, not failed.
     output(page, 1).filter(has_text="next cell ran after cancelled").wait_for()
     assert (

@@ -1,12 +1,17 @@
 """JupyterLab's interrupt button (■) during a `%%agent` turn: the turn ends as cancelled, the cell
-says so in one line, and Run All stops there. Screenshot: test-artifacts/lab-interrupt.png."""
+says so in one line, and Run All stops there; the same while the agent is still starting.
+Screenshots: test-artifacts/lab-interrupt*.png."""
 
 from __future__ import annotations
 
+import shlex
+import subprocess
 from typing import Any
 
 import pytest
 
+from tests.agents.script import agent_command
+from tests.nb_util import process_gone, wait_until
 from tests.test_lab import open_and_run, output, shoot
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
@@ -38,3 +43,37 @@ def test_interrupt_button_shows_one_line_and_stops_the_run(page: Any, lab: Any) 
     shoot(page, "interrupt")
     # Run All stopped at the interrupted cell.
     assert output(page, 1).count() == 0
+
+
+def test_interrupt_during_the_agents_start_shows_one_line(page: Any, lab: Any) -> None:
+    """The interrupt while the agent still starts (it never answers initialize): one line, the
+    "starting agent" view gone, the agent process stopped, Run All stopped."""
+    marker = "scripted-interrupted-start-5c1d"
+    agent = shlex.quote(
+        shlex.join(agent_command("--hang-method", "initialize", "--agent-name", marker))
+    )
+    open_and_run(
+        page,
+        lab,
+        "interrupt-start.ipynb",
+        f"%%agent --agent {agent} --session never\nhello",
+        "print('the next cell ran')",
+    )
+    out = output(page)
+    out.locator(".acpnb-tv .acpnb-tv-state", has_text="starting agent").wait_for()
+    pids = wait_until(lambda: _pids(marker), 30, "the agent process")
+    page.locator(INTERRUPT).click()
+    error = out.filter(has_text="TurnInterrupted")
+    error.wait_for(timeout=30_000)
+    assert error.inner_text().strip().splitlines() == [
+        "TurnInterrupted: the agent's start was cancelled by the kernel's interrupt"
+    ]
+    assert out.locator(".acpnb-tv").count() == 0
+    wait_until(lambda: all(process_gone(p) for p in pids), 15, "the agent process to end")
+    shoot(page, "interrupt-start")
+    assert output(page, 1).count() == 0
+
+
+def _pids(marker: str) -> list[int]:
+    found = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
+    return [int(p) for p in found.split()]

@@ -11,6 +11,7 @@ import asyncio
 import html
 import json
 import re
+import subprocess
 import time
 from datetime import datetime
 from pathlib import Path
@@ -536,12 +537,25 @@ async def poll(predicate, timeout: float, what: str):
     return value
 
 
-def stop_button(client) -> tuple[str, dict] | None:
-    """The Stop of the running turn: the live turn view's (a message to its widget), or an
-    ipywidgets Stop button's click."""
+def view_state(client, comm_id: str) -> str | None:
+    """The state the live turn view last sent to its page ("starting", "waiting", ...)."""
+    states = [
+        m["content"]["data"].get("content", {}).get("head", {}).get("state")
+        for m in client.of_type("comm_msg")
+        if m["content"].get("comm_id") == comm_id
+    ]
+    return states[-1] if states else None
+
+
+def stop_button(client, starting: bool = False) -> tuple[str, dict] | None:
+    """The Stop of the running turn: the live turn view's (a message to its widget, once the
+    view says the turn began, or with `starting` while the agent starts), or an ipywidgets
+    Stop button's click."""
     for comm_id, state in client.widget_state.items():
         if state.get("_model_name") == "AnyModel" and state.get("token"):
-            return comm_id, {"type": "stop"}
+            now = view_state(client, comm_id)
+            if now is not None and (now == "starting") == starting:
+                return comm_id, {"type": "stop"}
         if state.get("_model_name") == "ButtonModel" and state.get("description") == "Stop":
             return comm_id, {"event": "click"}
     return None
@@ -590,6 +604,56 @@ def test_stop_click_cancels_turn_without_raising(tmp_path: Path) -> None:
     # The controls were closed when the turn ended: nothing widget-only remains in the cell.
     assert not outputs(cell, MIME_WIDGET), cell.outputs
     assert not errors(nb)
+
+
+@pytest.mark.timeout(60)
+def test_stop_while_the_agent_starts_cancels_the_start(tmp_path: Path) -> None:
+    """The view is shown before the agent answers initialize; its Stop ends the start: no
+    error, the agent process stopped, the kernel free for the next cell."""
+    marker = f"never-starts-{tmp_path.name}"
+    agent = scripted("--hang-method", "initialize", "--agent-name", marker)
+    nb = new_nb(
+        '%config AcpNotebook.interactive = "yes"',
+        f"%%agent --agent {agent} --session s\nhello",
+        "print('the kernel', 'is free')",
+    )
+    client = make_client(nb, tmp_path)
+
+    async def main() -> list[int]:
+        async with client.async_setup_kernel(env=kernel_env(tmp_path)):
+            await client.async_execute_cell(nb.cells[0], 0)
+            running = asyncio.create_task(client.async_execute_cell(nb.cells[1], 1))
+            button = await poll(lambda: stop_button(client, starting=True), 20, "the Stop")
+            pids = await poll(lambda: _pids(marker) or None, 20, "the agent process")
+            click(client, button)
+            await running  # no CellExecutionError
+            await client.async_execute_cell(nb.cells[2], 2)
+            return pids
+
+    pids = asyncio.run(main())
+    assert all(process_gone(p) for p in pids), "the agent outlived the stopped start"
+    assert "Stopped before the turn started; the agent was stopped." in text(nb.cells[1])
+    assert not outputs(nb.cells[1], MIME_WIDGET), nb.cells[1].outputs
+    assert "the kernel is free" in text(nb.cells[2])
+    assert not errors(nb)
+
+
+@pytest.mark.timeout(60)
+def test_a_prompt_refused_after_the_start_leaves_no_starting_view(tmp_path: Path) -> None:
+    nb = new_nb(
+        '%config AcpNotebook.interactive = "yes"',
+        f"%%agent --agent {scripted()} --schema nowhere\nhello",
+    )
+    client = make_client(nb, tmp_path, allow_errors=True)
+    client.execute(env=kernel_env(tmp_path))
+    assert "--schema nowhere: no pydantic model" in text(nb.cells[1])
+    # The view shown while the agent started was replaced: no widget left in the cell.
+    assert not outputs(nb.cells[1], MIME_WIDGET), nb.cells[1].outputs
+
+
+def _pids(marker: str) -> list[int]:
+    found = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
+    return [int(p) for p in found.split()]
 
 
 @pytest.mark.timeout(60)

@@ -114,3 +114,26 @@ def test_bytes_of_a_long_streamed_answer_stay_near_its_size() -> None:
     diff.update(turn(say("m1", text), live=False))
     # Deltas once, the final HTML once: about twice the text, not the ~2000 redraws of it.
     assert diff.bytes < 2.5 * len(text) + 2000
+
+
+def test_an_answer_carries_its_markdown_once_for_the_copy_button() -> None:
+    diff = TurnDiff()
+    # Streamed, then done: the page holds the very text it streamed, so no second copy is sent.
+    diff.update(turn(say("m1", "Costs **$5**")))
+    done = ops_of(diff.update(turn(say("m1", "Costs **$5**"), tool("c1", "Read"))), "part")
+    assert "md" not in done[0]
+    # Arrived whole (never streamed), or changed after streaming: its Markdown goes with it.
+    whole = diff.update(
+        turn(say("m1", "Costs **$6**"), tool("c1", "Read"), say("m2", "a"), say("m3", "`b`"))
+    )
+    sent = {o["id"]: o.get("md") for o in ops_of(whole, "part")}
+    assert sent == {"m1": "Costs **$6**", "m2": "a"}
+    # Thoughts and the user's words have no copy button: no Markdown sent for them.
+    diff = TurnDiff()
+    ops = diff.update(
+        turn(say("t", "hm", role="thought"), say("u", "hi", role="user"), say("m", "x"))
+    )
+    assert [o.get("md") for o in ops_of(ops, "part")] == [None, None]
+    # A snapshot (a page that reconnected) sends every answer's Markdown again.
+    snap = diff.snapshot(turn(say("a", "one"), say("b", "two"), tool("c", "Read")))
+    assert [o.get("md") for o in ops_of(snap, "part")] == ["one", "two", None]

@@ -16,6 +16,7 @@ from ..errors import (
     RequestTimeoutError,
     SchemaError,
     TurnFailed,
+    TurnInterrupted,
 )
 from ..protocol.result import TurnResult
 from . import publish, replay, views
@@ -37,6 +38,7 @@ from .stored_sessions import Memory
 if TYPE_CHECKING:
     from ..client.session import Session
     from ..client.turn import TurnHandle
+    from ..widgets.turn_view import StartingView
 
 
 async def run(host: Host, opts: CellOptions, body: str) -> Any:
@@ -62,7 +64,19 @@ async def run(host: Host, opts: CellOptions, body: str) -> Any:
     # One budget for the whole cell: starting the agent and the session count, not only the turn.
     timeout = opts.timeout if opts.timeout is not None else (host.timeout or None)
     deadline = anyio.current_time() + timeout if timeout is not None else math.inf
-    session = await _start(host, spec, opts, client_options, timeout)
+    # Once per kernel, with --quiet too: a successful turn's live display is cleared (the cell's
+    # value shows the record, and the renderers do not draw the transcript's "note"), so this
+    # line is where a saved notebook tells that the demo agent answered; every cell is too many.
+    if note and host.runtime.first_time(note):  # our own words, no agent text: safe as Markdown
+        publish.show({"text/markdown": f"*{note}*", "text/plain": note})
+    starting = _starting_view(host, opts)
+    if starting is None:
+        session = await _start(host, spec, opts, client_options, timeout)
+    else:
+        shown = await _start_shown(host, spec, opts, client_options, timeout, starting)
+        if shown is None:
+            return None  # stopped before the agent or its session was ready
+        session = shown
     try:
         turn = await session.prompt(
             prompt,
@@ -70,15 +84,15 @@ async def run(host: Host, opts: CellOptions, body: str) -> Any:
             output_type=_schema(host, opts.schema),
             max_cost=limit,
         )
-    except (PromptError, SchemaError) as exc:
-        raise UsageError(f"{'--schema: ' if isinstance(exc, SchemaError) else ''}{exc}") from None
+    except BaseException as exc:
+        if starting is not None:  # no turn: the view must not say "starting agent" for ever
+            starting.end({"text/plain": ""})
+        if isinstance(exc, PromptError | SchemaError):
+            schema = "--schema: " if isinstance(exc, SchemaError) else ""
+            raise UsageError(f"{schema}{exc}") from None
+        raise
     host.runtime.ledger.watch(turn, session, spec.name, host.execution_count)
-    view = _live_view(host, spec, session, turn, opts)
-    # Once per kernel, with --quiet too: a successful turn's live display is cleared (the cell's
-    # value shows the record, and the renderers do not draw the transcript's "note"), so this
-    # line is where a saved notebook tells that the demo agent answered; every cell is too many.
-    if note and host.runtime.first_time(note):  # our own words, no agent text: safe as Markdown
-        publish.show({"text/markdown": f"*{note}*", "text/plain": note})
+    view = _live_view(host, spec, session, turn, opts, starting)
     view.start()
     left = None if timeout is None else max(deadline - anyio.current_time(), 0.001)
     if opts.background:
@@ -96,8 +110,60 @@ def _resolve(host: Host, opts: CellOptions) -> tuple[AgentSpec, str]:
         raise UsageError(str(exc)) from None
 
 
+def _starting_view(host: Host, opts: CellOptions) -> StartingView | None:
+    """In a widget front-end, the turn's view shown before the agent starts (else None)."""
+    if not host.is_interactive() or opts.quiet:
+        return None
+    from ..widgets.turn_view import StartingView
+
+    return StartingView(on_stop=lambda: None)  # on_stop is set by _start_shown
+
+
+async def _start_shown(
+    host: Host,
+    spec: AgentSpec,
+    opts: CellOptions,
+    client_options: dict[str, Any],
+    timeout: float | None,
+    view: StartingView,
+) -> Session | None:
+    """`_start` under a view saying "starting agent…" whose Stop cancels the start: the agent,
+    if this cell started it, is stopped, and the cell ends quietly (None). A failure or the
+    kernel's interrupt replaces the view too."""
+    agent = host.runtime.hosts.get(spec.name)
+    was_running = agent is not None and agent.running
+    with anyio.CancelScope() as scope:
+        view.on_stop = scope.cancel
+        try:
+            session = await _start(host, spec, opts, client_options, timeout)
+        except BaseException as exc:
+            if not scope.cancel_called:
+                view.end({"text/plain": ""})  # the error says what happened
+                if is_interrupt(exc):
+                    raise TurnInterrupted(
+                        "the agent's start was cancelled by the kernel's interrupt"
+                    ) from None
+            raise
+    if not view.stopping:
+        return session
+    with anyio.CancelScope(shield=True):
+        stopped = not was_running and not host.runtime.other_sessions(
+            spec.name, opts.session or spec.name
+        )
+        if stopped:  # no agent process outlives a start the user stopped
+            await host.runtime.close_agent(spec.name)
+    words = "⏹ Stopped before the turn started" + ("; the agent was stopped." if stopped else ".")
+    view.end(views.message(words))
+    return None
+
+
 def _live_view(
-    host: Host, spec: AgentSpec, session: Session, turn: TurnHandle, opts: CellOptions
+    host: Host,
+    spec: AgentSpec,
+    session: Session,
+    turn: TurnHandle,
+    opts: CellOptions,
+    starting: StartingView | None = None,
 ) -> LiveView:
     if host.is_interactive() and not opts.quiet:
         from ..widgets.turn_view import TurnView
@@ -110,6 +176,7 @@ def _live_view(
             max_rate=host.max_update_rate,
             redactor=host.runtime.redactor,
             permission_timeout=host.permission_timeout,
+            start=starting,
         )
     # The note is its own line above (see run), not repeated in the live footer.
     return LiveView(

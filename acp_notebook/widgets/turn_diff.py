@@ -2,7 +2,9 @@
 
 The kernel sends a turn to its view as operations on parts keyed by id, never as a whole page:
 
-    {"op": "part", "id", "after", "html"}     insert or replace one part's HTML (ours: escaped)
+    {"op": "part", "id", "after", "html"[, "md"]}   insert or replace one part's HTML (ours:
+                                              escaped); "md": an answer's Markdown source, for
+                                              its copy button, when the page does not have it
     {"op": "stream", "id", "after", "role", "text"}   start (or restart) a streaming message
     {"op": "append", "id", "text"}            text appended to that streaming message
     {"op": "remove", "id"}                    a part that is gone
@@ -44,10 +46,13 @@ class TurnDiff:
         # part id -> ("text", text streamed) or ("html", html sent)
         self._sent: dict[str, tuple[str, str]] = {}
         self._tail: str | None = None
+        # part id -> the answer text the page holds (streamed, or sent as "md")
+        self._source: dict[str, str] = {}
         self.bytes = 0  # characters of text and HTML sent, for the benchmark
 
     def snapshot(self, turn: Transcript) -> list[dict[str, Any]]:
         self._sent.clear()
+        self._source.clear()
         self._tail = None
         return [{"op": "reset"}, *self.update(turn)]
 
@@ -65,6 +70,7 @@ class TurnDiff:
             after = pid
         for pid in [p for p in self._sent if p not in seen]:
             del self._sent[pid]
+            self._source.pop(pid, None)
             ops.append({"op": "remove", "id": pid})
         tail = render_tail(turn, running=False)
         if tail != self._tail:
@@ -82,6 +88,7 @@ class TurnDiff:
             assert isinstance(part, MessagePart)
             text = part.text
             self._sent[pid] = ("text", text)
+            self._source[pid] = text
             if prev is not None and prev[0] == "text" and text.startswith(prev[1]):
                 delta = text[len(prev[1]) :]
                 self.bytes += len(delta)
@@ -93,4 +100,10 @@ class TurnDiff:
             return []
         self._sent[pid] = ("html", html)
         self.bytes += len(html)
-        return [{"op": "part", "id": pid, "after": after, "html": html}]
+        op: dict[str, Any] = {"op": "part", "id": pid, "after": after, "html": html}
+        if isinstance(part, MessagePart) and part.role == "agent":
+            # Its copy button copies the Markdown: sent unless the page streamed this very text.
+            if self._source.get(pid) != part.text:
+                self._source[pid] = op["md"] = part.text
+                self.bytes += len(part.text)
+        return [op]

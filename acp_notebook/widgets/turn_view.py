@@ -9,6 +9,10 @@ At the end the view shows the final state, then its output is replaced in one di
 the turn's static record (Markdown, HTML, text, transcript), drawn with the cards the reader
 opened still open: the saved notebook reads without a kernel or the extension, and the page does
 not jump. The widget is closed then, so nothing of it is saved.
+
+Before the turn exists (an agent can take many seconds to start) a `StartingView` shows the same
+widget at once, "starting agent…" with the clock and Stop; the `TurnView` of the turn takes it
+over, or, when no turn came of it (Stop, a failure), a line of ours replaces it.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import asyncio
 import math
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +44,7 @@ from ..protocol.transcript import Transcript, read_turn
 from ..render.style import CSS
 from .controls import option_label
 from .elicit_form import PendingForms
+from .loop import KernelLoop
 from .turn_diff import TurnDiff
 
 STATIC = Path(__file__).parent / "static"
@@ -54,6 +60,59 @@ class TurnWidget(anywidget.AnyWidget):
     token = traitlets.Unicode("").tag(sync=True)
 
 
+def _widget_bundle(widget: TurnWidget) -> dict[str, Any]:
+    return {
+        "text/plain": f"(the live view of a turn: {widget.token})",
+        WIDGET_VIEW: {"version_major": 2, "version_minor": 1, "model_id": widget.model_id},
+    }
+
+
+class StartingView:
+    """The view of a turn whose agent and session are still starting: shown at once, it says
+    "starting agent…" with the page's clock and Stop, which calls `on_stop` (on the kernel's
+    loop) once. A `TurnView(..., start=this)` takes its widget and place over; `end` replaces
+    it when no turn came of it."""
+
+    def __init__(self, on_stop: Callable[[], object]) -> None:
+        self.on_stop = on_stop
+        self.widget = TurnWidget()
+        self.widget.token = f"acpnb-view-{uuid.uuid4().hex}"
+        self.loop = KernelLoop()
+        self.started = time.monotonic()
+        #: Stop was pressed: the cell must not send its prompt, even if the start just ended.
+        self.stopping = False
+        self.widget.on_msg(self._on_page)
+        self.handle = publish.show(_widget_bundle(self.widget), display_id=True)
+        self._send()
+
+    def _on_page(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if isinstance(content, dict):  # maybe on a subshell's thread: see widgets/loop.py
+            self.loop.call(self._page_said, content)
+
+    def _page_said(self, content: dict[str, Any]) -> None:
+        kind = content.get("type")
+        if kind == "stop" and not self.stopping:
+            self.stopping = True
+            self.on_stop()
+        if kind in ("sync", "stop"):
+            self._send()
+
+    def _send(self) -> None:
+        head = {"state": "stopping" if self.stopping else "starting", "turn": ""}
+        self.widget.send({"ops": [], "head": head, "elapsed": time.monotonic() - self.started})
+
+    def hand_over(self) -> None:
+        """A `TurnView` draws in this widget from now on."""
+        self.widget.on_msg(self._on_page, remove=True)
+
+    def end(self, bundle: dict[str, Any]) -> None:
+        """No turn came of it: `bundle` (ours, static) in place of the view, which is closed."""
+        self.hand_over()
+        if self.handle is not None:
+            publish.update(self.handle, bundle)
+        self.widget.close()
+
+
 class TurnView(LiveView):
     """A `LiveView` drawn by a `TurnWidget` instead of redrawn HTML (see the module docstring)."""
 
@@ -67,6 +126,7 @@ class TurnView(LiveView):
         note: str = "",
         redactor: Redactor | None = None,
         permission_timeout: float = 0,
+        start: StartingView | None = None,
     ) -> None:
         super().__init__(
             session,
@@ -77,34 +137,34 @@ class TurnView(LiveView):
             permission_timeout=permission_timeout,
         )
         self.on_stop = on_stop
-        self.widget = TurnWidget()
+        self.widget = start.widget if start is not None else TurnWidget()
         self.diff = TurnDiff()
         self.messages = 0  # custom messages sent to the page, for the benchmark and tests
-        self.started = time.monotonic()
+        self.started = start.started if start is not None else time.monotonic()
         self.state = "waiting"
         self.pending: dict[str, list[dict[str, str]]] = {}
         self.choices: dict[str, asyncio.Future[str | None]] = {}
         self.head: dict[str, Any] = {}
         self.final: Transcript | None = None
-        self.view_handle: DisplayHandle | None = None
+        self.view_handle: DisplayHandle | None = start.handle if start is not None else None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.opened: frozenset[str] = frozenset()
         #: The agent's questions (elicitation/create) waiting for an answer in this view.
         self.forms = PendingForms(self._dirty.set, self.redactor.text)
         self.forms.timeout = permission_timeout
+        if start is not None:
+            start.hand_over()
         self.widget.on_msg(self._on_page)
 
     def start(self) -> None:
         self.turn.permission_handler = self._ask
         self.turn.elicitation_handler = self.forms.ask
-        self.widget.token = f"acpnb-view-{uuid.uuid4().hex}"
-        bundle = {
-            "text/plain": f"(the live view of a turn: {self.widget.token})",
-            WIDGET_VIEW: {"version_major": 2, "version_minor": 1, "model_id": self.widget.model_id},
-        }
-        self.view_handle = publish.show(bundle, display_id=True)
+        if self.view_handle is None:  # else shown since the agent started (StartingView)
+            self.widget.token = f"acpnb-view-{uuid.uuid4().hex}"
+            self.view_handle = publish.show(_widget_bundle(self.widget), display_id=True)
         self.loop = asyncio.get_running_loop()
         self._task = self.loop.create_task(self._render_loop())
+        self._dirty.set()  # "waiting for the agent" now, not at its first update
 
     # -- the page -------------------------------------------------------------------------------
 
@@ -184,6 +244,7 @@ class TurnView(LiveView):
             "pending": [{"id": k, "options": v} for k, v in self.pending.items()],
             "forms": self.forms.for_page(),
             "duration": turn.duration if self.final is not None else None,
+            "turn": self.turn.id,  # the record that replaces the view carries it (copy buttons)
         }
 
     def _send(self, ops: list[dict[str, Any]], *, force: bool = False) -> None:

@@ -4,10 +4,15 @@
 // the kernel's renderer, which escapes everything of the agent (raw HTML off, no javascript:
 // links); it is parsed inert in a <template> and scrubbed once more here. Streaming text, labels
 // and words of our own are set with textContent only. Nothing is re-rendered whole: an opened
-// card stays open, a scrolled block keeps its scroll.
+// card stays open, a scrolled block keeps its scroll, an expanded output stays expanded.
+//
+// Copy buttons copy the Markdown source of an answer (sent by the kernel beside its HTML, or
+// the streamed text itself), never its HTML. When the turn ends the kernel replaces this view by
+// the static record; in JupyterLab the view then adds the same buttons to that record (the page
+// only: nothing of them is saved).
 
 const WORDS = {
-  starting: "starting agent",
+  starting: "starting agent…",
   waiting: "waiting for the agent",
   streaming: "streaming",
   asking: "waiting for you",
@@ -20,6 +25,8 @@ const WORDS = {
 const GLYPHS = { done: "✓", failed: "✗", cancelled: "⏹", lost: "⚠" };
 const LIVE = new Set(["starting", "waiting", "streaming", "asking", "stopping"]);
 const MATH_OFF = "tex2jax_ignore mathjax_ignore";
+// A tool's output, terminal or diff longer than this shows its first lines and "show all".
+const SHORT_LINES = 12;
 
 function node(tag, cls, text) {
   const e = document.createElement(tag);
@@ -45,6 +52,80 @@ function fragment(html) {
   return t.content;
 }
 
+// Copy text to the clipboard: the async clipboard where the page may use it, else a selection.
+async function copyText(text) {
+  try {
+    if (navigator.clipboard && window.isSecureContext) {
+      await navigator.clipboard.writeText(text);
+      return true;
+    }
+  } catch (_e) { /* denied or unfocused: try the selection below */ }
+  const area = document.createElement("textarea");
+  area.value = text;
+  area.setAttribute("readonly", "");
+  area.style.position = "fixed";
+  area.style.opacity = "0";
+  document.body.append(area);
+  area.select();
+  let ok = false;
+  try { ok = document.execCommand("copy"); } catch (_e) { ok = false; }
+  area.remove();
+  return ok;
+}
+
+// A button that copies what `get()` returns and says so for a moment.
+function copyButton(label, title, get, cls) {
+  const b = node("button", `acpnb-tv-copy ${cls}`, label);
+  b.type = "button";
+  b.title = title;
+  let reset = null;
+  b.addEventListener("click", async (event) => {
+    event.stopPropagation();
+    const ok = await copyText(get());
+    b.textContent = ok ? "✓ copied" : "copy failed";
+    b.dataset.copied = ok ? "yes" : "no";
+    clearTimeout(reset);
+    reset = setTimeout(() => { b.textContent = label; delete b.dataset.copied; }, 2000);
+  });
+  return b;
+}
+
+function wholeAnswer(texts) {
+  return texts.filter((t) => t.trim()).join("\n\n");
+}
+
+// The record that replaced a finished view (same output area, same turn id) gets copy buttons.
+function copyInRecord(area, turnId, texts) {
+  if (!area || !turnId || !texts.length) return;
+  const find = () => area.querySelector(`.acpnb-turn[data-turn-id="${CSS.escape(turnId)}"]:not(.acpnb-tv)`);
+  const dress = (rec) => {
+    if (rec.dataset.acpnbCopy) return;
+    rec.dataset.acpnbCopy = "1";
+    const answers = rec.querySelectorAll(".acpnb-answer");
+    if (answers.length === texts.length) {
+      answers.forEach((a, i) => {
+        const b = copyButton("copy", "Copy this message's Markdown", () => texts[i], "acpnb-tv-msgcopy");
+        b.style.float = "right";
+        b.style.fontSize = ".8em";
+        a.before(b);
+      });
+    }
+    const footer = rec.querySelector(".acpnb-footer");
+    if (!footer) return;
+    const all = copyButton("copy answer", "Copy the whole answer's Markdown", () => wholeAnswer(texts), "acpnb-tv-allcopy");
+    all.style.fontSize = ".8em";
+    footer.append(" · ", all);
+  };
+  const now = find();
+  if (now) { dress(now); return; }
+  const watch = new MutationObserver(() => {
+    const rec = find();
+    if (rec) { watch.disconnect(); dress(rec); }
+  });
+  watch.observe(area, { childList: true, subtree: true });
+  setTimeout(() => watch.disconnect(), 60_000);
+}
+
 function clock(seconds) {
   if (seconds < 60) return `${seconds.toFixed(1)} s`;
   const m = Math.floor(seconds / 60);
@@ -64,14 +145,21 @@ function render({ model, el }) {
   const stop = node("button", "acpnb-tv-stop", "■ Stop");
   stop.type = "button";
   stop.title = "Cancel this turn (sends session/cancel)";
+  const copyAll = copyButton("copy answer", "Copy the whole answer's Markdown", () => wholeAnswer(answerTexts()), "acpnb-tv-allcopy");
+  copyAll.hidden = true;
   const controls = node("span", "acpnb-controls");
-  controls.append(stop);
+  controls.append(copyAll, stop);
   const live = node("span", "acpnb-tv-live");
   live.append(status, " · ", time);
 
   const byId = new Map();
   const streams = new Map();
+  // part id -> its Markdown source (an answer), kept apart from the HTML shown.
+  const sources = new Map();
+  // "part id/index" of the long outputs the reader expanded: they stay expanded across updates.
+  const expanded = new Set();
   let head = { state: "waiting", model: "", pending: [], duration: null };
+  let copiedToRecord = false;
   let base = performance.now();
   let lost = false;
 
@@ -86,6 +174,7 @@ function render({ model, el }) {
     stop.hidden = !running;
     stop.disabled = s === "stopping";
     if (s === "stopping") stop.textContent = "Stopping…";
+    copyAll.hidden = !answerTexts().some((t) => t.trim());
     modelName.textContent = head.model ? ` · ${head.model}` : "";
     tick();
   }
@@ -116,6 +205,50 @@ function render({ model, el }) {
     return wrap;
   }
 
+  // The Markdown sources of the answers, in the order they are shown.
+  function answerTexts() {
+    const out = [];
+    for (const wrap of parts.children) {
+      const id = wrap.dataset.partId;
+      if (streams.has(id) && wrap.querySelector(".acpnb-answer")) out.push(streams.get(id).data);
+      else if (sources.has(id) && wrap.querySelector(".acpnb-answer")) out.push(sources.get(id));
+    }
+    return out;
+  }
+
+  // A long output of a tool card (text, terminal, diff) shows its first lines and a button.
+  function shorten(wrap, id) {
+    wrap.querySelectorAll(".acpnb-tool pre").forEach((pre, i) => {
+      const lines = pre.textContent.replace(/\n$/, "").split("\n").length;
+      if (lines <= SHORT_LINES) return;
+      const key = `${id}/${i}`;
+      const more = node("button", "acpnb-tv-more");
+      more.type = "button";
+      const draw = () => {
+        const open = expanded.has(key);
+        pre.classList.toggle("acpnb-tv-short", !open);
+        pre.classList.toggle("acpnb-tv-full", open);
+        more.textContent = open ? "show less" : `show all (${lines.toLocaleString("en")} lines)`;
+      };
+      more.addEventListener("click", (event) => {
+        event.stopPropagation();
+        if (expanded.has(key)) expanded.delete(key); else expanded.add(key);
+        draw();
+      });
+      draw();
+      pre.after(more);
+    });
+  }
+
+  // A copy button for an answer: beside it, outside its text.
+  function dress(wrap, id) {
+    if (wrap.querySelector(".acpnb-answer") && (sources.has(id) || streams.has(id))) {
+      const get = () => (streams.has(id) ? streams.get(id).data : sources.get(id) || "");
+      wrap.prepend(copyButton("copy", "Copy this message's Markdown", get, "acpnb-tv-msgcopy"));
+    }
+    shorten(wrap, id);
+  }
+
   // Replace a part's content, keeping which of its cards are open and where its blocks scroll.
   function fill(wrap, content) {
     const open = Array.from(wrap.querySelectorAll("details"), (d) => d.open);
@@ -123,6 +256,7 @@ function render({ model, el }) {
     wrap.replaceChildren(content);
     wrap.querySelectorAll("details").forEach((d, i) => { if (i < open.length) d.open = open[i]; });
     wrap.querySelectorAll("pre").forEach((p, i) => { if (scroll[i]) p.scrollTop = scroll[i]; });
+    dress(wrap, wrap.dataset.partId);
   }
 
   function stream(op) {
@@ -141,16 +275,23 @@ function render({ model, el }) {
       content = node("div", "acpnb-answer");
       content.append(body);
     }
-    fill(wrap, content);
     streams.set(op.id, text);
+    fill(wrap, content);
   }
 
   function apply(op) {
-    if (op.op === "reset") { parts.replaceChildren(); byId.clear(); streams.clear(); }
-    else if (op.op === "part") { streams.delete(op.id); fill(place(op.id, op.after), fragment(op.html)); }
+    if (op.op === "reset") { parts.replaceChildren(); byId.clear(); streams.clear(); sources.clear(); }
+    else if (op.op === "part") {
+      // An answer's source: sent with it, or (absent) the text that was streamed for it.
+      const streamed = streams.get(op.id);
+      if (typeof op.md === "string") sources.set(op.id, op.md);
+      else if (streamed) sources.set(op.id, streamed.data);
+      streams.delete(op.id);
+      fill(place(op.id, op.after), fragment(op.html));
+    }
     else if (op.op === "stream") stream(op);
     else if (op.op === "append") { const t = streams.get(op.id); if (t) t.appendData(op.text); }
-    else if (op.op === "remove") { byId.get(op.id)?.remove(); byId.delete(op.id); streams.delete(op.id); }
+    else if (op.op === "remove") { byId.get(op.id)?.remove(); byId.delete(op.id); streams.delete(op.id); sources.delete(op.id); }
     else if (op.op === "tail") { tail.replaceChildren(fragment(op.html)); dressFooter(); }
   }
 
@@ -292,6 +433,10 @@ function render({ model, el }) {
     drawChoices();
     drawForms();
     drawStatus();
+    if (!LIVE.has(head.state) && !lost && !copiedToRecord && head.turn) {
+      copiedToRecord = true;
+      copyInRecord(el.closest(".jp-OutputArea"), head.turn, answerTexts());
+    }
   }
 
   // Which parts' cards the reader opened: the record drawn at the end keeps them open.
