@@ -56,11 +56,12 @@ def test_chat_stop_and_send_over_a_subshell_keep_the_session(tmp_path: Path) -> 
         "%agent chat -s c",
         "import asyncio, json\nchat = _\nprint(type(chat).__name__, chat.session.id)",
         WAIT.format("chat.session.running is not None"),
-        WAIT.format("chat.session.running is None and len(chat.log.children) == 1"),
-        WAIT.format("len(chat.log.children) == 2 and chat.session.running is None"),
+        WAIT.format("chat.session.running is None and len(chat.records) == 1"),
+        WAIT.format("len(chat.records) == 2 and chat.session.running is None"),
         "%%agent --session c --out after\n/plan from a cell",
         "print(json.dumps({'chat': chat.session.id, 'cell': after.session_id,\n"
-        "    'closed': chat.session.closed, 'views': [v.value for v in chat.log.children],\n"
+        "    'closed': chat.session.closed, 'views': [r['text/html'] for r in chat.records],\n"
+        "    'log': len(chat.log.children),\n"
         "    'status': chat.status.value}))",
     ]
     nb = new_nb(*cells)
@@ -95,7 +96,7 @@ def test_chat_stop_and_send_over_a_subshell_keep_the_session(tmp_path: Path) -> 
     session_id = text(nb.cells[1]).split()[-1]
     # Stop cancelled the turn cleanly; the next message and the next cell continue the session.
     assert said["chat"] == session_id == said["cell"], said
-    assert not said["closed"]
+    assert not said["closed"] and said["log"] == 2
     first, second = said["views"]
     assert "Cancelled" in first and "a long story" in first
     assert "different event loop" not in first + second + said["status"]
