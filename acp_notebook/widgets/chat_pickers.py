@@ -43,6 +43,8 @@ def pickers(
     if choices:
         out.append(Picker(MODE, "Mode", choices, _current(choices, mode)))
     for option in config_options:
+        if not isinstance(option, dict):
+            continue
         if option.get("type", "select") != "select" or not isinstance(option.get("id"), str):
             continue
         choices = _pairs(_flat(option.get("options")), "value")
@@ -64,10 +66,10 @@ def _flat(options: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _pairs(items: list[dict[str, Any]], key: str) -> tuple[tuple[str, str], ...]:
+def _pairs(items: list[Any], key: str) -> tuple[tuple[str, str], ...]:
     pairs: dict[str, str] = {}
     for item in items[:MAX_CHOICES]:
-        value = item.get(key)
+        value = item.get(key) if isinstance(item, dict) else None
         if isinstance(value, str) and value and value not in pairs:
             pairs[value] = text(item.get("name") or value, 60)
     return tuple((label, value) for value, label in pairs.items())
@@ -93,7 +95,7 @@ class ChatPickers:
         self.kernel = kernel
         self.report = report
         self.mask = mask
-        self.box = w.HBox(layout=w.Layout(flex_flow="row wrap", gap="4px 12px"))
+        self.box = w.HBox(layout=w.Layout(flex_flow="row wrap"))
         self.box.add_class("acpnb-chat-pickers")
         self.menus: dict[str, w.Dropdown] = {}
         self.specs: dict[str, Picker] = {}
