@@ -58,6 +58,7 @@ class ChatWidget:
             disabled=True,
             layout=w.Layout(width="90px", flex="none"),
         )
+        self.stop_button.add_class("acpnb-chat-stop")
         self.status = w.HTML()
         # Clicks and messages may arrive in another thread (loop.py): their work runs here.
         self.kernel = KernelLoop()
