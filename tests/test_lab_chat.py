@@ -188,10 +188,12 @@ def test_chat_menus_completion_attachment_and_the_saved_conversation(page: Any, 
     box.press("Enter")
     answer = turns.nth(0).locator(".acpnb-answer", has_text="Demo turn 1")
     answer.wait_for(timeout=60_000)
+    page.wait_for_function(
+        "() => !document.querySelector('.acpnb-chat .acpnb-running')", timeout=60_000
+    )
     said = answer.inner_text()
     assert "Attached: chat-attach.txt" in said, said  # a file part, not only text
     assert "mode ask" in said and "demo-thorough" in said, said
-    page.wait_for_function("() => !document.querySelector('.acpnb-chat .acpnb-running')")
     # While the chat is live its record (the next output) is hidden: no second copy.
     record = page.locator(".jp-Notebook .acpnb-chat-record")
     assert record.count() == 1 and record.is_hidden()
