@@ -176,3 +176,18 @@ def test_the_record_has_each_user_message_once_and_one_stylesheet() -> None:
     assert "You: first $5 <b>" in record["text/plain"] and "answer 1" in record["text/plain"]
     assert "<b>" not in record["text/markdown"] and "&#36;5" in record["text/markdown"]
     assert [t["turn_id"] for t in record[MIME_CHAT]["turns"]] == ["t0", "t1"]
+
+
+def test_listing_reads_a_bounded_number_of_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from acp_notebook.widgets import chat_files
+
+    for i in range(20):  # many folders holding nothing: the walk still ends early
+        (tmp_path / f"d{i:02}").mkdir()
+    (tmp_path / "z.txt").write_text("x")
+    (tmp_path / "d19" / "late.txt").write_text("x")
+    monkeypatch.setattr(chat_files, "FOLDERS", 5)
+    assert list_files(tmp_path) == ["z.txt"]
+    monkeypatch.setattr(chat_files, "FOLDERS", 100)
+    assert list_files(tmp_path) == ["z.txt", "d19/late.txt"]

@@ -94,6 +94,8 @@ class ChatWidget:
             self.status.value = html_span(
                 Strong("Could not send:"), " ", Value(self.redactor.text(str(exc)))
             )
+            if not self.input.value:  # the page cleared the box: the message is not lost
+                self.input.value = text
 
     async def send(
         self, text: str | None = None, *, files: Sequence[str] = ()

@@ -21,16 +21,19 @@ SKIPPED = frozenset(
 )
 LIMIT = 2000
 DEPTH = 6
+FOLDERS = 5000  # folders read at most, however few files they hold
 MAX_PATH_CHARS = 1000
 
 
 def list_files(root: str | Path, *, limit: int = LIMIT, depth: int = DEPTH) -> list[str]:
-    """Up to `limit` files under `root` (relative, with `/`), at most `depth` folders down,
-    shallow ones first, each folder's entries by name."""
+    """Up to `limit` files under `root` (relative, with `/`), at most `depth` folders down and
+    `FOLDERS` folders read, shallow ones first, each folder's entries by name."""
     found: list[str] = []
     queue: deque[tuple[Path, int]] = deque([(Path(root), 0)])
-    while queue and len(found) < limit:
+    read = 0
+    while queue and len(found) < limit and read < FOLDERS:
         folder, level = queue.popleft()
+        read += 1
         try:
             with os.scandir(folder) as entries:
                 items = sorted(entries, key=lambda e: e.name)[: limit * 4]

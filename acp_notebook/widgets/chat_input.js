@@ -106,7 +106,8 @@ function completer(model, box, onChoose) {
     draw();
   }
 
-  function close() { items = []; at = null; draw(); }
+  // Closed: the next `@` asks the kernel again (files come and go).
+  function close() { items = []; at = null; asked = false; draw(); }
 
   function choose() {
     const item = items[chosen];

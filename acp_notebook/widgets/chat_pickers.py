@@ -33,9 +33,7 @@ class Picker:
     value: str
 
 
-def pickers(
-    modes: list[dict[str, Any]], mode: str | None, config_options: list[dict[str, Any]]
-) -> list[Picker]:
+def pickers(modes: list[Any], mode: str | None, config_options: list[Any]) -> list[Picker]:
     """The menus for these modes and config options (only `select` options; a boolean one has
     no menu), every string from the agent cut short; a menu with no choice is left out."""
     out: list[Picker] = []
