@@ -199,6 +199,24 @@ def test_chat_menus_completion_attachment_and_the_saved_conversation(page: Any, 
     assert record.count() == 1 and record.is_hidden()
     shoot(page, "chat-attached")
 
+    # Back to Code mode, a turn that edits asks first: the buttons are inside its card.
+    mode.select_option(label="Code")
+    page.wait_for_function(
+        "() => /mode code/.test(document.querySelector('.acpnb-chat').innerText)", timeout=20_000
+    )
+    box.type("please add a line to the notes")
+    box.press("Enter")
+    card = turns.nth(1).locator(".acpnb-perm")
+    allow = card.locator("button.acpnb-permission-option", has_text="Allow once")
+    allow.wait_for(timeout=60_000)
+    shoot(page, "chat-permission")
+    allow.click()
+    turns.nth(1).locator(".acpnb-answer", has_text="Demo turn 2").wait_for(timeout=60_000)
+    page.wait_for_function(
+        "() => !document.querySelector('.acpnb-chat .acpnb-running')", timeout=60_000
+    )
+    assert "mode code" in turns.nth(1).locator(".acpnb-answer").inner_text()
+
     # The kernel shut down: the dead chat leaves its place to the conversation's record.
     page.evaluate(
         "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.shutdown()"
@@ -224,4 +242,5 @@ def save_and_check(page: Any, lab: Any, name: str) -> None:
     bundles = [o.get("data", {}) for o in nb.cells[0].outputs]
     assert not any(WIDGET in b for b in bundles), bundles
     html = [b["text/html"] for b in bundles if "acpnb-chat-record" in b.get("text/html", "")]
-    assert len(html) == 1 and "Demo turn 1" in html[0] and html[0].count("<style>") == 1
+    assert len(html) == 1 and html[0].count("<style>") == 1
+    assert "Demo turn 1" in html[0] and "Demo turn 2" in html[0]

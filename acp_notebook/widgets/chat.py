@@ -130,11 +130,11 @@ class ChatWidget:
         finally:
             self.stop_button.disabled = self.session.running is None
             self._set_status()
-        if not self._closed:
-            view.finish(result)
-            self.records.append(view.record())
-            if self._record_handle is not None:
-                publish.update(self._record_handle, self.record())
+        # Even in a chat closed meanwhile: the view stops listening, the record gets the turn.
+        view.finish(result)
+        self.records.append(view.record())
+        if self._record_handle is not None:
+            publish.update(self._record_handle, self.record())
         return turn
 
     async def list_files(self) -> list[str]:
