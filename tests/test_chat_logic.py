@@ -191,3 +191,69 @@ def test_listing_reads_a_bounded_number_of_folders(
     assert list_files(tmp_path) == ["z.txt"]
     monkeypatch.setattr(chat_files, "FOLDERS", 100)
     assert list_files(tmp_path) == ["z.txt", "d19/late.txt"]
+
+
+MODEL_SMART = {
+    "id": "model",
+    "name": "Model",
+    "category": "model",
+    "type": "select",
+    "currentValue": "smart",
+    "options": [{"value": "fast", "name": "Fast"}, {"value": "smart", "name": "Smart"}],
+}
+
+
+@pytest.mark.scripted_agent("in_process")
+def test_a_chat_follows_the_agent_and_attaches_workspace_files(agent: Any) -> None:
+    from acp_notebook.widgets.chat import ChatWidget
+    from tests.agents.script import script
+
+    (agent.cwd / "notes.txt").write_text("hello from a file")
+    (agent.tmp / "outside.txt").write_text("not yours")
+    steps = script(
+        {"update": {"sessionUpdate": "current_mode_update", "currentModeId": "code"}},
+        {"update": {"sessionUpdate": "config_option_update", "configOptions": [MODEL_SMART]}},
+        {
+            "update": {
+                "sessionUpdate": "available_commands_update",
+                "availableCommands": [{"name": "review", "description": "Review <b>it</b>"}],
+            }
+        },
+        {"say": "done"},
+    )
+
+    async def main() -> ChatWidget:
+        async with agent.client("--modes", "--config-options") as client:
+            chat = ChatWidget(await client.new_session())
+            assert list(chat.pickers.menus) == ["mode", "config:model"]
+            assert chat.pickers.menus["mode"].value == "ask"
+            # The agent's own updates move the menus and the commands `/` offers.
+            await chat.send(steps, files=["notes.txt"])
+            assert chat.pickers.menus["mode"].value == "code"
+            assert chat.pickers.menus["config:model"].value == "smart"
+            assert [c["name"] for c in chat.input.commands] == ["review"]
+            # A choice goes to the agent; one it cannot take is shown, and the menu stays.
+            await chat.pickers.choose("mode", "ask")
+            await chat.pickers.choose("mode", "nope")
+            assert "Could not set mode" in chat.status.value
+            assert chat.pickers.menus["mode"].value == "ask"
+            # A path out of the workspace is refused before anything is sent.
+            with pytest.raises(PromptError):
+                await chat.send("read this", files=["../outside.txt"])
+            assert await chat.list_files() == ["notes.txt"]
+            return chat
+
+    chat = asyncio.run(main())
+    sent = agent.sent("session/prompt")
+    assert len(sent) == 1  # the refused message never reached the agent
+    blocks = sent[0]["params"]["prompt"]
+    files = [b for b in blocks if b["type"] in ("resource", "resource_link")]
+    assert len(files) == 1 and json_of(files[0]).count("notes.txt") >= 1
+    assert [m["params"]["modeId"] for m in agent.sent("session/set_mode")] == ["ask"]
+    assert len(chat.records) == 1 and "done" in chat.record()["text/html"]
+
+
+def json_of(value: Any) -> str:
+    import json
+
+    return json.dumps(value)

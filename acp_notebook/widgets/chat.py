@@ -48,7 +48,7 @@ class ChatWidget:
         self.session = session
         self.redactor = redactor or Redactor()
         self.max_rate = max_rate
-        self.log = w.VBox(layout=w.Layout(max_height="480px", overflow_y="auto"))
+        self.log = w.VBox(layout=w.Layout(max_height="480px", overflow="auto"))
         self.log.add_class("acpnb-chat-log")  # the input's front-end follows it (chat_input.js)
         self.input = ChatInput(layout=w.Layout(width="100%"))
         self.stop_button = w.Button(
