@@ -209,6 +209,8 @@ def test_chat_menus_completion_attachment_and_the_saved_conversation(page: Any, 
     card = turns.nth(1).locator(".acpnb-perm")
     allow = card.locator("button.acpnb-permission-option", has_text="Allow once")
     allow.wait_for(timeout=60_000)
+    # The log followed the turn down to the question (nobody scrolled it up).
+    page.wait_for_function(f"() => ({FROM_BOTTOM})() <= 30", timeout=5_000)
     shoot(page, "chat-permission")
     allow.click()
     turns.nth(1).locator(".acpnb-answer", has_text="Demo turn 2").wait_for(timeout=60_000)

@@ -21,9 +21,8 @@ function follow(el) {
   let observer = null;
   let frame = 0;
   let tries = 0;
-  const onScroll = () => {
-    stuck = log.scrollHeight - log.scrollTop - log.clientHeight <= FOLLOW_SLACK_PX;
-  };
+  const atBottom = () => log.scrollHeight - log.scrollTop - log.clientHeight <= FOLLOW_SLACK_PX;
+  const onScroll = () => { stuck = atBottom(); };
   const attach = () => {
     log = el.closest(".acpnb-chat")?.querySelector(".acpnb-chat-log") ?? null;
     if (!log) {
@@ -34,8 +33,10 @@ function follow(el) {
     let placed = -1; // where this code last scrolled the log to
     observer = new MutationObserver(() => {
       // Moved up since we placed it: the user scrolled, even if the scroll event (dispatched
-      // on the next frame) has not come yet; output arriving first must not undo that.
-      if (placed >= 0 && log.scrollTop < placed - FOLLOW_SLACK_PX) stuck = false;
+      // on the next frame) has not come yet; output arriving first must not undo that. Unless
+      // it is still at the bottom: a part drawn shorter (a streamed answer become Markdown)
+      // moved it up, not the user.
+      if (placed >= 0 && log.scrollTop < placed - FOLLOW_SLACK_PX && !atBottom()) stuck = false;
       if (stuck) {
         log.scrollTop = log.scrollHeight;
         placed = log.scrollTop;
