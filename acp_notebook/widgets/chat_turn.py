@@ -49,8 +49,9 @@ class ChatTurnView(TurnView):
         self._done = True
         self._dirty.set()
         self._unsubscribe()
-        transcript = self.redactor.obj(final_transcript(result, self.note))
+        transcript = final_transcript(result, self.note)
         transcript["parts"] = [user_part(self.turn.prompt), *transcript.get("parts", [])]
+        transcript = self.redactor.obj(transcript)  # the user's message is masked too
         self.final = read_turn(transcript)
         self.recorded = transcript
         self._send(self.diff.update(self.final), force=True)
