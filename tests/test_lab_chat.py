@@ -95,7 +95,7 @@ def test_chat_enter_sends_stop_cancels_and_the_session_goes_on(page: Any, lab: A
     box.press("Enter")
     second = turns.nth(1)
     second.locator(".acpnb-thought, .acpnb-plan").first.wait_for()  # something streamed
-    stop = chat.locator("button", has_text="Stop")
+    stop = chat.locator("button.acpnb-chat-stop")  # the chat's (each turn has its own too)
     assert stop.is_enabled()
     stop.click()
     second.locator(".acpnb-alert", has_text="Cancelled").wait_for(timeout=20_000)
@@ -134,3 +134,115 @@ def test_chat_enter_sends_stop_cancels_and_the_session_goes_on(page: Any, lab: A
     said.filter(has_text="cell session").wait_for()
     assert said.inner_text().split()[-1] == started_in
     assert page.get_by_text("different event loop").count() == 0
+
+
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
+def test_chat_menus_completion_attachment_and_the_saved_conversation(page: Any, lab: Any) -> None:
+    root = lab[2]
+    (root / "chat-attach.txt").write_text("a file for the chat\n")
+    open_nb(page, lab, "chat-more.ipynb", "%agent chat -s more")
+    run_cell(page, 0)
+    chat = page.locator(".acpnb-chat")
+    box = chat.locator("textarea.acpnb-chat-text")
+    box.wait_for()
+    turns = chat.locator(".acpnb-chat-log .acpnb-turn")
+
+    # The demo agent offers modes and a model: a menu each, and a choice reaches the agent.
+    mode = chat.locator(".acpnb-chat-picker-mode select")
+    model = chat.locator(".acpnb-chat-picker-config", has_text="Model").locator("select")
+    mode.wait_for()
+    assert mode.locator("option").all_inner_texts() == ["Ask", "Code"]
+    mode.select_option(label="Ask")
+    model.select_option(label="Demo Thorough")
+    status = chat.locator(".widget-html", has_text="session").last
+    page.wait_for_function(
+        "() => /mode ask/.test(document.querySelector('.acpnb-chat').innerText)", timeout=20_000
+    )
+    assert "mode ask" in status.inner_text()
+
+    # `/` lists the agent's commands with their descriptions; Escape closes, Enter inserts.
+    listing = chat.locator(".acpnb-chat-complete")
+    box.click()
+    box.type("/")
+    listing.wait_for()
+    assert listing.get_by_text("Only make a plan, run nothing").count() == 1
+    assert "/slow" in listing.inner_text()
+    shoot(page, "chat-commands")
+    box.press("Escape")
+    assert listing.is_hidden() and box.input_value() == "/"
+    box.type("pl")
+    listing.wait_for()
+    assert listing.locator(".acpnb-chat-item").all_inner_texts()[0].startswith("/plan")
+    box.press("Enter")
+    assert box.input_value() == "/plan " and listing.is_hidden()
+    assert turns.count() == 0  # Enter chose the command; it sent nothing
+
+    # `@` lists the workspace's files; ArrowDown/Tab choose one, attached when sent.
+    box.type("read @chat-att")
+    listing.get_by_text("@chat-attach.txt").wait_for()
+    shoot(page, "chat-files")
+    box.press("Tab")
+    assert box.input_value() == "/plan read @chat-attach.txt "
+    box.press("Enter")
+    answer = turns.nth(0).locator(".acpnb-answer", has_text="Demo turn 1")
+    answer.wait_for(timeout=60_000)
+    page.wait_for_function(
+        "() => !document.querySelector('.acpnb-chat .acpnb-running')", timeout=60_000
+    )
+    said = answer.inner_text()
+    assert "Attached: chat-attach.txt" in said, said  # a file part, not only text
+    assert "mode ask" in said and "demo-thorough" in said, said
+    # While the chat is live its record (the next output) is hidden: no second copy.
+    record = page.locator(".jp-Notebook .acpnb-chat-record")
+    assert record.count() == 1 and record.is_hidden()
+    shoot(page, "chat-attached")
+
+    # Back to Code mode, a turn that edits asks first: the buttons are inside its card.
+    mode.select_option(label="Code")
+    page.wait_for_function(
+        "() => /mode code/.test(document.querySelector('.acpnb-chat').innerText)", timeout=20_000
+    )
+    box.type("please add a line to the notes")
+    box.press("Enter")
+    card = turns.nth(1).locator(".acpnb-perm")
+    allow = card.locator("button.acpnb-permission-option", has_text="Allow once")
+    allow.wait_for(timeout=60_000)
+    # The log followed the turn down to the question (nobody scrolled it up).
+    page.wait_for_function(f"() => ({FROM_BOTTOM})() <= 30", timeout=5_000)
+    shoot(page, "chat-permission")
+    allow.click()
+    turns.nth(1).locator(".acpnb-answer", has_text="Demo turn 2").wait_for(timeout=60_000)
+    page.wait_for_function(
+        "() => !document.querySelector('.acpnb-chat .acpnb-running')", timeout=60_000
+    )
+    assert "mode code" in turns.nth(1).locator(".acpnb-answer").inner_text()
+
+    # The kernel shut down: the dead chat leaves its place to the conversation's record.
+    page.evaluate(
+        "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.shutdown()"
+    )
+    record.get_by_text("Demo turn 1").wait_for(timeout=30_000)
+    assert "read @chat-attach.txt" in record.inner_text()
+    save_and_check(page, lab, "chat-more.ipynb")
+    page.reload()
+    reopened = page.locator(".jp-Notebook .acpnb-chat-record")
+    reopened.get_by_text("Demo turn 1").wait_for(timeout=60_000)
+    assert "read @chat-attach.txt" in reopened.inner_text()
+    assert page.get_by_text("model not found").count() == 0
+    shoot(page, "chat-reopened")
+
+
+def save_and_check(page: Any, lab: Any, name: str) -> None:
+    """Saved: no widget output left, the conversation's record in the cell, once."""
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function(
+        "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000
+    )
+    nb = nbformat.read(lab[2] / name, as_version=4)
+    bundles = [o.get("data", {}) for o in nb.cells[0].outputs]
+    assert not any(WIDGET in b for b in bundles), bundles
+    html = [b["text/html"] for b in bundles if "acpnb-chat-record" in b.get("text/html", "")]
+    assert len(html) == 1 and html[0].count("<style>") == 1
+    assert "Demo turn 1" in html[0] and "Demo turn 2" in html[0]

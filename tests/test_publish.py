@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import logging
 import os
 import time
@@ -164,16 +165,20 @@ async def test_the_chat_widget_masks_its_turns_and_status(tmp_path: Path) -> Non
             session = await client.new_session()
             chat = ChatWidget(session, redactor=Redactor([KEY]))
             await chat.send(steps)
-            (view,) = chat.log.children
-            drawn = anyio.Event()
-            view.observe(lambda _change: drawn.set(), names="value")
-            if "the key is" not in view.value:  # the redraw after the turn is yet to come
-                await drawn.wait()
-            shown = [view.value, chat.status.value]
+            # The turn as its view showed it last and as the chat's record keeps it, the
+            # user's message (which holds the key too) included.
+            (view,) = chat.views.values()
+            assert chat.log.children == (view.widget,)
+            (record,) = chat.records
+            assert view.final is not None
+            page = json.dumps(view.diff.snapshot(view.final))  # what a (re)connecting page gets
+            whole = chat.record()
+            shown = [record["text/html"], chat.status.value, page, *whole.values()]
             chat.close()
     assert "the key is" in shown[0] and MASK in shown[0], shown
-    assert all(KEY[:16] not in s and "Q7w%2FE9r" not in s for s in shown), shown
+    assert all(KEY[:16] not in str(s) and "Q7w%2FE9r" not in str(s) for s in shown), shown
     assert MASK in shown[1], shown
+    assert "the key is" in shown[2] and MASK in shown[2], shown
 
 
 def _long_turn(answer: str) -> dict[str, object]:

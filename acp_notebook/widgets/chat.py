@@ -1,31 +1,44 @@
-"""A chat with a session, as a widget: type, send, watch the turn stream, stop it.
+"""A chat with a session, as a widget: type, send, watch each turn stream, stop it.
 
 `%agent chat` shows one (it is that cell's value). It talks to the same session as the cells
-(`--session`), so a conversation can move between cells and the chat. Each turn is drawn with the
-same renderer as a cell's record, the user's message first, redrawn at most `max_rate` times a
-second. Enter sends, Shift+Enter is a newline (`chat_input.py`); clicks and messages are handled
-on the kernel's loop, whatever thread they arrive in (`loop.py`).
+(`--session`), so a conversation can move between cells and the chat. Each turn is the per-turn
+live view (`chat_turn.py`, a `TurnView` in the log): the user's message first, parts patched in
+place, permission buttons in their cards. Enter sends, Shift+Enter is a newline, `/` and `@`
+complete commands and workspace files (`chat_input.py`, `chat_files.py`); the mode and config
+menus (`chat_pickers.py`) follow the session. Clicks and messages are handled on the kernel's
+loop, whatever thread they arrive in (`loop.py`).
+
+The chat's output is followed by its static record (`chat_record.py`), updated after each turn:
+the live page hides it; once the chat is closed or its kernel is gone, it is what the notebook
+shows, so a saved notebook reads without a kernel.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import ipywidgets as w
+from IPython.display import DisplayHandle
 
 from ..client.session import Session
-from ..client.transcript import final_transcript, live_transcript
 from ..client.turn import TurnHandle
+from ..notebook import publish
 from ..notebook.views import Code, Strong, Value, html_span, money, number, percent, text
 from ..protocol.mutations import Mutation, SessionChanged
 from ..protocol.redact import Redactor
 from ..protocol.state import Usage
-from ..render import render_bundle
+from .chat_files import list_files, resolve_in
 from .chat_input import ChatInput
-from .controls import PermissionPrompts
+from .chat_pickers import ChatPickers
+from .chat_record import chat_record
+from .chat_turn import ChatTurnView
 from .loop import KernelLoop
+from .turn_view import WIDGET_VIEW
+
+MAX_COMMANDS = 200
 
 
 class ChatWidget:
@@ -34,8 +47,8 @@ class ChatWidget:
     ) -> None:
         self.session = session
         self.redactor = redactor or Redactor()
-        self.min_interval = 1.0 / max_rate
-        self.log = w.VBox(layout=w.Layout(max_height="480px", overflow_y="auto"))
+        self.max_rate = max_rate
+        self.log = w.VBox(layout=w.Layout(max_height="480px", overflow="auto"))
         self.log.add_class("acpnb-chat-log")  # the input's front-end follows it (chat_input.js)
         self.input = ChatInput(layout=w.Layout(width="100%"))
         self.stop_button = w.Button(
@@ -45,93 +58,121 @@ class ChatWidget:
             disabled=True,
             layout=w.Layout(width="90px", flex="none"),
         )
+        self.stop_button.add_class("acpnb-chat-stop")
         self.status = w.HTML()
-        self.prompts = PermissionPrompts(self.redactor)
-        self._row = w.HBox([self.input, self.stop_button], layout=w.Layout(align_items="flex-end"))
-        self.box = w.VBox([self.log, self.prompts.box, self._row, self.status])
-        self.box.add_class("acpnb-chat")
-        self._views: dict[str, w.HTML] = {}
-        self._final: set[str] = set()
-        self._closed = False
-        self._turns: dict[str, TurnHandle] = {}
-        self._dirty = asyncio.Event()
-        self._unsubscribe = session.subscribe(self._on_mutation)
         # Clicks and messages may arrive in another thread (loop.py): their work runs here.
         self.kernel = KernelLoop()
-        self.input.on_submit(lambda text: self.kernel.spawn(lambda: self._send_clicked(text)))
+        self.pickers = ChatPickers(session, self.kernel, self.report, self.redactor.text)
+        self._row = w.HBox([self.input, self.stop_button], layout=w.Layout(align_items="flex-end"))
+        self.box = w.VBox([self.log, self.pickers.box, self._row, self.status])
+        self.box.add_class("acpnb-chat")
+        #: The turns shown, in order, by turn id.
+        self.views: dict[str, ChatTurnView] = {}
+        #: The finished turns' records, in order (the chat's static record joins them).
+        self.records: list[dict[str, Any]] = []
+        self._closed = False
+        self._handle: DisplayHandle | None = None
+        self._record_handle: DisplayHandle | None = None
+        self._unsubscribe = session.subscribe(self._on_mutation)
+        self.input.on_submit(
+            lambda text, files: self.kernel.spawn(lambda: self._send_clicked(text, files))
+        )
+        self.input.on_files(lambda: self.kernel.spawn(self.list_files))
         self.stop_button.on_click(lambda _b: self.kernel.spawn(self.session.stop))
-        self.kernel.spawn(self._render_loop)
+        self._set_commands()
         self._set_status()
 
-    async def _send_clicked(self, text: str) -> None:
+    def report(self, message: str) -> None:
+        """Show what went wrong where the user looks (masked, escaped)."""
+        self.status.value = html_span(Strong("Error:"), " ", Value(self.redactor.text(message)))
+
+    async def _send_clicked(self, text: str, files: list[str]) -> None:
         # A message has no caller to raise to: show what went wrong where the user looks.
         try:
-            await self.send(text)
+            await self.send(text, files=files)
         except Exception as exc:
             self.status.value = html_span(
                 Strong("Could not send:"), " ", Value(self.redactor.text(str(exc)))
             )
+            if not self.input.value:  # the page cleared the box: the message is not lost
+                self.input.value = text
 
-    async def send(self, text: str | None = None) -> TurnHandle | None:
-        """Send the input box's text (or `text`) as a prompt; returns the turn it joined."""
+    async def send(
+        self, text: str | None = None, *, files: Sequence[str] = ()
+    ) -> TurnHandle | None:
+        """Send the input box's text (or `text`) as a prompt, with the workspace files `files`
+        (paths relative to the session's folder) attached; returns the turn it joined."""
         text = self.input.value if text is None else text
         if not text.strip():
             self.status.value = html_span("Nothing to send.")
             return None
+        attached = [{"type": "file", "url": str(resolve_in(self.session.cwd, f))} for f in files]
         self.input.value = ""
-        turn = await self.session.prompt(text, permission_handler=self.prompts.ask)
-        if turn.id not in self._views:
-            view = w.HTML()
-            self._views[turn.id] = view
-            self._turns[turn.id] = turn
-            self.log.children = (*self.log.children, view)
-        self.stop_button.disabled = False
-        self._dirty.set()
-        try:
+        turn = await self.session.prompt([text, *attached])
+        view = self.views.get(turn.id)
+        if view is not None:  # the text joined a turn that is queued: its view is there
             await turn.finished
+            return turn
+        view = ChatTurnView(
+            self.session,
+            turn,
+            on_stop=lambda: self.kernel.spawn(self.session.stop),
+            max_rate=self.max_rate,
+            redactor=self.redactor,
+        )
+        self.views[turn.id] = view
+        self.log.children = (*self.log.children, view.widget)
+        view.start()
+        self.stop_button.disabled = False
+        self._set_status()
+        try:
+            result = await turn.finished
         finally:
             self.stop_button.disabled = self.session.running is None
-            if not self.closed():
-                self._redraw()  # the turn is drawn final when send() returns
+            self._set_status()
+        # Even in a chat closed meanwhile: the view stops listening, the record gets the turn.
+        view.finish(result)
+        self.records.append(view.record())
+        if self._record_handle is not None:
+            publish.update(self._record_handle, self.record())
         return turn
 
+    async def list_files(self) -> list[str]:
+        """The workspace's files for `@` completion (bounded: `chat_files.list_files`)."""
+        files = await asyncio.to_thread(list_files, self.session.cwd)
+        self.input.files = files
+        return files
+
+    def record(self) -> dict[str, Any]:
+        """The conversation so far as a static bundle (HTML, Markdown, text, transcripts)."""
+        return chat_record(self.records)
+
     def _on_mutation(self, mutation: Mutation) -> None:
-        if (
-            isinstance(mutation, SessionChanged)
-            or getattr(mutation, "turn_id", None) in self._views
-        ):
-            self._dirty.set()
-
-    async def _render_loop(self) -> None:
-        while not self.closed():
-            await self._dirty.wait()
-            self._dirty.clear()
-            if self.closed():  # close() sets it while we waited
-                return
-            self._redraw()
-            await asyncio.sleep(self.min_interval)
-
-    def _redraw(self) -> None:
-        record = self.session.turn_record
-        for turn_id, view in self._views.items():
-            turn = self._turns[turn_id]
-            if turn.result is not None:
-                if turn_id in self._final:
-                    continue
-                transcript = final_transcript(turn.result)
-                self._final.add(turn_id)
-            elif record is not None and record.turn_id == turn_id:
-                transcript = live_transcript(self.session, record, turn)
-            else:
-                transcript = live_transcript(self.session, None, turn)
-            live = turn.result is None
-            # The user's message opens the turn (a cell shows it in its source, a chat nowhere).
-            transcript["parts"] = [_user_part(turn.prompt), *transcript["parts"]]
-            bundle = render_bundle(self.redactor.obj(transcript, live=live), live=live)
-            # The HTML widget typesets math in its value: an agent's `$` stays text.
-            shown = self.redactor.text(bundle["text/html"])
-            view.value = f'<div class="mathjax_ignore">{shown}</div>'
+        if not isinstance(mutation, SessionChanged) or self._closed:
+            return
+        if mutation.field in ("mode", "config_options"):
+            self.pickers.refresh()
+        elif mutation.field == "commands":
+            self._set_commands()
         self._set_status()
+
+    def _set_commands(self) -> None:
+        mask = self.redactor.text
+        commands = []
+        for c in self.session.commands[:MAX_COMMANDS]:
+            given = c.get("input")
+            hint: dict[str, Any] = given if isinstance(given, dict) else {}
+            name = text(c.get("name"), 80)
+            if name:
+                about = mask(text(c.get("description"), 200))
+                commands.append(
+                    {
+                        "name": mask(name),
+                        "description": about,
+                        "hint": mask(text(hint.get("hint"), 80)),
+                    }
+                )
+        self.input.commands = commands
 
     def _set_status(self) -> None:
         self.status.value = status_html(
@@ -146,42 +187,32 @@ class ChatWidget:
         return self._closed
 
     def close(self) -> None:
+        """Close the chat: its output becomes a line, and the static record after it stays."""
+        if self._closed:
+            return
         self._closed = True
-        self._dirty.set()
         self._unsubscribe()
-        self.prompts.close()
-        for view in self._views.values():
-            view.close()
-        for widget in (
-            self.log,
-            self.input,
-            self.stop_button,
-            self.status,
-            self._row,
-            self.box,
-        ):
+        if self._handle is not None:
+            publish.update(
+                self._handle, {"text/plain": "(the chat is closed; the conversation follows)"}
+            )
+        if self._record_handle is not None:
+            publish.update(self._record_handle, self.record())
+        self.pickers.close()
+        for view in self.views.values():
+            view.widget.close()
+        for widget in (self.log, self.input, self.stop_button, self.status, self._row, self.box):
             widget.close()
 
     def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        display(self.box)
-
-
-def _user_part(prompt: list[dict[str, Any]]) -> dict[str, Any]:
-    """The prompt as a user message part (what the renderer draws as "You"): its text blocks
-    joined, its other blocks (files, images) shown as blocks."""
-    texts = [
-        b["text"] for b in prompt if b.get("type") == "text" and isinstance(b.get("text"), str)
-    ]
-    others = [b for b in prompt if b.get("type") != "text"]
-    return {
-        "type": "message",
-        "id": "prompt",
-        "role": "user",
-        "text": "\n\n".join(texts),
-        "blocks": others,
-    }
+        token = f"acpnb-chat-{uuid.uuid4().hex}"
+        self.input.token = token
+        bundle = {
+            "text/plain": f"(a chat with the agent: {token})",
+            WIDGET_VIEW: {"version_major": 2, "version_minor": 1, "model_id": self.box.model_id},
+        }
+        self._handle = publish.show(bundle, display_id=True)
+        self._record_handle = publish.show(self.record(), display_id=True)
 
 
 def status_html(

@@ -1,8 +1,17 @@
 // The chat's message box (see chat_input.py): Enter sends, Shift+Enter is a newline, an empty
-// message cannot be sent. It also keeps the chat's log following new output until the user
-// scrolls up.
+// message cannot be sent; `/` completes the agent's commands and `@` the workspace's files. It
+// also keeps the chat's log following new output until the user scrolls up, and when the kernel
+// goes away it drops the chat's dead output so the notebook keeps the chat's static record.
 
 const FOLLOW_SLACK_PX = 24; // "at the bottom", give or take a line
+const SHOWN = 50; // completion items listed at once
+
+function node(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
 
 function follow(el) {
   // The log is a sibling widget (an ipywidgets Box, which cannot follow by itself); it may be
@@ -12,9 +21,8 @@ function follow(el) {
   let observer = null;
   let frame = 0;
   let tries = 0;
-  const onScroll = () => {
-    stuck = log.scrollHeight - log.scrollTop - log.clientHeight <= FOLLOW_SLACK_PX;
-  };
+  const atBottom = () => log.scrollHeight - log.scrollTop - log.clientHeight <= FOLLOW_SLACK_PX;
+  const onScroll = () => { stuck = atBottom(); };
   const attach = () => {
     log = el.closest(".acpnb-chat")?.querySelector(".acpnb-chat-log") ?? null;
     if (!log) {
@@ -25,8 +33,10 @@ function follow(el) {
     let placed = -1; // where this code last scrolled the log to
     observer = new MutationObserver(() => {
       // Moved up since we placed it: the user scrolled, even if the scroll event (dispatched
-      // on the next frame) has not come yet; output arriving first must not undo that.
-      if (placed >= 0 && log.scrollTop < placed - FOLLOW_SLACK_PX) stuck = false;
+      // on the next frame) has not come yet; output arriving first must not undo that. Unless
+      // it is still at the bottom: a part drawn shorter (a streamed answer become Markdown)
+      // moved it up, not the user.
+      if (placed >= 0 && log.scrollTop < placed - FOLLOW_SLACK_PX && !atBottom()) stuck = false;
       if (stuck) {
         log.scrollTop = log.scrollHeight;
         placed = log.scrollTop;
@@ -42,6 +52,125 @@ function follow(el) {
   };
 }
 
+// What is being completed at the caret: a command at the start, or an @path after a space.
+function token(box) {
+  const before = box.value.slice(0, box.selectionStart ?? box.value.length);
+  let m = /^\/(\S*)$/.exec(before);
+  if (m) return { kind: "/", query: m[1], start: 0 };
+  m = /(^|\s)@(\S*)$/.exec(before);
+  if (m) return { kind: "@", query: m[2], start: before.length - m[2].length - 1 };
+  return null;
+}
+
+function completer(model, box, onChoose) {
+  const list = node("div", "acpnb-chat-complete");
+  list.hidden = true;
+  list.setAttribute("role", "listbox");
+  let items = [];
+  let chosen = 0;
+  let at = null;
+  let asked = false;
+
+  const matches = (t) => {
+    const q = t.query.toLowerCase();
+    if (t.kind === "/") {
+      return (model.get("commands") || [])
+        .filter((c) => c.name.toLowerCase().startsWith(q))
+        .map((c) => ({ insert: `/${c.name} `, name: `/${c.name}`, about: c.description || "", value: c.name }));
+    }
+    if (!asked) { asked = true; model.send({ event: "files" }); }
+    const files = model.get("files") || [];
+    const first = files.filter((f) => f.toLowerCase().startsWith(q));
+    const rest = files.filter((f) => !f.toLowerCase().startsWith(q) && f.toLowerCase().includes(q));
+    return [...first, ...rest].map((f) => ({ insert: `@${f} `, name: `@${f}`, about: "", value: f }));
+  };
+
+  function draw() {
+    list.replaceChildren();
+    items.slice(0, SHOWN).forEach((item, i) => {
+      const row = node("div", "acpnb-chat-item");
+      row.setAttribute("role", "option");
+      row.setAttribute("aria-selected", String(i === chosen));
+      row.append(node("span", "acpnb-chat-item-name", item.name));
+      if (item.about) row.append(node("span", "acpnb-chat-item-about", item.about));
+      row.addEventListener("mousedown", (e) => { e.preventDefault(); chosen = i; choose(); });
+      list.append(row);
+    });
+    list.hidden = items.length === 0;
+    list.children[chosen]?.scrollIntoView?.({ block: "nearest" });
+  }
+
+  function update() {
+    at = token(box);
+    items = at ? matches(at) : [];
+    chosen = Math.min(chosen, Math.max(0, Math.min(items.length, SHOWN) - 1));
+    draw();
+  }
+
+  // Closed: the next `@` asks the kernel again (files come and go).
+  function close() { items = []; at = null; asked = false; draw(); }
+
+  function choose() {
+    const item = items[chosen];
+    if (!item || !at) return;
+    const caret = box.selectionStart ?? box.value.length;
+    box.value = box.value.slice(0, at.start) + item.insert + box.value.slice(caret);
+    const end = at.start + item.insert.length;
+    box.setSelectionRange(end, end);
+    onChoose(at.kind, item.value);
+    close();
+  }
+
+  // True when the key was the completion's (the box must not act on it too).
+  function key(event) {
+    if (list.hidden) return false;
+    const n = Math.min(items.length, SHOWN);
+    if (event.key === "ArrowDown") chosen = (chosen + 1) % n;
+    else if (event.key === "ArrowUp") chosen = (chosen + n - 1) % n;
+    else if (event.key === "Enter" || event.key === "Tab") { choose(); return true; }
+    else if (event.key === "Escape") { close(); return true; }
+    else return false;
+    draw();
+    return true;
+  }
+
+  const refresh = () => { if (at) update(); };
+  model.on("change:files", refresh);
+  model.on("change:commands", refresh);
+  return { list, update, close, key, dispose: () => { model.off("change:files", refresh); model.off("change:commands", refresh); } };
+}
+
+// The kernel is gone, so nobody will close this chat: in JupyterLab its output (found by its
+// token) is replaced by a line, and the chat's static record after it shows the conversation.
+function whenKernelGoes(model) {
+  let done = false;
+  const drop = () => {
+    const token = model.get("token");
+    const cells = model.widget_manager?.context?.model?.cells;
+    if (done || !token || !cells) return;
+    done = true;
+    for (const cell of cells) {
+      const outputs = cell.outputs;
+      for (let i = 0; outputs && i < outputs.length; i++) {
+        if (String(outputs.get(i).data["text/plain"] || "").includes(token)) {
+          const data = { "text/plain": "(the chat ended with its kernel; the conversation follows)" };
+          outputs.set(i, { output_type: "display_data", data, metadata: {} });
+          return;
+        }
+      }
+    }
+  };
+  const kernel = model.widget_manager?.kernel;
+  const onStatus = (_k, s) => { if (s === "restarting" || s === "autorestarting" || s === "dead") setTimeout(drop, 0); };
+  kernel?.statusChanged?.connect?.(onStatus);
+  const disposed = () => setTimeout(drop, 0);
+  kernel?.disposed?.connect?.(disposed);
+  return () => {
+    kernel?.statusChanged?.disconnect?.(onStatus);
+    kernel?.disposed?.disconnect?.(disposed);
+  };
+}
+
 function render({ model, el }) {
   const box = document.createElement("textarea");
   box.className = "acpnb-chat-text";
@@ -50,6 +179,7 @@ function render({ model, el }) {
   send.className = "acpnb-chat-send jupyter-button mod-primary";
   send.textContent = "Send";
   send.title = "Send (Enter); Shift+Enter for a new line";
+  const attached = new Set(); // @paths chosen from the completion
 
   const refresh = () => {
     if (box.value !== model.get("value")) box.value = model.get("value");
@@ -57,24 +187,38 @@ function render({ model, el }) {
     box.disabled = model.get("disabled");
     send.disabled = model.get("disabled") || !box.value.trim();
   };
+  const complete = completer(model, box, (kind, value) => {
+    if (kind === "@") attached.add(value);
+    model.set("value", box.value);
+    model.save_changes();
+    refresh();
+  });
   const submit = () => {
     const text = box.value;
     if (!text.trim() || model.get("disabled")) return;
-    model.send({ event: "submit", text });
+    const files = [...attached].filter((f) => text.includes(`@${f}`));
+    model.send({ event: "submit", text, files });
+    attached.clear();
     box.value = "";
     model.set("value", "");
     model.save_changes();
+    complete.close();
     refresh();
   };
   box.addEventListener("input", () => {
     model.set("value", box.value);
     model.save_changes();
     refresh();
+    complete.update();
   });
+  box.addEventListener("click", () => complete.update());
+  box.addEventListener("blur", () => complete.close());
   box.addEventListener("keydown", (event) => {
     // The page's shortcuts stay out of the box (JupyterLab runs the cell on Shift+Enter).
     event.stopPropagation();
-    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    if (event.isComposing) return;
+    if (complete.key(event)) { event.preventDefault(); return; }
+    if (event.key === "Enter" && !event.shiftKey) {
       event.preventDefault();
       submit();
     }
@@ -83,11 +227,14 @@ function render({ model, el }) {
   const traits = ["change:value", "change:placeholder", "change:disabled"];
   for (const name of traits) model.on(name, refresh);
   refresh();
-  el.classList.add("acpnb-chat-input");
-  el.append(box, send);
+  el.classList.add("acpnb-chat-input", "acpnb-chat-live");
+  el.append(complete.list, box, send);
   const unfollow = follow(el);
+  const unwatch = whenKernelGoes(model);
   return () => {
     unfollow();
+    unwatch();
+    complete.dispose();
     for (const name of traits) model.off(name, refresh);
   };
 }

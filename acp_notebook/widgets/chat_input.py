@@ -1,9 +1,15 @@
-"""The chat's message box, a small anywidget: Enter sends, Shift+Enter is a newline.
+"""The chat's message box, a small anywidget: Enter sends, Shift+Enter is a newline, completion.
 
 ipywidgets' Textarea inserts a newline on Enter and tells the kernel nothing; its Text sends on
 Enter but holds one line. This box sends a `submit` message with the text on Enter (or its Send
 button), never for an empty or blank text, and clears itself. Its front-end also keeps the
 chat's log following new output until the user scrolls up (see chat_input.js).
+
+Completion: `/` at the start lists `commands` (the agent's, with their descriptions); `@` lists
+`files` (the workspace's, asked for with a `files` message when the reader types `@`). Arrows
+move, Enter or Tab choose, Escape closes. A chosen `@path` still in the text when it is sent goes
+with the `submit` message, as `files`. When the kernel goes away the page drops the chat's own
+output (found by `token`), so the notebook keeps the chat's static record, not a dead widget.
 """
 
 from __future__ import annotations
@@ -15,39 +21,55 @@ from typing import Any
 import anywidget
 import traitlets
 
-_HERE = Path(__file__).parent
+from .chat_record import RECORD_CLASS
 
-CSS = """
-.acpnb-chat-input{display:flex;gap:6px;align-items:flex-end;width:100%}
-.acpnb-chat-input .acpnb-chat-text{flex:1;min-width:0;resize:vertical;font:inherit;
-  padding:4px 6px;color:var(--jp-ui-font-color1,inherit);
-  background:var(--jp-layout-color1,transparent);
-  border:1px solid var(--jp-border-color1,rgba(127,127,127,.5));border-radius:3px}
-.acpnb-chat-input .acpnb-chat-send{flex:none;width:auto;padding:0 14px}
-.acpnb-chat-input .acpnb-chat-send:disabled{opacity:.45;cursor:default}
-"""
+_HERE = Path(__file__).parent
+MAX_FILES_SENT = 20  # `@` attachments of one message
+
+CSS = (
+    (_HERE / "static" / "chat.css")
+    .read_text(encoding="utf-8")
+    .replace("RECORD_CLASS", RECORD_CLASS)
+)
 
 
 class ChatInput(anywidget.AnyWidget):
-    """A text box with a Send button; `on_submit(fn)` calls `fn(text)` for each message sent.
+    """A text box with a Send button; `on_submit(fn)` calls `fn(text, files)` for each message
+    sent, `on_files(fn)` calls `fn()` when the page wants the workspace's files.
 
-    The callback runs where the widget message arrives (a subshell's thread in JupyterLab):
+    The callbacks run where the widget message arrives (a subshell's thread in JupyterLab):
     hand real work to the kernel's loop (`widgets.loop.KernelLoop`)."""
 
     _esm = _HERE / "chat_input.js"
     _css = CSS
     value = traitlets.Unicode("").tag(sync=True)
-    placeholder = traitlets.Unicode("Message the agent… (Enter sends, Shift+Enter: new line)").tag(
-        sync=True
-    )
+    placeholder = traitlets.Unicode(
+        "Message the agent… (Enter sends, Shift+Enter: new line, / commands, @ files)"
+    ).tag(sync=True)
     disabled = traitlets.Bool(False).tag(sync=True)
+    #: The agent's commands: {"name", "description", "hint"}, every string masked and cut short.
+    commands = traitlets.List(traitlets.Dict()).tag(sync=True)
+    #: Workspace files (relative paths) for `@`; empty until the page asks.
+    files = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    #: In the chat's text/plain output: how the page finds that output when the kernel went away.
+    token = traitlets.Unicode("").tag(sync=True)
 
-    def on_submit(self, callback: Callable[[str], None]) -> None:
+    def on_submit(self, callback: Callable[[str, list[str]], None]) -> None:
         def received(_widget: Any, content: Any, _buffers: Any) -> None:
             if not isinstance(content, dict) or content.get("event") != "submit":
                 return
             text = content.get("text")
+            files = content.get("files")
+            files = files if isinstance(files, list) else []
+            chosen = [f for f in files if isinstance(f, str)][:MAX_FILES_SENT]
             if isinstance(text, str) and text.strip():
-                callback(text)
+                callback(text, chosen)
+
+        self.on_msg(received)
+
+    def on_files(self, callback: Callable[[], None]) -> None:
+        def received(_widget: Any, content: Any, _buffers: Any) -> None:
+            if isinstance(content, dict) and content.get("event") == "files":
+                callback()
 
         self.on_msg(received)

@@ -1,0 +1,66 @@
+"""The workspace's files for the chat's `@path` completion, listed within bounds and confined.
+
+The listing walks the session's workspace breadth-first, so a shallow file is never crowded out
+by a deep tree: at most `limit` files, `depth` folders down, never into a hidden folder (`.git`,
+`.venv`, ...) or a heavy one (`node_modules`, `__pycache__`, ...), never through a symbolic link.
+A chosen path comes back from the page, which is not trusted: `resolve_in` accepts it only if it
+names a regular file inside the workspace once every link is resolved.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from pathlib import Path
+
+from ..errors import PromptError
+
+#: Folders never listed (besides every hidden one): caches, dependencies, build output.
+SKIPPED = frozenset(
+    {"node_modules", "__pycache__", "venv", "env", "build", "dist", "target", "site-packages"}
+)
+LIMIT = 2000
+DEPTH = 6
+FOLDERS = 5000  # folders read at most, however few files they hold
+MAX_PATH_CHARS = 1000
+
+
+def list_files(root: str | Path, *, limit: int = LIMIT, depth: int = DEPTH) -> list[str]:
+    """Up to `limit` files under `root` (relative, with `/`), at most `depth` folders down and
+    `FOLDERS` folders read, shallow ones first, each folder's entries by name."""
+    found: list[str] = []
+    queue: deque[tuple[Path, int]] = deque([(Path(root), 0)])
+    read = 0
+    while queue and len(found) < limit and read < FOLDERS:
+        folder, level = queue.popleft()
+        read += 1
+        try:
+            with os.scandir(folder) as entries:
+                items = sorted(entries, key=lambda e: e.name)[: limit * 4]
+        except OSError:  # unreadable or vanished: the rest is still listed
+            continue
+        for entry in items:
+            if entry.name.startswith(".") or entry.is_symlink():
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                if level + 1 < depth and entry.name not in SKIPPED:
+                    queue.append((Path(entry.path), level + 1))
+            elif entry.is_file(follow_symlinks=False) and len(found) < limit:
+                found.append(Path(entry.path).relative_to(root).as_posix())
+    return found
+
+
+def resolve_in(root: str | Path, relative: str) -> Path:
+    """The file `relative` names inside `root`; PromptError for anything else (outside the
+    workspace, through a link out of it, a folder, missing, absolute, too long)."""
+    if not relative or len(relative) > MAX_PATH_CHARS or "\x00" in relative:
+        raise PromptError("not a file path of the workspace")
+    base = Path(root).resolve()
+    if Path(relative).is_absolute():
+        raise PromptError(f"not a path inside the workspace: {relative[:200]}")
+    path = (base / relative).resolve()
+    if not path.is_relative_to(base):
+        raise PromptError(f"not a path inside the workspace: {relative[:200]}")
+    if not path.is_file():
+        raise PromptError(f"not a file in the workspace: {relative[:200]}")
+    return path

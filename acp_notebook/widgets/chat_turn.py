@@ -1,0 +1,79 @@
+"""One turn of the chat: the per-turn live view (`TurnView`), placed in the chat's log.
+
+A cell's turn view is a display of its own, replaced at the end by the turn's record. In the chat
+the view is a child of the log instead: it opens with the user's message, patches its parts in
+place while the turn streams (an opened card stays open), and at the end it stays, showing the
+turn's final state. Its record (the same bundle a cell keeps, drawn with the cards the reader
+opened) goes to the chat's static record (`chat_record.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ..client.transcript import final_transcript, live_transcript
+from ..notebook import publish
+from ..protocol.result import TurnResult
+from ..protocol.transcript import Transcript, read_turn
+from .turn_view import TurnView
+
+
+class ChatTurnView(TurnView):
+    """A `TurnView` shown in the chat's log (`widget`), not as an output of its own."""
+
+    #: The final transcript (masked, the user's message first), once the turn ended.
+    recorded: dict[str, Any] | None = None
+
+    def start(self) -> None:
+        self.turn.permission_handler = self._ask
+        self.turn.elicitation_handler = self.forms.ask
+        self.loop = asyncio.get_running_loop()
+        self._task = self.loop.create_task(self._render_loop())
+
+    def _transcript(self) -> Transcript:
+        if self.final is not None:
+            return self.final
+        transcript = live_transcript(self.session, self._record(), self.turn, self.note)
+        transcript.pop("duration", None)  # the page counts the time itself
+        transcript["parts"] = [user_part(self.turn.prompt), *transcript.get("parts", [])]
+        return read_turn(self.redactor.obj(transcript, live=True), live=True)
+
+    def _state(self, turn: Transcript) -> str:
+        state = super()._state(turn)
+        # The user's message is a part from the start: nothing of the agent yet is "waiting".
+        return "waiting" if state == "streaming" and len(turn.parts) < 2 else state
+
+    def finish(self, result: TurnResult, *, keep_record: bool = True) -> None:
+        """Show the final state in place; the view stays in the log (`record()` is its record)."""
+        self._done = True
+        self._dirty.set()
+        self._unsubscribe()
+        transcript = final_transcript(result, self.note)
+        transcript["parts"] = [user_part(self.turn.prompt), *transcript.get("parts", [])]
+        transcript = self.redactor.obj(transcript)  # the user's message is masked too
+        self.final = read_turn(transcript)
+        self.recorded = transcript
+        self._send(self.diff.update(self.final), force=True)
+
+    def record(self) -> dict[str, Any]:
+        """The finished turn's static record (Markdown, HTML, text, transcript), the cards the
+        reader opened drawn open."""
+        assert self.recorded is not None, "record() is for a finished turn"
+        return publish.turn(self.recorded, redactor=self.redactor, open_parts=self.opened)
+
+
+def user_part(prompt: list[dict[str, Any]]) -> dict[str, Any]:
+    """The prompt as a user message part (what the renderer draws as "You"): its text blocks
+    joined, its other blocks (files, images) shown as blocks."""
+    texts = [
+        b["text"] for b in prompt if b.get("type") == "text" and isinstance(b.get("text"), str)
+    ]
+    others = [b for b in prompt if b.get("type") != "text"]
+    return {
+        "type": "message",
+        "id": "prompt",
+        "role": "user",
+        "text": "\n\n".join(texts),
+        "blocks": others,
+    }

@@ -1,0 +1,259 @@
+"""The chat's logic without a browser: the `@` file listing (bounds, skipped folders,
+confinement), the mode and config menus (what is offered, a choice sent, a refusal shown), the
+commands offered to `/`, and the static record."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acp_notebook.errors import PromptError
+from acp_notebook.widgets.chat_files import list_files, resolve_in
+from acp_notebook.widgets.chat_pickers import ChatPickers, pickers
+from acp_notebook.widgets.chat_record import MIME_CHAT, chat_record
+from acp_notebook.widgets.loop import KernelLoop
+
+pytestmark = pytest.mark.timeout(30)
+
+MODES = [{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}]
+MODEL = {
+    "id": "model",
+    "name": "Model",
+    "category": "model",
+    "type": "select",
+    "currentValue": "b",
+    "options": [
+        {"value": "a", "name": "Model A"},
+        {"group": "more", "name": "More", "options": [{"value": "b", "name": "Model B"}]},
+    ],
+}
+
+
+def test_listing_is_bounded_and_skips_hidden_heavy_folders_and_links(tmp_path: Path) -> None:
+    (tmp_path / "top.txt").write_text("x")
+    for skipped in (".git", ".venv", "node_modules", "__pycache__"):
+        (tmp_path / skipped).mkdir()
+        (tmp_path / skipped / "inside.txt").write_text("x")
+    (tmp_path / ".hidden.txt").write_text("x")
+    deep = tmp_path.joinpath(*"abcdefgh")
+    deep.mkdir(parents=True)
+    (deep / "deep.txt").write_text("x")
+    (tmp_path / "a" / "shallow.txt").write_text("x")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("x")
+    os.symlink(outside, tmp_path / "link")
+    os.symlink(outside / "secret.txt", tmp_path / "secret-link.txt")
+
+    files = list_files(tmp_path, depth=4)
+    assert files == ["top.txt", "a/shallow.txt"]  # shallow first; nothing hidden, heavy, linked
+    many = tmp_path / "many"
+    many.mkdir()
+    for i in range(50):
+        (many / f"f{i:02}.txt").write_text("x")
+    assert len(list_files(tmp_path, limit=10)) == 10
+    assert list_files(tmp_path, limit=10)[0] == "top.txt"
+
+
+def test_a_chosen_path_is_confined_to_the_workspace(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "ok.txt").write_text("x")
+    outside = tmp_path.parent / f"{tmp_path.name}-out.txt"
+    outside.write_text("secret")
+    os.symlink(outside, tmp_path / "escape.txt")
+    assert resolve_in(tmp_path, "sub/ok.txt") == (tmp_path / "sub" / "ok.txt").resolve()
+    for bad in (
+        "../" + outside.name,
+        str(outside),
+        "escape.txt",
+        "sub",
+        "missing.txt",
+        "",
+        "a\x00b",
+        "x" * 5000,
+    ):
+        with pytest.raises(PromptError):
+            resolve_in(tmp_path, bad)
+
+
+def test_menus_are_offered_only_for_what_the_agent_offers() -> None:
+    assert pickers([], None, []) == []
+    menus = pickers(MODES, "code", [MODEL, {"id": "fast", "type": "boolean", "currentValue": 1}])
+    assert [(m.key, m.label, m.value) for m in menus] == [
+        ("mode", "Mode", "code"),
+        ("config:model", "Model", "b"),
+    ]
+    assert menus[1].choices == (("Model A", "a"), ("Model B", "b"))  # a group flattened
+    # A current value the agent does not list, and hostile shapes, do not break the menu.
+    odd = pickers([{"id": 3}, "x", {"id": "only"}], "gone", [{"id": "m", "options": "no"}])
+    assert [(m.key, m.value) for m in odd] == [("mode", "only")]
+
+
+class FakeSession:
+    """What ChatPickers reads and calls of a session."""
+
+    def __init__(self) -> None:
+        self.modes = MODES
+        self.mode: str | None = "code"
+        self.config_options: list[dict[str, Any]] = [dict(MODEL)]
+        self.calls: list[tuple[str, str]] = []
+        self.refuse = False
+        self.answered = asyncio.Queue[str]()  # one item per call, once it returned or failed
+
+    async def set_mode(self, mode_id: str) -> None:
+        self.calls.append(("mode", mode_id))
+        self.answered.put_nowait(mode_id)
+        if self.refuse:
+            raise RuntimeError("the agent said no")
+        self.mode = mode_id
+
+    async def set_config_option(self, config_id: str, value: str) -> list[dict[str, Any]]:
+        self.calls.append((config_id, value))
+        self.answered.put_nowait(value)
+        self.config_options = [{**MODEL, "currentValue": value}]
+        return self.config_options
+
+
+def test_a_choice_goes_to_the_agent_and_a_refusal_is_shown() -> None:
+    async def main() -> tuple[FakeSession, ChatPickers, list[str]]:
+        session = FakeSession()
+        reports: list[str] = []
+        reported = asyncio.Event()
+        menus = ChatPickers(  # type: ignore[arg-type]
+            session, KernelLoop(), lambda m: (reports.append(m), reported.set())
+        )
+        assert menus.box.layout.display == "flex" and len(menus.box.children) == 2
+        menus.menus["config:model"].value = "a"  # as the page sets it
+        menus.menus["mode"].value = "ask"
+        for _ in range(2):
+            await session.answered.get()
+        session.refuse = True
+        menus.menus["mode"].value = "code"
+        await reported.wait()
+        # The agent changed its mode by itself (current_mode_update): the menu follows.
+        session.refuse = False
+        session.mode = "code"
+        menus.refresh()
+        return session, menus, reports
+
+    session, menus, reports = asyncio.run(main())
+    assert session.calls == [("model", "a"), ("mode", "ask"), ("mode", "code")]
+    assert "the agent said no" in reports[0] and "mode" in reports[0]
+    assert menus.menus["mode"].value == "code" and menus.menus["config:model"].value == "a"
+    assert session.calls[-1] == ("mode", "code")  # refresh() sent nothing to the agent
+
+
+def test_no_menu_without_modes_or_options() -> None:
+    session = FakeSession()
+    session.modes, session.config_options = [], []
+    menus = ChatPickers(session, KernelLoop(), print)  # type: ignore[arg-type]
+    assert menus.box.layout.display == "none" and not menus.box.children
+
+
+def test_the_record_has_each_user_message_once_and_one_stylesheet() -> None:
+    from acp_notebook.notebook import publish
+    from acp_notebook.widgets.chat_turn import user_part
+
+    turns = []
+    for i, said in enumerate(["first $5 <b>", "second"]):
+        transcript = {
+            "turn_id": f"t{i}",
+            "parts": [
+                user_part([{"type": "text", "text": said}]),
+                {"type": "message", "id": "m", "role": "agent", "text": f"answer {i}"},
+            ],
+            "stop_reason": "end_turn",
+        }
+        turns.append(publish.turn(transcript))
+    record = chat_record(turns)
+    html = record["text/html"]
+    assert html.count("<style>") == 1 and "answer 0" in html and "answer 1" in html
+    assert "<b>" not in html and "first $5 &lt;b&gt;" in html
+    assert "You: first $5 <b>" in record["text/plain"] and "answer 1" in record["text/plain"]
+    assert "<b>" not in record["text/markdown"] and "&#36;5" in record["text/markdown"]
+    assert [t["turn_id"] for t in record[MIME_CHAT]["turns"]] == ["t0", "t1"]
+
+
+def test_listing_reads_a_bounded_number_of_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from acp_notebook.widgets import chat_files
+
+    for i in range(20):  # many folders holding nothing: the walk still ends early
+        (tmp_path / f"d{i:02}").mkdir()
+    (tmp_path / "z.txt").write_text("x")
+    (tmp_path / "d19" / "late.txt").write_text("x")
+    monkeypatch.setattr(chat_files, "FOLDERS", 5)
+    assert list_files(tmp_path) == ["z.txt"]
+    monkeypatch.setattr(chat_files, "FOLDERS", 100)
+    assert list_files(tmp_path) == ["z.txt", "d19/late.txt"]
+
+
+MODEL_SMART = {
+    "id": "model",
+    "name": "Model",
+    "category": "model",
+    "type": "select",
+    "currentValue": "smart",
+    "options": [{"value": "fast", "name": "Fast"}, {"value": "smart", "name": "Smart"}],
+}
+
+
+@pytest.mark.scripted_agent("in_process")
+def test_a_chat_follows_the_agent_and_attaches_workspace_files(agent: Any) -> None:
+    from acp_notebook.widgets.chat import ChatWidget
+    from tests.agents.script import script
+
+    (agent.cwd / "notes.txt").write_text("hello from a file")
+    (agent.tmp / "outside.txt").write_text("not yours")
+    steps = script(
+        {"update": {"sessionUpdate": "current_mode_update", "currentModeId": "code"}},
+        {"update": {"sessionUpdate": "config_option_update", "configOptions": [MODEL_SMART]}},
+        {
+            "update": {
+                "sessionUpdate": "available_commands_update",
+                "availableCommands": [{"name": "review", "description": "Review <b>it</b>"}],
+            }
+        },
+        {"say": "done"},
+    )
+
+    async def main() -> ChatWidget:
+        async with agent.client("--modes", "--config-options") as client:
+            chat = ChatWidget(await client.new_session())
+            assert list(chat.pickers.menus) == ["mode", "config:model"]
+            assert chat.pickers.menus["mode"].value == "ask"
+            # The agent's own updates move the menus and the commands `/` offers.
+            await chat.send(steps, files=["notes.txt"])
+            assert chat.pickers.menus["mode"].value == "code"
+            assert chat.pickers.menus["config:model"].value == "smart"
+            assert [c["name"] for c in chat.input.commands] == ["review"]
+            # A choice goes to the agent; one it cannot take is shown, and the menu stays.
+            await chat.pickers.choose("mode", "ask")
+            await chat.pickers.choose("mode", "nope")
+            assert "Could not set mode" in chat.status.value
+            assert chat.pickers.menus["mode"].value == "ask"
+            # A path out of the workspace is refused before anything is sent.
+            with pytest.raises(PromptError):
+                await chat.send("read this", files=["../outside.txt"])
+            assert await chat.list_files() == ["notes.txt"]
+            return chat
+
+    chat = asyncio.run(main())
+    sent = agent.sent("session/prompt")
+    assert len(sent) == 1  # the refused message never reached the agent
+    blocks = sent[0]["params"]["prompt"]
+    files = [b for b in blocks if b["type"] in ("resource", "resource_link")]
+    assert len(files) == 1 and json_of(files[0]).count("notes.txt") >= 1
+    assert [m["params"]["modeId"] for m in agent.sent("session/set_mode")] == ["ask"]
+    assert len(chat.records) == 1 and "done" in chat.record()["text/html"]
+
+
+def json_of(value: Any) -> str:
+    import json
+
+    return json.dumps(value)
