@@ -37,6 +37,10 @@ class AcpNotebook(Magics):
         help="TOML file of [agents.NAME] entries (default: "
         "$XDG_CONFIG_HOME/acp_notebook/agents.toml).",
     ).tag(config=True)
+    mcp_servers = Dict(
+        help="MCP servers by name, for --mcp NAME and an agent's mcp = [...]: "
+        "{command, args, env} (stdio) or {type: 'http' | 'sse', url, headers}."
+    ).tag(config=True)
     allow = List(Unicode(), help="Tool kinds allowed without asking.").tag(config=True)
     deny = List(Unicode(), help="Tool kinds always rejected.").tag(config=True)
     permission_default = CaselessStrEnum(
@@ -142,7 +146,7 @@ class AcpNotebook(Magics):
     def registry(self) -> Registry:
         try:
             registry = Registry.build(
-                self.agents, self.default_agent or None, self.agents_file or None
+                self.agents, self.default_agent or None, self.agents_file or None, self.mcp_servers
             )
         except ConfigError as exc:
             raise UsageError(str(exc)) from None

@@ -9,7 +9,7 @@ import contextlib
 import logging
 import os
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +83,7 @@ class Client:
         self.protocol_errors: deque[str] = deque(maxlen=100)
         #: The last JSON-RPC messages each way, across agent restarts (`%agent log`).
         self.wire_log = WireLog(self.options.wire_log_size)
+        self._masked: set[str] = set()  # see mask()
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -159,6 +160,16 @@ class Client:
     def stderr_tail(self) -> str:
         return self._process.stderr.text() if self._process else ""
 
+    def mask(self, secrets: Iterable[str]) -> None:
+        """Mask these values too wherever this client logs or quotes its agent (the protocol
+        log file, stderr in errors), for this process and the ones restarted after it: the
+        keys of the MCP servers its sessions are given, say."""
+        new = set(secrets) - self._masked
+        if new:
+            self._masked |= new
+            if self._process is not None:
+                self._process.redactor.add(new)
+
     # -- the agent process -----------------------------------------------------------------------
 
     async def _live_connection(self) -> Connection:
@@ -181,6 +192,7 @@ class Client:
         self._authenticated = False
         start = self.options.transport or AgentProcess
         process = start(self.command, self.env, self.cwd, self.options.stderr_limit)
+        process.redactor.add(self._masked)
         await process.start(self._tg)
         self.processes_started += 1
         garbage: list[str] = []  # what the agent wrote to stdout that is not JSON-RPC
