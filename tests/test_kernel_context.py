@@ -3,6 +3,7 @@ real notebook file: which notebook, the cells above, the last error, each masked
 
 from __future__ import annotations
 
+import json
 import linecache
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 from acp_notebook.notebook import kernel_context as kc
 from acp_notebook.notebook import snapshots
+from tests.nb_util import execute, kernel_env, new_nb, scripted, text
 
 KEY = "sk-nbctx-Zq8vR2mW4tY6uI0pL3kJ"
 
@@ -260,3 +262,77 @@ def test_an_exception_object_with_a_cause_and_a_rude_str() -> None:
     assert "direct cause" in error.traceback
     assert error.cell_source is None and error.execution_count is None
     assert kc.format_traceback(caught) == error.traceback
+
+
+# -- in a kernel, through %%agent ------------------------------------------------------------
+
+
+def _prompts(record: Path) -> list[list[dict[str, Any]]]:
+    messages = [json.loads(line) for line in record.read_text().splitlines()]
+    return [m["params"]["prompt"] for m in messages if m.get("method") == "session/prompt"]
+
+
+@pytest.mark.timeout(120)
+def test_error_cells_and_an_exception_reach_the_agent(tmp_path: Path) -> None:
+    record = tmp_path / "agent.jsonl"
+    agent = scripted("--record", str(record))
+    nb = execute(
+        [
+            f"%%agent --agent {agent} --error\nwhy?",  # 0: nothing raised yet
+            "def f(d):\n    return d['price']",  # In [2]
+            f"secret = '{KEY}'\nf({{'token': secret}})",  # In [3]: KeyError
+            "try:\n    f({})\nexcept KeyError as e:\n    exc = e",  # In [4]
+            f"%%agent --agent {agent} --error --cells 2 --with exc --out r\nwhat went wrong?",
+            "import json\nprint(json.dumps(r.prompt))",
+        ],
+        tmp_path,
+        allow_errors=True,
+    )
+    none_yet = text(nb.cells[0])
+    assert "UsageError" in none_yet and "no cell of this kernel has raised an exception" in none_yet
+    (sent,) = _prompts(record)
+    tags = [b.get("_meta", {}).get("acp_notebook/context") for b in sent]
+    assert tags == ["variable", "error", "cells", None]  # no notebook file: no link
+    variable, error, cells, prompt = (b["text"] for b in sent)
+    # --with exc: the traceback, cells named, not the repr
+    assert "an exception:" in variable and "Traceback (most recent call last):" in variable
+    assert 'File "In[4]", line 2' in variable and 'File "In[2]", line 2, in f' in variable
+    # --error: the last exception raised by a cell, the cell that raised it, masked
+    assert error.startswith("<error>KeyError: 'price'\n--- raised in In [3] ---\nsecret = ")
+    assert KEY not in error and "[redacted]" in error
+    # --cells 2: the two cells above (from the history: nbclient names no notebook file)
+    assert "The 2 cells above the prompt's cell, from this kernel's history" in cells
+    assert "--- In [3] ---" in cells and "--- In [4] ---" in cells and "In [2]" not in cells
+    assert prompt.strip() == "what went wrong?"
+    recorded = json.loads(text(nb.cells[5]).strip().splitlines()[-1])
+    assert [b.get("tag") for b in recorded[:3]] == ["variable", "error", "cells"]
+
+
+@pytest.mark.timeout(120)
+def test_cells_from_the_notebook_file_and_its_link(tmp_path: Path) -> None:
+    record = tmp_path / "agent.jsonl"
+    nb = new_nb(
+        "# load\nrows = [3, 1, 2]",
+        "print(sorted(rows))",
+        f"%%agent --agent {scripted('--record', str(record))} --cells 2 --out r\nexplain",
+        "import json\nprint(json.dumps(r.prompt))",
+    )
+    path = tmp_path / "work.ipynb"
+    nbformat.write(nb, path)  # saved before it runs, as a front-end saves it
+    out = execute(
+        nb, tmp_path, env=kernel_env(tmp_path, JPY_SESSION_NAME=str(path)), allow_errors=True
+    )
+    (sent,) = _prompts(record)
+    cells, link, prompt = sent
+    assert "from the notebook work.ipynb" in cells["text"]
+    assert "--- cell 1 ---\n# load\nrows = [3, 1, 2]" in cells["text"]
+    assert "--- cell 2 ---\nprint(sorted(rows))" in cells["text"]  # saved before it ran
+    assert prompt["text"].strip() == "explain"
+    assert link == {
+        "type": "resource_link",
+        "uri": path.as_uri(),
+        "name": "work.ipynb",
+        "mimeType": "application/x-ipynb+json",
+    }
+    recorded = json.loads(text(out.cells[3]).strip().splitlines()[-1])
+    assert recorded[1]["uri"] == "work.ipynb"  # the transcript keeps the path relative

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError
-from ..protocol.redact import secret_args, secret_values
+from ..protocol.redact import maskable, secret_args, secret_values
 
 TRANSPORTS = ("stdio", "http", "sse")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -58,7 +58,8 @@ class McpServerSpec:
 
     def secrets(self) -> set[str]:
         """What must never be shown: secret-looking env and header values, secret options."""
-        return secret_values(self.env) | secret_values(self.headers) | secret_args(self.command)
+        args = secret_args(self.command) if self.command else set()  # (it wants one argument)
+        return secret_values(self.env) | header_secrets(self.headers) | args
 
     def describe(self) -> str:
         """One line for `%agent status`: transport, program or address, the names (not the
@@ -112,10 +113,10 @@ def mcp_secrets(servers: Iterable[Any]) -> set[str]:
     for server in servers:
         if not isinstance(server, Mapping):
             continue
-        for key in ("env", "headers"):
+        for key, read in (("env", secret_values), ("headers", header_secrets)):
             pairs = server.get(key)
             if isinstance(pairs, list):
-                found |= secret_values(
+                found |= read(
                     {
                         str(p.get("name")): p.get("value")
                         for p in pairs
@@ -123,9 +124,23 @@ def mcp_secrets(servers: Iterable[Any]) -> set[str]:
                     }
                 )
         args = server.get("args")
-        if isinstance(args, list) and all(isinstance(a, str) for a in args):
+        if isinstance(args, list) and args and all(isinstance(a, str) for a in args):
             found |= secret_args(args)
     return found
+
+
+_AUTH_HEADERS = {"authorization", "proxy-authorization"}
+
+
+def header_secrets(headers: Mapping[str, str | None]) -> set[str]:
+    """Values of secret-looking headers; `Authorization` (which the environment's rule, made
+    to spare AUTHOR, does not catch) always. "Bearer KEY" is masked whole and as KEY alone."""
+    found = set()
+    for name, value in headers.items():
+        if value and (name.lower() in _AUTH_HEADERS or secret_values({name: value})):
+            found.add(value)
+            found.add(value.split(" ", 1)[-1].strip())
+    return {v for v in found if maskable(v)}
 
 
 def bare_url(url: str) -> str:
