@@ -15,6 +15,7 @@ from acp_notebook.client.mcp_config import McpServerSpec, mcp_secrets, parse_mcp
 from acp_notebook.config import ConfigError, Registry
 from tests.agents.script import agent_command
 from tests.nb_util import execute, kernel_env, text
+from tests.real_agents import fast_agent_command
 
 KEY = "sk-mcp-notes-8Hq2Lw9Zx4Tv7Yb3"
 BEARER = "Bearer tk-tracker-5Jm1Rd8Qs6Wc0Ne4"
@@ -220,3 +221,28 @@ def test_mcp_servers_reach_session_new_and_status(tmp_path: Path) -> None:
     assert '"session/new"' in logged and "NOTES_API_KEY" in logged
     for secret in (KEY, BEARER.split()[1]):
         assert secret not in saved and secret not in logged
+
+
+@pytest.mark.timeout(300)
+def test_fast_agent_calls_a_server_passed_from_a_cell(tmp_path: Path) -> None:
+    """fast-agent takes `mcpServers` from session/new: its passthrough model calls the notes
+    server's tool (`***CALL_TOOL server__tool {args}`), which answers with the env it got."""
+    agent = fast_agent_command("passthrough", tmp_path / "fast-home", shell=False)
+    server = Path(__file__).with_name("mcp_notes_server.py")
+    agents = tmp_path / "agents.toml"
+    agents.write_text(
+        f"[agents.fast]\ncommand = {json.dumps(agent)}\n"
+        f"[mcp.notes]\ncommand = {json.dumps([sys.executable, str(server)])}\n"
+        'env = { NOTES_WORD = "walrus" }\n'
+    )
+    call = '***CALL_TOOL notes__read_note {"key": "a"}'
+    nb = execute(
+        [
+            f"%%agent --agent fast --mcp notes --allow read --out r\n{call}",
+            "print(r.text)",
+        ],
+        tmp_path,
+        env=kernel_env(tmp_path, ACP_NOTEBOOK_AGENTS_FILE=str(agents)),
+        timeout=240,
+    )
+    assert "note a: walrus" in text(nb.cells[1])
