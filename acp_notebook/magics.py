@@ -264,6 +264,10 @@ def load_ipython_extension(ipython: Any) -> None:
     _register_formatters(ipython, magics)
     if _reset_last_traceback not in ipython.events.callbacks["pre_run_cell"]:
         ipython.events.register("pre_run_cell", _reset_last_traceback)
+    from .notebook.kernel_context import note_cell
+
+    if note_cell not in ipython.events.callbacks["post_run_cell"]:  # what --error gives
+        ipython.events.register("post_run_cell", note_cell)
 
 
 def instance(ipython: Any) -> AcpNotebook | None:
@@ -294,6 +298,10 @@ def unload_ipython_extension(ipython: Any) -> None:
     rewrite.uninstall(ipython)
     if _reset_last_traceback in ipython.events.callbacks["pre_run_cell"]:
         ipython.events.unregister("pre_run_cell", _reset_last_traceback)
+    from .notebook.kernel_context import note_cell
+
+    if note_cell in ipython.events.callbacks["post_run_cell"]:
+        ipython.events.unregister("post_run_cell", note_cell)
     magics = instance(ipython)
     if magics is not None:
         magics.close()

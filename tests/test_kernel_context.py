@@ -205,6 +205,7 @@ def test_last_error_names_the_cell_that_raised(monkeypatch: pytest.MonkeyPatch) 
     shell.run(1, ns)
     with pytest.raises(KeyError) as raised:
         shell.run(2, ns)
+    monkeypatch.setattr(kc, "_REMEMBERED", [])
     monkeypatch.setattr(sys, "last_value", raised.value, raising=False)
     error = kc.last_error(shell)
     assert error is not None
@@ -218,9 +219,22 @@ def test_last_error_names_the_cell_that_raised(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_no_last_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kc, "_REMEMBERED", [])
     monkeypatch.delattr(sys, "last_value", raising=False)
-    monkeypatch.delattr(sys, "last_exc", raising=False)
     assert kc.last_error(FakeShell([])) is None
+
+
+def test_a_usage_error_does_not_hide_the_last_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from IPython.core.error import UsageError
+
+    monkeypatch.setattr(kc, "_REMEMBERED", [])
+    monkeypatch.setattr(sys, "last_value", UsageError("--bogus"), raising=False)
+    assert kc.last_error(FakeShell([])) is None
+    kc.note_cell(SimpleNamespace(error_in_exec=KeyError("price")))
+    kc.note_cell(SimpleNamespace(error_in_exec=UsageError("unrecognized arguments: --bogus")))
+    kc.note_cell(SimpleNamespace(error_in_exec=None))  # a cell that ran fine forgets nothing
+    error = kc.last_error(FakeShell([]))
+    assert error is not None and (error.type, error.message) == ("KeyError", "'price'")
 
 
 def test_an_error_is_masked_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -282,12 +296,14 @@ def test_error_cells_and_an_exception_reach_the_agent(tmp_path: Path) -> None:
             "def f(d):\n    return d['price']",  # In [2]
             f"secret = '{KEY}'\nf({{'token': secret}})",  # In [3]: KeyError
             "try:\n    f({})\nexcept KeyError as e:\n    exc = e",  # In [4]
+            f"%%agent --agent {agent} --bogus\nhi",  # a usage error: not the last error
             f"%%agent --agent {agent} --error --cells 2 --with exc --out r\nwhat went wrong?",
             "import json\nprint(json.dumps(r.prompt))",
         ],
         tmp_path,
         allow_errors=True,
     )
+    assert "unrecognized arguments: --bogus" in text(nb.cells[4])
     none_yet = text(nb.cells[0])
     assert "UsageError" in none_yet and "no cell of this kernel has raised an exception" in none_yet
     (sent,) = _prompts(record)
@@ -302,9 +318,9 @@ def test_error_cells_and_an_exception_reach_the_agent(tmp_path: Path) -> None:
     assert KEY not in error and "[redacted]" in error
     # --cells 2: the two cells above (from the history: nbclient names no notebook file)
     assert "The 2 cells above the prompt's cell, from this kernel's history" in cells
-    assert "--- In [3] ---" in cells and "--- In [4] ---" in cells and "In [2]" not in cells
+    assert "--- In [4] ---" in cells and "--- In [5] ---" in cells and "In [3]" not in cells
     assert prompt.strip() == "what went wrong?"
-    recorded = json.loads(text(nb.cells[5]).strip().splitlines()[-1])
+    recorded = json.loads(text(nb.cells[6]).strip().splitlines()[-1])
     assert [b.get("tag") for b in recorded[:3]] == ["variable", "error", "cells"]
 
 
