@@ -3,6 +3,10 @@
 An entry is a command line plus optional environment and working directory. `--agent NAME` picks
 an entry; `--agent "any command line"` runs that command as an ACP agent. Nothing here starts a
 process.
+
+MCP servers are data too (`client/mcp_config.py`): `[mcp.NAME]` tables of the same file and
+`c.AcpNotebook.mcp_servers`; an agent's `mcp = ["NAME", ...]` names the ones each of its sessions
+gets, `%%agent --mcp NAME` adds more.
 """
 
 from __future__ import annotations
@@ -12,11 +16,12 @@ import shlex
 import shutil
 import sys
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .client.mcp_config import McpServerSpec, parse_mcp_entry
 from .errors import ConfigError as ConfigError  # defined in errors.py; still importable here
 
 DEMO = "demo"
@@ -32,6 +37,9 @@ class AgentSpec:
     cwd: str | None = None
     description: str = ""
     source: str = "built-in"
+    #: MCP servers (by name) every session of this agent gets. Not compared: changing them
+    #: needs no agent restart, they apply to the sessions opened next.
+    mcp: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def command_line(self) -> str:
@@ -76,11 +84,11 @@ def parse_entry(name: str, entry: Any, source: str) -> AgentSpec:
         entry = {"command": entry}
     if not isinstance(entry, Mapping):
         raise ConfigError(f"agent {name!r} in {source}: expected a table, got {entry!r}")
-    unknown = set(entry) - {"command", "args", "env", "cwd", "description"}
+    unknown = set(entry) - {"command", "args", "env", "cwd", "description", "mcp"}
     if unknown:
         raise ConfigError(
             f"agent {name!r} in {source}: unknown field(s) "
-            f"{', '.join(sorted(unknown))} (command, args, env, cwd, description)"
+            f"{', '.join(sorted(unknown))} (command, args, env, cwd, description, mcp)"
         )
     command = entry.get("command")
     if isinstance(command, str):
@@ -102,6 +110,12 @@ def parse_entry(name: str, entry: Any, source: str) -> AgentSpec:
     cwd = entry.get("cwd")
     if cwd is not None and not isinstance(cwd, str):
         raise ConfigError(f"agent {name!r} in {source}: cwd must be a string")
+    mcp = entry.get("mcp", [])
+    if not isinstance(mcp, list) or not all(isinstance(m, str) for m in mcp):
+        raise ConfigError(
+            f"agent {name!r} in {source}: mcp must be a list of MCP server names, "
+            'e.g. mcp = ["files"]'
+        )
     return AgentSpec(
         name,
         tuple(argv + args),
@@ -109,6 +123,7 @@ def parse_entry(name: str, entry: Any, source: str) -> AgentSpec:
         os.path.expanduser(cwd) if cwd else None,
         str(entry.get("description", "")),
         source,
+        tuple(dict.fromkeys(mcp)),
     )
 
 
@@ -117,14 +132,22 @@ def default_agents_file() -> Path:
     return Path(base) / "acp_notebook" / "agents.toml"
 
 
-def load_agents_file(path: Path) -> tuple[dict[str, AgentSpec], str | None]:
-    """`[agents.NAME]` tables, and an optional top-level `default = "NAME"`."""
+def read_agents_file(path: Path) -> dict[str, Any]:
+    """The TOML file as data (nothing if it does not exist)."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return {}, None
+        return {}
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from None
+
+
+def load_agents_file(
+    path: Path, data: dict[str, Any] | None = None
+) -> tuple[dict[str, AgentSpec], str | None]:
+    """`[agents.NAME]` tables, and an optional top-level `default = "NAME"`."""
+    if data is None:
+        data = read_agents_file(path)
     agents = data.get("agents", {})
     if not isinstance(agents, dict):
         raise ConfigError(f"{path}: [agents] must be a table of agent tables")
@@ -135,10 +158,20 @@ def load_agents_file(path: Path) -> tuple[dict[str, AgentSpec], str | None]:
     )
 
 
+def load_mcp_table(path: Path, data: dict[str, Any]) -> dict[str, McpServerSpec]:
+    """`[mcp.NAME]` tables of the agents file."""
+    table = data.get("mcp", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [mcp] must be a table of MCP server tables")
+    return {n: parse_mcp_entry(n, e, str(path)) for n, e in table.items()}
+
+
 @dataclass
 class Registry:
     agents: dict[str, AgentSpec]
     default: str | None = None
+    #: MCP servers one can name with `--mcp NAME` or an agent's `mcp = [...]`.
+    mcp: dict[str, McpServerSpec] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -146,16 +179,40 @@ class Registry:
         config_agents: Mapping[str, Any] | None = None,
         config_default: str | None = None,
         agents_file: str | None = None,
+        config_mcp: Mapping[str, Any] | None = None,
     ) -> Registry:
         """Built-ins, then the TOML file, then traitlets config: later entries win by name."""
         agents = builtin_agents()
         path = Path(agents_file or os.environ.get(ENV_AGENTS_FILE) or default_agents_file())
-        file_agents, file_default = load_agents_file(path)
+        data = read_agents_file(path)
+        file_agents, file_default = load_agents_file(path, data)
         agents.update(file_agents)
         for name, entry in (config_agents or {}).items():
             agents[name] = parse_entry(name, entry, "config (AcpNotebook.agents)")
+        mcp = load_mcp_table(path, data)
+        for name, entry in (config_mcp or {}).items():
+            mcp[name] = parse_mcp_entry(name, entry, "config (AcpNotebook.mcp_servers)")
         default = os.environ.get(ENV_DEFAULT) or config_default or file_default
-        return cls(agents, default or None)
+        return cls(agents, default or None, mcp)
+
+    def mcp_servers(self, agent: AgentSpec, names: Sequence[str] = ()) -> list[McpServerSpec]:
+        """The MCP servers a session of `agent` gets: its `mcp` defaults, then `names` (each
+        once); an unknown name is a `ConfigError` naming it, where it came from, and the known."""
+        out: dict[str, McpServerSpec] = {}
+        asked = [(n, f"agent {agent.name!r} ({agent.source}, mcp = [...])") for n in agent.mcp]
+        asked += [(n, f"--mcp {n}") for n in names]
+        for name, where in asked:
+            if name in out:
+                continue
+            if name not in self.mcp:
+                known = ", ".join(sorted(self.mcp)) or "none"
+                raise ConfigError(
+                    f"unknown MCP server {name!r} (from {where}). Configured: {known}; add it "
+                    f"as c.AcpNotebook.mcp_servers[{name!r}] or an [mcp.{name}] table in the "
+                    "agents file"
+                )
+            out[name] = self.mcp[name]
+        return list(out.values())
 
     def resolve(self, name_or_command: str | None) -> tuple[AgentSpec, str]:
         """The spec for `--agent` (or the default), and a note for the user when one is due."""

@@ -93,6 +93,11 @@ class CapabilityError(AcpError):
     """The agent does not advertise what this call needs (load, resume, list, close, modes...)."""
 
 
+class McpTransportError(CapabilityError, ValueError):
+    """An MCP server's transport (http, sse) is not one the agent advertises in
+    `mcpCapabilities`; the message names the server, the agent and the transport."""
+
+
 class PromptError(AcpError, ValueError):
     """The prompt input is invalid: empty, a bad context tag, an unreadable file."""
 

@@ -37,6 +37,10 @@ class AcpNotebook(Magics):
         help="TOML file of [agents.NAME] entries (default: "
         "$XDG_CONFIG_HOME/acp_notebook/agents.toml).",
     ).tag(config=True)
+    mcp_servers = Dict(
+        help="MCP servers by name, for --mcp NAME and an agent's mcp = [...]: "
+        "{command, args, env} (stdio) or {type: 'http' | 'sse', url, headers}."
+    ).tag(config=True)
     allow = List(Unicode(), help="Tool kinds allowed without asking.").tag(config=True)
     deny = List(Unicode(), help="Tool kinds always rejected.").tag(config=True)
     permission_default = CaselessStrEnum(
@@ -142,7 +146,7 @@ class AcpNotebook(Magics):
     def registry(self) -> Registry:
         try:
             registry = Registry.build(
-                self.agents, self.default_agent or None, self.agents_file or None
+                self.agents, self.default_agent or None, self.agents_file or None, self.mcp_servers
             )
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
@@ -260,6 +264,10 @@ def load_ipython_extension(ipython: Any) -> None:
     _register_formatters(ipython, magics)
     if _reset_last_traceback not in ipython.events.callbacks["pre_run_cell"]:
         ipython.events.register("pre_run_cell", _reset_last_traceback)
+    from .notebook.kernel_context import note_cell
+
+    if note_cell not in ipython.events.callbacks["post_run_cell"]:  # what --error gives
+        ipython.events.register("post_run_cell", note_cell)
 
 
 def instance(ipython: Any) -> AcpNotebook | None:
@@ -290,6 +298,10 @@ def unload_ipython_extension(ipython: Any) -> None:
     rewrite.uninstall(ipython)
     if _reset_last_traceback in ipython.events.callbacks["pre_run_cell"]:
         ipython.events.unregister("pre_run_cell", _reset_last_traceback)
+    from .notebook.kernel_context import note_cell
+
+    if note_cell in ipython.events.callbacks["post_run_cell"]:
+        ipython.events.unregister("post_run_cell", note_cell)
     magics = instance(ipython)
     if magics is not None:
         magics.close()

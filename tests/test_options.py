@@ -17,7 +17,8 @@ from acp_notebook.notebook.options import CellOptions, cell_parser, parse_cell_l
 HELP = """\
 usage: %%agent [-h] [--agent AGENT] [--session SESSION] [--new] [--mode MODE] [--config KEY=VALUE]
                [--out NAME] [--background] [--timeout SECONDS] [--allow KINDS] [--deny KINDS]
-               [--with NAME] [--file PATH] [--quiet] [--schema NAME] [--max-cost USD]
+               [--with NAME] [--file PATH] [--error] [--cells N] [--mcp NAME] [--quiet]
+               [--schema NAME] [--max-cost USD]
 
 Send the cell's body as a prompt to an ACP agent.
 
@@ -36,8 +37,15 @@ options:
   --allow KINDS         tool kinds to allow without asking, e.g. read,search
   --deny KINDS          tool kinds to reject without asking, e.g. execute,delete
   --with NAME, -w NAME  give the agent a kernel variable as context: a DataFrame's shape, dtypes
-                        and head, a figure as PNG, else its repr (repeatable)
+                        and head, a figure as PNG, an exception's traceback, else its repr
+                        (repeatable)
   --file PATH, -f PATH  attach a file (repeatable)
+  --error               give the agent the last exception: type, message, traceback, the cell that
+                        raised it
+  --cells N             give the agent the N cells above (sources, short outputs) and the
+                        notebook's path when known
+  --mcp NAME            give the session the MCP server NAME (c.AcpNotebook.mcp_servers or
+                        [mcp.NAME] in the agents file; repeatable)
   --quiet, -q           no live output; only the final record
   --schema NAME         answer as JSON matching NAME (a pydantic model or a JSON-schema dict); the
                         result's .output holds it

@@ -9,7 +9,7 @@ import contextlib
 import logging
 import os
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,6 @@ import anyio.abc
 
 from ..errors import (
     AcpError,
-    AgentExitedError,
     ClientClosedError,
     InvalidCommandError,
     RequestTimeoutError,
@@ -27,6 +26,7 @@ from ..protocol import schema
 from ..protocol.wirelog import WireLog
 from . import auth, handshake, opening, wirefile
 from .connection import Connection
+from .exit_watch import watch_exit
 from .options import ClientOptions as ClientOptions  # re-exported: its home before options.py
 from .process import AgentProcess
 from .registry import SessionRegistry
@@ -73,6 +73,7 @@ class Client:
         self.protocol_errors: deque[str] = deque(maxlen=100)
         #: The last JSON-RPC messages each way, across agent restarts (`%agent log`).
         self.wire_log = WireLog(self.options.wire_log_size)
+        self._masked: set[str] = set()  # see mask()
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -146,6 +147,16 @@ class Client:
     def stderr_tail(self) -> str:
         return self._process.stderr.text() if self._process else ""
 
+    def mask(self, secrets: Iterable[str]) -> None:
+        """Mask these values too wherever this client logs or quotes its agent (the protocol
+        log file, stderr in errors), for this process and the ones restarted after it: the
+        keys of the MCP servers its sessions are given, say."""
+        new = set(secrets) - self._masked
+        if new:
+            self._masked |= new
+            if self._process is not None:
+                self._process.redactor.add(new)
+
     # -- the agent process -----------------------------------------------------------------------
 
     async def live_connection(self) -> Connection:
@@ -168,6 +179,7 @@ class Client:
         self._authenticated = False
         start = self.options.transport or AgentProcess
         process = start(self.command, self.env, self.cwd, self.options.stderr_limit)
+        process.redactor.add(self._masked)
         await process.start(self._tg)
         self.processes_started += 1
         garbage: list[str] = []  # what the agent wrote to stdout that is not JSON-RPC
@@ -196,7 +208,9 @@ class Client:
         )
         self._process, self._connection = process, conn
         self._tg.start_soon(conn.run, self._tg, name=f"acp reader {process.pid}")
-        self._tg.start_soon(self._watch_exit, process, conn, name=f"acp exit {process.pid}")
+        self._tg.start_soon(
+            watch_exit, process, conn, self._release_terminals, name=f"acp exit {process.pid}"
+        )
         # Build the schema models (about a second, once) now rather than inside the first turn,
         # and in a thread: the kernel's loop keeps serving widgets and other sessions meanwhile.
         await run_in_daemon_thread(schema.models)
@@ -212,27 +226,12 @@ class Client:
         self._epoch += 1
         return conn
 
-    async def _watch_exit(self, process: AgentTransport, conn: Connection) -> None:
-        # If the agent dies but a child of it keeps stdout open, the reader never sees EOF:
-        # close the connection shortly after the exit anyway, so turns end within a second.
-        await process.wait_exit()
-        # Nobody is left to release the dead agent's terminals (a fresh process cannot know
+    def _release_terminals(self) -> None:
+        # Nobody is left to release a dead agent's terminals (a fresh process cannot know
         # their ids): end their commands now.
         for session in self.sessions:
             if session.terminals is not None:
                 session.terminals.release_all()
-        with anyio.move_on_after(0.5):
-            await conn.closed_event.wait()
-            return
-        tail = process.stderr.text()
-        conn.close(
-            AgentExitedError(
-                f"the agent process exited with code {process.returncode}"
-                + (f"; its last stderr output:\n{tail}" if tail else ""),
-                returncode=process.returncode,
-                stderr_tail=tail,
-            )
-        )
 
     # -- the session link: what sessions use of their client --------------------------------------
 

@@ -7,7 +7,7 @@ sessions never import `client.py`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from .connection import Connection
@@ -41,6 +41,8 @@ class SessionHost(AgentLink, Protocol):
 
     @property
     def stderr_tail(self) -> str: ...
+
+    def mask(self, secrets: Iterable[str]) -> None: ...
 
     async def live_connection(self) -> Connection: ...
 

@@ -22,6 +22,7 @@ from ..protocol import jsonrpc as rpc
 from ..protocol import methods
 from ..protocol.limits import bounded
 from .host import SessionHost
+from .mcp_config import mcp_secrets
 from .session import Session
 
 log = logging.getLogger("acp_notebook")
@@ -46,6 +47,13 @@ def _session_cwd(client: SessionHost, cwd: str | os.PathLike[str] | None) -> str
     return str(Path(cwd).resolve()) if cwd is not None else client.cwd
 
 
+def _servers(client: SessionHost, mcp_servers: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """The `mcpServers` to send; their keys (env, headers) are masked in this client's logs."""
+    servers = list(mcp_servers or [])
+    client.mask(mcp_secrets(servers))
+    return servers
+
+
 def _params(
     session_id: str | None, cwd: str, servers: list[dict[str, Any]], dirs: list[str]
 ) -> dict[str, Any]:
@@ -65,7 +73,7 @@ async def open_new(
 ) -> tuple[str, dict[str, Any]]:
     """`session/new`, authenticating first if the agent asks and an auth method is set;
     returns the new id and the answer. Used by `new_session` and by a session reopening."""
-    params = _params(None, cwd, mcp_servers, additional_directories)
+    params = _params(None, cwd, _servers(client, mcp_servers), additional_directories)
     try:
         with client.registry.opening():
             response = await client.request(methods.SESSION_NEW, params)
@@ -125,7 +133,7 @@ async def new_session(
 ) -> Session:
     path = _session_cwd(client, cwd)
     dirs = _directories(client, additional_directories)
-    servers = list(mcp_servers or [])
+    servers = _servers(client, mcp_servers)
     sid, response = await open_new(client, path, servers, dirs)
     return _adopt(client, sid, path, dirs, servers, response)
 
@@ -141,7 +149,7 @@ async def load_session(
         raise CapabilityError(f"{client.agent_name} cannot load sessions (no loadSession)")
     path = _session_cwd(client, cwd)
     dirs = _directories(client, additional_directories)
-    servers = list(mcp_servers or [])
+    servers = _servers(client, mcp_servers)
     session = Session(client, session_id, path, dirs, servers)
     session.begin_replay()
     client.registry.register(session)  # replayed updates arrive before the answer
@@ -169,7 +177,7 @@ async def resume_session(
         raise CapabilityError(f"{client.agent_name} cannot resume sessions")
     path = _session_cwd(client, cwd)
     dirs = _directories(client, additional_directories)
-    servers = list(mcp_servers or [])
+    servers = _servers(client, mcp_servers)
     with client.registry.opening():
         response = await client.request(
             methods.SESSION_RESUME, _params(session_id, path, servers, dirs)

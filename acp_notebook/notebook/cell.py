@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import shlex
-from typing import Any, NoReturn
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 
@@ -28,6 +29,9 @@ from .runtime import Runtime
 from .stored_sessions import Memory
 from .views import Code
 
+if TYPE_CHECKING:
+    from ..client.client import Client
+
 
 async def open_session(
     runtime: Runtime,
@@ -36,9 +40,11 @@ async def open_session(
     new: bool,
     client_options: dict[str, Any],
     memory: Memory | None = None,
+    servers: Callable[[Client], Awaitable[list[dict[str, Any]]]] | None = None,
 ) -> Session:
     """The named session: the kernel's, else (first use after a restart, `memory` given, not
-    `new`) the stored one reopened, else a new one; with `memory`, its id is remembered."""
+    `new`) the stored one reopened, else a new one; with `memory`, its id is remembered.
+    `servers(client)` gives the `mcpServers` of a session opened here (see `mcp_servers`)."""
     changed = runtime.changed_options(spec.name, client_options)
     if changed:
         # fs, terminal, protection and the like are fixed when the agent starts (they are
@@ -65,11 +71,12 @@ async def open_session(
     if entry is not None:
         await runtime.close_session(name)
     client = await runtime.client(spec, client_options)
+    mcp = await servers(client) if servers is not None else []
     session = None
     if memory is not None and not new:
-        session = await memory.open(runtime, client, spec.name, name)
+        session = await memory.open(runtime, client, spec.name, name, mcp)
     if session is None:
-        session = await client.new_session()
+        session = await client.new_session(mcp_servers=mcp)
     if memory is not None:
         memory.keep(runtime, client, spec.name, name, session)
     runtime.add(name, spec.name, session)

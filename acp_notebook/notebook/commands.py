@@ -9,7 +9,7 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from ..errors import AcpError, CapabilityError
-from . import auth_cmds, publish, replay, views
+from . import auth_cmds, mcp_servers, publish, replay, views
 from .cell import apply_settings, open_session, start_error_message
 from .host import Host
 from .ledger import ledger_doc
@@ -153,6 +153,7 @@ def _status_facts(entry: NamedSession) -> dict[str, Any]:
         "commands": [c.get("name") for c in session.commands],
         "usage": usage.to_json() if usage else None,
         "pid": client.pid,
+        "mcp_servers": mcp_servers.status_lines(session),  # names, never env or header values
         "turns": len(session.history),
         "running": session.running is not None,
     }
@@ -206,7 +207,8 @@ async def _open(host: Host, args: argparse.Namespace, how: str) -> None:
         await host.runtime.close_session(name)
     opener = client.resume_session if how == "resume" else client.load_session
     try:
-        session = await opener(session_id)
+        servers = await mcp_servers.session_servers(host, spec, client)
+        session = await opener(session_id, mcp_servers=servers)
     except AcpError as exc:
         raise UsageError(_error_text(host, exc)) from None
     host.runtime.add(name, spec.name, session)

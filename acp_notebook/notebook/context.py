@@ -1,23 +1,37 @@
-"""Kernel variables as prompt context: `%%agent --with df --with fig`.
+"""The kernel as prompt context: `%%agent --with df --with fig`, `--error`, `--cells N`.
 
 A value is described, not pickled: a DataFrame by its shape, dtypes and first rows, a figure as
-a PNG attachment, anything else by a bounded repr. Each becomes a `<variable>` context part, so
-the agent sees data from the kernel without the cell pasting it (and without `{x}` formatting,
-which breaks on the braces in code).
+a PNG attachment, an exception by its traceback, anything else by a bounded repr. Each becomes a
+`<variable>` context part, so the agent sees data from the kernel without the cell pasting it
+(and without `{x}` formatting, which breaks on the braces in code).
+
+`--error` adds the last exception as an `<error>` part, `--cells N` the N cells above as one
+`<cells>` part and the notebook file, when the kernel knows it, as a resource link; what they
+hold is read, masked and bounded by `kernel_context`.
 """
 
 from __future__ import annotations
 
 import base64
 import io
+from pathlib import Path
 from typing import Any
+
+from .kernel_context import (
+    cells_text,
+    exception_snapshot,
+    last_error,
+    notebook_path,
+    recent_cells,
+)
 
 MAX_CHARS = 8000
 HEAD_ROWS = 10
 
 
-def variable_parts(name: str, value: Any) -> list[dict[str, Any]]:
-    """Prompt parts for one variable: a context part, plus a PNG file part for a figure."""
+def variable_parts(name: str, value: Any, shell: Any = None) -> list[dict[str, Any]]:
+    """Prompt parts for one variable: a context part, plus a PNG file part for a figure.
+    `shell` (IPython's) names the cells in an exception's traceback."""
     kind = f"{type(value).__module__}.{type(value).__qualname__}"
     lines = [f"name: {name}", f"type: {kind}"]
     parts: list[dict[str, Any]] = []
@@ -32,6 +46,9 @@ def variable_parts(name: str, value: Any) -> list[dict[str, Any]]:
                 "url": "data:image/png;base64," + base64.b64encode(png).decode(),
             }
         )
+    elif isinstance(value, BaseException):
+        lines.append("an exception:")
+        lines.append(exception_snapshot(value, shell).to_text())
     elif _is_frame(value):
         lines += _describe_frame(value)
     else:
@@ -78,3 +95,32 @@ def _bounded(text: str, limit: int = MAX_CHARS) -> str:
     if len(text) <= limit:
         return text
     return text[:limit] + f"\n… ({len(text) - limit} more characters)"
+
+
+def error_parts(shell: Any) -> list[dict[str, Any]] | None:
+    """`--error`: the last exception a cell raised as an `<error>` part; None if there is none."""
+    error = last_error(shell)
+    if error is None:
+        return None
+    return [{"type": "context", "tag": "error", "context": error.to_text()}]
+
+
+def cells_parts(shell: Any, n: int) -> list[dict[str, Any]]:
+    """`--cells N`: the N cells above as one `<cells>` part, and a link to the notebook file
+    when the kernel knows which it is (the agent may read the rest there)."""
+    cells = recent_cells(shell, n)
+    path = notebook_path(shell)
+    where = f"the notebook {Path(path).name}" if path else "this kernel's history"
+    head = f"The {len(cells)} cells above the prompt's cell, from {where}, oldest first:\n"
+    body = head + cells_text(cells) if cells else "There are no cells above this one."
+    parts: list[dict[str, Any]] = [{"type": "context", "tag": "cells", "context": body}]
+    if path is not None:
+        parts.append(
+            {
+                "type": "resource_link",
+                "uri": Path(path).as_uri(),
+                "name": Path(path).name,
+                "mimeType": "application/x-ipynb+json",
+            }
+        )
+    return parts

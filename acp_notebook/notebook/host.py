@@ -25,6 +25,10 @@ class Host(Protocol):
         """The kernel's namespace: `--with` reads it, `--out` and `_agent_status` write it."""
 
     @property
+    def shell(self) -> Any:
+        """IPython's shell: its history and last error (`--cells`, `--error`)."""
+
+    @property
     def timeout(self) -> float:
         """The default `--timeout` in seconds (0: none)."""
 

@@ -141,13 +141,42 @@ class CellOptions:
             action="append",
             metavar="NAME",
             help="give the agent a kernel variable as context: a DataFrame's shape, dtypes and "
-            "head, a figure as PNG, else its repr (repeatable)",
+            "head, a figure as PNG, an exception's traceback, else its repr (repeatable)",
         ),
     )
     files: list[str] = field(
         default_factory=list,
         metadata=option(
             "--file", "-f", action="append", metavar="PATH", help="attach a file (repeatable)"
+        ),
+    )
+    error: bool = field(
+        default=False,
+        metadata=option(
+            "--error",
+            action="store_true",
+            help="give the agent the last exception: type, message, traceback, the cell that "
+            "raised it",
+        ),
+    )
+    cells: int | None = field(
+        default=None,
+        metadata=option(
+            "--cells",
+            type=int,
+            metavar="N",
+            help="give the agent the N cells above (sources, short outputs) and the notebook's "
+            "path when known",
+        ),
+    )
+    mcp: list[str] = field(
+        default_factory=list,
+        metadata=option(
+            "--mcp",
+            action="append",
+            metavar="NAME",
+            help="give the session the MCP server NAME (c.AcpNotebook.mcp_servers or [mcp.NAME] "
+            "in the agents file; repeatable)",
         ),
     )
     quiet: bool = field(
@@ -185,6 +214,8 @@ class CellOptions:
             raise UsageError(f"--max-cost must be a number of USD, not {self.max_cost:g}")
         if self.timeout is not None and self.timeout <= 0:
             raise UsageError("--timeout must be a positive number of seconds")
+        if self.cells is not None and self.cells < 1:
+            raise UsageError(f"--cells needs a number of cells, 1 or more, not {self.cells}")
 
 
 def cell_parser() -> Parser:

@@ -19,7 +19,7 @@ from ..errors import (
     TurnInterrupted,
 )
 from ..protocol.result import TurnResult
-from . import publish, replay, views
+from . import mcp_servers, publish, replay, views
 from .cell import (
     apply_settings,
     failure_message,
@@ -36,6 +36,7 @@ from .options import CellOptions
 from .stored_sessions import Memory
 
 if TYPE_CHECKING:
+    from ..client.client import Client
     from ..client.session import Session
     from ..client.turn import TurnHandle
     from ..widgets.turn_view import StartingView
@@ -54,13 +55,8 @@ async def run(host: Host, opts: CellOptions, body: str) -> Any:
         policy = policy_for(opts, client_options["permission_policy"])
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    prompt: str | list[Any] = body
-    if opts.files or opts.variables:
-        prompt = [
-            *_variables(host, opts.variables),
-            {"type": "text", "text": body},
-            *({"type": "file", "url": f} for f in opts.files),
-        ]
+    prompt = _prompt(host, opts, body)
+    servers = mcp_servers.planned(host, spec, opts.mcp)  # a bad --mcp fails before the agent
     # One budget for the whole cell: starting the agent and the session count, not only the turn.
     timeout = opts.timeout if opts.timeout is not None else (host.timeout or None)
     deadline = anyio.current_time() + timeout if timeout is not None else math.inf
@@ -77,6 +73,7 @@ async def run(host: Host, opts: CellOptions, body: str) -> Any:
         if shown is None:
             return None  # stopped before the agent or its session was ready
         session = shown
+    mcp_servers.check_reused(session, opts.session or spec.name, servers)
     try:
         turn = await session.prompt(
             prompt,
@@ -276,7 +273,13 @@ async def _session(
     name = opts.session or spec.name
     try:
         memory = Memory.of(host.remember_sessions, host.user_ns)
-        return await open_session(host.runtime, spec, name, opts.new, client_options, memory)
+
+        async def servers(client: Client) -> list[dict[str, Any]]:
+            return await mcp_servers.session_servers(host, spec, client, opts)
+
+        return await open_session(
+            host.runtime, spec, name, opts.new, client_options, memory, servers
+        )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     except RequestTimeoutError:
@@ -299,15 +302,33 @@ async def _settings(host: Host, session: Session, opts: CellOptions) -> None:
         raise UsageError(_agent_text(host, f"cannot apply --mode/--config: {exc}")) from None
 
 
-def _variables(host: Host, names: list[str]) -> list[dict[str, Any]]:
-    from .context import variable_parts
+def _prompt(host: Host, opts: CellOptions, body: str) -> str | list[Any]:
+    """The cell's body, with the context its options ask for: `--with` variables, `--error`,
+    `--cells`, `--file` attachments."""
+    from . import context
 
     parts: list[dict[str, Any]] = []
-    for name in names:
+    for name in opts.variables:
         if name not in host.user_ns:
             raise UsageError(f"--with {name}: no variable {name!r} in this kernel")
-        parts += variable_parts(name, host.user_ns[name])
-    return parts
+        parts += context.variable_parts(name, host.user_ns[name], host.shell)
+    if opts.error:
+        error = context.error_parts(host.shell)
+        if error is None:
+            raise UsageError(
+                "--error: no cell of this kernel has raised an exception yet (it gives the "
+                "agent the last one)"
+            )
+        parts += error
+    if opts.cells is not None:
+        parts += context.cells_parts(host.shell, opts.cells)
+    if not parts and not opts.files:
+        return body
+    return [
+        *parts,
+        {"type": "text", "text": body},
+        *({"type": "file", "url": f} for f in opts.files),
+    ]
 
 
 def _schema(host: Host, name: str | None) -> Any:

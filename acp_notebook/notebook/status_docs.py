@@ -63,6 +63,8 @@ def status_doc(facts: dict[str, Any], mask: Callable[[str], str] = str) -> Doc:
     if commands:
         doc.item("commands: ", *_joined([Code(f"/{views.text(c)}") for c in commands[:MAX_ITEMS]]))
         _more(doc, commands, "commands")
+    servers = _list_of(facts.get("mcp_servers"))
+    doc.item("MCP servers: ", *(_joined([Code(s) for s in servers]) if servers else ["none"]))
     doc.item(
         "turns: ",
         Value(facts.get("turns")),

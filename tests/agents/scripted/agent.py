@@ -297,7 +297,7 @@ class Agent:
                     "audio": "audio" in caps,
                     "embeddedContext": "embedded" in caps,
                 },
-                "mcpCapabilities": {"http": False, "sse": False},
+                "mcpCapabilities": {t: t in args.mcp_transports for t in ("http", "sse")},
                 **({"auth": {"logout": {}}} if args.logout else {}),
                 "sessionCapabilities": {
                     name: {}

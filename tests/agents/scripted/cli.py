@@ -79,6 +79,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--commands", action="store_true")
     parser.add_argument(
+        "--mcp-transports",
+        type=lambda text: frozenset(t.strip() for t in text.split(",") if t.strip()),
+        default=frozenset(),
+        metavar="LIST",
+        help="comma list of http, sse: the MCP transports advertised in mcpCapabilities",
+    )
+    parser.add_argument(
         "--config-options-json",
         metavar="JSON",
         help="the configOptions of session/new, load and resume, as given",
