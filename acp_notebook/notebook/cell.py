@@ -36,9 +36,11 @@ async def open_session(
     new: bool,
     client_options: dict[str, Any],
     memory: Memory | None = None,
+    mcp_servers: list[dict[str, Any]] | None = None,
 ) -> Session:
     """The named session: the kernel's, else (first use after a restart, `memory` given, not
-    `new`) the stored one reopened, else a new one; with `memory`, its id is remembered."""
+    `new`) the stored one reopened, else a new one; with `memory`, its id is remembered.
+    `mcp_servers` go to the session it opens (an open one keeps its own)."""
     changed = runtime.changed_options(spec.name, client_options)
     if changed:
         # fs, terminal, protection and the like are fixed when the agent starts (they are
@@ -67,9 +69,9 @@ async def open_session(
     client = await runtime.client(spec, client_options)
     session = None
     if memory is not None and not new:
-        session = await memory.open(runtime, client, spec.name, name)
+        session = await memory.open(runtime, client, spec.name, name, mcp_servers)
     if session is None:
-        session = await client.new_session()
+        session = await client.new_session(mcp_servers=mcp_servers)
     if memory is not None:
         memory.keep(runtime, client, spec.name, name, session)
     runtime.add(name, spec.name, session)

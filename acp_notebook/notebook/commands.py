@@ -15,6 +15,7 @@ from .host import Host
 from .ledger import ledger_doc
 from .options import CellOptions, Parser, parse
 from .runtime import NamedSession
+from .session_cell import mcp_servers_for
 from .status_docs import MAX_ITEMS as MAX_ITEMS
 from .status_docs import key, sessions_doc, status_doc
 from .stored_sessions import Memory
@@ -206,7 +207,7 @@ async def _open(host: Host, args: argparse.Namespace, how: str) -> None:
         await host.runtime.close_session(name)
     opener = client.resume_session if how == "resume" else client.load_session
     try:
-        session = await opener(session_id)
+        session = await opener(session_id, mcp_servers=mcp_servers_for(host))
     except AcpError as exc:
         raise UsageError(_error_text(host, exc)) from None
     host.runtime.add(name, spec.name, session)
@@ -317,7 +318,9 @@ async def _chat(host: Host, args: argparse.Namespace) -> Any:
     spec, _ = host.registry().resolve(args.agent or _agent_of_last(host))
     name = args.session or spec.name
     try:
-        session = await open_session(host.runtime, spec, name, False, host.client_options())
+        session = await open_session(
+            host.runtime, spec, name, False, host.client_options(), None, mcp_servers_for(host)
+        )
     except AcpError as exc:
         raise UsageError(_error_text(host, start_error_message(exc, spec))) from None
     # The cell's value, so it shows as the cell's result and `chat = _` reaches it from code.

@@ -72,6 +72,10 @@ async def run(host: Host, opts: CellOptions, body: str) -> Any:
         )
     except (PromptError, SchemaError) as exc:
         raise UsageError(f"{'--schema: ' if isinstance(exc, SchemaError) else ''}{exc}") from None
+    if opts.no_kernel_tools:  # a session that has the kernel tools: they refuse this turn
+        from .kernel_server import refuse_turn
+
+        refuse_turn(host.runtime, turn)
     host.runtime.ledger.watch(turn, session, spec.name, host.execution_count)
     view = _live_view(host, spec, session, turn, opts)
     # Once per kernel, with --quiet too: a successful turn's live display is cleared (the cell's
@@ -209,13 +213,25 @@ async def _session(
     name = opts.session or spec.name
     try:
         memory = Memory.of(host.remember_sessions, host.user_ns)
-        return await open_session(host.runtime, spec, name, opts.new, client_options, memory)
+        servers = mcp_servers_for(host, opts)
+        return await open_session(
+            host.runtime, spec, name, opts.new, client_options, memory, servers
+        )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     except RequestTimeoutError:
         raise  # _start stops the agent
     except AcpError as exc:
         raise TurnFailed(_agent_text(host, start_error_message(exc, spec))) from None
+
+
+def mcp_servers_for(host: Host, opts: CellOptions | None = None) -> list[dict[str, Any]]:
+    """The `mcpServers` a session opened for this cell (or `%agent resume`/`load`) gets: the
+    kernel's tools (`kernel_server.kernel_mcp_entry`), unless turned off."""
+    from .kernel_server import kernel_mcp_entry
+
+    kernel = kernel_mcp_entry(host, opts)
+    return [kernel] if kernel is not None else []
 
 
 def _agent_text(host: Host, message: str) -> str:

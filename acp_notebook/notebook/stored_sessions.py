@@ -217,9 +217,16 @@ class Memory:
     def of(cls, enabled: bool, user_ns: Mapping[str, Any]) -> Memory | None:
         return cls(notebook_key(user_ns)) if enabled else None
 
-    async def open(self, runtime: Runtime, client: Client, agent: str, name: str) -> Session | None:
-        """The stored session of `name`, reopened, on its first use in this kernel; else None
-        (the caller starts a new one). Says in one line what happened."""
+    async def open(
+        self,
+        runtime: Runtime,
+        client: Client,
+        agent: str,
+        name: str,
+        mcp_servers: list[dict[str, Any]] | None = None,
+    ) -> Session | None:
+        """The stored session of `name`, reopened (with `mcp_servers`), on its first use in this
+        kernel; else None (the caller starts a new one). Says in one line what happened."""
         kernel = _KERNELS.setdefault(runtime, _Kernel())
         if (agent, name) in kernel.opened:
             return None
@@ -229,7 +236,7 @@ class Memory:
         self._warn(kernel, store)
         if session_id is None:
             return None
-        session, how = await _reopen(client, session_id)
+        session, how = await _reopen(client, session_id, mcp_servers)
         publish.show(views.message(*how, mask=runtime.redactor.text))
         return session
 
@@ -261,7 +268,9 @@ def short(session_id: str) -> str:
     return session_id if len(session_id) <= 12 else session_id[:12] + "…"
 
 
-async def _reopen(client: Client, session_id: str) -> tuple[Session | None, list[Any]]:
+async def _reopen(
+    client: Client, session_id: str, mcp_servers: list[dict[str, Any]] | None = None
+) -> tuple[Session | None, list[Any]]:
     """Resume, else load, else nothing; the session (None: start anew) and what to say."""
     sid = Code(short(session_id))
     before = " from before the restart"
@@ -275,9 +284,9 @@ async def _reopen(client: Client, session_id: str) -> tuple[Session | None, list
         ]
     try:
         if resume:
-            session = await client.resume_session(session_id)
+            session = await client.resume_session(session_id, mcp_servers=mcp_servers)
             return session, ["Resumed session ", sid, f"{before}."]
-        session = await client.load_session(session_id)
+        session = await client.load_session(session_id, mcp_servers=mcp_servers)
     except (RequestError, CapabilityError, ProtocolError) as exc:
         return None, [
             "Could not resume session ",
