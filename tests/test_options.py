@@ -18,6 +18,7 @@ HELP = """\
 usage: %%agent [-h] [--agent AGENT] [--session SESSION] [--new] [--mode MODE] [--config KEY=VALUE]
                [--out NAME] [--background] [--timeout SECONDS] [--allow KINDS] [--deny KINDS]
                [--with NAME] [--file PATH] [--quiet] [--schema NAME] [--max-cost USD]
+               [--no-kernel-tools]
 
 Send the cell's body as a prompt to an ACP agent.
 
@@ -42,6 +43,8 @@ options:
   --schema NAME         answer as JSON matching NAME (a pydantic model or a JSON-schema dict); the
                         result's .output holds it
   --max-cost USD        cancel the turn once the cost the agent reports passes USD; the cell fails
+  --no-kernel-tools     a session this cell opens gets no kernel tools (variables, cells, run
+                        code); in a session that has them, they refuse every call of this turn
 """
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import shlex
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 import anyio
@@ -36,11 +37,12 @@ async def open_session(
     new: bool,
     client_options: dict[str, Any],
     memory: Memory | None = None,
-    mcp_servers: list[dict[str, Any]] | None = None,
+    mcp_servers: Callable[[], list[dict[str, Any]]] | None = None,
 ) -> Session:
     """The named session: the kernel's, else (first use after a restart, `memory` given, not
     `new`) the stored one reopened, else a new one; with `memory`, its id is remembered.
-    `mcp_servers` go to the session it opens (an open one keeps its own)."""
+    `mcp_servers()` gives the `mcpServers` of a session it opens (called only then: an entry
+    may carry a token made for that session); an open session keeps its own."""
     changed = runtime.changed_options(spec.name, client_options)
     if changed:
         # fs, terminal, protection and the like are fixed when the agent starts (they are
@@ -68,10 +70,11 @@ async def open_session(
         await runtime.close_session(name)
     client = await runtime.client(spec, client_options)
     session = None
+    servers = mcp_servers() if mcp_servers is not None else None
     if memory is not None and not new:
-        session = await memory.open(runtime, client, spec.name, name, mcp_servers)
+        session = await memory.open(runtime, client, spec.name, name, servers)
     if session is None:
-        session = await client.new_session(mcp_servers=mcp_servers)
+        session = await client.new_session(mcp_servers=servers)
     if memory is not None:
         memory.keep(runtime, client, spec.name, name, session)
     runtime.add(name, spec.name, session)

@@ -163,10 +163,9 @@ async def _call(kernel: ToolHost, grant: Any, name: str, args: dict[str, Any]) -
 
 
 def _cells(kernel: ToolHost, count: int) -> ToolOutput:
-    from .kernel_context import recent_cells
+    from .kernel_context import cells_text, recent_cells
 
-    cells = recent_cells(kernel.shell, count)
-    text = "\n\n".join(cell.to_text() for cell in cells) or "(no cells yet)"
+    text = cells_text(recent_cells(kernel.shell, count)) or "(no cells above this one yet)"
     return ToolOutput(clip(kernel.runtime.redactor.text(text)))
 
 

@@ -213,7 +213,7 @@ async def _session(
     name = opts.session or spec.name
     try:
         memory = Memory.of(host.remember_sessions, host.user_ns)
-        servers = mcp_servers_for(host, opts)
+        servers = lambda: mcp_servers_for(host, opts)  # noqa: E731
         return await open_session(
             host.runtime, spec, name, opts.new, client_options, memory, servers
         )
@@ -223,6 +223,13 @@ async def _session(
         raise  # _start stops the agent
     except AcpError as exc:
         raise TurnFailed(_agent_text(host, start_error_message(exc, spec))) from None
+
+
+async def open_named(host: Host, spec: AgentSpec, name: str) -> Session:
+    """The named session of the kernel, opened if need be (with the kernel's `mcpServers`),
+    for the `%agent` commands that need one (`%agent chat`)."""
+    servers = lambda: mcp_servers_for(host)  # noqa: E731
+    return await open_session(host.runtime, spec, name, False, host.client_options(), None, servers)
 
 
 def mcp_servers_for(host: Host, opts: CellOptions | None = None) -> list[dict[str, Any]]:
