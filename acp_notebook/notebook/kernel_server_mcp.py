@@ -186,7 +186,7 @@ async def _run(kernel: ToolHost, grant: Any, code: str) -> ToolOutput:
     if len(code) > MAX_CODE:
         return ToolOutput(f"the code is over {MAX_CODE:,} characters", error=True)
     call_id = f"acpnb-kernel-run-{next(_CALL_IDS)}"
-    title = "Run code in the kernel"
+    title = _title(code)
     code_block = _fenced(code, "python")
     session.receive(_update("tool_call", call_id, "pending", [code_block], title=title))
     answer = await session.handle(
@@ -212,6 +212,15 @@ async def _run(kernel: ToolHost, grant: Any, code: str) -> ToolOutput:
     shown = _fenced(outcome_.to_text(), "text")
     session.receive(_update("tool_call_update", call_id, status, [code_block, shown]))
     return ToolOutput(outcome_.to_text(), error=outcome_.error is not None)
+
+
+def _title(code: str) -> str:
+    """ "Run code in the kernel: <its first line>": the permission shows the title next to its
+    buttons, and the whole code is in the card."""
+    lines = [line.strip() for line in code.strip().splitlines()] or [""]
+    first = lines[0] if len(lines[0]) <= 60 else lines[0][:59] + "…"
+    more = f" (+{len(lines) - 1} more lines)" if len(lines) > 1 else ""
+    return f"Run code in the kernel: {first}{more}"
 
 
 def _turn(session: Session) -> object | None:
