@@ -54,6 +54,17 @@ ENTRY = (
 )
 
 
+FIRST_ENTRY = """\
+import socket
+from acp_notebook.magics import instance
+from acp_notebook.notebook.kernel_server import kernel_mcp_entry
+entry = kernel_mcp_entry(instance(get_ipython()))
+with socket.socket(socket.AF_UNIX) as probe:
+    probe.connect(entry["args"][-1])  # no await in between: the loop has not run since
+print("connected at once")
+"""
+
+
 def open_session(name: str, *options: str) -> str:
     return f"%%agent --agent {scripted()} --session {name} {' '.join(options)}\nhello"
 
@@ -190,6 +201,7 @@ def test_read_tools_and_a_run_rejected_headless(tmp_path: Path) -> None:
 
 def test_run_code_allowed_and_a_wrong_token_refused(tmp_path: Path) -> None:
     cells = [
+        FIRST_ENTRY,
         "%config AcpNotebook.allow = ['execute']",
         open_session("b"),
         ENTRY.format(name="b"),
@@ -197,6 +209,9 @@ def test_run_code_allowed_and_a_wrong_token_refused(tmp_path: Path) -> None:
     ]
 
     async def body(kernel: Kernel) -> None:
+        # The first entry's socket listens before the entry is handed out: an agent may start
+        # the relay while it answers session/new, before the kernel's loop runs anything else.
+        assert (await kernel.run()).strip().endswith("connected at once")
         await kernel.run(2)
         entry = await kernel.entry()
         async with Client(params(entry)) as mcp:

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from anyio.abc import SocketStream
+from anyio.abc import SocketListener, SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from .runtime import Runtime
@@ -89,7 +89,12 @@ class KernelServer:
         #: Turns whose cell said --no-kernel-tools: every call during them is refused.
         self.refused: weakref.WeakSet[object] = weakref.WeakSet()
         self.gate = CellGate(shell.events, self._running_turns)
-        self._ready = asyncio.Event()
+        # Bound and listening before the first entry leaves: an agent may start the relay while
+        # it answers session/new, before this loop gets to run anything.
+        self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._socket.bind(str(self.path))
+        os.chmod(self.path, 0o600)
+        self._socket.listen(16)
         self._task = asyncio.get_running_loop().create_task(self._serve(), name="acpnb kernel mcp")
         atexit.register(shutil.rmtree, self.directory, True)
 
@@ -148,21 +153,13 @@ class KernelServer:
 
     # -- serving ---------------------------------------------------------------------------------
 
-    async def ready(self) -> None:
-        """Wait until the socket listens."""
-        await self._ready.wait()
-
     async def _serve(self) -> None:
         try:
-            listener = await anyio.create_unix_listener(self.path)
-            os.chmod(self.path, 0o600)
-            self._ready.set()
+            listener = await SocketListener.from_socket(self._socket)
             async with listener:
                 await listener.serve(self._connection)
         except Exception:
             log.exception("acp_notebook: the kernel's MCP server stopped")
-        finally:
-            self._ready.set()
 
     async def _connection(self, stream: SocketStream) -> None:
         async with stream:
@@ -211,6 +208,7 @@ class KernelServer:
     def close(self) -> None:
         """Stop listening, close every connection, remove the socket's directory."""
         self._task.cancel()
+        self._socket.close()
         self.gate.close()
         shutil.rmtree(self.directory, ignore_errors=True)
 
