@@ -7,6 +7,7 @@ the turn, decided by the same policy as any tool call.
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 
 from tests.agents.script import script
 from tests.nb_util import execute, scripted, text, transcripts
+from tests.real_agents import fast_agent_command
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -41,6 +43,23 @@ def run_card(cell_node: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     (record,) = transcripts(cell_node)
     (card,) = [p for p in record["parts"] if p.get("type") == "tool_call"]
     (asked,) = [p for p in record["parts"] if p.get("type") == "permission"]
+    return card, asked
+
+
+def run_card_of(cell_node: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Our card and its permission, among the agent's own (an agent reports its MCP calls as
+    tool calls too)."""
+    (record,) = transcripts(cell_node)
+    (card,) = [
+        p
+        for p in record["parts"]
+        if p.get("type") == "tool_call" and p.get("toolCallId", "").startswith("acpnb-kernel-")
+    ]
+    (asked,) = [
+        p
+        for p in record["parts"]
+        if p.get("type") == "permission" and p.get("toolCallId") == card["toolCallId"]
+    ]
     return card, asked
 
 
@@ -99,3 +118,31 @@ def test_running_code_is_rejected_headless_and_by_deny_execute(tmp_path: Path) -
     (record,) = transcripts(nb.cells[6])
     said = "".join(p["text"] for p in record["parts"] if p.get("type") == "message")
     assert said == "MCP no server 'kernel' in []"
+
+
+@pytest.mark.real_agent
+def test_fast_agent_takes_the_kernel_tools_from_mcp_servers(tmp_path: Path) -> None:
+    """fast-agent (written by others) starts the kernel's entry itself and calls its tools
+    (`***CALL_TOOL` of its passthrough model); it asks for each MCP call with a permission of
+    its own, then ours asks for the run."""
+    home = tmp_path / "fast-agent-home"
+    home.mkdir()
+    agent = shlex.quote(shlex.join(fast_agent_command("passthrough", home, shell=False)))
+    run = json.dumps({"code": "made_by_fast_agent = count * 6\nmade_by_fast_agent"})
+    line = f"%%agent --agent {agent} --allow read,execute\n***CALL_TOOL kernel__"
+    nb = execute(
+        [
+            "count = 7",
+            line + "list_variables {}",
+            line + f"run_code {run}",
+            "print(made_by_fast_agent)",
+        ],
+        tmp_path,
+        timeout=150,
+    )
+    assert "count: int = 7" in text(nb.cells[1])
+    assert "result:\n42" in text(nb.cells[2])
+    assert text(nb.cells[3]).strip() == "42"
+    card, asked = run_card_of(nb.cells[2])
+    assert card["kind"] == "execute" and card["status"] == "completed"
+    assert asked["optionId"] == "allow"
