@@ -103,10 +103,10 @@ async def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> N
 class Kernel:
     """A kernel to run cells in one at a time, between MCP calls."""
 
-    def __init__(self, tmp_path: Path, cells: list[str]) -> None:
+    def __init__(self, tmp_path: Path, cells: list[str], **env: str) -> None:
         self.nb = new_nb(*cells)
         self.client = make_client(self.nb, tmp_path, allow_errors=True)
-        self.env = kernel_env(tmp_path)
+        self.env = kernel_env(tmp_path, **env)
         self.next = 0
 
     async def run(self, count: int = 1) -> str:
@@ -123,8 +123,10 @@ class Kernel:
         return dict(entry)
 
 
-def in_kernel(tmp_path: Path, cells: list[str], body: Callable[[Kernel], Awaitable[None]]) -> None:
-    kernel = Kernel(tmp_path, cells)
+def in_kernel(
+    tmp_path: Path, cells: list[str], body: Callable[[Kernel], Awaitable[None]], **env: str
+) -> None:
+    kernel = Kernel(tmp_path, cells, **env)
 
     async def main() -> None:
         async with kernel.client.async_setup_kernel(env=kernel.env):
@@ -280,3 +282,15 @@ def test_the_relay_goes_with_its_session_and_with_the_kernel(tmp_path: Path) -> 
         for proc in relays:
             if proc.poll() is None:
                 proc.kill()
+
+
+def test_without_a_socket_there_are_no_tools_and_the_cell_still_runs(tmp_path: Path) -> None:
+    deep = tmp_path / ("d" * 120)  # a Unix socket path may not be this long: bind fails
+    deep.mkdir()
+    cells = [open_session("e"), ENTRY.format(name="e")]
+
+    async def body(kernel: Kernel) -> None:
+        assert "echo: hello" in await kernel.run()
+        assert (await kernel.run()).strip().splitlines()[-1] == "[]"
+
+    in_kernel(tmp_path, cells, body, XDG_RUNTIME_DIR=str(deep))

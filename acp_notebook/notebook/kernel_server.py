@@ -12,7 +12,7 @@ bytes, compared by its SHA-256 digest, never kept in argv: the relay takes it fr
 environment). A token belongs to the session whose `mcpServers` carries it; once that session is
 closed, or was never opened, the token is refused and its open connections are closed, which
 ends their relays. When the kernel exits, the socket goes and so do the relays; the directory is
-removed at exit.
+removed at a clean exit (a kernel killed outright leaves it, with a socket nobody listens on).
 """
 
 from __future__ import annotations
@@ -85,16 +85,20 @@ class KernelServer:
         self.directory = Path(tempfile.mkdtemp(prefix="acpnb-mcp-", dir=base))  # mode 0700
         self.path = self.directory / "kernel.sock"
         self._grants: dict[bytes, Grant] = {}
-        self.connections = 0
         #: Turns whose cell said --no-kernel-tools: every call during them is refused.
         self.refused: weakref.WeakSet[object] = weakref.WeakSet()
-        self.gate = CellGate(shell.events, self._running_turns)
         # Bound and listening before the first entry leaves: an agent may start the relay while
         # it answers session/new, before this loop gets to run anything.
         self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._socket.bind(str(self.path))
-        os.chmod(self.path, 0o600)
-        self._socket.listen(16)
+        try:
+            self._socket.bind(str(self.path))
+            os.chmod(self.path, 0o600)
+            self._socket.listen(16)
+        except OSError:
+            self._socket.close()
+            shutil.rmtree(self.directory, ignore_errors=True)
+            raise
+        self.gate = CellGate(shell.events, self._running_turns)
         self._task = asyncio.get_running_loop().create_task(self._serve(), name="acpnb kernel mcp")
         atexit.register(shutil.rmtree, self.directory, True)
 
@@ -169,14 +173,10 @@ class KernelServer:
                 return
             from .kernel_server_mcp import serve
 
-            self.connections += 1
-            try:
-                async with anyio.create_task_group() as group:
-                    group.start_soon(self._watch, grant, group.cancel_scope)
-                    await serve(self, grant, stream, buffered)
-                    group.cancel_scope.cancel()
-            finally:
-                self.connections -= 1
+            async with anyio.create_task_group() as group:
+                group.start_soon(self._watch, grant, group.cancel_scope)
+                await serve(self, grant, stream, buffered)
+                group.cancel_scope.cancel()
 
     async def _handshake(
         self, stream: SocketStream, buffered: BufferedByteReceiveStream
@@ -251,7 +251,11 @@ def kernel_mcp_entry(host: Host, opts: CellOptions | None = None) -> dict[str, A
         shell = get_ipython()
         if shell is None:
             return None
-        server = _SERVERS[host.runtime] = KernelServer(shell, host.runtime)
+        try:
+            server = _SERVERS[host.runtime] = KernelServer(shell, host.runtime)
+        except OSError as exc:  # no socket here (a path too long, a full disk): no tools
+            log.warning("acp_notebook: the kernel tools are not offered: %s", exc)
+            return None
     return server.entry()
 
 
