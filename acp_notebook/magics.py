@@ -111,6 +111,11 @@ class AcpNotebook(Magics):
         help="USD this kernel's turns may cost in all, as the agents report it (0: no limit); "
         "once spent, new turns are refused (see %agent ledger).",
     ).tag(config=True)
+    kernel_tools = Bool(
+        True,
+        help="Offer every new session the kernel's MCP tools: list and inspect variables, the "
+        "notebook's cells, the last error, and run code (asked as an execute permission).",
+    ).tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)

@@ -63,6 +63,7 @@ LAYER_OF: dict[str, str] = {
     "magics": "magics",
     "demo_agent": "demo_agent",
     "run": "run",
+    "kernel_mcp": "kernel_mcp",
 }
 
 # The layers each layer may import (itself always included). `base` (errors, the version)
@@ -81,6 +82,7 @@ LAYERS: dict[str, set[str]] = {
     "root": {"base", "protocol", "client", "render", "widgets", "notebook", "magics", "root"},
     "demo_agent": {"demo_agent"},
     "run": {"base", "protocol", "client", "render", "run"},
+    "kernel_mcp": {"kernel_mcp"},
 }
 
 # Third-party packages a pure layer must not import (checked on the top-level name).
@@ -92,7 +94,7 @@ FORBIDDEN_THIRD_PARTY: dict[str, set[str]] = {
     "base": {"anyio", *UI},
 }
 # The demo agent must start in tens of milliseconds: the standard library only.
-STDLIB_ONLY = {"demo_agent"}
+STDLIB_ONLY = {"demo_agent", "kernel_mcp"}
 
 PUBLIC_UNDERSCORE = {"_replace", "_asdict", "_fields", "_field_defaults", "_make", "_exit"}
 

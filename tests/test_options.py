@@ -50,6 +50,8 @@ options:
   --schema NAME         answer as JSON matching NAME (a pydantic model or a JSON-schema dict); the
                         result's .output holds it
   --max-cost USD        cancel the turn once the cost the agent reports passes USD; the cell fails
+  --no-kernel-tools     a session this cell opens gets no kernel tools (variables, cells, run
+                        code); in a session that has them, they refuse every call of this turn
 """
 
 

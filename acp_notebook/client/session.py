@@ -267,7 +267,11 @@ class Session(SessionState):
     # -- what the client and the runner use ------------------------------------------------------
 
     def receive(self, update: Any) -> None:
-        """A `session/update` the agent sent for this session (the client routes it here)."""
+        """A `session/update` the agent sent for this session (the client routes it here).
+
+        A tool call the client makes for the agent (the kernel tools' `run_code`) is recorded
+        the same way: a `tool_call`, then `tool_call_update`s, under an id of the client's own
+        (`acpnb-…`), so it is a card in the turn like the agent's."""
         if not self._muted:
             self._fold.apply(update)
             self._runner.watch_cost()
@@ -295,7 +299,11 @@ class Session(SessionState):
         self._runner.shutdown()
 
     async def handle(self, method: str, params: Any) -> Any:
-        """Answer a request the agent sent about this session (permission, fs/*, terminal/*)."""
+        """Answer a request the agent sent about this session (permission, fs/*, terminal/*).
+
+        The client asks its own permissions here too (`session/request_permission` params for
+        a tool call it recorded with `receive`): the same assessment, policy, handler and
+        buttons as the agent's requests, and the same record."""
         return await self._requests.handle(method, params)
 
     def _terminals(self, cwd: str) -> Terminals:

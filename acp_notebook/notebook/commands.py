@@ -10,11 +10,12 @@ from IPython.core.error import UsageError
 
 from ..errors import AcpError, CapabilityError
 from . import auth_cmds, mcp_servers, publish, replay, views
-from .cell import apply_settings, open_session, start_error_message
+from .cell import apply_settings, start_error_message
 from .host import Host
 from .ledger import ledger_doc
 from .options import CellOptions, Parser, parse
 from .runtime import NamedSession
+from .session_cell import open_named
 from .status_docs import MAX_ITEMS as MAX_ITEMS
 from .status_docs import key, sessions_doc, status_doc
 from .stored_sessions import Memory
@@ -319,7 +320,7 @@ async def _chat(host: Host, args: argparse.Namespace) -> Any:
     spec, _ = host.registry().resolve(args.agent or _agent_of_last(host))
     name = args.session or spec.name
     try:
-        session = await open_session(host.runtime, spec, name, False, host.client_options())
+        session = await open_named(host, spec, name)
     except AcpError as exc:
         raise UsageError(_error_text(host, start_error_message(exc, spec))) from None
     # The cell's value, so it shows as the cell's result and `chat = _` reaches it from code.

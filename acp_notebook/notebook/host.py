@@ -65,6 +65,10 @@ class Host(Protocol):
     def replay_mode(self) -> str:
         """`strict` (a changed cell fails) or `fill` (its agent runs)."""
 
+    @property
+    def kernel_tools(self) -> bool:
+        """Whether new sessions get the kernel's MCP tools (`notebook/kernel_server.py`)."""
+
     def registry(self) -> Registry:
         """The agents one can name, read anew (config, TOML file, built-ins)."""
 

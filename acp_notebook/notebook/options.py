@@ -203,6 +203,15 @@ class CellOptions:
             help="cancel the turn once the cost the agent reports passes USD; the cell fails",
         ),
     )
+    no_kernel_tools: bool = field(
+        default=False,
+        metadata=option(
+            "--no-kernel-tools",
+            action="store_true",
+            help="a session this cell opens gets no kernel tools (variables, cells, run code); "
+            "in a session that has them, they refuse every call of this turn",
+        ),
+    )
 
     def check(self) -> None:
         """What argparse cannot say about single values: a usage error, before anything runs."""

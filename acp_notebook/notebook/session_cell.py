@@ -88,6 +88,10 @@ async def run(host: Host, opts: CellOptions, body: str) -> Any:
             schema = "--schema: " if isinstance(exc, SchemaError) else ""
             raise UsageError(f"{schema}{exc}") from None
         raise
+    if opts.no_kernel_tools:  # a session that has the kernel tools: they refuse this turn
+        from .kernel_server import refuse_turn
+
+        refuse_turn(host.runtime, turn)
     host.runtime.ledger.watch(turn, session, spec.name, host.execution_count)
     view = _live_view(host, spec, session, turn, opts, starting)
     view.start()
@@ -286,6 +290,16 @@ async def _session(
         raise  # _start stops the agent
     except AcpError as exc:
         raise TurnFailed(_agent_text(host, start_error_message(exc, spec))) from None
+
+
+async def open_named(host: Host, spec: AgentSpec, name: str) -> Session:
+    """The named session of the kernel, opened if need be (with the agent's MCP servers and the
+    kernel's tools), for the `%agent` commands that need one (`%agent chat`)."""
+
+    async def servers(client: Client) -> list[dict[str, Any]]:
+        return await mcp_servers.session_servers(host, spec, client)
+
+    return await open_session(host.runtime, spec, name, False, host.client_options(), None, servers)
 
 
 def _agent_text(host: Host, message: str) -> str:

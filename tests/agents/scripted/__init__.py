@@ -27,6 +27,10 @@ Steps (one action key each; other keys are options):
   stop REASON / error {code, message}    how the prompt is answered at the end
   fail_until {counter, attempts, mode}   fail while the counter file's new value <= attempts
   echo_prompt true                       report "PROMPT <json of the prompt blocks>"
+  mcp NAME calls=[{name, arguments}]     start the session's MCP server NAME (its mcpServers
+                                         entry, as an agent does), call these tools, close it,
+                                         report "MCP <json: per call name/text/isError/images,
+                                         then {exit: code}>" (scripted/mcp.py)
 
 Flags for requests that are never answered (the client's deadlines):
   --hang-method METHOD      never answer METHOD (repeatable; initialize, session/new, ...): the

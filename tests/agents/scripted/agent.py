@@ -358,6 +358,7 @@ class Agent:
         cwd = abs_path_param(params, "cwd")
         check_list_param(params, "mcpServers", required=True)
         session = self.store.create(cwd)
+        session.mcp_servers = list(params["mcpServers"])
         if self.args.commands:
             self._followups.append(
                 session_update(
@@ -375,6 +376,8 @@ class Agent:
         check_list_param(params, "mcpServers", required=mcp_required)
         session = self.store.find(session_id)
         session.cwd = cwd
+        if isinstance(params.get("mcpServers"), list):
+            session.mcp_servers = list(params["mcpServers"])
         self.store.activate(session)
         return session
 

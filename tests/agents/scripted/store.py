@@ -39,6 +39,8 @@ class Session:
     config: JsonObj = field(default_factory=lambda: dict(DEFAULT_CONFIG))
     # The `next_prompt` step's steps: the session's next prompt that is no #script runs them.
     next_steps: list[JsonObj] | None = None
+    # The `mcpServers` of session/new, load or resume (not persisted): the `mcp` step's servers.
+    mcp_servers: list[JsonObj] = field(default_factory=list)
 
     def to_json(self) -> JsonObj:
         return {

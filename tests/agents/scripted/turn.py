@@ -342,6 +342,18 @@ class Turn:
             raise RpcError(INTERNAL_ERROR, message)
         raise RpcError(INVALID_PARAMS, f"fail_until mode must be exit or error, not {mode!r}")
 
+    def _mcp(self, step: JsonObj) -> None:
+        from .mcp import call_tools
+
+        name = step["mcp"]
+        entry = next((s for s in self.session.mcp_servers if s.get("name") == name), None)
+        if entry is None:
+            names = [s.get("name") for s in self.session.mcp_servers]
+            self.emit(chunk_update("agent_message_chunk", f"MCP no server {name!r} in {names}"))
+            return
+        results = call_tools(entry, list(step.get("calls", [])))
+        self.emit(chunk_update("agent_message_chunk", "MCP " + json.dumps(results)))
+
     def _echo_prompt(self, step: JsonObj) -> None:
         self.emit(chunk_update("agent_message_chunk", "PROMPT " + json.dumps(self.prompt)))
 
@@ -367,6 +379,7 @@ class Turn:
         "error": _error,
         "fail_until": _fail_until,
         "echo_prompt": _echo_prompt,
+        "mcp": _mcp,
         "flood": _flood,
         "plan_entries": _plan_entries,
         "after_turn": _after_turn,

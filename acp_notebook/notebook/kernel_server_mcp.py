@@ -1,0 +1,302 @@
+"""The kernel's MCP tools, served on one relay connection with the `mcp` SDK's low-level `Server`.
+
+Tools: `list_variables`, `inspect_variable`, `notebook_cells`, `last_error` (read only) and
+`run_code`. Running code is a client-side tool call of the session: a card of kind `execute` in
+the running turn (the code, then what it printed), and a permission request through the same
+policy and buttons as the agent's own (`Session.handle`, `session/request_permission`): headless
+it is rejected unless `--allow execute`, and `--deny execute` rejects it.
+
+Every frame the agent sends is bounded (`MAX_MESSAGE` per line); answers are bounded by the
+tools (`kernel_tools`).
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
+import mcp_types as types
+from anyio.abc import SocketStream
+from anyio.streams.buffered import BufferedByteReceiveStream
+from mcp.server.lowlevel import Server
+from mcp.shared.message import SessionMessage
+
+from .._version import __version__
+from ..protocol import methods
+from . import kernel_tools
+from .kernel_tools import ToolOutput, clip
+from .kernel_tools_run import run_code
+
+if TYPE_CHECKING:
+    import weakref
+
+    from ..client.session import Session
+    from .kernel_tools_run import CellGate
+    from .runtime import Runtime
+
+
+class ToolHost(Protocol):
+    """What the tools need of the kernel's server (`kernel_server.KernelServer`); a grant is
+    that server's token record, passed back to it."""
+
+    shell: Any
+    runtime: Runtime
+    gate: CellGate
+    refused: weakref.WeakSet[object]
+
+    def alive(self, grant: Any) -> bool: ...
+    def session_of(self, grant: Any) -> Session | None: ...
+
+
+MAX_MESSAGE = 4 * 1024 * 1024  # bytes of one JSON-RPC line from the agent
+MAX_CODE = 100_000  # characters of code run_code takes
+GATE_TIMEOUT = 300.0  # seconds run_code waits for a user's cell to end
+_CALL_IDS = itertools.count(1)
+_OPTIONS = [
+    {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+    {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+]
+
+
+def _schema(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+TOOLS = [
+    types.Tool(
+        name="list_variables",
+        description="The variables of the user's notebook kernel: name, type, shape or length, "
+        "a short repr. Modules, functions, classes and _-names are left out unless "
+        "include_hidden is true.",
+        input_schema=_schema({"include_hidden": {"type": "boolean", "default": False}}),
+    ),
+    types.Tool(
+        name="inspect_variable",
+        description="One variable in detail: a DataFrame's schema, head and describe(); an "
+        "array's shape, dtype and a sample; a matplotlib figure as an image; else its repr.",
+        input_schema=_schema({"name": {"type": "string"}}, ("name",)),
+    ),
+    types.Tool(
+        name="notebook_cells",
+        description="The notebook's most recent cells: their source and a short summary of "
+        "their output (from the notebook file when the kernel knows it, else the kernel's "
+        "input history).",
+        input_schema=_schema({"count": {"type": "integer", "minimum": 1, "default": 10}}),
+    ),
+    types.Tool(
+        name="last_error",
+        description="The last exception raised in the notebook: type, message, traceback, and "
+        "the source of the cell that raised it.",
+        input_schema=_schema({}),
+    ),
+    types.Tool(
+        name="run_code",
+        description="Run Python code in the user's kernel, in its namespace (variables you set "
+        "stay). The user is asked first. Synchronous code only (no top-level await). Returns "
+        "stdout, stderr, the repr of the last expression's value, and any error.",
+        input_schema=_schema({"code": {"type": "string"}}, ("code",)),
+    ),
+]
+
+
+def build(kernel: ToolHost, grant: Any) -> Server[Any]:
+    """A low-level MCP server whose tools act for the session of `grant`."""
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=TOOLS)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if not kernel.alive(grant):
+            return _result(ToolOutput("the session these tools belonged to has ended", error=True))
+        session = kernel.session_of(grant)
+        if session is not None and session.running in kernel.refused:
+            return _result(ToolOutput("the kernel tools are off for this turn", error=True))
+        try:
+            output = await _call(kernel, grant, params.name, params.arguments or {})
+        except (TypeError, ValueError) as exc:
+            output = ToolOutput(
+                f"bad arguments for {params.name}: {clip(str(exc), 500)}", error=True
+            )
+        return _result(output)
+
+    return Server(
+        "acp_notebook kernel",
+        version=__version__,
+        instructions="Tools that read and run code in the user's Jupyter kernel.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def _arg(args: dict[str, Any], name: str, kind: type, default: Any = None) -> Any:
+    value = args.get(name, default)
+    if value is None or (kind is int and isinstance(value, bool)) or not isinstance(value, kind):
+        if value is None and default is not None:
+            return default
+        raise TypeError(f"{name} must be a {kind.__name__}")
+    return value
+
+
+async def _call(kernel: ToolHost, grant: Any, name: str, args: dict[str, Any]) -> ToolOutput:
+    ns = kernel.shell.user_ns
+    if name == "list_variables":
+        hidden = getattr(kernel.shell, "user_ns_hidden", {})
+        include = _arg(args, "include_hidden", bool, False)
+        return kernel_tools.list_variables(ns, hidden, include)
+    if name == "inspect_variable":
+        return kernel_tools.inspect_variable(ns, _arg(args, "name", str))
+    if name == "notebook_cells":
+        count = max(1, min(_arg(args, "count", int, 10), 100))
+        return _cells(kernel, count)
+    if name == "last_error":
+        return _last_error(kernel)
+    if name == "run_code":
+        return await _run(kernel, grant, _arg(args, "code", str))
+    return ToolOutput(f"no tool {clip(name, 100)!r}", error=True)
+
+
+def _cells(kernel: ToolHost, count: int) -> ToolOutput:
+    from .kernel_context import cells_text, recent_cells
+
+    text = cells_text(recent_cells(kernel.shell, count)) or "(no cells above this one yet)"
+    return ToolOutput(clip(kernel.runtime.redactor.text(text)))
+
+
+def _last_error(kernel: ToolHost) -> ToolOutput:
+    from .kernel_context import last_error
+
+    error = last_error(kernel.shell)
+    if error is None:
+        return ToolOutput("no exception has been raised in this kernel yet")
+    return ToolOutput(clip(kernel.runtime.redactor.text(error.to_text())))
+
+
+async def _run(kernel: ToolHost, grant: Any, code: str) -> ToolOutput:
+    """Ask (card + permission), wait for the kernel to be free of the user's cells, run, show."""
+    session = kernel.session_of(grant)
+    if session is None:
+        return ToolOutput("the session is not open: code cannot run", error=True)
+    if len(code) > MAX_CODE:
+        return ToolOutput(f"the code is over {MAX_CODE:,} characters", error=True)
+    call_id = f"acpnb-kernel-run-{next(_CALL_IDS)}"
+    title = _title(code)
+    code_block = _fenced(code, "python")
+    session.receive(_update("tool_call", call_id, "pending", [code_block], title=title))
+    answer = await session.handle(
+        methods.REQUEST_PERMISSION,
+        {
+            "sessionId": session.id,
+            "toolCall": {"toolCallId": call_id, "kind": "execute", "title": title},
+            "options": _OPTIONS,
+        },
+    )
+    outcome = answer.get("outcome", {}) if isinstance(answer, dict) else {}
+    if outcome.get("optionId") != "allow":
+        note = _text("Not run: the permission was not given.")
+        session.receive(_update("tool_call_update", call_id, "failed", [code_block, note]))
+        return ToolOutput("the user (or the permission policy) did not allow running this code")
+    session.receive(_update("tool_call_update", call_id, "in_progress", [code_block]))
+    if not await kernel.gate.wait(lambda: _turn(session), GATE_TIMEOUT):
+        note = _text("Not run: a cell of the user's kept the kernel busy.")
+        session.receive(_update("tool_call_update", call_id, "failed", [code_block, note]))
+        return ToolOutput("the kernel is busy running the user's cell; try again later", error=True)
+    outcome_ = run_code(code, kernel.shell.user_ns, kernel.runtime.redactor.text)
+    status = "failed" if outcome_.error is not None else "completed"
+    shown = _fenced(outcome_.to_text(), "text")
+    session.receive(_update("tool_call_update", call_id, status, [code_block, shown]))
+    return ToolOutput(outcome_.to_text(), error=outcome_.error is not None)
+
+
+def _title(code: str) -> str:
+    """ "Run code in the kernel: <its first line>": the permission shows the title next to its
+    buttons, and the whole code is in the card."""
+    lines = [line.strip() for line in code.strip().splitlines()] or [""]
+    first = lines[0] if len(lines[0]) <= 60 else lines[0][:59] + "…"
+    more = f" (+{len(lines) - 1} more lines)" if len(lines) > 1 else ""
+    return f"Run code in the kernel: {first}{more}"
+
+
+def _turn(session: Session) -> object | None:
+    return session.running
+
+
+def _update(
+    kind: str, call_id: str, status: str, content: list[dict[str, Any]], **extra: Any
+) -> dict[str, Any]:
+    update = {"sessionUpdate": kind, "toolCallId": call_id, "status": status, "content": content}
+    if kind == "tool_call":
+        update["kind"] = "execute"
+    return {**update, **extra}
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "content", "content": {"type": "text", "text": text}}
+
+
+def _fenced(text: str, language: str) -> dict[str, Any]:
+    # A fence longer than any run of backticks inside, so the code cannot close it.
+    ticks = "`" * max(3, _longest_backticks(text) + 1)
+    return _text(f"{ticks}{language}\n{text}\n{ticks}")
+
+
+def _longest_backticks(text: str) -> int:
+    longest = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    return longest
+
+
+def _result(output: ToolOutput) -> types.CallToolResult:
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=output.text)]
+    for png in output.images:
+        content.append(
+            types.ImageContent(
+                type="image", data=base64.b64encode(png).decode(), mime_type="image/png"
+            )
+        )
+    return types.CallToolResult(content=content, is_error=output.error)
+
+
+async def serve(
+    kernel: ToolHost, grant: Any, stream: SocketStream, buffered: BufferedByteReceiveStream
+) -> None:
+    """MCP over one connection (newline-delimited JSON-RPC, as on stdio) until it closes."""
+    server = build(kernel, grant)
+    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def reader() -> None:
+        async with read_send:
+            while True:
+                try:
+                    line = await buffered.receive_until(b"\n", MAX_MESSAGE)
+                except (anyio.EndOfStream, anyio.IncompleteRead, anyio.DelimiterNotFound):
+                    return  # closed, or a line over the limit: the connection ends
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    return
+                try:
+                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                except Exception as exc:  # not JSON-RPC: the server answers a parse error
+                    await read_send.send(exc)
+                    continue
+                await read_send.send(SessionMessage(message))
+
+    async def writer() -> None:
+        async with write_recv:
+            async for item in write_recv:
+                data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                await stream.send(data.encode() + b"\n")
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(reader)
+        group.start_soon(writer)
+        await server.run(read_recv, write_send, server.create_initialization_options())
+        group.cancel_scope.cancel()

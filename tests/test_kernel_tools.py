@@ -1,0 +1,104 @@
+"""The kernel tools' readers and runner without a kernel: bounds, hiding, capture, the cell gate."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from acp_notebook.notebook import kernel_tools
+from acp_notebook.notebook.kernel_tools_run import CellGate, run_code
+
+
+class Events:
+    """IPython's `shell.events`, as far as the gate uses it."""
+
+    def __init__(self) -> None:
+        self.callbacks: dict[str, list[Any]] = {"pre_run_cell": [], "post_run_cell": []}
+
+    def register(self, name: str, callback: Any) -> None:
+        self.callbacks[name].append(callback)
+
+    def unregister(self, name: str, callback: Any) -> None:
+        self.callbacks[name].remove(callback)
+
+    def trigger(self, name: str) -> None:
+        for callback in self.callbacks[name]:
+            callback(None)
+
+
+def test_a_huge_string_is_cut_before_it_is_formatted() -> None:
+    big = "é" * 50_000_000
+    started = time.monotonic()
+    shown = kernel_tools.bounded_repr(big)
+    assert time.monotonic() - started < 0.5
+    assert len(shown) < kernel_tools.INSPECT_REPR + 100 and "50,000,000 in all" in shown
+    nested = {"rows": [list(range(1000))] * 1000}
+    assert len(kernel_tools.bounded_repr(nested, 300)) <= 400
+
+
+def test_a_repr_that_raises_is_reported() -> None:
+    class Broken:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr for you")
+
+    assert "Broken" in kernel_tools.bounded_repr(Broken())  # reprlib names it; nothing raises
+    assert "Broken" in kernel_tools.list_variables({"b": Broken()}).text
+
+
+def test_the_list_hides_modules_callables_and_private_names_unless_asked() -> None:
+    import os
+
+    ns = {"os": os, "f": len, "_x": 1, "In": [], "n": 3, "s": "abc", "C": int, "shown": [1, 2]}
+    listed = kernel_tools.list_variables(ns, hidden_names={"shown"}).text
+    assert "n: int = 3" in listed and "s: str, length 3 = 'abc'" in listed
+    for name in ("os:", "f:", "_x:", "In:", "C:", "shown:"):
+        assert name not in listed, name
+    everything = kernel_tools.list_variables(ns, include_hidden=True).text
+    assert "os: module" in everything and "_x: int = 1" in everything
+
+
+def test_inspect_names_a_missing_variable_and_suggests() -> None:
+    out = kernel_tools.inspect_variable({"counter": 1}, "countr")
+    assert out.error and "counter" in out.text
+
+
+def test_run_code_captures_output_result_and_errors_bounded() -> None:
+    ns: dict[str, Any] = {}
+    out = run_code("x = 2\nprint('a' * 50_000)\nx * 21", ns, str)
+    assert ns["x"] == 2 and out.result == "42" and out.error is None
+    assert len(out.stdout) < 10_100 and "more characters" in out.stdout
+    failed = run_code("def f():\n    raise KeyError('k')\nf()", ns, str)
+    assert failed.error is not None and "KeyError: 'k'" in failed.error
+    assert "kernel_tools_run" not in failed.error  # our frames are left out
+    leaving = run_code("raise SystemExit(3)", ns, str)
+    assert leaving.error is not None and "SystemExit" in leaving.error  # the kernel stays
+    masked = run_code("print('key sk-123')", ns, lambda t: t.replace("sk-123", "[redacted]"))
+    assert masked.stdout == "key [redacted]\n"
+
+
+def test_the_gate_lets_code_run_only_outside_other_cells() -> None:
+    async def main() -> None:
+        events = Events()
+        turns: list[object] = []
+        gate = CellGate(events, lambda: turns)
+        earlier_turn, this_turn = object(), object()
+        # Made during a cell (the %%agent cell that opened the server): its turn may run.
+        assert gate.may_run(this_turn)
+        events.trigger("post_run_cell")
+        assert gate.may_run(None)
+        turns.append(earlier_turn)  # a --background turn, then the user runs a cell
+        events.trigger("pre_run_cell")
+        assert not gate.may_run(earlier_turn) and not gate.may_run(None)
+        assert gate.may_run(this_turn)  # a turn this cell started and waits for
+        waiter = asyncio.ensure_future(gate.wait(lambda: earlier_turn, 30))
+        await asyncio.sleep(0.01)
+        assert not waiter.done()
+        events.trigger("post_run_cell")
+        assert await waiter
+        events.trigger("pre_run_cell")
+        assert not await gate.wait(lambda: None, 0.05)  # bounded
+        gate.close()
+        assert events.callbacks == {"pre_run_cell": [], "post_run_cell": []}
+
+    asyncio.run(main())
