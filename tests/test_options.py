@@ -18,7 +18,7 @@ HELP = """\
 usage: %%agent [-h] [--agent AGENT] [--session SESSION] [--new] [--mode MODE] [--config KEY=VALUE]
                [--out NAME] [--background] [--timeout SECONDS] [--allow KINDS] [--deny KINDS]
                [--with NAME] [--file PATH] [--error] [--cells N] [--mcp NAME] [--quiet]
-               [--schema NAME] [--max-cost USD]
+               [--schema NAME] [--max-cost USD] [--no-kernel-tools]
 
 Send the cell's body as a prompt to an ACP agent.
 
