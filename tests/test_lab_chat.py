@@ -223,12 +223,12 @@ def test_chat_menus_completion_attachment_and_the_saved_conversation(page: Any, 
     page.evaluate(
         "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.shutdown()"
     )
-    record.get_by_text("Demo turn 1").wait_for(timeout=30_000)
+    record.get_by_text("Demo turn 1").first.wait_for(timeout=30_000)
     assert "read @chat-attach.txt" in record.inner_text()
     save_and_check(page, lab, "chat-more.ipynb")
     page.reload()
     reopened = page.locator(".jp-Notebook .acpnb-chat-record")
-    reopened.get_by_text("Demo turn 1").wait_for(timeout=60_000)
+    reopened.get_by_text("Demo turn 1").first.wait_for(timeout=60_000)
     assert "read @chat-attach.txt" in reopened.inner_text()
     assert page.get_by_text("model not found").count() == 0
     shoot(page, "chat-reopened")

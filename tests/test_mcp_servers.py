@@ -189,7 +189,8 @@ def test_mcp_servers_reach_session_new_and_status(tmp_path: Path) -> None:
     assert "unknown MCP server 'nope'" in text(nb.cells[1])
     assert "echo: hi" in text(nb.cells[2])
     first, second = _session_news(records["plain"])
-    assert [s["name"] for s in first["mcpServers"]] == ["notes"]
+    # The configured servers, then the kernel's own tools (on by default).
+    assert [s["name"] for s in first["mcpServers"]] == ["notes", "kernel"]
     assert first["mcpServers"][0] == {
         "name": "notes",
         "command": sys.executable,
@@ -200,10 +201,11 @@ def test_mcp_servers_reach_session_new_and_status(tmp_path: Path) -> None:
     assert "MCP servers: notes (stdio: " in status and "env: NOTES_API_KEY, LEVEL" in status
     reused = text(nb.cells[4])
     assert "session 'plain' was opened without MCP server(s) more" in reused and "--new" in reused
-    assert [s["name"] for s in second["mcpServers"]] == ["notes", "more"]
+    assert [s["name"] for s in second["mcpServers"]] == ["notes", "more", "kernel"]
     assert Path(second["mcpServers"][1]["command"]).is_absolute()
     (web,) = _session_news(records["web"])
-    assert web["mcpServers"] == [
+    assert [s["name"] for s in web["mcpServers"]] == ["tracker", "kernel"]
+    assert web["mcpServers"][:1] == [
         {
             "type": "http",
             "name": "tracker",

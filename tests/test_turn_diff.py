@@ -137,3 +137,15 @@ def test_an_answer_carries_its_markdown_once_for_the_copy_button() -> None:
     # A snapshot (a page that reconnected) sends every answer's Markdown again.
     snap = diff.snapshot(turn(say("a", "one"), say("b", "two"), tool("c", "Read")))
     assert [o.get("md") for o in ops_of(snap, "part")] == ["one", "two", None]
+
+
+def test_a_growing_answer_sends_only_the_markdown_the_page_lacks() -> None:
+    diff = TurnDiff()
+    diff.update(turn(say("m1", "Costs **$5**")))  # streamed: the page holds it
+    grown = ops_of(
+        diff.update(turn(say("m1", "Costs **$5** and more"), tool("c1", "Read"))), "part"
+    )
+    assert (grown[0]["md"], grown[0]["md_from"]) == (" and more", len("Costs **$5**"))
+    # Not a continuation of what the page holds: the whole text, no md_from.
+    changed = ops_of(diff.update(turn(say("m1", "Other"), tool("c1", "Read"))), "part")
+    assert changed[0]["md"] == "Other" and "md_from" not in changed[0]

@@ -2,9 +2,11 @@
 
 The kernel sends a turn to its view as operations on parts keyed by id, never as a whole page:
 
-    {"op": "part", "id", "after", "html"[, "md"]}   insert or replace one part's HTML (ours:
-                                              escaped); "md": an answer's Markdown source, for
-                                              its copy button, when the page does not have it
+    {"op": "part", "id", "after", "html"[, "md"[, "md_from"]]}   insert or replace one part's
+                                              HTML (ours: escaped); "md": an answer's Markdown
+                                              source, for its copy button, when the page does
+                                              not have it ("md_from": only the rest after the
+                                              first md_from characters the page holds)
     {"op": "stream", "id", "after", "role", "text"}   start (or restart) a streaming message
     {"op": "append", "id", "text"}            text appended to that streaming message
     {"op": "remove", "id"}                    a part that is gone
@@ -102,8 +104,15 @@ class TurnDiff:
         self.bytes += len(html)
         op: dict[str, Any] = {"op": "part", "id": pid, "after": after, "html": html}
         if isinstance(part, MessagePart) and part.role == "agent":
-            # Its copy button copies the Markdown: sent unless the page streamed this very text.
-            if self._source.get(pid) != part.text:
-                self._source[pid] = op["md"] = part.text
-                self.bytes += len(part.text)
+            # Its copy button copies the Markdown: sent unless the page holds this very text,
+            # and only what it lacks when the page holds its beginning (a growing answer would
+            # otherwise be sent whole with every redraw).
+            known = self._source.get(pid)
+            if known != part.text:
+                if known and part.text.startswith(known):
+                    op["md"], op["md_from"] = part.text[len(known) :], len(known)
+                else:
+                    op["md"] = part.text
+                self._source[pid] = part.text
+                self.bytes += len(op["md"])
         return [op]

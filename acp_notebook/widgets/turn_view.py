@@ -149,6 +149,7 @@ class TurnView(LiveView):
         self.view_handle: DisplayHandle | None = start.handle if start is not None else None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.opened: frozenset[str] = frozenset()
+        self._opened_seq = 0
         #: The agent's questions (elicitation/create) waiting for an answer in this view.
         self.forms = PendingForms(self._dirty.set, self.redactor.text)
         self.forms.timeout = permission_timeout
@@ -182,8 +183,13 @@ class TurnView(LiveView):
             self.on_stop()
             self._dirty.set()
         elif kind == "opened" and isinstance(content.get("ids"), list):
-            # Which parts' cards the reader opened: the record keeps them open.
-            self.opened = frozenset(str(i) for i in content["ids"][:10_000])
+            # Which parts' cards the reader opened: the record keeps them open. The page numbers
+            # these lists; messages on different subshells can arrive out of order.
+            seq = content.get("seq")
+            seq = seq if type(seq) is int else 0
+            if seq >= self._opened_seq:
+                self._opened_seq = seq
+                self.opened = frozenset(str(i) for i in content["ids"][:10_000])
         elif kind == "answer":
             self.forms.answered(content)
         elif kind == "choose":

@@ -284,7 +284,12 @@ function render({ model, el }) {
     else if (op.op === "part") {
       // An answer's source: sent with it, or (absent) the text that was streamed for it.
       const streamed = streams.get(op.id);
-      if (typeof op.md === "string") sources.set(op.id, op.md);
+      if (typeof op.md === "string") {
+        // "md_from": the page holds the answer's first md_from characters; md is the rest.
+        const known = streamed ? streamed.data : (sources.get(op.id) || "");
+        const base = typeof op.md_from === "number" ? known.slice(0, op.md_from) : "";
+        sources.set(op.id, base + op.md);
+      }
       else if (streamed) sources.set(op.id, streamed.data);
       streams.delete(op.id);
       fill(place(op.id, op.after), fragment(op.html));
@@ -440,10 +445,13 @@ function render({ model, el }) {
   }
 
   // Which parts' cards the reader opened: the record drawn at the end keeps them open.
+  // Numbered: the front-end may send widget messages on several kernel subshells, so they can
+  // arrive out of order, and an older list must not undo a newer one.
+  let openedSeq = 0;
   function onToggle() {
     const ids = [];
     for (const [id, wrap] of byId) if (wrap.querySelector("details[open]")) ids.push(id);
-    model.send({ type: "opened", ids });
+    model.send({ type: "opened", ids, seq: ++openedSeq });
   }
 
   function gone() {
