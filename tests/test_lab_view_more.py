@@ -309,3 +309,40 @@ def test_dollars_stay_text_in_nbconvert_html(page, lab, tmp_path: Path) -> None:
     assert "$0.0031" in record.locator(".acpnb-footer").inner_text()
     assert record.locator(".MathJax, .MathJax_CHTML, mjx-container, script").count() == 0
     shoot(page, "nbconvert")
+
+
+# Keys whose first characters are every digit: each part id ("m1", "t2", "p3") ends in the start
+# of a key. A live view that held back such an end (as it does the end of a streaming text) named
+# its parts "m", "t", "p": permission buttons found no card, and a card the reader opened was
+# replaced by a new one, closed.
+KEYS = (
+    "import os\n"
+    "os.environ.update({f'ACPNB_TEST_{d}_TOKEN': f'{d}q9xk2LmP0aBcDeFgH' for d in '0123456789'})"
+)
+
+
+def test_keys_in_the_kernel_leave_the_view_whole(page, lab) -> None:
+    steps = [
+        {"think": "Pondering"},
+        {"sleep": 0.5},
+        tool(1, status="in_progress", text="first output\n"),
+        {"say": "Reading."},
+        {"permission": {"toolCallId": "c1", "title": "Read file_1.txt", "kind": "read"}},
+        tool(1, text="first output\nsecond output\n", again=True),
+        {"say": " Done."},
+    ]
+    run(page, lab, "keys.ipynb", KEYS, cell(*steps))
+    out = output(page, 1)
+    allow = out.locator("button.acpnb-permission-option", has_text="Allow once")
+    allow.wait_for()
+    card = out.locator("details.acpnb-tool").first
+    card.locator("summary").click()
+    assert card.evaluate("d => d.open")
+    allow.click()
+    out.locator(".acpnb-answer", has_text="Done.").wait_for()
+    done(page)
+    # One card per part, the one opened still open, and the ids the record carries whole.
+    assert out.locator("details.acpnb-tool").count() == 1
+    assert out.locator("details.acpnb-thought").count() == 1
+    assert out.locator("details.acpnb-tool").first.evaluate("d => d.open"), "card closed"
+    assert out.locator(".acpnb-chosen", has_text="Allow").count() >= 1

@@ -115,6 +115,64 @@ def test_a_live_text_ending_in_the_start_of_a_key_holds_it_back() -> None:
     assert redactor.text(f"{KEY[:5]} and more", live=True) == f"{KEY[:5]} and more"
 
 
+def test_a_live_transcript_holds_back_only_text_that_grows() -> None:
+    """One character of a key is the start of a key: held back from an id, a kind or a status,
+    it would rename the part (the page could no longer put a permission's buttons in its card)."""
+    redactor = Redactor([KEY])
+    c = KEY[0]
+    transcript = {
+        "turnId": f"turn-{c}",
+        "text": f"the key is {c}",
+        "thoughts": f"about {c}",
+        "parts": [
+            {"type": "message", "id": f"m{c}", "role": "agent", "text": f"answer {c}"},
+            {
+                "type": "tool_call",
+                "id": f"t{c}",
+                "toolCallId": f"call-{c}",
+                "title": f"Read {c}",
+                "kind": f"rea{c}",
+                "status": f"complete{c}",
+                "content": [
+                    {"type": "content", "content": {"type": "text", "text": f"out {c}"}},
+                    {"type": "diff", "path": f"/w/{c}", "oldText": f"a{c}", "newText": f"b {c}"},
+                ],
+                "rawInput": {"command": f"echo {c}", "args": [f"x {c}"]},
+            },
+            {"type": "plan", "id": f"p{c}", "entries": [{"content": f"step {c}"}]},
+        ],
+        "terminals": [{"terminalId": f"term-{c}", "command": f"ls {c}", "output": f"ls {c}"}],
+    }
+    live = redactor.obj(transcript, live=True)
+    message, call, plan = live["parts"]
+    # What streams loses the end that may be a key's start...
+    assert (live["text"], live["thoughts"], message["text"]) == ("the key is ", "about ", "answer ")
+    assert call["content"][0]["content"]["text"] == "out "
+    assert call["content"][1]["newText"] == "b "
+    assert call["rawInput"] == {"command": "echo ", "args": ["x "]}
+    assert live["terminals"][0]["output"] == "ls "
+    # ...and nothing else does: every id, kind, status, title and path is whole.
+    assert (message["id"], call["id"], plan["id"]) == (f"m{c}", f"t{c}", f"p{c}")
+    assert (call["toolCallId"], call["kind"], call["status"]) == (
+        f"call-{c}",
+        f"rea{c}",
+        f"complete{c}",
+    )
+    assert (call["title"], call["content"][1]["path"], plan["entries"][0]["content"]) == (
+        f"Read {c}",
+        f"/w/{c}",
+        f"step {c}",
+    )
+    assert (live["turnId"], live["terminals"][0]["terminalId"]) == (f"turn-{c}", f"term-{c}")
+    # A whole key is masked everywhere, live or not.
+    assert redactor.obj({"id": KEY, "kind": f"x{KEY}"}, live=True) == {
+        "id": MASK,
+        "kind": f"x{MASK}",
+    }
+    # A bare string is text that grows.
+    assert redactor.obj(f"so {c}", live=True) == "so "
+
+
 def test_a_key_split_across_chunks_is_masked_once_joined() -> None:
     redactor = Redactor([KEY])
     chunks = ["the key is ", KEY[:7], KEY[7:23], KEY[23:], " ok"]

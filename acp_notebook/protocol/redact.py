@@ -18,7 +18,9 @@ What is masked, for each secret value of at least `MIN_SECRET_LENGTH` characters
 With `live=True` (a turn still streaming), a text that ends with the start of a secret loses that
 end until the next redraw: the next chunk may complete the key, and a prefix shown now would stay
 in the live view. The final record masks the joined text of each part, so a key split across
-chunks is one key again there.
+chunks is one key again there. In a transcript (`obj`), only text that grows by streaming is held
+back (`GROWING`): an id, a kind or a status that lost its last character would name another part
+or nothing (one character of a key is the start of a key: every id ending in it would change).
 
 The secret set is re-read from the environment at each call (`os.environ` as it is now: a cell may
 have run `load_dotenv()` since the kernel started). Re-reading costs one pass over the variables'
@@ -62,6 +64,11 @@ MAX_SECRET_LENGTH = 8192
 _PIECE = 64  # forms longer than two pieces are masked piece by piece (see _pieces)
 _SMALL_TEXT = 4096  # shorter texts are masked in one pass, longer ones around their anchors
 _STEP, _WINDOWS = 8, 4  # where a run from inside a secret is masked from (see _windows)
+# The transcript's keys whose text grows while a turn streams (a message's text, the joined
+# thoughts, a terminal's output, a diff's new text) and those under which all of it may grow (a
+# tool's raw input and output): `obj(..., live=True)` holds back the end of these strings only.
+GROWING = frozenset({"text", "thoughts", "output", "newText"})
+GROWING_BELOW = frozenset({"rawInput", "rawOutput"})
 # Longest spelling of one character by the encodings above ("&#x0000e9;" is 10): the end of a
 # live text searched for the start of a secret is PREFIX_LENGTH of them.
 _MAX_UNIT = 12
@@ -174,22 +181,28 @@ class Redactor:
         return self._text(value, live)
 
     def obj(self, value: Any, *, live: bool = False) -> Any:
-        """A copy of a JSON-like value with every string redacted (unchanged parts shared)."""
+        """A copy of a JSON-like value with every string redacted (unchanged parts shared).
+
+        With `live`, a bare string, a string under a `GROWING` key and any string below a
+        `GROWING_BELOW` key hold back a trailing start of a secret (see the module docstring);
+        the other strings of a dict (ids, kinds, statuses, titles) are masked but kept whole."""
         self.refresh()
         if self._pattern is None:
             return value
-        return self._obj(value, live)
+        return self._obj(value, live, growing=True, below=False)
 
-    def _obj(self, value: Any, live: bool) -> Any:
+    def _obj(self, value: Any, live: bool, *, growing: bool, below: bool) -> Any:
         if isinstance(value, str):
-            return self._text(value, live)
+            return self._text(value, live and growing)
         if isinstance(value, dict):
-            return {
-                self._text(k, False) if isinstance(k, str) else k: self._obj(v, live)
-                for k, v in value.items()
-            }
+            out = {}
+            for k, v in value.items():
+                under = below or k in GROWING_BELOW
+                key = self._text(k, False) if isinstance(k, str) else k
+                out[key] = self._obj(v, live, growing=under or k in GROWING, below=under)
+            return out
         if isinstance(value, list | tuple):
-            return [self._obj(v, live) for v in value]
+            return [self._obj(v, live, growing=growing, below=below) for v in value]
         return value
 
     def _text(self, value: str, live: bool) -> str:
