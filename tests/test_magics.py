@@ -661,7 +661,7 @@ def test_kernel_interrupt_cancels_turn_and_kernel_stays_usable(tmp_path: Path) -
     log = tmp_path / "agent.jsonl"
     agent = scripted("--record", str(log))
     nb = new_nb(
-        f"%%agent --agent {agent}\n" + script({"say": "streaming"}, {"sleep": 30}),
+        f"%%agent --agent {agent}\n" + script({"say": "streaming"}, {"sleep": 60}),
         "print(6 * 7)",
         f"%%agent --agent {agent}\nstill there?",
     )
@@ -680,9 +680,11 @@ def test_kernel_interrupt_cancels_turn_and_kernel_stays_usable(tmp_path: Path) -
 
     async def main() -> float:
         async with client.async_setup_kernel(env=kernel_env(tmp_path)):
-            started = time.monotonic()
             running = asyncio.create_task(client.async_execute_cell(nb.cells[0], 0))
             await poll(said_streaming, 20, "the turn to stream")
+            # Timed from the interrupt: the agent's start is not what is measured (seconds
+            # on a loaded machine), the cancel is (the turn would sleep a minute otherwise).
+            started = time.monotonic()
             await client.km.interrupt_kernel()
             with pytest.raises(CellExecutionError) as info:  # Run All must stop here
                 await running
@@ -693,7 +695,7 @@ def test_kernel_interrupt_cancels_turn_and_kernel_stays_usable(tmp_path: Path) -
             return took
 
     took = asyncio.run(main())
-    assert took < 20, took
+    assert took < 30, took
     methods = [json.loads(x).get("method") for x in log.read_text().splitlines()]
     assert "session/cancel" in methods
     assert text(nb.cells[1]).strip() == "42"
