@@ -418,3 +418,48 @@ async def test_a_command_that_kills_its_supervisor_still_loses_its_grandchild(
             assert result.success, result
             pid = grandchild(pid_file, running=False)
             assert await gone(pid), "the grandchild outlived the supervisor the command killed"
+
+
+# A supervisor killed by its command before it could say "started": it said its cgroup first.
+# (The real race, a command that kills its supervisor at once, is decided by the scheduler; this
+# stand-in loses it every time.)
+_KILLED_BEFORE_STARTED = """
+import os, runpy, signal, sys, time
+real = runpy.run_path(sys.argv[1], run_name="supervisor")
+ours, _ = real["enter_new_cgroup"]()
+real["_report"](f"cgroup {ours}")
+actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0), (os.POSIX_SPAWN_DUP2, 1, 2)]
+os.posix_spawnp(sys.argv[3], sys.argv[3:], os.environ, file_actions=actions, setsid=True)
+deadline = time.monotonic() + 20
+while not os.path.exists(sys.argv[2]) and time.monotonic() < deadline:
+    time.sleep(0.01)  # until the command wrote its grandchild's pid; then "we are killed"
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+@pytest.mark.skipif(not cgroup_available(), reason="needs a writable cgroup v2 (root or delegated)")
+async def test_a_supervisor_killed_before_it_said_started_still_loses_the_tree(
+    agent: Agent, pid_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = tmp_path / "killed_supervisor.py"
+    fake.write_text(_KILLED_BEFORE_STARTED)
+    real = terminal._SUPERVISOR
+    # argv: python -I -S SUPERVISOR PARENT cgroup COMMAND...: the stand-in gets the real
+    # supervisor's path and the pid file in the places of PARENT and "cgroup".
+    monkeypatch.setattr(terminal, "_SUPERVISOR", f"{fake}")
+    original = anyio.open_process
+
+    async def open_process(argv: list[str], **kwargs: object) -> object:
+        if argv[3:4] == [str(fake)]:
+            argv = [*argv[:4], real, str(pid_file), *argv[6:]]
+        return await original(argv, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(terminal.anyio, "open_process", open_process)
+    with anyio.fail_after(40):
+        async with agent.client(terminal=True) as client:
+            session = await client.new_session()
+            await run_script(session, req("terminal/create", command=escaping(pid_file, RUNNING)))
+            pid = grandchild(pid_file, running=False)
+            assert await gone(pid), "the grandchild outlived a supervisor killed before 'started'"

@@ -16,8 +16,10 @@ command for instance, and could not do its work.
 File descriptors:
   0  control: any byte, or end-of-file, means "kill everything and exit"; so do SIGTERM/SIGHUP
   1  the command's stdout and stderr; the supervisor keeps no copy of it
-  2  status lines: `started PID CGROUP` (CGROUP is `-` when there is none) or `error MESSAGE`,
-     then `exit CODE` or `signal NUMBER`
+  2  status lines: `cgroup PATH` (once it is in a cgroup of its own, before the command starts:
+     a command that kills the supervisor at once must not leave the client without the path),
+     then `started PID CGROUP` (CGROUP is `-` when there is none) or `error MESSAGE`, then
+     `exit CODE` or `signal NUMBER`
 
 The command's exit is reported as soon as it happens; background processes it left keep running
 until the terminal is killed or released (as in a shell), and the supervisor exits once they are
@@ -221,6 +223,8 @@ class Supervisor:
     def spawn(self) -> None:
         # posix_spawn, not subprocess: importing subprocess doubled the supervisor's start-up.
         self.cgroups = enter_new_cgroup() if self.use_cgroup else None
+        if self.cgroups is not None:
+            _report(f"cgroup {self.cgroups[0]}")
         actions = [
             (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
             (os.POSIX_SPAWN_DUP2, 1, 2),

@@ -166,21 +166,28 @@ class Terminals:
             raise RpcError(rpc.INTERNAL_ERROR, f"could not start {argv[0]!r}: {exc}") from None
         RUNNING.add(process.pid)
         line = b""
+        cgroup: str | None = None
         try:
             with anyio.move_on_after(_START_TIMEOUT), contextlib.suppress(anyio.EndOfStream):
                 line = await read_status_line(process)
+                if line.startswith(b"cgroup "):  # said before the command starts
+                    cgroup = line.decode("utf-8", "replace").rstrip("\n").split(" ", 1)[1]
+                    line = await read_status_line(process)
         finally:
             if not line.startswith(b"started "):  # it failed, or we were cancelled meanwhile
                 RUNNING.discard(process.pid)
                 with anyio.CancelScope(shield=True):
                     await close_process(process)
+                    # The command may have started and killed the supervisor before it could
+                    # say so: what it started is in the cgroup.
+                    await remove_cgroup(cgroup)
         if not line.startswith(b"started "):
             reason = line.decode("utf-8", "replace").strip().removeprefix("error ")
             raise RpcError(
                 rpc.INTERNAL_ERROR, f"could not start {argv[0]!r}: {reason or 'no answer'}"
             )
-        cgroup = line.decode("utf-8", "replace").rstrip("\n").split(" ", 2)[2:]
-        return process, (cgroup[0] if cgroup and cgroup[0] != "-" else None)
+        said = line.decode("utf-8", "replace").rstrip("\n").split(" ", 2)[2:]
+        return process, (said[0] if said and said[0] != "-" else cgroup)
 
     async def _run(self, terminal: _Terminal) -> None:
         """Pump output and status until the whole tree is gone, then close our pipes."""
