@@ -31,6 +31,13 @@ The rules (CONTRIBUTING.md explains them to a newcomer):
    documented. A few names in `PUBLIC_UNDERSCORE` begin with an underscore but are
    documented public API (`namedtuple._replace`, `os._exit`).
 
+5. No ACP method name written as a string: the client uses `protocol/methods.py`'s constants,
+   taken from the SDK's tables; the stdlib-only demo agent uses `demo_agent/methods.py`'s,
+   which a test keeps equal to them. A namespaced name (`"session/prompt"`,
+   `"$/cancel_request"`) is an offender anywhere; a one-word one (`"initialize"`, `"logout"`)
+   only where it is the method of a call (`x.request("logout", ...)`) or compared with a
+   `method`, since the same words are also capability keys and subcommands.
+
 Each rule is one test over the real package, and each has a unit test that runs its checker
 on a small synthetic package in `tmp_path`, to show that it can fail.
 """
@@ -399,6 +406,46 @@ def private_offenders(root: Path, package: str) -> list[str]:
     return by_place(offenders)
 
 
+#: Calls whose first argument is a wire method name.
+SENDERS = {"request", "notify", "ask", "encode_request", "encode_notification"}
+#: The two modules that spell the names out.
+METHOD_TABLES = {"protocol.methods", "demo_agent.methods"}
+
+
+def _wire_name_sites(tree: ast.Module) -> Iterator[ast.Constant]:
+    """Constants in the places where a one-word name can only mean a method."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in SENDERS:
+                yield node.args[0]
+        elif isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any("method" in ast.unparse(side).lower() for side in sides):
+                yield from (side for side in sides if isinstance(side, ast.Constant))
+
+
+def wire_name_offenders(root: Path, package: str, names: set[str]) -> list[str]:
+    offenders = []
+    for name, module in load_package(root, package).items():
+        if name.removeprefix(package + ".") in METHOD_TABLES:
+            continue
+        namespaced = {
+            node
+            for node in ast.walk(module.tree)
+            if isinstance(node, ast.Constant) and node.value in names and "/" in node.value
+        }
+        placed = {n for n in _wire_name_sites(module.tree) if n.value in names}
+        for node in namespaced | placed:
+            offenders.append(
+                f"{module.where(node.lineno)}: {name} writes the method name {node.value!r}: "
+                "use its constant from protocol/methods.py (demo_agent/methods.py in the "
+                "demo agent)"
+            )
+    return by_place(offenders)
+
+
 def by_place(offenders: list[str]) -> list[str]:
     """Sorted by file, then line number (not as text: line 9 comes before line 10)."""
 
@@ -512,6 +559,16 @@ def test_demo_agent_method_names_match_the_sdk() -> None:
     assert not wrong, (
         f"acp_notebook/demo_agent/methods.py differs from protocol/methods.py: {wrong}"
     )
+
+
+def test_wire_method_names_come_from_the_sdk_tables() -> None:
+    from acp_notebook.protocol import methods
+
+    names = {*methods.AGENT_METHODS.values(), *methods.CLIENT_METHODS.values()}
+    names.add(methods.CANCEL_REQUEST)
+    assert {"session/prompt", "initialize", "$/cancel_request"} <= names
+    offenders = wire_name_offenders(REPO, PACKAGE, names)
+    assert not offenders, _report(offenders, "method name(s) written as strings")
 
 
 def test_py_typed_is_shipped() -> None:
@@ -659,3 +716,30 @@ def test_private_checker_finds_reads_and_writes(tmp_path: Path) -> None:
     assert "pkg/a.py:21: pkg.a reads b.B._inner, through hasattr()" in text
     hidden = next(o for o in found if "b.B._inner" in o)
     assert debt_key("private", hidden) == "pkg/a.py: b.B._inner"
+
+
+def test_wire_name_checker_finds_names_written_out(tmp_path: Path) -> None:
+    write_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/protocol/methods.py": "PROMPT = 'session/prompt'\nLOGOUT = 'logout'\n",
+            "pkg/client.py": "from .protocol import methods\n"
+            "async def go(conn, caps, msg):\n"
+            "    await conn.request(methods.PROMPT, {})\n"
+            "    await conn.request('session/prompt', {})\n"  # 4
+            "    await conn.request('logout', {})\n"  # 5
+            "    if msg.get('method') == 'logout': pass\n"  # 6
+            "    return caps.get('logout'), {'logout': 1}, 'session/prompt answered'\n"
+            "HANDLERS = {'$/cancel_request': None}\n",  # 8
+        },
+    )
+    names = {"session/prompt", "logout", "$/cancel_request"}
+    found = wire_name_offenders(tmp_path, "pkg", names)
+    text = "\n".join(found)
+    assert [o.split(": ", 1)[0] for o in found] == [
+        "pkg/client.py:4",
+        "pkg/client.py:5",
+        "pkg/client.py:6",
+        "pkg/client.py:8",
+    ], text
