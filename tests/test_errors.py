@@ -3,6 +3,8 @@ that used to raise a bare `ValueError` raise one of them (and still a `ValueErro
 
 from __future__ import annotations
 
+import ast
+import builtins
 import inspect
 from types import SimpleNamespace
 from typing import Any
@@ -15,8 +17,11 @@ from acp_notebook import errors
 from acp_notebook.client.permissions import PermissionPolicy
 from acp_notebook.config import AgentSpec, Registry
 from acp_notebook.notebook.cell import open_session
+from acp_notebook.notebook.ledger import Ledger
 from acp_notebook.notebook.runtime import Runtime
+from acp_notebook.protocol.costs import CostLimit
 from tests.client_helpers import Agent
+from tests.test_layers import PACKAGE, REPO, load_package
 
 PUBLIC = [
     obj
@@ -43,6 +48,96 @@ def test_every_exception_is_exported_and_an_acp_error(cls: type[BaseException]) 
     assert issubclass(cls, errors.AcpError)
     assert cls.__name__ in acp_notebook.__all__
     assert getattr(acp_notebook, cls.__name__) is cls
+
+
+# The two separate programs (stdlib only, nothing of the package) keep their own exceptions.
+SEPARATE_PROGRAMS = ("acp_notebook/demo_agent/", "acp_notebook/kernel_mcp/")
+BUILTIN_EXCEPTIONS = {
+    name for name, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, Exception)
+}
+
+# Exception classes outside errors.py: internal signals that never leave their module.
+INTERNAL_CLASSES = {
+    "acp_notebook/client/safe_fs.py: Cancelled": "a worker thread's stop; workspace.py catches it",
+}
+
+# Where the package raises a built-in exception itself, by "file: exception". Each is an
+# internal signal or a protocol of Python's, caught at the boundary named here; none reaches
+# a user as a bare ValueError. A new one fails the test below: raise an errors.py class
+# instead, or add it here with the place that catches it.
+INTERNAL_RAISES = {
+    "acp_notebook/__init__.py: AttributeError": "a module __getattr__ must raise it",
+    "acp_notebook/protocol/methods.py: ImportError": "the SDK is missing: at import, as Python",
+    "acp_notebook/client/process.py: FileNotFoundError": "what a failed spawn raises; "
+    "Process.start turns it into AgentStartError",
+    "acp_notebook/client/process.py: PermissionError": "the same",
+    "acp_notebook/protocol/structured.py: ValueError": "a validator's answer: client/"
+    "structured.py makes it a re-ask or the turn's error, notebook/replay.py a ReplayError",
+    "acp_notebook/run/cli.py: ValueError": "a bad command line: main() prints it, exits 2",
+    "acp_notebook/run/params.py: ValueError": "the same",
+    "acp_notebook/notebook/kernel_server_mcp.py: TypeError": "a tool argument of the agent's: "
+    "answered as a tool error",
+    "acp_notebook/notebook/stored_sessions.py: OSError": "caught in _write, kept as a problem",
+    "acp_notebook/widgets/elicit_form.py: TimeoutError": "a handler's timeout: the client "
+    "declines the request (client/elicit.py)",
+    "acp_notebook/widgets/turn_view.py: TimeoutError": "a permission handler's timeout: the "
+    "client rejects the request, fail closed, and records why (client/serving.py)",
+}
+
+
+def _where(path: Any) -> str:
+    return path.relative_to(REPO).as_posix()
+
+
+def builtin_raises() -> dict[str, int]:
+    """Every `raise <built-in exception>` in the package, outside the separate programs."""
+    found: dict[str, int] = {}
+    for module in load_package(REPO, PACKAGE).values():
+        where = _where(module.path)
+        if where.startswith(SEPARATE_PROGRAMS):
+            continue
+        for node in ast.walk(module.tree):
+            if isinstance(node, ast.Raise) and node.exc is not None:
+                exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+                if isinstance(exc, ast.Name) and exc.id in BUILTIN_EXCEPTIONS:
+                    found.setdefault(f"{where}: {exc.id}", node.lineno)
+    return found
+
+
+def exception_classes() -> dict[str, int]:
+    """Every class deriving from an exception, outside errors.py and the separate programs."""
+    found: dict[str, int] = {}
+    for module in load_package(REPO, PACKAGE).values():
+        where = _where(module.path)
+        if where.startswith(SEPARATE_PROGRAMS) or where == "acp_notebook/errors.py":
+            continue
+        for node in ast.walk(module.tree):
+            if isinstance(node, ast.ClassDef):
+                bases = {ast.unparse(b).rsplit(".", 1)[-1] for b in node.bases}
+                if bases & (BUILTIN_EXCEPTIONS | {"BaseException"}) or any(
+                    b.endswith(("Error", "Exception")) for b in bases
+                ):
+                    found[f"{where}: {node.name}"] = node.lineno
+    return found
+
+
+def test_builtin_exceptions_are_raised_only_where_a_boundary_catches_them() -> None:
+    found = builtin_raises()
+    new = {k: line for k, line in found.items() if k not in INTERNAL_RAISES}
+    assert not new, (
+        "bare built-in exception(s) raised; raise an errors.py class (InvalidArgumentError is "
+        "also a ValueError), or list the site in INTERNAL_RAISES with what catches it: "
+        + "; ".join(f"{k} (line {line})" for k, line in new.items())
+    )
+    gone = sorted(set(INTERNAL_RAISES) - set(found))
+    assert not gone, f"no longer raised, delete from INTERNAL_RAISES: {gone}"
+
+
+def test_no_exception_class_is_defined_outside_errors_py_by_the_source() -> None:
+    found = exception_classes()
+    assert "acp_notebook/client/safe_fs.py: Cancelled" in found  # the walk sees classes
+    new = {k: line for k, line in found.items() if k not in INTERNAL_CLASSES}
+    assert not new, f"exception class(es) outside errors.py, define them there: {new}"
 
 
 def test_no_exception_class_is_defined_outside_errors_py() -> None:
@@ -132,3 +227,15 @@ async def test_what_the_agent_does_not_offer_is_not_offered(agent: Agent) -> Non
                     else:
                         await session.set_config_option(key, value)
     assert agent.sent("session/set_mode") == agent.sent("session/set_config_option") == []
+
+
+@pytest.mark.parametrize("value", [10**400, -1, float("nan"), float("inf")])
+def test_a_bad_cost_limit_is_an_invalid_argument(value: float) -> None:
+    with pytest.raises(errors.InvalidArgumentError):
+        CostLimit.of(value)
+
+
+def test_a_kernel_budget_that_is_no_number_of_usd_is_an_invalid_argument() -> None:
+    # c.AcpNotebook.max_cost_total = inf reaches CostLimit through the ledger, not CostLimit.of
+    with pytest.raises(errors.InvalidArgumentError, match="finite"):
+        Ledger().turn_limit(None, float("inf"))

@@ -19,14 +19,24 @@ The rules (CONTRIBUTING.md explains them to a newcomer):
    (from its `def` line to its last line) unless its docstring has a line starting with
    `Long because`, followed by the reason, e.g. "Long because it is one flat table of
    handlers; splitting it would hide which message goes where."
-4. No module reads or writes another object's private attribute: `x._name` is allowed only
-   when `x` is `self`, `cls`, `super()` or `type(self)`. Not `self._a._b` either: that reads
-   the private attribute of whatever `self._a` is. The one exception: `_name` is an
-   attribute that a class of the same module defines (in its body or as `self._name`), e.g.
-   `other._key` in `__eq__`, or a module-private helper class used only by its module.
-   Privacy in Python is a convention between the authors of one module; what another module
-   needs must become public and documented. A few names in `PUBLIC_UNDERSCORE` begin with an
-   underscore but are documented public API (`namedtuple._replace`, `os._exit`).
+4. No module reads or writes another object's private attribute, or imports another
+   module's private name (`from .magics import _parse`; a private submodule such as
+   `_version` is fine). `x._name` is allowed only when `x` is `self`, `cls`, `super()`,
+   `type(self)`, or a class defined in the same module (`SessionFold._plan` in the module's
+   table of `SessionFold` methods). Not `self._a._b` either: that reads the private attribute
+   of whatever `self._a` is; nor `other._key` in `__eq__`, whose `other` may be anything
+   (compare a public key, or let a dataclass do it). `getattr`, `setattr`, `hasattr` and
+   `delattr` with a literal `"_name"` count the same. Privacy in Python is a convention
+   between the authors of one class; what another module needs must become public and
+   documented. A few names in `PUBLIC_UNDERSCORE` begin with an underscore but are
+   documented public API (`namedtuple._replace`, `os._exit`).
+
+5. No ACP method name written as a string: the client uses `protocol/methods.py`'s constants,
+   taken from the SDK's tables; the stdlib-only demo agent uses `demo_agent/methods.py`'s,
+   which a test keeps equal to them. A namespaced name (`"session/prompt"`,
+   `"$/cancel_request"`) is an offender anywhere; a one-word one (`"initialize"`, `"logout"`)
+   only where it is the method of a call (`x.request("logout", ...)`) or compared with a
+   `method`, since the same words are also capability keys and subcommands.
 
 Each rule is one test over the real package, and each has a unit test that runs its checker
 on a small synthetic package in `tmp_path`, to show that it can fail.
@@ -326,45 +336,112 @@ def _is_own(value: ast.expr) -> bool:
     return False
 
 
-def _own_private_names(tree: ast.Module) -> set[str]:
-    """Private attributes the module's own classes define: in a class body or as self._x."""
-    names: set[str] = set()
-    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
-        for statement in cls.body:  # methods, nested classes, class attributes, fields
-            if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                names.add(statement.name)
-            elif isinstance(statement, ast.Assign | ast.AnnAssign | ast.AugAssign):
-                targets = (
-                    statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+def _module_classes(tree: ast.Module) -> set[str]:
+    """The names of the classes a module defines at its top level."""
+    return {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+
+
+_REFLECTION = {"getattr", "setattr", "hasattr", "delattr"}
+
+
+def _private_uses(
+    tree: ast.Module,
+) -> Iterator[tuple[ast.Attribute | ast.Call, ast.expr, str, str]]:
+    """Every `x._name` and `getattr(x, "_name")`: (node, x, _name, how it is used)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            verb = "writes" if isinstance(node.ctx, ast.Store | ast.Del) else "reads"
+            yield node, node.value, node.attr, verb
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in _REFLECTION
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+        ):
+            verb = "writes" if node.func.id in {"setattr", "delattr"} else "reads"
+            yield node, node.args[0], node.args[1].value, verb
+
+
+def _private_imports(module: Module, modules: dict[str, Module], package: str) -> Iterator[str]:
+    """`from .x import _name` of a name (not a submodule) of another module of the package."""
+    for node in ast.walk(module.tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        base = _resolve(module, node.level, node.module)
+        if base != package and not base.startswith(package + "."):
+            continue
+        for alias in node.names:
+            private = alias.name.startswith("_") and not alias.name.startswith("__")
+            if private and f"{base}.{alias.name}" not in modules:
+                yield (
+                    f"{module.where(node.lineno)}: {module.name} imports {base}.{alias.name}, "
+                    "another module's private name: make it public (and documented) there"
                 )
-                names.update(t.id for t in targets if isinstance(t, ast.Name))
-        for node in ast.walk(cls):  # self._x = ... in any method
-            if (
-                isinstance(node, ast.Attribute)
-                and isinstance(node.ctx, ast.Store)
-                and _is_own(node.value)
-            ):
-                names.add(node.attr)
-    return {n for n in names if n.startswith("_")}
 
 
 def private_offenders(root: Path, package: str) -> list[str]:
     offenders = []
-    for name, module in load_package(root, package).items():
-        own = _own_private_names(module.tree)
-        for node in ast.walk(module.tree):
-            if not isinstance(node, ast.Attribute):
-                continue
-            attr = node.attr
+    modules = load_package(root, package)
+    for name, module in modules.items():
+        offenders.extend(_private_imports(module, modules, package))
+        classes = _module_classes(module.tree)
+        for node, value, attr, verb in _private_uses(module.tree):
             if not attr.startswith("_") or (attr.startswith("__") and attr.endswith("__")):
                 continue
-            if _is_own(node.value) or attr in own or attr in PUBLIC_UNDERSCORE:
+            if _is_own(value) or attr in PUBLIC_UNDERSCORE:
                 continue
-            verb = "writes" if isinstance(node.ctx, ast.Store | ast.Del) else "reads"
+            if isinstance(value, ast.Name) and value.id in classes:
+                continue  # a class of this module, e.g. its table of its own methods
+            shown = f"{ast.unparse(value)}.{attr}"
+            if isinstance(node, ast.Call):
+                assert isinstance(node.func, ast.Name)
+                shown += f", through {node.func.id}()"
             offenders.append(
-                f"{module.where(node.lineno)}: {name} {verb} {ast.unparse(node)}, another "
+                f"{module.where(node.lineno)}: {name} {verb} {shown}, another "
                 "object's private attribute: make what it needs public (and documented) "
                 "on that object's class"
+            )
+    return by_place(offenders)
+
+
+#: Calls whose first argument is a wire method name.
+SENDERS = {"request", "notify", "ask", "encode_request", "encode_notification"}
+#: The two modules that spell the names out.
+METHOD_TABLES = {"protocol.methods", "demo_agent.methods"}
+
+
+def _wire_name_sites(tree: ast.Module) -> Iterator[ast.Constant]:
+    """Constants in the places where a one-word name can only mean a method."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in SENDERS:
+                yield node.args[0]
+        elif isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any("method" in ast.unparse(side).lower() for side in sides):
+                yield from (side for side in sides if isinstance(side, ast.Constant))
+
+
+def wire_name_offenders(root: Path, package: str, names: set[str]) -> list[str]:
+    offenders = []
+    for name, module in load_package(root, package).items():
+        if name.removeprefix(package + ".") in METHOD_TABLES:
+            continue
+        namespaced = {
+            node
+            for node in ast.walk(module.tree)
+            if isinstance(node, ast.Constant) and node.value in names and "/" in node.value
+        }
+        placed = {n for n in _wire_name_sites(module.tree) if n.value in names}
+        for node in namespaced | placed:
+            offenders.append(
+                f"{module.where(node.lineno)}: {name} writes the method name {node.value!r}: "
+                "use its constant from protocol/methods.py (demo_agent/methods.py in the "
+                "demo agent)"
             )
     return by_place(offenders)
 
@@ -394,6 +471,10 @@ FOREIGN_PRIVATE: dict[str, str] = {
         "UsageError in a magic otherwise sends an older cell's traceback or none"
     ),
     "acp_notebook/magics.py: shell._last_traceback_during_displayhook": "the same, its twin",
+    "acp_notebook/magics.py: Widget._control_comm": (
+        "ipywidgets opens it when a widget front-end connects and offers no public way to "
+        "ask whether one did; read only, never written"
+    ),
 }
 
 # Debt: offenders that the redesign of issue 8 has not removed yet, by a key without line
@@ -478,6 +559,16 @@ def test_demo_agent_method_names_match_the_sdk() -> None:
     assert not wrong, (
         f"acp_notebook/demo_agent/methods.py differs from protocol/methods.py: {wrong}"
     )
+
+
+def test_wire_method_names_come_from_the_sdk_tables() -> None:
+    from acp_notebook.protocol import methods
+
+    names = {*methods.AGENT_METHODS.values(), *methods.CLIENT_METHODS.values()}
+    names.add(methods.CANCEL_REQUEST)
+    assert {"session/prompt", "initialize", "$/cancel_request"} <= names
+    offenders = wire_name_offenders(REPO, PACKAGE, names)
+    assert not offenders, _report(offenders, "method name(s) written as strings")
 
 
 def test_py_typed_is_shipped() -> None:
@@ -594,21 +685,61 @@ def test_private_checker_finds_reads_and_writes(tmp_path: Path) -> None:
             "        print(self._helper._inner)\n"  # self._a._b: still another object's
             "        b._private()\n"  # a private function of another module
             "    def __eq__(self, other):\n"
-            "        return self._mine == other._mine\n"  # defined by this module: allowed
+            "        return self._mine == other._mine\n"  # `other` may be anything
             "    def f(self):\n"
             "        super()._g(); type(self)._h; self.__dict__\n"
             "        os._exit(0)\n"
             "        return self._replace(x=1)\n"
             "    def g(self, other):\n"
             "        _local = 1\n"
-            "        return other._local\n",  # a local variable is not an attribute
+            "        return other._local\n"  # a local variable is not an attribute
+            "    def h(self, other):\n"
+            "        getattr(self, '_mine'); setattr(self, '_mine', 2); getattr(other, 'x')\n"
+            "        return getattr(other, '_mine', None), hasattr(b.B, '_inner')\n"
+            "TABLE = {'f': A._g}\n",  # a class of this module: its own table
             "pkg/b.py": "class B:\n    _inner = 1\ndef _private(): pass\n",
+            "pkg/c.py": "from ._version import __version__\nfrom . import _version\n"
+            "from .b import B, _private\nfrom os import _exit\n",
+            "pkg/_version.py": "__version__ = '1'\n",
         },
     )
     found = private_offenders(tmp_path, "pkg")
     text = "\n".join(found)
-    assert len(found) == 4, text
+    assert len(found) == 8, text
+    assert "pkg/c.py:3: pkg.c imports pkg.b._private" in text
     assert "pkg/a.py:6: pkg.a writes other._theirs" in text
-    assert "pkg/a.py:18: pkg.a reads other._local" in text
     assert "pkg/a.py:8: pkg.a reads self._helper._inner" in text
     assert "pkg/a.py:9: pkg.a reads b._private" in text
+    assert "pkg/a.py:11: pkg.a reads other._mine" in text
+    assert "pkg/a.py:18: pkg.a reads other._local" in text
+    assert "pkg/a.py:21: pkg.a reads other._mine, through getattr()" in text
+    assert "pkg/a.py:21: pkg.a reads b.B._inner, through hasattr()" in text
+    hidden = next(o for o in found if "b.B._inner" in o)
+    assert debt_key("private", hidden) == "pkg/a.py: b.B._inner"
+
+
+def test_wire_name_checker_finds_names_written_out(tmp_path: Path) -> None:
+    write_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/protocol/methods.py": "PROMPT = 'session/prompt'\nLOGOUT = 'logout'\n",
+            "pkg/client.py": "from .protocol import methods\n"
+            "async def go(conn, caps, msg):\n"
+            "    await conn.request(methods.PROMPT, {})\n"
+            "    await conn.request('session/prompt', {})\n"  # 4
+            "    await conn.request('logout', {})\n"  # 5
+            "    if msg.get('method') == 'logout': pass\n"  # 6
+            "    return caps.get('logout'), {'logout': 1}, 'session/prompt answered'\n"
+            "HANDLERS = {'$/cancel_request': None}\n",  # 8
+        },
+    )
+    names = {"session/prompt", "logout", "$/cancel_request"}
+    found = wire_name_offenders(tmp_path, "pkg", names)
+    text = "\n".join(found)
+    assert [o.split(": ", 1)[0] for o in found] == [
+        "pkg/client.py:4",
+        "pkg/client.py:5",
+        "pkg/client.py:6",
+        "pkg/client.py:8",
+    ], text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import itertools
 
 import anyio
@@ -19,6 +20,7 @@ from acp_notebook.protocol.turnstate import (
 )
 from tests.agents.script import script
 from tests.client_helpers import Agent, Watcher
+from tests.test_layers import PACKAGE, REPO, load_package
 
 S = TurnState
 
@@ -214,3 +216,31 @@ async def test_a_session_moves_its_turns_through_the_table(agent: Agent) -> None
     assert failed.error is not None and "bad prompt" in failed.error
     finished = [m.turn_id for m in watcher.of(TurnFinished)]
     assert finished.count(first.id) == finished.count(queued.id) == 1  # one end each
+
+
+# -- one place moves the machine, one place ends a turn ---------------------------------------
+
+
+def test_only_the_turn_runner_moves_a_turn_and_only_its_end_ends_one() -> None:
+    # Read from the source: a second place that ends turns (as Session._run's five cancel
+    # branches once did) fails here, whatever the tests above exercise.
+    moves: dict[str, list[str]] = {"advance": [], "end": []}
+    for module in load_package(REPO, PACKAGE).values():
+        if module.name == "acp_notebook.protocol.turnstate":
+            continue
+        for func in ast.walk(module.tree):
+            if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(func):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in moves
+                    and ast.unparse(node.func.value).endswith("machine")
+                ):
+                    moves[node.func.attr].append(f"{module.name}.{func.name}")
+    assert sorted(set(moves["end"])) == ["acp_notebook.client.runner._end"], moves
+    assert sorted(set(moves["advance"])) == [
+        "acp_notebook.client.runner.cancel",  # -> CANCELLING
+        "acp_notebook.client.runner.work",  # -> RUNNING
+    ], moves

@@ -27,10 +27,12 @@ class CostLimit:
     source: str = "max_cost"
 
     def __post_init__(self) -> None:
+        # InvalidArgumentError (a ValueError): the kernel builds limits from its configuration
+        # too (c.AcpNotebook.max_cost_total = inf), so this reaches a user as it is.
         if not (isinstance(self.amount, int | float) and math.isfinite(self.amount)):
-            raise ValueError(f"a cost limit must be a finite number, not {self.amount!r}")
+            raise InvalidArgumentError(f"a cost limit must be a finite number, not {self.amount!r}")
         if self.amount < 0:
-            raise ValueError(f"a cost limit cannot be negative ({self.amount:g})")
+            raise InvalidArgumentError(f"a cost limit cannot be negative ({self.amount:g})")
 
     @classmethod
     def of(cls, value: float | CostLimit | None) -> CostLimit | None:
@@ -40,9 +42,10 @@ class CostLimit:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise InvalidArgumentError(f"max_cost must be a number of USD, not {value!r}")
         try:
-            return cls(float(value))
-        except ValueError as exc:
-            raise InvalidArgumentError(str(exc)) from None
+            amount = float(value)
+        except OverflowError:  # an int too large for a float
+            raise InvalidArgumentError("max_cost must be a finite number of USD") from None
+        return cls(amount)  # __post_init__ refuses nan, inf and negatives
 
 
 def same_currency(a: str | None, b: str | None) -> bool:
