@@ -21,6 +21,7 @@ from typing import Any
 import nbformat
 import pytest
 
+from acp_notebook.protocol.result import TurnResult
 from acp_notebook.render import render_bundle
 from tests.agents.script import agent_command, script
 from tests.test_lab import ARTIFACTS, OBSERVE, READY, output
@@ -274,7 +275,9 @@ def test_a_reopened_notebook_shows_the_record_once(page, lab) -> None:
     size = len(json.dumps(outputs))
     assert size <= len(json.dumps(one)) + 600, f"{size} chars saved for one record"
     visible = len(output(page).first.inner_text())
-    transcript = len(json.dumps(record[MIME_TURN]))
+    # The turn's transcript as `TurnResult.to_json()` writes it, the measure of the README's
+    # figures: the record saves it less the answer its parts also hold (`transcript.compact`).
+    transcript = len(json.dumps(TurnResult.from_json(record[MIME_TURN]).to_json()))
     print(
         f"saved {size} chars: {transcript} of transcript, {size - transcript} for {visible} visible"
     )
@@ -321,7 +324,9 @@ def test_messages_per_second_and_bytes_per_turn(page, lab) -> None:
     done(page)
     nb = save(page, lab, "rate.ipynb")
     record = next(o["data"] for o in nb["cells"][0]["outputs"] if MIME_TURN in o.get("data", {}))
-    transcript = len(json.dumps(record[MIME_TURN]))
+    # The turn's transcript as `TurnResult.to_json()` writes it, the measure of the README's
+    # figures: the record saves it less the answer its parts also hold (`transcript.compact`).
+    transcript = len(json.dumps(TurnResult.from_json(record[MIME_TURN]).to_json()))
     sent = sum(n for _, n in frames)
     span = frames[-1][0] - frames[0][0]
     rate = (len(frames) - 1) / span

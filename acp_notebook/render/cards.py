@@ -47,8 +47,7 @@ def tool_call(out: list[str], call: ToolCallPart, turn: Transcript) -> None:
             added, removed = added + u.added, removed + u.removed
         stats = f' <span class="acpnb-muted">+{added} −{removed}</span>'
     out.append(
-        # The status is a class of the badge only: one on the card too, unused, was 21 B a card.
-        f'<details class="acpnb-tool"{" open" if is_open else ""}>'
+        f'<details class="acpnb-tool acpnb-tool-{status_cls}"{" open" if is_open else ""}>'
         f'<summary><span class="acpnb-kind" title="{escape(kind)}">'
         f"{labels.kind_icon(kind)}</span> {title} "
         f'<span class="acpnb-badge acpnb-st-{status_cls}">{glyph} {escape(word)}</span>'
