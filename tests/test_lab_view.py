@@ -22,7 +22,7 @@ import nbformat
 import pytest
 
 from acp_notebook.protocol.result import TurnResult
-from acp_notebook.render import render_bundle
+from acp_notebook.render import RECORD_FORMATS, render_bundle
 from tests.agents.script import agent_command, script
 from tests.test_lab import ARTIFACTS, OBSERVE, READY, output
 
@@ -271,13 +271,11 @@ def test_a_reopened_notebook_shows_the_record_once(page, lab) -> None:
     # The record once: the saved outputs are one record bundle (drawn again from its own
     # transcript) and the cell's empty value, nothing more. Sizes printed for the README.
     record = next(b for b in bundles if MIME_TURN in b)
-    one = render_bundle(record[MIME_TURN])
+    one = render_bundle(record[MIME_TURN], formats=RECORD_FORMATS)
     size = len(json.dumps(outputs))
     assert size <= len(json.dumps(one)) + 600, f"{size} chars saved for one record"
     visible = len(output(page).first.inner_text())
-    # The turn's transcript as `TurnResult.to_json()` writes it, the measure of the README's
-    # figures: the record saves it less the answer its parts also hold (`transcript.compact`).
-    transcript = len(json.dumps(TurnResult.from_json(record[MIME_TURN]).to_json()))
+    transcript = len(json.dumps(record[MIME_TURN]))
     print(
         f"saved {size} chars: {transcript} of transcript, {size - transcript} for {visible} visible"
     )
