@@ -20,6 +20,7 @@ from nbclient import NotebookClient
 from nbformat import NotebookNode
 from nbformat.v4 import new_code_cell, new_notebook
 
+from acp_notebook.protocol.result import TurnResult
 from tests.agents.script import agent_command, script
 
 MIME_TURN = "application/vnd.acp-notebook.turn+json"
@@ -31,6 +32,7 @@ __all__ = [
     "MIME_WIDGET",
     "RecordingClient",
     "agent_command",
+    "answer",
     "data",
     "errors",
     "execute",
@@ -153,6 +155,12 @@ def data(cell: NotebookNode, mime: str) -> list[Any]:
 
 def transcripts(cell: NotebookNode) -> list[dict[str, Any]]:
     return data(cell, MIME_TURN)
+
+
+def answer(transcript: Any) -> str:
+    """A saved transcript's answer as its readers rebuild it (`TurnResult.from_json`): the record
+    keeps it in the parts only (`protocol.transcript.compact`)."""
+    return TurnResult.from_json(transcript).text
 
 
 def text(cell: NotebookNode) -> str:

@@ -22,9 +22,10 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from acp_notebook.protocol.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
+from acp_notebook.protocol.result import TurnResult
 from tests.agents.script import AGENT_PATH, script
 from tests.client_helpers import reports
-from tests.nb_util import KERNELSPEC, errors, kernel_env, make_client, text, transcripts
+from tests.nb_util import KERNELSPEC, answer, errors, kernel_env, make_client, text, transcripts
 
 SECRET = "sk-test-1234567890abcdef"
 REDACTED = "[redacted]"
@@ -178,7 +179,7 @@ def test_boundary_terminal_secrets_and_permissions_in_a_headless_run(tmp_path: P
     # -- the boundary
     (first,) = transcripts(nb.cells[1])
     assert first["success"], first
-    answers = reports(first["text"], "RESPONSE ")
+    answers = reports(answer(first), "RESPONSE ")
     assert answers[0] == {"result": {"content": "inside data"}}
     assert [code(a) for a in answers[1:6]] == [INVALID_PARAMS] * 5  # out, out, link, /etc, rel
     assert [code(a) for a in answers[6:12]] == [INVALID_PARAMS] * 6  # notebooks and escapes
@@ -191,7 +192,7 @@ def test_boundary_terminal_secrets_and_permissions_in_a_headless_run(tmp_path: P
     assert p["other_nb"].read_text() == p["checkpoint"].read_text() == '{"cells": []}'
     assert not (tmp_path / "escape.txt").exists()
     # Headless: nobody can be asked, so the permission request failed closed.
-    (permission,) = reports(first["text"], "PERMISSION ")
+    (permission,) = reports(answer(first), "PERMISSION ")
     assert permission == {"result": {"outcome": {"outcome": "selected", "optionId": "reject"}}}
 
     # -- terminal capability in initialize, off then on
@@ -206,8 +207,8 @@ def test_boundary_terminal_secrets_and_permissions_in_a_headless_run(tmp_path: P
         assert SECRET not in text(cell)
     (echoed,) = transcripts(nb.cells[0])
     assert "garbage with" in text(nb.cells[0])  # logged to the cell's stderr, masked
-    assert echoed["text"] == f"the key is {REDACTED}"
-    assert echoed["thoughts"] == f"thinking about {REDACTED}"
+    assert answer(echoed) == f"the key is {REDACTED}"
+    assert TurnResult.from_json(echoed).thoughts == f"thinking about {REDACTED}"
     assert any(
         REDACTED in e.get("message", "") for e in echoed["parts"] if e["type"] == "error"
     )  # the garbage line, quoted in its protocol error
@@ -242,10 +243,10 @@ def test_the_executing_notebook_is_protected_when_known_and_the_switch(tmp_path:
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
     nbformat.write(nb, p["nb"])
     make_client(nb, work).execute(env=env)
-    protected = reports(transcripts(nb.cells[1])[0]["text"], "RESPONSE ")
+    protected = reports(answer(transcripts(nb.cells[1])[0]), "RESPONSE ")
     assert [code(a) for a in protected] == [INVALID_PARAMS, INVALID_PARAMS]
     assert "protected" in protected[0]["error"]["message"]
-    switched_off = reports(transcripts(nb.cells[3])[0]["text"], "RESPONSE ")
+    switched_off = reports(answer(transcripts(nb.cells[3])[0]), "RESPONSE ")
     assert code(switched_off[0]) == INVALID_PARAMS  # the executing notebook stays unreadable
     assert switched_off[1] == {"result": {}}
     assert p["other_nb"].read_text() == "edited"

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.client_helpers import reports
+from tests.nb_util import answer
 from tests.test_lab import output
 from tests.test_lab_view import ARTIFACTS, cell, done, run, save
 
@@ -43,7 +44,7 @@ def ask(params: dict[str, Any]) -> dict[str, Any]:
 def answers(page: Any, lab: Any, name: str) -> list[Any]:
     saved = save(page, lab, name)
     texts = [
-        o["data"]["application/vnd.acp-notebook.turn+json"]["text"]
+        answer(o["data"]["application/vnd.acp-notebook.turn+json"])
         for o in saved["cells"][0]["outputs"]
         if "application/vnd.acp-notebook.turn+json" in o.get("data", {})
     ]

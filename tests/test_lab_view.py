@@ -21,7 +21,8 @@ from typing import Any
 import nbformat
 import pytest
 
-from acp_notebook.render import render_bundle
+from acp_notebook.protocol.result import TurnResult
+from acp_notebook.render import RECORD_FORMATS, render_bundle
 from tests.agents.script import agent_command, script
 from tests.test_lab import ARTIFACTS, OBSERVE, READY, output
 
@@ -270,7 +271,7 @@ def test_a_reopened_notebook_shows_the_record_once(page, lab) -> None:
     # The record once: the saved outputs are one record bundle (drawn again from its own
     # transcript) and the cell's empty value, nothing more. Sizes printed for the README.
     record = next(b for b in bundles if MIME_TURN in b)
-    one = render_bundle(record[MIME_TURN])
+    one = render_bundle(record[MIME_TURN], formats=RECORD_FORMATS)
     size = len(json.dumps(outputs))
     assert size <= len(json.dumps(one)) + 600, f"{size} chars saved for one record"
     visible = len(output(page).first.inner_text())
@@ -321,7 +322,9 @@ def test_messages_per_second_and_bytes_per_turn(page, lab) -> None:
     done(page)
     nb = save(page, lab, "rate.ipynb")
     record = next(o["data"] for o in nb["cells"][0]["outputs"] if MIME_TURN in o.get("data", {}))
-    transcript = len(json.dumps(record[MIME_TURN]))
+    # The turn's transcript as `TurnResult.to_json()` writes it, the measure of the README's
+    # figures: the record saves it less the answer its parts also hold (`transcript.compact`).
+    transcript = len(json.dumps(TurnResult.from_json(record[MIME_TURN]).to_json()))
     sent = sum(n for _, n in frames)
     span = frames[-1][0] - frames[0][0]
     rate = (len(frames) - 1) / span

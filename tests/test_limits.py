@@ -26,7 +26,7 @@ from acp_notebook.protocol.result import TurnRecord, finish
 from acp_notebook.protocol.state import ErrorPart, RawPart, ToolCallPart
 from tests.agents.script import script
 from tests.client_helpers import Agent, Watcher, run_script
-from tests.nb_util import execute, scripted, transcripts
+from tests.nb_util import answer, execute, scripted, transcripts
 
 # The agent runs in this process (no spawn per test) unless a test needs a real process.
 pytestmark = [pytest.mark.anyio, pytest.mark.scripted_agent("in_process")]
@@ -466,7 +466,7 @@ def test_a_100000_entry_plan_saves_a_small_notebook(tmp_path: Path) -> None:
     (transcript,) = transcripts(nb.cells[0])
     assert len(transcript["plan"]) == 1_000
     assert transcript["dropped"] == {"plan_entries": 99_000}
-    assert transcript["text"] == "planned"
+    assert answer(transcript) == "planned"
 
 
 # -- the agent's errors and ids --------------------------------------------------------------------

@@ -17,12 +17,12 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from markdown_it import MarkdownIt
 from nbclient.exceptions import CellExecutionError
 
 from tests.nb_util import (
     MIME_TURN,
     MIME_WIDGET,
+    answer,
     data,
     errors,
     execute,
@@ -88,12 +88,14 @@ def test_plain_turn_saves_static_record_and_binds_result(tmp_path: Path) -> None
     assert "demo agent" in record["agent"]
     result = next(o for o in outputs(cell) if o["output_type"] == "execute_result")
     bundle = result["data"]
-    for mime in ("text/markdown", "text/html", "text/plain", MIME_TURN):
+    for mime in ("text/html", "text/plain", MIME_TURN):
         assert bundle.get(mime), f"the saved record lacks {mime}"
-    # The Markdown escapes the agent's text: compare what a reader sees.
-    seen = html.unescape(re.sub(r"<[^>]*>", "", MarkdownIt().render(bundle["text/markdown"])))
+    # No Markdown: every front-end shows the HTML instead (issue 12, `render.RECORD_FORMATS`).
+    assert "text/markdown" not in bundle
+    # The HTML escapes the agent's text: compare what a reader sees.
+    seen = html.unescape(re.sub(r"<[^>]*>", "", bundle["text/html"]))
     assert "What does this project do?" in seen
-    assert record["text"].splitlines()[0].lstrip("# ") in seen
+    assert answer(record).splitlines()[0].lstrip("# ") in seen
     assert "<" in bundle["text/html"] and "Edit demo_notes.md" in bundle["text/html"]
 
     # Headless: no widget front-end, so no controls were shown, and none are left behind.
@@ -107,7 +109,7 @@ def test_plain_turn_saves_static_record_and_binds_result(tmp_path: Path) -> None
 
     values = last_json(nb.cells[1])
     assert values == {
-        "under": ["TurnResult", True, record["text"]],
+        "under": ["TurnResult", True, answer(record)],
         "out": ["TurnResult", True],
         "named": ["TurnResult", True],
     }
@@ -136,7 +138,7 @@ def test_display_updates_are_coalesced(tmp_path: Path) -> None:
     steps.append({"say": "THE END"})
     clients: list = []
     nb = execute([f"%%agent --agent {scripted()}\n" + script(*steps)], tmp_path, client_out=clients)
-    assert only_transcript(nb.cells[0])["text"].endswith("THE END")
+    assert answer(only_transcript(nb.cells[0])).endswith("THE END")
 
     messages = clients[0].messages
     first = next(
@@ -256,7 +258,7 @@ def test_agent_exit_mid_turn_raises_with_exit_code_and_stderr(tmp_path: Path) ->
     assert "exited with code 3" in message
     assert "stderr filler" in message  # the tail of its stderr
     record = only_transcript(cell)
-    assert record["success"] is False and record["text"] == "half an answer"
+    assert record["success"] is False and answer(record) == "half an answer"
 
 
 @pytest.mark.timeout(60)
@@ -315,7 +317,7 @@ def test_timeout_covers_starting_the_agent_and_the_session(tmp_path: Path, metho
     assert 6 <= cell_seconds(nb.cells[0]) < 9, cell_seconds(nb.cells[0])
     pid = int(marker.read_text())
     assert process_gone(pid), "the agent that hung must not outlive the cell"
-    assert only_transcript(nb.cells[1])["text"].strip() == "echo: hello again"
+    assert answer(only_transcript(nb.cells[1])).strip() == "echo: hello again"
     methods = [json.loads(x).get("method") for x in log.read_text().splitlines()]
     assert "$/cancel_request" in methods
 
@@ -339,7 +341,7 @@ def test_request_timeout_setting_bounds_session_start(tmp_path: Path) -> None:
     assert "'scripted-agent' did not answer session/new within 1 s" in message, message
     assert cell_seconds(nb.cells[1]) < 5, cell_seconds(nb.cells[1])
     assert process_gone(int(marker.read_text()))
-    assert only_transcript(nb.cells[2])["text"].strip() == "echo: hello again"
+    assert answer(only_transcript(nb.cells[2])).strip() == "echo: hello again"
 
 
 @pytest.mark.timeout(60)
@@ -699,7 +701,7 @@ def test_kernel_interrupt_cancels_turn_and_kernel_stays_usable(tmp_path: Path) -
     methods = [json.loads(x).get("method") for x in log.read_text().splitlines()]
     assert "session/cancel" in methods
     assert text(nb.cells[1]).strip() == "42"
-    assert only_transcript(nb.cells[2])["text"].strip() == "echo: still there?"
+    assert answer(only_transcript(nb.cells[2])).strip() == "echo: still there?"
     record = only_transcript(nb.cells[0])  # the interrupted turn shows how it ended
     assert record["stopReason"] == "cancelled"
     # One line says what happened: no traceback through the extension's frames or anyio's.

@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tests.nb_util import MIME_WIDGET, data, execute, outputs, transcripts
+from tests.nb_util import MIME_WIDGET, answer, data, execute, outputs, transcripts
 
 NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 
@@ -58,4 +58,4 @@ def test_notebook_runs_and_records_every_turn(path: Path, tmp_path: Path) -> Non
             assert record["success"] is False, cell.source
         else:
             assert record["success"] is True, f"{cell.source}\n{record.get('error')}"
-            assert record["text"], cell.source
+            assert answer(record), cell.source

@@ -21,7 +21,10 @@ from acp_notebook.client.permissions import PermissionRequest
 from acp_notebook.errors import TurnInterrupted
 from acp_notebook.notebook import publish
 from acp_notebook.protocol.redact import MASK, Redactor
+from acp_notebook.protocol.result import TurnResult
 from acp_notebook.protocol.state import PermissionPart
+from acp_notebook.protocol.transcript import read_turn
+from acp_notebook.render import MIME_TRANSCRIPT
 from acp_notebook.widgets.controls import PermissionPrompts
 
 KEY = "sk-pub-" + "Q7w/E9r+T2y=U4i" * 2
@@ -245,3 +248,24 @@ def test_closing_a_live_view_does_not_wait_out_its_pause_between_redraws() -> No
         return time.monotonic() - started
 
     assert asyncio.run(main()) < 1
+
+
+def test_a_record_keeps_the_answer_once_and_reads_back_the_same() -> None:
+    parts = [
+        {"type": "message", "id": "t1", "role": "thought", "text": "first, "},
+        {"type": "message", "id": "m1", "role": "agent", "text": "The answer"},
+        {"type": "message", "id": "t2", "role": "thought", "text": "then"},
+        {"type": "message", "id": "m2", "role": "agent", "text": "in two parts."},
+    ]
+    whole = {"turnId": "t", "success": True, "parts": parts}
+    whole |= {"text": "The answer\n\nin two parts.", "thoughts": "first, \n\nthen"}
+    bundle = publish.turn(whole)
+    assert "text/markdown" not in bundle  # no front-end shows it beside the HTML
+    saved = bundle[MIME_TRANSCRIPT]
+    assert "text" not in saved and "thoughts" not in saved and saved["parts"] == parts
+    assert TurnResult.from_json(saved).to_json() == TurnResult.from_json(whole).to_json()
+    turn, again = read_turn(saved), read_turn(whole)
+    assert (turn.text, turn.thoughts) == (again.text, again.thoughts)
+    # A top-level text its parts do not hold (a hand-made transcript) is kept.
+    other = publish.turn({**whole, "text": "Something else"})[MIME_TRANSCRIPT]
+    assert other["text"] == "Something else" and "thoughts" not in other

@@ -23,7 +23,7 @@ import pytest
 
 from acp_notebook.protocol.redact import prefix_length
 from tests.agents.script import AGENT_PATH, script
-from tests.nb_util import errors, execute, kernel_env, new_nb, text, transcripts
+from tests.nb_util import answer, errors, execute, kernel_env, new_nb, text, transcripts
 
 KEY = "sk-live-Ab3/xY9+zQ7=mN2_pL8-kR4.tW6~vB1c"
 MASK = "[redacted]"
@@ -171,8 +171,8 @@ def test_a_key_never_reaches_the_saved_notebook(tmp_path: Path, when: str) -> No
     # needed, the transcript shows the masks where the key was.
     (turn,) = transcripts(nb.cells[2])
     assert turn["success"], turn
-    assert f"whole: {MASK}." in turn["text"]
-    assert f"split: {MASK} joined." in turn["text"]
+    assert f"whole: {MASK}." in answer(turn)
+    assert f"split: {MASK} joined." in answer(turn)
 
     leaked = {i: found(json.dumps(cell.outputs)) for i, cell in enumerate(nb.cells)}
     assert found(saved) == {}, {i: f for i, f in leaked.items() if f}

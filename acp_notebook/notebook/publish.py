@@ -25,7 +25,8 @@ from IPython.display import DisplayHandle, display
 
 from ..errors import TurnInterrupted
 from ..protocol.redact import Redactor
-from ..render import ALL_FORMATS, MIME_TRANSCRIPT, render_bundle
+from ..protocol.transcript import compact
+from ..render import MIME_TRANSCRIPT, RECORD_FORMATS, render_bundle
 from ..render.clip import live_tail
 
 REDACTOR = Redactor(environ=os.environ)
@@ -49,7 +50,7 @@ def turn(
     transcript: dict[str, Any],
     *,
     live: bool = False,
-    formats: tuple[str, ...] = ALL_FORMATS,
+    formats: tuple[str, ...] = RECORD_FORMATS,
     redactor: Redactor = REDACTOR,
     open_parts: frozenset[str] = frozenset(),
     tail: int = 0,
@@ -58,12 +59,13 @@ def turn(
     the start of a key), then rendered. Every string of the bundle is drawn from that transcript,
     so `show` and `update` do not mask it a second time: a second pass over a large turn's HTML
     cost 8 ms a redraw, three times the rendering. With `tail`, each message is drawn from its
-    last `tail` characters only (`clip.live_tail`); a transcript in the bundle stays whole."""
+    last `tail` characters only (`clip.live_tail`); a transcript in the bundle stays whole, less
+    the top-level text and thoughts its parts hold (`transcript.compact`)."""
     masked = redactor.obj(transcript, live=live)
     drawn = live_tail(masked, tail) if tail else masked
     bundle = render_bundle(drawn, live=live, formats=formats, open_parts=open_parts)
     if MIME_TRANSCRIPT in bundle:
-        bundle[MIME_TRANSCRIPT] = masked
+        bundle[MIME_TRANSCRIPT] = compact(masked)
     return _Masked(bundle)
 
 

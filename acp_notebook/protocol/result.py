@@ -162,6 +162,7 @@ class TurnResult:
         parts = tuple(part_from_json(d) for d in dicts(t.get("parts")))
         success = t.get("success")
         answer = t.get("text")
+        thoughts = t.get("thoughts")
         tokens = t.get("tokens")
         return cls(
             turn_id=text(t.get("turnId")),
@@ -173,7 +174,8 @@ class TurnResult:
             cost=number(t.get("cost")),
             plan=tuple(PlanEntry.list_from_json(t.get("plan"))),
             tool_calls=tuple(p for p in parts if isinstance(p, ToolCallPart)),
-            thoughts=text(t.get("thoughts")),
+            # A saved record leaves both out when its parts hold them (`transcript.compact`).
+            thoughts=text(thoughts) if isinstance(thoughts, str) else _joined(parts, "thought"),
             permissions=tuple(p for p in parts if isinstance(p, PermissionPart)),
             unknown_updates=tuple(p for p in parts if isinstance(p, RawPart)),
             errors=tuple(p.message for p in parts if isinstance(p, ErrorPart)),

@@ -120,6 +120,21 @@ def read_turn(transcript: Any, *, live: bool = False) -> Transcript:
     )
 
 
+def compact(transcript: dict[str, Any]) -> dict[str, Any]:
+    """The transcript without its top-level `text` and `thoughts` where they are its parts'
+    messages joined, what a saved record keeps: `read_turn` and `TurnResult.from_json` rebuild
+    them from the parts, so the answer is not saved twice. A top-level text that differs (a
+    hand-made transcript, a stand-in for missing parts) is kept."""
+    messages = [
+        part_from_json(d) for d in dicts(transcript.get("parts")) if d.get("type") == "message"
+    ]
+    out = dict(transcript)
+    for key, role in (("text", "agent"), ("thoughts", "thought")):
+        if key in out and out[key] == _joined(messages, role):
+            del out[key]
+    return out
+
+
 def _joined(parts: list[Part], role: str) -> str:
     return "\n\n".join(
         p.text for p in parts if isinstance(p, MessagePart) and p.role == role and p.text

@@ -5,9 +5,10 @@
 
 The bundle holds `text/markdown` (the answer, then a compact record), `text/html` (the rich
 view), `text/plain`, and the transcript itself under `MIME_TRANSCRIPT`, so a saved notebook can
-be read, diffed and replayed. The transcript is read back into the fold's own parts
-(`protocol.transcript.read_turn`) and drawn from them; it may be malformed (a saved notebook, an
-older version): reading and rendering never raise.
+be read, diffed and replayed (a cell's record leaves the Markdown out: `RECORD_FORMATS`). The
+transcript is read back into the fold's own parts (`protocol.transcript.read_turn`) and drawn
+from them; it may be malformed (a saved notebook, an older version): reading and rendering never
+raise.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ __all__ = [
     "ALL_FORMATS",
     "LIVE_FORMATS",
     "MIME_TRANSCRIPT",
+    "RECORD_FORMATS",
     "read_turn",
     "render_bundle",
     "render_html",
@@ -39,6 +41,11 @@ MIME_TRANSCRIPT = "application/vnd.acp-notebook.turn+json"
 #: transcript, which would otherwise be re-sent whole (with the text twice) every redraw.
 LIVE_FORMATS = ("text/plain", "text/html")
 ALL_FORMATS = ("text/plain", "text/markdown", "text/html", MIME_TRANSCRIPT)
+#: What a cell's record keeps (issue 12: a record at most 3x its visible text). No front-end
+#: shows its `text/markdown` while `text/html` is there (JupyterLab trusted or not, nbconvert
+#: HTML and Markdown, VS Code, GitHub all rank HTML first), so it would be a third copy of the
+#: text nobody reads; nbconvert's LaTeX/PDF, which skips HTML, falls back to `text/plain`.
+RECORD_FORMATS = ("text/plain", "text/html", MIME_TRANSCRIPT)
 
 
 def render_bundle(

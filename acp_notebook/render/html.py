@@ -178,9 +178,9 @@ def _footer(out: list[str], turn: Transcript, *, running: bool = True) -> None:
         if frac is not None:
             width = min(100.0, frac * 100)
             high = " acpnb-high" if frac >= 0.8 else ""
+            # No title: the words after it say the same ("context 3% (5.2k / 200k)").
             meter = (
-                f'<span class="acpnb-meter{high}" title="{labels.percent(frac)} of the '
-                f'context window"><span style="width:{width:.1f}%"></span></span>'
+                f'<span class="acpnb-meter{high}"><span style="width:{width:.1f}%"></span></span>'
             )
         pieces.append(f"{meter}{escape(ctx)}")
     for piece in (labels.cost(turn), labels.tokens(turn)):

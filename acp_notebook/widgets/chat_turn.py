@@ -16,6 +16,7 @@ from ..client.transcript import final_transcript, live_transcript
 from ..notebook import publish
 from ..protocol.result import TurnResult
 from ..protocol.transcript import Transcript, read_turn
+from ..render import ALL_FORMATS
 from .turn_view import TurnView
 
 
@@ -58,9 +59,12 @@ class ChatTurnView(TurnView):
 
     def record(self) -> dict[str, Any]:
         """The finished turn's static record (Markdown, HTML, text, transcript), the cards the
-        reader opened drawn open."""
+        reader opened drawn open. With its Markdown, unlike a cell's: the chat's record joins
+        the turns' Markdown views, with the user's messages between them (`chat_record`)."""
         assert self.recorded is not None, "record() is for a finished turn"
-        return publish.turn(self.recorded, redactor=self.redactor, open_parts=self.opened)
+        return publish.turn(
+            self.recorded, redactor=self.redactor, open_parts=self.opened, formats=ALL_FORMATS
+        )
 
 
 def user_part(prompt: list[dict[str, Any]]) -> dict[str, Any]:
