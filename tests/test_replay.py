@@ -407,8 +407,10 @@ def run_with_id(kc: Any, code: str, cell_id: str) -> tuple[str, list[dict[str, A
         seen.append(reply)
         if reply["msg_type"] == "status" and reply["content"]["execution_state"] == "idle":
             break
-    status = kc.get_shell_msg(timeout=60)["content"]["status"]
-    return status, seen
+    while True:  # wait_for_ready may have left a kernel_info reply or two before ours
+        shell = kc.get_shell_msg(timeout=60)
+        if shell["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
+            return shell["content"]["status"], seen
 
 
 @pytest.mark.timeout(240)
