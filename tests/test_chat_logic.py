@@ -163,7 +163,7 @@ def test_the_record_has_each_user_message_once_and_one_stylesheet() -> None:
         transcript = {
             "turn_id": f"t{i}",
             "parts": [
-                user_part([{"type": "text", "text": said}]),
+                user_part([{"type": "text", "text": said}], "."),
                 {"type": "message", "id": "m", "role": "agent", "text": f"answer {i}"},
             ],
             "stop_reason": "end_turn",
@@ -251,6 +251,11 @@ def test_a_chat_follows_the_agent_and_attaches_workspace_files(agent: Any) -> No
     assert len(files) == 1 and json_of(files[0]).count("notes.txt") >= 1
     assert [m["params"]["modeId"] for m in agent.sent("session/set_mode")] == ["ask"]
     assert len(chat.records) == 1 and "done" in chat.record()["text/html"]
+    # The record names the file by its workspace path: no path of this machine, no copy of it.
+    saved = json_of(chat.record())
+    assert "notes.txt" in chat.record()["text/html"]
+    assert str(agent.cwd) not in saved and "file:" not in saved
+    assert "hello from a file" not in saved
 
 
 def json_of(value: Any) -> str:
