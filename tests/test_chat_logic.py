@@ -262,3 +262,38 @@ def json_of(value: Any) -> str:
     import json
 
     return json.dumps(value)
+
+
+def test_a_page_that_keeps_the_record_gets_each_turn_once() -> None:
+    from acp_notebook.notebook import publish
+    from acp_notebook.widgets.chat_keep import RecordKeeper
+    from acp_notebook.widgets.chat_record import join, piece
+
+    class Page:
+        def __init__(self) -> None:
+            self.got: list[dict[str, Any]] = []
+
+        def send(self, message: dict[str, Any]) -> None:
+            self.got.append(message)
+
+    def turn(i: int) -> dict[str, Any]:
+        said = {"type": "message", "id": "prompt", "role": "user", "text": f"q{i}"}
+        answer = {"type": "message", "id": "m", "role": "agent", "text": f"answer {i}"}
+        return publish.turn({"turn_id": f"t{i}", "parts": [said, answer]})
+
+    page = Page()
+    keeper = RecordKeeper(page)  # type: ignore[arg-type]
+    keeper.add(turn(0))  # no page keeps it yet: nothing is sent to one
+    assert page.got == []
+    for have in ("1", -1, 10**9, None):  # the page is not trusted: a bad count is 0
+        keeper.page_keeps(have)
+        assert page.got.pop()["from"] == 0
+    keeper.page_keeps(1)  # the page holds the one turn: nothing to send
+    assert page.got == []
+    keeper.add(turn(1))
+    (message,) = page.got
+    assert message["from"] == 1 and len(message["pieces"]) == 1 and "start" not in message
+    # The pieces joined are the record the kernel would have sent whole.
+    assert join([piece(turn(0)), piece(turn(1))]) == keeper.bundle()
+    assert "answer 1" in keeper.bundle()["text/html"]
+    assert keeper.bundle()["text/html"].count("<style>") == 1
