@@ -238,17 +238,28 @@ def test_chat_menus_completion_attachment_and_the_saved_conversation(page: Any, 
     idle(page)
     assert "mode code" in turns.nth(1).locator(".acpnb-answer").inner_text()
 
-    # The kernel shut down: the dead chat leaves its place to the conversation's record.
+    # The kernel shuts down mid-turn: the dead chat leaves its place to the conversation's
+    # record, which keeps what the unfinished turn showed and says it did not finish.
+    box.type("/slow a story cut short")
+    box.press("Enter")
+    turns.nth(2).locator(".acpnb-thought, .acpnb-plan").first.wait_for(timeout=60_000)
     page.evaluate(
         "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.shutdown()"
     )
     record.get_by_text("Demo turn 1").first.wait_for(timeout=30_000)
     assert "read @chat-attach.txt" in record.inner_text()
+    cut = record.locator(".acpnb-tv", has_text="a story cut short")
+    assert cut.get_by_text("this turn did not finish").count() == 1
+    assert cut.locator("button, .acpnb-running").count() == 0
+    cut.scroll_into_view_if_needed()
+    shoot(page, "chat-lost-mid-turn")
     save_and_check(page, lab, "chat-more.ipynb")
     page.reload()
     reopened = page.locator(".jp-Notebook .acpnb-chat-record")
     reopened.get_by_text("Demo turn 1").first.wait_for(timeout=60_000)
     assert "read @chat-attach.txt" in reopened.inner_text()
+    assert "a story cut short" in reopened.inner_text()
+    assert "this turn did not finish" in reopened.inner_text()
     assert page.get_by_text("model not found").count() == 0
     shoot(page, "chat-reopened")
 

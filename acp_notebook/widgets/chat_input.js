@@ -215,15 +215,55 @@ function keepRecord(model) {
   return () => { cancelAnimationFrame(frame); model.off("msg:custom", onMessage); };
 }
 
+// The turns the kernel did not finish (a restart mid-turn), as static copies without buttons
+// added to the record: the user's message and what had arrived stay, said to be unfinished.
+const FINAL = new Set(["done", "failed", "cancelled"]);
+const LOST = "the kernel went away: this turn did not finish";
+
+function keepUnfinished(model, el) {
+  const at = recordOutput(model);
+  const log = el.closest(".acpnb-chat")?.querySelector(".acpnb-chat-log");
+  if (!at || !log) return;
+  const data = at.outputs.get(at.index).data;
+  const html = joined(data["text/html"]);
+  if (!html.endsWith(END)) return;
+  const copies = [];
+  const plain = held(data) ? [joined(data["text/plain"])] : [];
+  const markdown = held(data) ? [joined(data["text/markdown"])] : [];
+  for (const view of log.querySelectorAll(".acpnb-tv")) {
+    if (FINAL.has(view.dataset.state)) continue;
+    const copy = view.cloneNode(true);
+    copy.querySelectorAll("button").forEach((b) => b.remove());
+    copy.querySelectorAll(".acpnb-running").forEach((e) => e.classList.remove("acpnb-running"));
+    const state = copy.querySelector(".acpnb-tv-state");
+    if (state) { state.textContent = `⚠ ${LOST}`; state.className = "acpnb-tv-state acpnb-tv-lost"; }
+    copy.dataset.state = "lost";
+    copies.push(copy.outerHTML);
+    const said = view.querySelector(".acpnb-user")?.innerText.replace(/^\s*👤\s*You\s*/, "") ?? "";
+    plain.push(`You: ${said.trim()}\n\n(${LOST})`);
+    markdown.push(`*(${LOST})*`);
+  }
+  if (!copies.length) return;
+  const bundle = {
+    ...data,
+    "text/html": html.slice(0, -END.length) + copies.join("") + END,
+    "text/markdown": markdown.join(MARKDOWN_JOIN),
+    "text/plain": plain.join(PLAIN_JOIN),
+  };
+  at.outputs.set(at.index, { output_type: "display_data", data: bundle, metadata: {} });
+}
+
 // The kernel is gone, so nobody will close this chat: in JupyterLab its output (found by its
-// token) is replaced by a line, and the chat's static record after it shows the conversation.
-function whenKernelGoes(model) {
+// token) is replaced by a line, and the chat's static record after it shows the conversation,
+// with the turn that was running when the kernel went (keepUnfinished).
+function whenKernelGoes(model, el) {
   let done = false;
   const drop = () => {
     const token = model.get("token");
     const cells = model.widget_manager?.context?.model?.cells;
     if (done || !token || !cells) return;
     done = true;
+    keepUnfinished(model, el);
     for (const cell of cells) {
       const outputs = cell.outputs;
       for (let i = 0; outputs && i < outputs.length; i++) {
@@ -305,7 +345,7 @@ function render({ model, el }) {
   el.classList.add("acpnb-chat-input", "acpnb-chat-live");
   el.append(complete.list, box, send);
   const unfollow = follow(el);
-  const unwatch = whenKernelGoes(model);
+  const unwatch = whenKernelGoes(model, el);
   const unkeep = keepRecord(model);
   return () => {
     unfollow();

@@ -62,6 +62,6 @@ class RecordKeeper:
     def _send(self, first: int) -> None:
         message: dict[str, Any] = {"event": "record", "from": first, "pieces": self.pieces[first:]}
         if first == 0:
-            message["start"] = html_start(True)
+            message["start"] = html_start()
         self.sent += sum(len(str(v)) for p in message["pieces"] for v in p.values())
         self.page.send(message)

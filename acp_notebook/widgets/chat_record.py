@@ -37,11 +37,11 @@ DEAD_CHAT = (
 )
 
 
-def html_start(with_turns: bool) -> str:
-    """What the record's HTML opens with: then the pieces' HTML, then "</div>". One stylesheet:
-    the turn's rules come with the first turn."""
-    rules = DEAD_CHAT + (CSS if with_turns else "")
-    return f'<div class="{RECORD_CLASS} {MATH_OFF}"><style>{rules}</style>'
+def html_start() -> str:
+    """What the record's HTML opens with: then the pieces' HTML, then "</div>". One stylesheet,
+    there even before the first turn: a turn the kernel did not finish is added to the record by
+    the page (chat_input.js, keepUnfinished) and drawn with it."""
+    return f'<div class="{RECORD_CLASS} {MATH_OFF}"><style>{DEAD_CHAT}{CSS}</style>'
 
 
 def piece(turn: dict[str, Any]) -> dict[str, Any]:
@@ -56,10 +56,10 @@ def piece(turn: dict[str, Any]) -> dict[str, Any]:
 
 
 def join(pieces: list[dict[str, Any]]) -> dict[str, Any]:
-    """The record bundle of these pieces, in order; the stylesheet comes with the first."""
+    """The record bundle of these pieces, in order."""
     html = "".join(p["html"] for p in pieces)
     return {
-        "text/html": f"{html_start(bool(pieces))}{html}</div>",
+        "text/html": f"{html_start()}{html}</div>",
         "text/markdown": MARKDOWN_JOIN.join(p["markdown"] for p in pieces),
         "text/plain": PLAIN_JOIN.join(p["plain"] for p in pieces) or EMPTY,
         MIME_CHAT: {"turns": [p["transcript"] for p in pieces]},
