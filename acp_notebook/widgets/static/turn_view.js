@@ -184,9 +184,14 @@ function render({ model, el }) {
     tick();
   }
 
+  let leadDrawn = "";
   function drawLead(running) {
+    const withLive = running || lost || head.duration == null;
+    const key = `${withLive}|${!!head.model}|${footerRest}`;
+    if (key === leadDrawn) return; // unchanged: no DOM mutation (the chat's log observes them)
+    leadDrawn = key;
     const items = [];
-    if (running || lost || head.duration == null) items.push(live);
+    if (withLive) items.push(live);
     if (head.model) items.push(modelName);
     const out = [];
     items.forEach((item, i) => out.push(...(i ? [" · ", item] : [item])));
