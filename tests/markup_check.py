@@ -68,11 +68,12 @@ MARKED_LIKE.validateLink = lambda url: True  # type: ignore[method-assign]
 
 
 def _project_styles() -> frozenset[str]:
-    """The project's own stylesheet: the only `<style>` content an output may carry."""
-    from acp_notebook.render.style import STYLE
+    """The project's own stylesheets, the only `<style>` content an output may carry: a turn's,
+    and a chat record's (the same rules, after the one that hides a chat that cannot be drawn)."""
+    from acp_notebook.render.style import CSS
+    from acp_notebook.widgets.chat_record import DEAD_CHAT
 
-    m = re.fullmatch(r"<style>(.*)</style>", STYLE, re.S)
-    return frozenset({m.group(1) if m else STYLE})
+    return frozenset({CSS + "\n", DEAD_CHAT + CSS})
 
 
 class _Inspector(HTMLParser):

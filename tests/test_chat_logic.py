@@ -163,7 +163,7 @@ def test_the_record_has_each_user_message_once_and_one_stylesheet() -> None:
         transcript = {
             "turn_id": f"t{i}",
             "parts": [
-                user_part([{"type": "text", "text": said}]),
+                user_part([{"type": "text", "text": said}], "."),
                 {"type": "message", "id": "m", "role": "agent", "text": f"answer {i}"},
             ],
             "stop_reason": "end_turn",
@@ -251,9 +251,49 @@ def test_a_chat_follows_the_agent_and_attaches_workspace_files(agent: Any) -> No
     assert len(files) == 1 and json_of(files[0]).count("notes.txt") >= 1
     assert [m["params"]["modeId"] for m in agent.sent("session/set_mode")] == ["ask"]
     assert len(chat.records) == 1 and "done" in chat.record()["text/html"]
+    # The record names the file by its workspace path: no path of this machine, no copy of it.
+    saved = json_of(chat.record())
+    assert "notes.txt" in chat.record()["text/html"]
+    assert str(agent.cwd) not in saved and "file:" not in saved
+    assert "hello from a file" not in saved
 
 
 def json_of(value: Any) -> str:
     import json
 
     return json.dumps(value)
+
+
+def test_a_page_that_keeps_the_record_gets_each_turn_once() -> None:
+    from acp_notebook.notebook import publish
+    from acp_notebook.widgets.chat_keep import RecordKeeper
+    from acp_notebook.widgets.chat_record import join, piece
+
+    class Page:
+        def __init__(self) -> None:
+            self.got: list[dict[str, Any]] = []
+
+        def send(self, message: dict[str, Any]) -> None:
+            self.got.append(message)
+
+    def turn(i: int) -> dict[str, Any]:
+        said = {"type": "message", "id": "prompt", "role": "user", "text": f"q{i}"}
+        answer = {"type": "message", "id": "m", "role": "agent", "text": f"answer {i}"}
+        return publish.turn({"turn_id": f"t{i}", "parts": [said, answer]})
+
+    page = Page()
+    keeper = RecordKeeper(page)  # type: ignore[arg-type]
+    keeper.add(turn(0))  # no page keeps it yet: nothing is sent to one
+    assert page.got == []
+    for have in ("1", -1, 10**9, None):  # the page is not trusted: a bad count is 0
+        keeper.page_keeps(have)
+        assert page.got.pop()["from"] == 0
+    keeper.page_keeps(1)  # the page holds the one turn: nothing to send
+    assert page.got == []
+    keeper.add(turn(1))
+    (message,) = page.got
+    assert message["from"] == 1 and len(message["pieces"]) == 1 and "start" not in message
+    # The pieces joined are the record the kernel would have sent whole.
+    assert join([piece(turn(0)), piece(turn(1))]) == keeper.bundle()
+    assert "answer 1" in keeper.bundle()["text/html"]
+    assert keeper.bundle()["text/html"].count("<style>") == 1

@@ -9,7 +9,9 @@ agent streams at its normal speed (the `lab` fixture): `/slow` takes about 20 s 
 
 from __future__ import annotations
 
+import json
 import re
+import urllib.request
 from typing import Any
 
 import nbformat
@@ -45,6 +47,20 @@ def session_id(chat: Any) -> str:
     found = re.search(r"session (\S+)", status)
     assert found, status
     return found[1]
+
+
+def idle(page: Any) -> None:
+    """No turn of the chat runs (its view and the chat's status say so)."""
+    page.wait_for_function(
+        "() => !document.querySelector('.acpnb-chat .acpnb-running')", timeout=60_000
+    )
+
+
+def said_once(turn: Any, end: str) -> None:
+    """A finished turn's footer says how it ended and how long it took once, not twice."""
+    footer = turn.locator(".acpnb-footer").inner_text()
+    assert len(re.findall(rf"\b{end}\b", footer)) == 1, footer
+    assert len(re.findall(r"\d\.\d\s*s\b", footer)) == 1, footer
 
 
 def test_chat_enter_sends_stop_cancels_and_the_session_goes_on(page: Any, lab: Any) -> None:
@@ -88,6 +104,8 @@ def test_chat_enter_sends_stop_cancels_and_the_session_goes_on(page: Any, lab: A
         page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea-output").count() == 0
     )
     started_in = session_id(chat)
+    idle(page)
+    said_once(first, "done")
     shoot(page, "chat-answer")
 
     # A long turn, stopped mid-way: it ends as cancelled, and nothing went wrong.
@@ -99,7 +117,8 @@ def test_chat_enter_sends_stop_cancels_and_the_session_goes_on(page: Any, lab: A
     assert stop.is_enabled()
     stop.click()
     second.locator(".acpnb-alert", has_text="Cancelled").wait_for(timeout=20_000)
-    page.wait_for_function("() => !document.querySelector('.acpnb-chat .acpnb-running')")
+    idle(page)
+    said_once(second, "cancelled")
     shoot(page, "chat-stopped")
     assert page.get_by_text("different event loop").count() == 0
     assert (
@@ -137,6 +156,7 @@ def test_chat_enter_sends_stop_cancels_and_the_session_goes_on(page: Any, lab: A
 
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
+MIME_CHAT = "application/vnd.acp-notebook.chat+json"
 
 
 def test_chat_menus_completion_attachment_and_the_saved_conversation(page: Any, lab: Any) -> None:
@@ -188,11 +208,12 @@ def test_chat_menus_completion_attachment_and_the_saved_conversation(page: Any, 
     box.press("Enter")
     answer = turns.nth(0).locator(".acpnb-answer", has_text="Demo turn 1")
     answer.wait_for(timeout=60_000)
-    page.wait_for_function(
-        "() => !document.querySelector('.acpnb-chat .acpnb-running')", timeout=60_000
-    )
+    idle(page)
     said = answer.inner_text()
     assert "Attached: chat-attach.txt" in said, said  # a file part, not only text
+    # The user's message names the file by its workspace path, not by this machine's.
+    mine = turns.nth(0).locator(".acpnb-user").inner_text()
+    assert "chat-attach.txt" in mine and "file:" not in mine and str(root) not in mine, mine
     assert "mode ask" in said and "demo-thorough" in said, said
     # While the chat is live its record (the next output) is hidden: no second copy.
     record = page.locator(".jp-Notebook .acpnb-chat-record")
@@ -214,22 +235,31 @@ def test_chat_menus_completion_attachment_and_the_saved_conversation(page: Any, 
     shoot(page, "chat-permission")
     allow.click()
     turns.nth(1).locator(".acpnb-answer", has_text="Demo turn 2").wait_for(timeout=60_000)
-    page.wait_for_function(
-        "() => !document.querySelector('.acpnb-chat .acpnb-running')", timeout=60_000
-    )
+    idle(page)
     assert "mode code" in turns.nth(1).locator(".acpnb-answer").inner_text()
 
-    # The kernel shut down: the dead chat leaves its place to the conversation's record.
+    # The kernel shuts down mid-turn: the dead chat leaves its place to the conversation's
+    # record, which keeps what the unfinished turn showed and says it did not finish.
+    box.type("/slow a story cut short")
+    box.press("Enter")
+    turns.nth(2).locator(".acpnb-thought, .acpnb-plan").first.wait_for(timeout=60_000)
     page.evaluate(
         "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.shutdown()"
     )
     record.get_by_text("Demo turn 1").first.wait_for(timeout=30_000)
     assert "read @chat-attach.txt" in record.inner_text()
+    cut = record.locator(".acpnb-tv", has_text="a story cut short")
+    assert cut.get_by_text("this turn did not finish").count() == 1
+    assert cut.locator("button, .acpnb-running").count() == 0
+    cut.scroll_into_view_if_needed()
+    shoot(page, "chat-lost-mid-turn")
     save_and_check(page, lab, "chat-more.ipynb")
     page.reload()
     reopened = page.locator(".jp-Notebook .acpnb-chat-record")
     reopened.get_by_text("Demo turn 1").first.wait_for(timeout=60_000)
     assert "read @chat-attach.txt" in reopened.inner_text()
+    assert "a story cut short" in reopened.inner_text()
+    assert "this turn did not finish" in reopened.inner_text()
     assert page.get_by_text("model not found").count() == 0
     shoot(page, "chat-reopened")
 
@@ -246,3 +276,89 @@ def save_and_check(page: Any, lab: Any, name: str) -> None:
     html = [b["text/html"] for b in bundles if "acpnb-chat-record" in b.get("text/html", "")]
     assert len(html) == 1 and html[0].count("<style>") == 1
     assert "Demo turn 1" in html[0] and "Demo turn 2" in html[0]
+    # An `@file` is saved as its workspace path: no path of this machine in the notebook.
+    (chat,) = [b[MIME_CHAT] for b in bundles if MIME_CHAT in b]
+    mine = json.dumps([turn["parts"][0] for turn in chat["turns"]])
+    assert "chat-attach.txt" in mine and "file:" not in mine and str(lab[2]) not in mine
+
+
+# The chat's record in the page's notebook model: its turns and its size (JSON characters).
+RECORD = """() => { const cells = window.jupyterapp.shell.currentWidget.context.model.cells;
+  for (const cell of cells) for (let i = 0; i < cell.outputs.length; i++) {
+    const data = cell.outputs.get(i).data;
+    if (data['MIME']) return {turns: data['MIME'].turns.length, size: JSON.stringify(data).length};
+  }
+  return null; }""".replace("MIME", MIME_CHAT)
+
+
+def test_a_turn_sends_what_it_adds_and_the_chat_reopens_without_its_kernel(
+    page: Any, lab: Any
+) -> None:
+    base, token, root = lab
+    record_bytes = [0]
+
+    def on_socket(ws: Any) -> None:
+        def seen(payload: Any) -> None:
+            raw = payload if isinstance(payload, bytes) else payload.encode()
+            # The record whole (a display update) or a turn's piece (a message to the chat).
+            if (b'"update_display_data"' in raw and b"acpnb-chat-record" in raw) or (
+                b'"comm_msg"' in raw and b'"pieces"' in raw
+            ):
+                record_bytes[0] += len(raw)
+
+        ws.on("framereceived", seen)
+
+    page.on("websocket", on_socket)
+    open_nb(page, lab, "chat-long.ipynb", "%agent chat -s long")
+    run_cell(page, 0)
+    box = page.locator(".acpnb-chat textarea.acpnb-chat-text")
+    box.wait_for()
+    sent, added, size = [], [], 0
+    for n in range(1, 5):
+        before = record_bytes[0]
+        box.type(f"/plan step {n}")
+        box.press("Enter")
+        # The turn is in the record the page holds (what it will save).
+        page.wait_for_function(f"() => ({RECORD})()?.turns === {n}", timeout=60_000)
+        record = page.evaluate(RECORD)
+        sent.append(record_bytes[0] - before)
+        added.append(record["size"] - size)
+        size = record["size"]
+    print(f"record bytes sent per turn: {sent}; record characters added per turn: {added}")
+    # A turn costs what it adds to the record, not the whole conversation again (before: the
+    # fourth turn sent the four turns' records).
+    for n in range(1, 4):
+        assert sent[n] <= 1.5 * added[n] + 2_000, (sent, added)
+    assert sent[3] <= 1.3 * sent[1], sent
+    idle(page)
+
+    # Saved while the chat is live: the widget's output and the record are in the file.
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function(
+        "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000
+    )
+    nb = nbformat.read(root / "chat-long.ipynb", as_version=4)
+    bundles = [o.get("data", {}) for o in nb.cells[0].outputs]
+    assert any(WIDGET in b for b in bundles)
+    assert [len(b[MIME_CHAT]["turns"]) for b in bundles if MIME_CHAT in b] == [4]
+    # The page is left, then the kernel is lost while nobody looks; the notebook is reopened.
+    page.goto("about:blank")
+    auth = {"Authorization": f"token {token}"}
+    with urllib.request.urlopen(urllib.request.Request(f"{base}/api/sessions", headers=auth)) as r:
+        (session,) = [s for s in json.load(r) if s["path"].endswith("chat-long.ipynb")]
+    urllib.request.urlopen(
+        urllib.request.Request(
+            f"{base}/api/sessions/{session['id']}", headers=auth, method="DELETE"
+        ),
+        timeout=30,
+    ).close()
+    page.goto(f"{base}/doc/tree/chat-long.ipynb?token={token}&reset")
+    page.wait_for_function(READY, timeout=60_000)
+    record = page.locator(".jp-Notebook .acpnb-chat-record")
+    record.get_by_text("Demo turn 4").first.wait_for(timeout=60_000)
+    assert record.is_visible()
+    # The widget cannot be drawn (its model died with the kernel), and that is not shown.
+    error = page.get_by_text("model not found")
+    error.wait_for(state="attached", timeout=30_000)
+    assert not error.is_visible()
+    shoot(page, "chat-reopened-lost")

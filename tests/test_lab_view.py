@@ -232,6 +232,27 @@ def test_the_clock_ticks_while_the_agent_is_silent(page, lab) -> None:
     assert output(page).locator(".acpnb-answer").inner_text().strip() == "thinking it over"
 
 
+def test_the_clock_ticks_while_a_permission_waits(page, lab) -> None:
+    """Issue 12, item 6: the agent is silent, a person is asked; the clock goes on."""
+    steps = [{"permission": {"toolCallId": "e1", "title": "Edit notes.md", "kind": "edit"}}]
+    run(page, lab, "clock-perm.ipynb", cell(*steps, {"say": "edited"}))
+    out = output(page)
+    allow = out.locator(".acpnb-perm button.acpnb-permission-option", has_text="Allow once")
+    allow.wait_for()
+    assert out.locator(".acpnb-tv-state", has_text="waiting for you").count() == 1
+    first = float(out.locator(".acpnb-tv-clock").inner_text().split()[0])
+    # The agent waits for the click for ever: the page's own clock must move on meanwhile.
+    page.wait_for_function(
+        f"() => parseFloat(document.querySelector('.acpnb-tv-clock').textContent) >= {first + 1.5}",
+        timeout=15_000,
+    )
+    assert out.locator(".acpnb-tv-state", has_text="waiting for you").count() == 1
+    shoot(page, "clock-permission")
+    allow.click()
+    done(page)
+    assert out.locator(".acpnb-answer", has_text="edited").count() == 1
+
+
 def test_kernel_restart_mid_turn_says_the_kernel_went_away(page, lab) -> None:
     run(page, lab, "restart.ipynb", cell({"say": "a long job"}, {"sleep": 60}))
     out = output(page)

@@ -8,9 +8,10 @@ complete commands and workspace files (`chat_input.py`, `chat_files.py`); the mo
 menus (`chat_pickers.py`) follow the session. Clicks and messages are handled on the kernel's
 loop, whatever thread they arrive in (`loop.py`).
 
-The chat's output is followed by its static record (`chat_record.py`), updated after each turn:
-the live page hides it; once the chat is closed or its kernel is gone, it is what the notebook
-shows, so a saved notebook reads without a kernel.
+The chat's output is followed by its static record (`chat_record.py`), which gets each turn as it
+ends (`chat_keep.py`: by the page when it can, so a turn costs what it adds): the live page hides
+it; once the chat is closed or its kernel is gone, it is what the notebook shows, so a saved
+notebook reads without a kernel.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ from ..protocol.redact import Redactor
 from ..protocol.state import Usage
 from .chat_files import list_files, resolve_in
 from .chat_input import ChatInput
+from .chat_keep import RecordKeeper
 from .chat_pickers import ChatPickers
-from .chat_record import chat_record
 from .chat_turn import ChatTurnView
 from .loop import KernelLoop
 from .turn_view import WIDGET_VIEW
@@ -70,14 +71,15 @@ class ChatWidget:
         self.views: dict[str, ChatTurnView] = {}
         #: The finished turns' records, in order (the chat's static record joins them).
         self.records: list[dict[str, Any]] = []
+        self.keeper = RecordKeeper(self.input)
         self._closed = False
         self._handle: DisplayHandle | None = None
-        self._record_handle: DisplayHandle | None = None
         self._unsubscribe = session.subscribe(self._on_mutation)
         self.input.on_submit(
             lambda text, files: self.kernel.spawn(lambda: self._send_clicked(text, files))
         )
         self.input.on_files(lambda: self.kernel.spawn(self.list_files))
+        self.input.on_keep(lambda have: self.kernel.call(self.keeper.page_keeps, have))
         self.stop_button.on_click(lambda _b: self.kernel.spawn(self.session.stop))
         self._set_commands()
         self._set_status()
@@ -133,8 +135,7 @@ class ChatWidget:
         # Even in a chat closed meanwhile: the view stops listening, the record gets the turn.
         view.finish(result)
         self.records.append(view.record())
-        if self._record_handle is not None:
-            publish.update(self._record_handle, self.record())
+        self.keeper.add(self.records[-1])
         return turn
 
     async def list_files(self) -> list[str]:
@@ -145,7 +146,7 @@ class ChatWidget:
 
     def record(self) -> dict[str, Any]:
         """The conversation so far as a static bundle (HTML, Markdown, text, transcripts)."""
-        return chat_record(self.records)
+        return self.keeper.bundle()
 
     def _on_mutation(self, mutation: Mutation) -> None:
         if not isinstance(mutation, SessionChanged) or self._closed:
@@ -196,8 +197,7 @@ class ChatWidget:
             publish.update(
                 self._handle, {"text/plain": "(the chat is closed; the conversation follows)"}
             )
-        if self._record_handle is not None:
-            publish.update(self._record_handle, self.record())
+        self.keeper.update()
         self.pickers.close()
         for view in self.views.values():
             view.widget.close()
@@ -212,7 +212,7 @@ class ChatWidget:
             WIDGET_VIEW: {"version_major": 2, "version_minor": 1, "model_id": self.box.model_id},
         }
         self._handle = publish.show(bundle, display_id=True)
-        self._record_handle = publish.show(self.record(), display_id=True)
+        self.keeper.show()
 
 
 def status_html(

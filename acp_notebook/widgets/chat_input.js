@@ -1,7 +1,8 @@
 // The chat's message box (see chat_input.py): Enter sends, Shift+Enter is a newline, an empty
 // message cannot be sent; `/` completes the agent's commands and `@` the workspace's files. It
 // also keeps the chat's log following new output until the user scrolls up, and when the kernel
-// goes away it drops the chat's dead output so the notebook keeps the chat's static record.
+// goes away it drops the chat's dead output so the notebook keeps the chat's static record, which
+// it keeps up to date while the chat is live (keepRecord).
 
 const FOLLOW_SLACK_PX = 24; // "at the bottom", give or take a line
 const SHOWN = 50; // completion items listed at once
@@ -140,15 +141,129 @@ function completer(model, box, onChoose) {
   return { list, update, close, key, dispose: () => { model.off("change:files", refresh); model.off("change:commands", refresh); } };
 }
 
+// The chat's static record (chat_record.py) is the output after the chat's (found by its
+// token): in a page that holds the notebook (JupyterLab, Notebook 7) this view keeps it up to
+// date. It says so with how many turns it holds (`keep`); the kernel then sends each turn's
+// piece once (`record`), and the view adds it to the output, joined as chat_record.join joins
+// them. A piece it already holds (two views of one chat) is skipped; a gap is asked for again.
+const MIME_CHAT = "application/vnd.acp-notebook.chat+json";
+const MARKDOWN_JOIN = "\n\n---\n\n";
+const PLAIN_JOIN = "\n\n";
+const END = "</div>";
+
+function recordOutput(model) {
+  const token = model.get("token");
+  const cells = model.widget_manager?.context?.model?.cells;
+  if (!token || !cells) return null;
+  for (const cell of cells) {
+    const outputs = cell.outputs;
+    for (let i = 0; outputs && i + 1 < outputs.length; i++) {
+      if (String(outputs.get(i).data["text/plain"] || "").includes(token)) {
+        return outputs.get(i + 1).data[MIME_CHAT] ? { outputs, index: i + 1 } : null;
+      }
+    }
+  }
+  return null;
+}
+
+const joined = (v) => (Array.isArray(v) ? v.join("") : typeof v === "string" ? v : "");
+
+// How many turns the record output holds (0 for anything not shaped as ours).
+function held(data) {
+  const turns = data[MIME_CHAT]?.turns;
+  return Array.isArray(turns) && joined(data["text/html"]).endsWith(END) ? turns.length : 0;
+}
+
+function keepRecord(model) {
+  let frame = 0;
+  let tries = 0;
+  const onMessage = (msg) => {
+    if (!msg || msg.event !== "record" || !Array.isArray(msg.pieces)) return;
+    const at = recordOutput(model);
+    if (!at || typeof msg.from !== "number") return;
+    const data = at.outputs.get(at.index).data;
+    const have = held(data);
+    if (msg.from > have) { model.send({ event: "keep", have }); return; }
+    const fresh = msg.pieces.slice(have - msg.from);
+    if (!fresh.length || (have === 0 && typeof msg.start !== "string")) return;
+    let html = have ? joined(data["text/html"]).slice(0, -END.length) : msg.start;
+    const markdown = have ? [joined(data["text/markdown"])] : [];
+    const plain = have ? [joined(data["text/plain"])] : [];
+    const turns = have ? [...data[MIME_CHAT].turns] : [];
+    for (const p of fresh) {
+      html += String(p.html);
+      markdown.push(String(p.markdown));
+      plain.push(String(p.plain));
+      turns.push(p.transcript);
+    }
+    const bundle = {
+      "text/html": html + END,
+      "text/markdown": markdown.join(MARKDOWN_JOIN),
+      "text/plain": plain.join(PLAIN_JOIN),
+      [MIME_CHAT]: { turns },
+    };
+    at.outputs.set(at.index, { output_type: "display_data", data: bundle, metadata: {} });
+  };
+  model.on("msg:custom", onMessage);
+  // The record is displayed just after the chat: it may not be in the notebook yet.
+  const claim = () => {
+    const at = recordOutput(model);
+    if (at) model.send({ event: "keep", have: held(at.outputs.get(at.index).data) });
+    else if (model.widget_manager?.context && ++tries < 600) frame = requestAnimationFrame(claim);
+  };
+  claim();
+  return () => { cancelAnimationFrame(frame); model.off("msg:custom", onMessage); };
+}
+
+// The turns the kernel did not finish (a restart mid-turn), as static copies without buttons
+// added to the record: the user's message and what had arrived stay, said to be unfinished.
+const FINAL = new Set(["done", "failed", "cancelled"]);
+const LOST = "the kernel went away: this turn did not finish";
+
+function keepUnfinished(model, el) {
+  const at = recordOutput(model);
+  const log = el.closest(".acpnb-chat")?.querySelector(".acpnb-chat-log");
+  if (!at || !log) return;
+  const data = at.outputs.get(at.index).data;
+  const html = joined(data["text/html"]);
+  if (!html.endsWith(END)) return;
+  const copies = [];
+  const plain = held(data) ? [joined(data["text/plain"])] : [];
+  const markdown = held(data) ? [joined(data["text/markdown"])] : [];
+  for (const view of log.querySelectorAll(".acpnb-tv")) {
+    if (FINAL.has(view.dataset.state)) continue;
+    const copy = view.cloneNode(true);
+    copy.querySelectorAll("button").forEach((b) => b.remove());
+    copy.querySelectorAll(".acpnb-running").forEach((e) => e.classList.remove("acpnb-running"));
+    const state = copy.querySelector(".acpnb-tv-state");
+    if (state) { state.textContent = `⚠ ${LOST}`; state.className = "acpnb-tv-state acpnb-tv-lost"; }
+    copy.dataset.state = "lost";
+    copies.push(copy.outerHTML);
+    const said = view.querySelector(".acpnb-user")?.innerText.replace(/^\s*👤\s*You\s*/, "") ?? "";
+    plain.push(`You: ${said.trim()}\n\n(${LOST})`);
+    markdown.push(`*(${LOST})*`);
+  }
+  if (!copies.length) return;
+  const bundle = {
+    ...data,
+    "text/html": html.slice(0, -END.length) + copies.join("") + END,
+    "text/markdown": markdown.join(MARKDOWN_JOIN),
+    "text/plain": plain.join(PLAIN_JOIN),
+  };
+  at.outputs.set(at.index, { output_type: "display_data", data: bundle, metadata: {} });
+}
+
 // The kernel is gone, so nobody will close this chat: in JupyterLab its output (found by its
-// token) is replaced by a line, and the chat's static record after it shows the conversation.
-function whenKernelGoes(model) {
+// token) is replaced by a line, and the chat's static record after it shows the conversation,
+// with the turn that was running when the kernel went (keepUnfinished).
+function whenKernelGoes(model, el) {
   let done = false;
   const drop = () => {
     const token = model.get("token");
     const cells = model.widget_manager?.context?.model?.cells;
     if (done || !token || !cells) return;
     done = true;
+    keepUnfinished(model, el);
     for (const cell of cells) {
       const outputs = cell.outputs;
       for (let i = 0; outputs && i < outputs.length; i++) {
@@ -230,10 +345,12 @@ function render({ model, el }) {
   el.classList.add("acpnb-chat-input", "acpnb-chat-live");
   el.append(complete.list, box, send);
   const unfollow = follow(el);
-  const unwatch = whenKernelGoes(model);
+  const unwatch = whenKernelGoes(model, el);
+  const unkeep = keepRecord(model);
   return () => {
     unfollow();
     unwatch();
+    unkeep();
     complete.dispose();
     for (const name of traits) model.off(name, refresh);
   };

@@ -10,6 +10,8 @@ Completion: `/` at the start lists `commands` (the agent's, with their descripti
 move, Enter or Tab choose, Escape closes. A chosen `@path` still in the text when it is sent goes
 with the `submit` message, as `files`. When the kernel goes away the page drops the chat's own
 output (found by `token`), so the notebook keeps the chat's static record, not a dead widget.
+While the chat is live, the page also keeps that record up to date itself (`on_keep`,
+`chat_keep.py`): each turn is sent to it once, not the whole conversation again.
 """
 
 from __future__ import annotations
@@ -64,6 +66,16 @@ class ChatInput(anywidget.AnyWidget):
             chosen = [f for f in files if isinstance(f, str)][:MAX_FILES_SENT]
             if isinstance(text, str) and text.strip():
                 callback(text, chosen)
+
+        self.on_msg(received)
+
+    def on_keep(self, callback: Callable[[Any], None]) -> None:
+        """`callback(have)` when the page says it keeps the chat's record (`chat_keep.py`) and
+        holds `have` turns of it (unchecked: the page is not trusted)."""
+
+        def received(_widget: Any, content: Any, _buffers: Any) -> None:
+            if isinstance(content, dict) and content.get("event") == "keep":
+                callback(content.get("have"))
 
         self.on_msg(received)
 

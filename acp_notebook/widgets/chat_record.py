@@ -6,6 +6,10 @@ reopened without a kernel, nbconvert or a viewer shows the conversation. The HTM
 turn stylesheet once, not once per turn; the Markdown and text views, which draw only the agent's
 side of a turn, get the user's message before each turn; the transcripts are kept as a list under
 the chat's own MIME type (a cell's turn type holds one turn, and tools that replay cells read it).
+
+A turn adds one `piece` to the record, and the record is its pieces joined (`join`) by plain
+concatenation, so a page can add a turn to the record it holds (chat_input.js, `appendRecord`)
+from that turn's piece alone: a long chat does not send its whole record again after each turn.
 """
 
 from __future__ import annotations
@@ -14,27 +18,57 @@ from typing import Any
 
 from ..render import MIME_TRANSCRIPT
 from ..render.mdwrite import plain
-from ..render.style import MATH_OFF, STYLE
+from ..render.style import CSS, MATH_OFF, STYLE
 
 MIME_CHAT = "application/vnd.acp-notebook.chat+json"
 #: The class of the record's HTML; the live chat hides its record output (static/chat.css).
 RECORD_CLASS = "acpnb-chat-record"
+#: How the pieces of each view are joined (chat_input.js joins them the same way).
+MARKDOWN_JOIN = "\n\n---\n\n"
+PLAIN_JOIN = "\n\n"
+EMPTY = "(no message yet)"
+#: A rule of the record's stylesheet: the chat's widget output is hidden when it cannot be drawn
+#: (its kernel is gone: "Error displaying widget: model not found"), so a notebook saved while the
+#: chat was live shows the conversation alone when reopened. The live chat is drawn (it has
+#: `acpnb-chat-live`) and hides the record instead (static/chat.css).
+DEAD_CHAT = (
+    ".jp-OutputArea-child:has(+.jp-OutputArea-child .acpnb-chat-record)"
+    ":has(>.jupyter-widgets):not(:has(.acpnb-chat-live)){display:none}"
+)
+
+
+def html_start() -> str:
+    """What the record's HTML opens with: then the pieces' HTML, then "</div>". One stylesheet,
+    there even before the first turn: a turn the kernel did not finish is added to the record by
+    the page (chat_input.js, keepUnfinished) and drawn with it."""
+    return f'<div class="{RECORD_CLASS} {MATH_OFF}"><style>{DEAD_CHAT}{CSS}</style>'
+
+
+def piece(turn: dict[str, Any]) -> dict[str, Any]:
+    """What one turn (its record bundle) adds to the chat's record."""
+    said = user_text(turn.get(MIME_TRANSCRIPT))
+    return {
+        "html": str(turn.get("text/html", "")).replace(STYLE, ""),
+        "markdown": f"**You:** {plain(said)}\n\n{turn.get('text/markdown', '')}",
+        "plain": f"You: {said}\n\n{turn.get('text/plain', '')}",
+        "transcript": turn.get(MIME_TRANSCRIPT, {}),
+    }
+
+
+def join(pieces: list[dict[str, Any]]) -> dict[str, Any]:
+    """The record bundle of these pieces, in order."""
+    html = "".join(p["html"] for p in pieces)
+    return {
+        "text/html": f"{html_start()}{html}</div>",
+        "text/markdown": MARKDOWN_JOIN.join(p["markdown"] for p in pieces),
+        "text/plain": PLAIN_JOIN.join(p["plain"] for p in pieces) or EMPTY,
+        MIME_CHAT: {"turns": [p["transcript"] for p in pieces]},
+    }
 
 
 def chat_record(turns: list[dict[str, Any]]) -> dict[str, Any]:
     """One bundle for the records of `turns` (each a turn's bundle), in order."""
-    html = "".join(str(t.get("text/html", "")).replace(STYLE, "") for t in turns)
-    markdown, lines = [], []
-    for t in turns:
-        said = user_text(t.get(MIME_TRANSCRIPT))
-        markdown += [f"**You:** {plain(said)}", str(t.get("text/markdown", "")), "---"]
-        lines += [f"You: {said}", str(t.get("text/plain", ""))]
-    return {
-        "text/html": f'<div class="{RECORD_CLASS} {MATH_OFF}">{STYLE if turns else ""}{html}</div>',
-        "text/markdown": "\n\n".join(markdown[:-1]),
-        "text/plain": "\n\n".join(lines) or "(no message yet)",
-        MIME_CHAT: {"turns": [t.get(MIME_TRANSCRIPT, {}) for t in turns]},
-    }
+    return join([piece(t) for t in turns])
 
 
 def user_text(transcript: Any) -> str:

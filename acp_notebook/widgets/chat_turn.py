@@ -10,6 +10,9 @@ opened) goes to the chat's static record (`chat_record.py`).
 from __future__ import annotations
 
 import asyncio
+import urllib.parse
+import urllib.request
+from pathlib import Path
 from typing import Any
 
 from ..client.transcript import final_transcript, live_transcript
@@ -37,7 +40,8 @@ class ChatTurnView(TurnView):
             return self.final
         transcript = live_transcript(self.session, self._record(), self.turn, self.note)
         transcript.pop("duration", None)  # the page counts the time itself
-        transcript["parts"] = [user_part(self.turn.prompt), *transcript.get("parts", [])]
+        you = user_part(self.turn.prompt, self.session.cwd)
+        transcript["parts"] = [you, *transcript.get("parts", [])]
         return read_turn(self.redactor.obj(transcript, live=True), live=True)
 
     def _state(self, turn: Transcript) -> str:
@@ -51,7 +55,8 @@ class ChatTurnView(TurnView):
         self._dirty.set()
         self._unsubscribe()
         transcript = final_transcript(result, self.note)
-        transcript["parts"] = [user_part(self.turn.prompt), *transcript.get("parts", [])]
+        you = user_part(self.turn.prompt, self.session.cwd)
+        transcript["parts"] = [you, *transcript.get("parts", [])]
         transcript = self.redactor.obj(transcript)  # the user's message is masked too
         self.final = read_turn(transcript)
         self.recorded = transcript
@@ -67,13 +72,15 @@ class ChatTurnView(TurnView):
         )
 
 
-def user_part(prompt: list[dict[str, Any]]) -> dict[str, Any]:
+def user_part(prompt: list[dict[str, Any]], cwd: str | Path) -> dict[str, Any]:
     """The prompt as a user message part (what the renderer draws as "You"): its text blocks
-    joined, its other blocks (files, images) shown as blocks."""
+    joined, each attached file as its path in the workspace `cwd`. The agent got the file (its
+    URI, its content); the chat shows and saves only which file it was: no path of this machine,
+    no copy of the file in the notebook."""
     texts = [
         b["text"] for b in prompt if b.get("type") == "text" and isinstance(b.get("text"), str)
     ]
-    others = [b for b in prompt if b.get("type") != "text"]
+    others = [attached(b, cwd) for b in prompt if b.get("type") != "text"]
     return {
         "type": "message",
         "id": "prompt",
@@ -81,3 +88,20 @@ def user_part(prompt: list[dict[str, Any]]) -> dict[str, Any]:
         "text": "\n\n".join(texts),
         "blocks": others,
     }
+
+
+def attached(block: dict[str, Any], cwd: str | Path) -> dict[str, Any]:
+    """A file block of the prompt as a resource named by its path relative to `cwd` (drawn
+    "📎 path"), with no content; a file outside `cwd` by its name only."""
+    inner = block.get("resource")
+    source = inner if isinstance(inner, dict) else block
+    uri, mime = source.get("uri"), source.get("mimeType")
+    shown = block.get("type") if isinstance(block.get("type"), str) else "attachment"
+    if isinstance(uri, str) and uri.startswith("file:"):
+        path = Path(urllib.request.url2pathname(urllib.parse.urlsplit(uri).path))
+        base = Path(cwd).resolve()
+        shown = path.relative_to(base).as_posix() if path.is_relative_to(base) else path.name
+    elif isinstance(uri, str):
+        shown = uri  # a web link: nothing of this machine
+    resource = {"uri": shown, **({"mimeType": mime} if isinstance(mime, str) else {})}
+    return {"type": "resource", "resource": resource}

@@ -151,6 +151,10 @@ function render({ model, el }) {
   controls.append(copyAll, stop);
   const live = node("span", "acpnb-tv-live");
   live.append(status, " · ", time);
+  // The footer's start: the state and clock while the turn runs, and the model. A finished
+  // turn's footer (the kernel's) says its duration and how it ended: they are not said twice.
+  const lead = node("span", "acpnb-tv-lead");
+  let footerRest = false; // the kernel's footer has items after the lead
 
   const byId = new Map();
   const streams = new Map();
@@ -175,8 +179,24 @@ function render({ model, el }) {
     stop.disabled = s === "stopping";
     if (s === "stopping") stop.textContent = "Stopping…";
     copyAll.hidden = !answerTexts().some((t) => t.trim());
-    modelName.textContent = head.model ? ` · ${head.model}` : "";
+    modelName.textContent = head.model || "";
+    drawLead(running);
     tick();
+  }
+
+  let leadDrawn = "";
+  function drawLead(running) {
+    const withLive = running || lost || head.duration == null;
+    const key = `${withLive}|${!!head.model}|${footerRest}`;
+    if (key === leadDrawn) return; // unchanged: no DOM mutation (the chat's log observes them)
+    leadDrawn = key;
+    const items = [];
+    if (withLive) items.push(live);
+    if (head.model) items.push(modelName);
+    const out = [];
+    items.forEach((item, i) => out.push(...(i ? [" · ", item] : [item])));
+    if (out.length && footerRest) out.push(" · ");
+    lead.replaceChildren(...out);
   }
 
   function tick() {
@@ -188,9 +208,10 @@ function render({ model, el }) {
   function dressFooter() {
     let footer = tail.querySelector(".acpnb-footer");
     if (!footer) { footer = node("div", "acpnb-footer"); tail.append(footer); }
-    footer.prepend(live, footer.childNodes.length ? " · " : "");
-    live.after(modelName);
+    footerRest = footer.childNodes.length > 0;
+    footer.prepend(lead);
     footer.append(controls);
+    drawLead(LIVE.has(state()));
   }
 
   function place(id, after) {
@@ -434,7 +455,7 @@ function render({ model, el }) {
     }
     for (const op of msg.ops) apply(op);
     if (msg.head) head = msg.head;
-    if (!tail.contains(live)) dressFooter();
+    if (!tail.contains(lead)) dressFooter();
     drawChoices();
     drawForms();
     drawStatus();
