@@ -311,13 +311,14 @@ def test_dollars_stay_text_in_nbconvert_html(page, lab, tmp_path: Path) -> None:
     shoot(page, "nbconvert")
 
 
-# Keys whose first characters are every digit: each part id ("m1", "t2", "p3") ends in the start
-# of a key. A live view that held back such an end (as it does the end of a streaming text) named
-# its parts "m", "t", "p": permission buttons found no card, and a card the reader opened was
-# replaced by a new one, closed.
+# Keys that start like the ends of what a view shows: every digit (each part id, "m1", "t2",
+# "p3", ends in one) and a tool's status ("in_progress"). A live view that held back such an end
+# (as it does the end of a streaming text) renamed its parts "m", "t", "p": permission buttons
+# found no card, and a card the reader opened was replaced by a new one, closed.
 KEYS = (
     "import os\n"
-    "os.environ.update({f'ACPNB_TEST_{d}_TOKEN': f'{d}q9xk2LmP0aBcDeFgH' for d in '0123456789'})"
+    "os.environ.update({f'ACPNB_TEST_{d}_TOKEN': f'{d}q9xk2LmP0aBcDeFgH' for d in '0123456789'})\n"
+    "os.environ['ACPNB_TEST_STATUS_TOKEN'] = 'progress9xk2LmP0aBcDeFgH'"
 )
 
 
@@ -336,6 +337,7 @@ def test_keys_in_the_kernel_leave_the_view_whole(page, lab) -> None:
     allow = out.locator("button.acpnb-permission-option", has_text="Allow once")
     allow.wait_for()
     card = out.locator("details.acpnb-tool").first
+    assert "in_progress" in card.get_attribute("class")
     card.locator("summary").click()
     assert card.evaluate("d => d.open")
     allow.click()

@@ -14,6 +14,7 @@ import urllib.parse
 import pytest
 
 from acp_notebook.protocol.redact import (
+    HOLD_MIN,
     MASK,
     Redactor,
     prefix_length,
@@ -106,9 +107,12 @@ def test_prefix_length_rule() -> None:
 def test_a_live_text_ending_in_the_start_of_a_key_holds_it_back() -> None:
     redactor = Redactor([KEY])
     # A chunk ended in the middle of the key: the live view shows nothing of it yet.
-    for cut in range(1, len(KEY)):
+    for cut in range(HOLD_MIN, len(KEY)):
         shown = redactor.text(f"the key is {KEY[:cut]}", live=True)
         assert shown in {"the key is ", f"the key is {MASK}"}, (cut, shown)
+    # Fewer characters than HOLD_MIN are ordinary text: every text ends in some key's first one.
+    for cut in range(1, HOLD_MIN):
+        assert redactor.text(f"the key is {KEY[:cut]}", live=True) == f"the key is {KEY[:cut]}"
     assert redactor.text(f"url {urllib.parse.quote(KEY, safe='')[:14]}", live=True) == "url "
     # Not live (a finished turn), or not at the end: a short prefix is ordinary text.
     assert redactor.text(f"the key is {KEY[:5]}") == f"the key is {KEY[:5]}"
@@ -116,10 +120,10 @@ def test_a_live_text_ending_in_the_start_of_a_key_holds_it_back() -> None:
 
 
 def test_a_live_transcript_holds_back_only_text_that_grows() -> None:
-    """One character of a key is the start of a key: held back from an id, a kind or a status,
-    it would rename the part (the page could no longer put a permission's buttons in its card)."""
+    """The start of a key held back from an id, a kind or a status would rename the part (the
+    page could no longer put a permission's buttons in its card)."""
     redactor = Redactor([KEY])
-    c = KEY[0]
+    c = KEY[:HOLD_MIN]
     transcript = {
         "turnId": f"turn-{c}",
         "text": f"the key is {c}",

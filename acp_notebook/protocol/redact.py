@@ -15,12 +15,12 @@ What is masked, for each secret value of at least `MIN_SECRET_LENGTH` characters
 - its base64 (standard and URL-safe alphabets, at the three alignments it can have inside a
   longer base64 text, as in `Basic dXNlcjprZXk=`).
 
-With `live=True` (a turn still streaming), a text that ends with the start of a secret loses that
-end until the next redraw: the next chunk may complete the key, and a prefix shown now would stay
-in the live view. The final record masks the joined text of each part, so a key split across
-chunks is one key again there. In a transcript (`obj`), only text that grows by streaming is held
-back (`GROWING`): an id, a kind or a status that lost its last character would name another part
-or nothing (one character of a key is the start of a key: every id ending in it would change).
+With `live=True` (a turn still streaming), a text that ends with the start of a secret (at least
+`HOLD_MIN` characters of it) loses that end until the next redraw: the next chunk may complete
+the key, and a prefix shown now would stay in the live view. The final record masks the joined
+text of each part, so a key split across chunks is one key again there. In a transcript (`obj`),
+only text that grows by streaming is held back (`GROWING`): an id, a kind or a status that lost
+its end would name another part, or nothing.
 
 The secret set is re-read from the environment at each call (`os.environ` as it is now: a cell may
 have run `load_dotenv()` since the kernel started). Re-reading costs one pass over the variables'
@@ -68,6 +68,7 @@ _STEP, _WINDOWS = 8, 4  # where a run from inside a secret is masked from (see _
 # thoughts, a terminal's output, a diff's new text) and those under which all of it may grow (a
 # tool's raw input and output): `obj(..., live=True)` holds back the end of these strings only.
 GROWING = frozenset({"text", "thoughts", "output", "newText"})
+HOLD_MIN = 4  # the shortest start of a key a live text holds back
 GROWING_BELOW = frozenset({"rawInput", "rawOutput"})
 # Longest spelling of one character by the encodings above ("&#x0000e9;" is 10): the end of a
 # live text searched for the start of a secret is PREFIX_LENGTH of them.
@@ -280,11 +281,13 @@ class Redactor:
         # contains another is masked whole.
         self._pattern = re.compile("|".join(_prefix_pattern(f, n) for f, n in ordered))
         # A held-back end shorter than the masked prefix length: longer ones are masked anyway.
+        # At least HOLD_MIN characters of it: any text ends in the first character of some
+        # key (with a random token in the environment, one answer in ten would show its last
+        # character only once the turn ended), and three show nothing of a key.
         forms = {f for s in self._secrets for f in _forms(s)}
+        held = [f[: prefix_length(len(f)) - 1] for f in forms]
         self._tail = re.compile(
-            "(?:"
-            + "|".join(_prefix_pattern(f[: prefix_length(len(f)) - 1], 1) for f in forms)
-            + r")\Z"
+            "(?:" + "|".join(_prefix_pattern(h, min(HOLD_MIN, len(h))) for h in held if h) + r")\Z"
         )
         # A match starts at most n spelled characters before its anchor, and is at most its
         # form spelled long.
