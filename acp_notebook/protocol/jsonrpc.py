@@ -279,7 +279,7 @@ class LineSplitter:
                 lines[0] = b"".join(self._pending)
             self._pending = []
             self._pending_size = 0
-        if any(len(line) > self.max_line for line in lines):
+        if lines and max(map(len, lines)) > self.max_line:  # no Python step per line
             self.dropped.extend(len(line) for line in lines if len(line) > self.max_line)
             lines = [line for line in lines if len(line) <= self.max_line]
         self._add(tail)
