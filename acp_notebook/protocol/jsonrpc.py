@@ -141,8 +141,8 @@ def loads(text: str) -> Any:
 
     The same result or error as `JSONDecoder.decode`, which it calls for anything but a line
     that is one JSON value, maybe followed by JSON whitespace: `decode` spends two regular
-    expression matches and two Python calls around the scanner, a fifth of a streamed chunk's
-    parse (`bench/bench_kernel.py`)."""
+    expression matches and two Python calls around the scanner, about a third of the time it
+    takes over a streamed chunk's line (`bench/bench_kernel.py`)."""
     try:
         obj, end = _scan(text, 0)
     except StopIteration:  # not a value at index 0 (leading space, empty, junk): decode says
