@@ -60,6 +60,33 @@ async def test_chunks_append_and_a_new_message_id_starts_a_new_message(agent: Ag
 
 
 @pytest.mark.timeout(30)
+async def test_a_failing_subscriber_breaks_neither_the_stream_nor_the_others(agent: Agent) -> None:
+    # One subscriber is called straight by the fold, several through the session's loop: the
+    # same guarantees either way, and every change of their number is followed.
+    def failing(mutation: object) -> None:
+        raise RuntimeError("a broken renderer")
+
+    def deltas(watcher: Watcher) -> str:
+        return "".join(m.text for m in watcher.items if isinstance(m, Delta))
+
+    with anyio.fail_after(20):
+        async with agent.client() as client:
+            session = await client.new_session()
+            drop_failing = session.subscribe(failing)  # alone: called straight
+            result = await (await session.prompt(script({"chunks": 50, "size": 4}))).finished
+            assert result.text == "".join(f"{i:04d}" for i in range(50))
+            first, second = Watcher(session), Watcher(session)  # three subscribers
+            await (await session.prompt(script({"say": "a"}, {"say": "b"}))).finished
+            second.unsubscribe()
+            drop_failing()  # `first` alone
+            await (await session.prompt(script({"say": "c"}, {"say": "d"}))).finished
+            first.unsubscribe()  # nobody
+            last = await (await session.prompt(script({"say": "e"}, {"say": "f"}))).finished
+    assert deltas(first) == "bd" and deltas(second) == "b"
+    assert isinstance(first.items[-1], TurnFinished) and last.text == "ef"
+
+
+@pytest.mark.timeout(30)
 async def test_chunks_without_ids_keep_appending_to_one_message(agent: Agent) -> None:
     with anyio.fail_after(20):
         async with agent.client() as client:

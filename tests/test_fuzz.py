@@ -166,6 +166,29 @@ def test_decode_never_raises_and_is_strict(line: bytes) -> None:
         assert rpc.classify(rpc.loads(text), line) == frame
 
 
+def _parsed(parse: Any, text: str) -> tuple[str, Any]:
+    try:
+        return "value", parse(text)
+    except ValueError:
+        return "error", None
+    except RecursionError:
+        return "too deep", None
+
+
+@FUZZ
+@given(
+    value=json_values,
+    before=st.sampled_from(["", " ", "\t\n", "\ufeff", "\xa0"]),
+    after=st.sampled_from(["", " ", "\r", " \t\r\n", "x", "{}", "]", " 1", "\xa0", "\x00"]),
+    noise=st.text(max_size=24),
+)
+def test_loads_says_what_the_decoder_says(value: Any, before: str, after: str, noise: str) -> None:
+    # rpc.loads runs the decoder's scanner straight, and the whole decoder only when a line is
+    # not one value and JSON whitespace: the same value, or an error, for any line.
+    for text in (before + json.dumps(value) + after, noise, before + noise + after, "[" * 5000):
+        assert _parsed(rpc.loads, text) == _parsed(rpc._DECODER.decode, text), repr(text)
+
+
 @FUZZ
 @given(obj=json_values | frames())
 def test_classify_never_raises_and_sorts_frames(obj: Any) -> None:

@@ -10,9 +10,11 @@ import re
 import string
 import time
 import urllib.parse
+from collections.abc import Callable
 
 import pytest
 
+from acp_notebook.protocol.anchor_hits import AnchorHits
 from acp_notebook.protocol.redact import (
     HOLD_MIN,
     MASK,
@@ -312,3 +314,66 @@ def test_a_long_text_is_masked_around_each_occurrence() -> None:
     masked = redactor.text(text)
     assert masked.count(MASK) == 5 and not leaks(masked), masked.count(MASK)
     assert masked.count(filler) == 3  # the rest intact
+
+
+def test_anchor_hits_of_a_growing_text_are_those_of_a_whole_search() -> None:
+    # Cut anywhere, an anchor among them: the positions are found whether it ends in the old
+    # text, straddles the cut or starts after it, for several texts growing at once.
+    rng = random.Random(5)
+    anchors = ("abc", "bcab", "zz", "x")
+    hits = AnchorHits(anchors)
+    texts = ["", "", ""]
+    for _ in range(400):
+        i = rng.randrange(len(texts))
+        texts[i] += "".join(rng.choice("abcxz.") for _ in range(rng.randint(0, 9)))
+        if rng.random() < 0.05:
+            texts[i] = texts[i][: rng.randint(0, len(texts[i]))]  # not grown: searched whole
+        whole = sorted(m.start() for a in anchors for m in re.finditer(f"(?={a})", texts[i]))
+        assert hits.find(texts[i]) == whole, texts[i]
+
+
+def test_a_growing_text_is_masked_as_if_whole_at_every_redraw() -> None:
+    other = "ghp_" + "Yq7" * 12
+    spelled = [
+        KEY,
+        urllib.parse.quote(KEY, safe=""),
+        base64.b64encode(KEY.encode()).decode(),
+        KEY[:20],
+        KEY[-16:],
+        other,
+    ]
+    pieces = ["ordinary words, sk-live- and ghp_ prefixes. " * 40, "\n", *spelled]
+    rng = random.Random(9)
+    for live in (False, True):
+        redactor = Redactor([KEY, other])
+        answer = thoughts = ""
+        for _ in range(30):
+            # Two texts growing at once, each redraw cutting the new text anywhere (a key
+            # split across redraws, an anchor cut in two).
+            add = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 4)))
+            cut = rng.randint(0, len(add))
+            answer, thoughts = answer + add[:cut], thoughts + add[cut:]
+            for text in (answer, thoughts):
+                fresh = Redactor([KEY, other]).text(text, live=live)
+                assert redactor.text(text, live=live) == fresh
+                assert KEY not in fresh and other not in fresh
+
+
+@pytest.mark.timeout(30)
+def test_a_growing_text_costs_what_it_grew_not_its_length() -> None:
+    redactor = Redactor([KEY, "ghp_" + "Yq7" * 12, "AKIAABCDEFGHIJKLMNOP"])
+    text = "ordinary text with sk and ghp and AKIA, numbers 1234 and a/b+c=d. " * 30_000  # 2 MB
+
+    def best(mask: Callable[[int], object]) -> float:
+        times = []
+        for i in range(5):
+            started = time.perf_counter()
+            mask(i)
+            times.append(time.perf_counter() - started)
+        return min(times)
+
+    redactor.text(text, live=True)
+    grown = best(lambda i: redactor.text(text + "more words " * (i + 1), live=True))
+    whole = best(lambda i: redactor.text(f"{i} {text}", live=True))  # grown from no text seen
+    # Searching 2 MB for 20-odd anchors against comparing it with the text before (a memcmp).
+    assert grown < whole / 4, (grown, whole)

@@ -105,6 +105,7 @@ class Connection:
         splitter = rpc.LineSplitter()
         loads = rpc.loads
         too_deep = rpc.too_deep
+        deep_min = rpc.DEEP_MIN_CHARS
         on_update = self._on_update
         update_method = methods.SESSION_UPDATE
         record = self.wire.recorder("in")
@@ -150,7 +151,7 @@ class Connection:
                             # accepted raised AssertionError and killed the client.)
                             self._dispatch(rpc.decode(line.encode("utf-8", "surrogateescape")))
                         continue
-                    if too_deep(line, obj):
+                    if len(line) >= deep_min and too_deep(line, obj):
                         self._dispatch(rpc.Malformed("JSON nested too deeply", rpc.excerpt(line)))
                         continue
                     if type(obj) is dict and obj.get("method") == update_method and "id" not in obj:

@@ -133,15 +133,29 @@ class Session(SessionState):
         Callbacks run inline, in order, on the event loop: keep them quick.
         """
         self._subscribers.append(callback)
-        self._fold.emit = self._publish
+        self._fold.emit = self._emitter()
 
         def unsubscribe() -> None:
             with contextlib.suppress(ValueError):
                 self._subscribers.remove(callback)
-            if not self._subscribers:
-                self._fold.emit = None
+            self._fold.emit = self._emitter() if self._subscribers else None
 
         return unsubscribe
+
+    def _emitter(self) -> Callable[[Mutation], None]:
+        """What the fold calls per mutation (once per streamed chunk). The usual one subscriber,
+        a cell's view, is called straight, guarded as in `_publish`, without its copy and loop."""
+        if len(self._subscribers) != 1:
+            return self._publish
+        callback = self._subscribers[0]
+
+        def emit(mutation: Mutation) -> None:
+            try:
+                callback(mutation)
+            except Exception:  # a broken renderer must not break the stream
+                log.exception("acp_notebook subscriber %r failed", callback)
+
+        return emit
 
     def _publish(self, mutation: Mutation) -> None:
         for callback in tuple(self._subscribers):

@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 from ..protocol.result import TurnRecord, TurnResult
+from ..protocol.state import MessagePart
 from .session import Session
 from .turn import TurnHandle
 
@@ -49,17 +50,28 @@ def record_transcript(record: TurnRecord, session: Session) -> dict[str, Any]:
     """What a turn record holds, in transcript shape (a running or a replayed turn)."""
     views = session.terminal_views
     dropped = {"dropped": dict(record.dropped)} if record.dropped else {}
+    parts = [p.to_json() for p in record.parts]
     return {
         **dropped,
         "turnId": record.turn_id,
         "agent": session.client.agent_name,
-        "parts": [p.to_json() for p in record.parts],
+        "parts": parts,
         "plan": [e.to_json() for e in record.plan.entries] if record.plan else [],
-        "text": record.joined("agent"),
-        "thoughts": record.joined("thought"),
+        "text": _joined(record, parts, "agent"),
+        "thoughts": _joined(record, parts, "thought"),
         "terminals": [views[t].to_json() for t in record.terminal_ids() if t in views],
         "duration": time.time() - record.started_at,
     }
+
+
+def _joined(record: TurnRecord, parts: list[dict[str, Any]], role: str) -> str:
+    """`record.joined(role)` from the texts the parts' JSON already read: reading a streaming
+    message's text copies all of it, and a live view does this at every redraw."""
+    return "\n\n".join(
+        j["text"]
+        for p, j in zip(record.parts, parts, strict=True)
+        if isinstance(p, MessagePart) and p.role == role and j["text"]
+    )
 
 
 def final_transcript(result: TurnResult, note: str = "") -> dict[str, Any]:

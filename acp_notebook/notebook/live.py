@@ -57,6 +57,7 @@ class LiveView:
         self.min_interval = 1.0 / max_rate
         self.updates = 0  # display messages sent, for the benchmark and tests
         self._dirty = asyncio.Event()
+        self._due = False  # a redraw is due: `_dirty` set by a mutation, not cleared since
         self._done = False
         self._handle: DisplayHandle | None = None
         self._unsubscribe = session.subscribe(self._on_mutation)
@@ -69,13 +70,15 @@ class LiveView:
         self._task = asyncio.get_running_loop().create_task(self._render_loop())
 
     def _on_mutation(self, mutation: Mutation) -> None:
-        # Called for every streamed chunk: once a redraw is due, there is nothing more to do.
-        if self._dirty.is_set():
+        # Called for every streamed chunk: once a redraw is due, there is nothing more to do
+        # (a plain attribute: `Event.is_set()` would be one more call per chunk).
+        if self._due:
             return
         if (
             isinstance(mutation, SessionChanged)
             or getattr(mutation, "turn_id", None) == self.turn.id
         ):
+            self._due = True
             self._dirty.set()
 
     def _record(self) -> TurnRecord | None:
@@ -102,6 +105,7 @@ class LiveView:
         while not self._finished():
             await self._dirty.wait()
             self._dirty.clear()
+            self._due = False
             if self._finished():  # finish() sets it while we waited
                 break
             cost = 0.0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -72,12 +73,14 @@ def excerpt(data: bytes | str, limit: int = _EXCERPT) -> str:
 # and nbformat's validation raised RecursionError (in the display, or when saving the notebook)
 # for a tool call's rawInput nested a few hundred levels. Such a frame is malformed.
 MAX_DEPTH: Final = 100
+#: No shorter text can nest `MAX_DEPTH` deep: a hot loop tests this before calling `too_deep`.
+DEEP_MIN_CHARS: Final = 2 * MAX_DEPTH
 
 
 def too_deep(text: str | bytes, obj: Any) -> bool:
     """Whether `obj` (parsed from `text`) nests containers deeper than `MAX_DEPTH`."""
     # Cheap test first (the hot path): every level needs an opening bracket.
-    if len(text) < 2 * MAX_DEPTH:
+    if len(text) < DEEP_MIN_CHARS:
         return False
     if isinstance(text, str):
         brackets = text.count("[") + text.count("{")
@@ -128,8 +131,25 @@ def _int_or_null(text: str) -> int | None:
 _DECODER = json.JSONDecoder(
     parse_float=_float_or_null, parse_int=_int_or_null, parse_constant=_constant_null
 )
-#: `json.loads` for the agent's frames: every number it returns is finite and within 64 bits.
-loads = _DECODER.decode
+# The decoder's scanner (C): one JSON value at an index -> (value, end). Not in the stubs.
+_scan: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
+_JSON_SPACE = " \t\n\r"
+
+
+def loads(text: str) -> Any:
+    """`json.loads` for the agent's frames: every number it returns is finite and within 64 bits.
+
+    The same result or error as `JSONDecoder.decode`, which it calls for anything but a line
+    that is one JSON value, maybe followed by JSON whitespace: `decode` spends two regular
+    expression matches and two Python calls around the scanner, about a third of the time it
+    takes over a streamed chunk's line (`bench/bench_kernel.py`)."""
+    try:
+        obj, end = _scan(text, 0)
+    except StopIteration:  # not a value at index 0 (leading space, empty, junk): decode says
+        return _DECODER.decode(text)
+    if end != len(text) and text[end:].strip(_JSON_SPACE):
+        return _DECODER.decode(text)  # raises "Extra data"
+    return obj
 
 
 def decode(line: bytes) -> Frame:
@@ -259,7 +279,7 @@ class LineSplitter:
                 lines[0] = b"".join(self._pending)
             self._pending = []
             self._pending_size = 0
-        if any(len(line) > self.max_line for line in lines):
+        if lines and max(map(len, lines)) > self.max_line:  # no Python step per line
             self.dropped.extend(len(line) for line in lines if len(line) > self.max_line)
             lines = [line for line in lines if len(line) <= self.max_line]
         self._add(tail)

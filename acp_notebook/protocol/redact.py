@@ -27,8 +27,9 @@ have run `load_dotenv()` since the kernel started). Re-reading costs one pass ov
 names; the pattern, one compiled `re` alternation, is rebuilt only when the set grows. Masking
 looks for each pattern branch's anchor (a few letters or digits of it) with `str.find`, and runs
 the pattern only around what it finds: linear in the text's length, about 10 ms a megabyte here
-with two keys whether or not one is in it. Secrets are never forgotten: a key removed from the
-environment may still be known to an agent started before.
+with two keys whether or not one is in it; a text that grew from one masked lately (a streaming
+answer at each redraw) is searched only where it grew (`anchor_hits.py`). Secrets are never
+forgotten: a key removed from the environment may still be known to an agent started before.
 
 A hostile agent that knows a key can always spell it in some other way (reversed, in pieces
 shorter than the prefix length): masking stops echoes and the usual encodings, not an agent that
@@ -42,6 +43,8 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from .anchor_hits import AnchorHits
 
 # AUTH but not AUTHOR: GIT_AUTHOR_NAME would blank the user's name in every answer.
 SECRET_NAME = re.compile(
@@ -152,7 +155,7 @@ class Redactor:
         self._window = PREFIX_LENGTH * _MAX_UNIT
         self._before = self._after = 0
         self._last: tuple[str, bool, str] = ("", False, "")  # the last long text masked
-        self._anchors: tuple[str, ...] | None = None
+        self._hits: AnchorHits | None = None  # the anchors, and where they are in long texts
         self.add(secrets)
 
     @property
@@ -234,15 +237,15 @@ class Redactor:
         # with none of them, nearly every text, is left without running the pattern, and in a
         # long one the pattern runs only around them (a turn that echoed a key once would
         # otherwise run it over its whole text at every redraw: 44 ms a megabyte).
-        anchors = self._anchors
-        if anchors is None or len(value) <= _SMALL_TEXT:
-            if anchors is not None and not any(a in value for a in anchors):
+        hits = self._hits
+        if hits is None or len(value) <= _SMALL_TEXT:
+            if hits is not None and not any(a in value for a in hits.anchors):
                 return value
             value, count = pattern.subn(MASK, value)
         else:
             out: list[str] = []
             done = count = 0
-            for start, end in self._regions(value, anchors):
+            for start, end in self._regions(value, hits):
                 masked, found = pattern.subn(MASK, value[start:end])
                 out += [value[done:start], masked]
                 done, count = end, count + found
@@ -253,16 +256,10 @@ class Redactor:
             value = value.replace(_TWO_MASKS, MASK)  # (str.replace: a regex took 83 ms a MB)
         return value
 
-    def _regions(self, value: str, anchors: tuple[str, ...]) -> list[tuple[int, int]]:
+    def _regions(self, value: str, hits: AnchorHits) -> list[tuple[int, int]]:
         """Where a match may be: around each anchor, as far as the longest spelling reaches."""
-        hits = []
-        for anchor in anchors:
-            at = value.find(anchor)
-            while at != -1:
-                hits.append(at)
-                at = value.find(anchor, at + 1)
         regions: list[tuple[int, int]] = []
-        for at in sorted(hits):
+        for at in hits.find(value):
             start, end = max(0, at - self._before), at + self._after
             if regions and start <= regions[-1][1]:
                 regions[-1] = (regions[-1][0], max(regions[-1][1], end))
@@ -275,7 +272,7 @@ class Redactor:
         starts = {(f, prefix_length(len(f))) for s in self._secrets for f in _forms(s)}
         starts |= {w for s in self._secrets for w in _windows(s)}
         ordered = sorted(starts, key=lambda start: len(start[0]), reverse=True)
-        self._anchors = None  # meanwhile every text runs the pattern: no new key slips through
+        self._hits = None  # meanwhile every text runs the pattern: no new key slips through
         self._last = ("", False, "")
         # Longest first: at one position the first branch that matches wins, so a secret that
         # contains another is masked whole.
@@ -294,7 +291,7 @@ class Redactor:
         self._before = max(n for _, n in ordered) * _MAX_UNIT
         self._after = max(len(f) for f, _ in ordered) * _MAX_UNIT
         anchors = [_anchor(f[:n]) for f, n in ordered]
-        self._anchors = None if "" in anchors else tuple(set(anchors))
+        self._hits = None if "" in anchors else AnchorHits(tuple(set(anchors)))
 
 
 def _anchor(start: str) -> str:

@@ -267,6 +267,7 @@ class TurnView(LiveView):
         while not self._finished():
             await self._dirty.wait()
             self._dirty.clear()
+            self._due = False
             if self._finished():
                 break
             started = time.perf_counter()

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Redraw benchmark: what one redraw of a live view costs while a long answer streams.
+
+    .venv/bin/python bench/bench_redraw.py [--chunks 20000] [--size 200] [--every 500] [--keys 2]
+
+One process, one `stream_agent.py` turn of N chunks of S bytes. Every E chunks a subscriber
+redraws, as a view would between two of its pauses, and times it (CPU, `time.process_time`):
+
+  headless   `LiveView._bundle()` (notebook/live.py: the transcript, masked, clipped, rendered)
+  widget     what `TurnView` does (widgets/turn_view.py): the live transcript, masked, read back,
+             and `TurnDiff.update` on it (no widget: no kernel here)
+
+Each view runs in its own turn (each would mask texts the other has just masked otherwise).
+`--keys K` puts K made-up keys in the environment under secret-looking names first, so the
+masking has work to do, as in a kernel with API keys in its environment. Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+AGENT = [sys.executable, str(HERE / "stream_agent.py")]
+KEYS = ["ghp_Zq8xW2vN5rT7yU1iO3pL9kJ4hG6fD0sA", "sk-ant-api03-Qm4Rt8Wz2Xc6Vb1Nn5Kk9Jj3Hh7Gg0Ff"]
+
+
+async def one_turn(args: argparse.Namespace, view: str) -> tuple[float, int, int]:
+    import acp_notebook
+    from acp_notebook.client.transcript import live_transcript
+    from acp_notebook.notebook.live import LiveView
+    from acp_notebook.protocol.transcript import read_turn
+    from acp_notebook.widgets.turn_diff import TurnDiff
+
+    async with contextlib.AsyncExitStack() as stack:
+        client = await stack.enter_async_context(acp_notebook.connect(AGENT))
+        session = await client.new_session()
+        turn = await session.prompt(f"{args.chunks} {args.size}")
+        live = LiveView(session, turn, show=False)
+        diff = TurnDiff()
+
+        def widget() -> None:
+            transcript = live_transcript(session, live._record(), turn, "")
+            transcript.pop("duration", None)
+            diff.update(read_turn(live.redactor.obj(transcript, live=True), live=True))
+
+        redraw: Callable[[], Any] = live._bundle if view == "headless" else widget
+        seen, spent, redraws = 0, 0.0, 0
+
+        def on_mutation(_mutation: object) -> None:
+            nonlocal seen, spent, redraws
+            seen += 1
+            if seen % args.every == 0:
+                started = time.process_time()
+                redraw()
+                spent += time.process_time() - started
+                redraws += 1
+
+        session.subscribe(on_mutation)
+        live.start()
+        result = await turn.finished
+        live.finish(result, keep_record=False)
+        await live.aclose()
+        return spent, redraws, len(live.redactor.secrets)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chunks", type=int, default=20000)
+    parser.add_argument("--size", type=int, default=200)
+    parser.add_argument("--every", type=int, default=500, help="chunks between two redraws")
+    parser.add_argument("--keys", type=int, default=2, choices=range(len(KEYS) + 1))
+    args = parser.parse_args()
+    for i in range(args.keys):
+        os.environ[f"BENCH_REDRAW_API_KEY_{i}"] = KEYS[i]
+    mb = args.chunks * args.size / 1e6
+    print(f"{args.chunks} chunks x {args.size} B ({mb:.1f} MB), a redraw every {args.every}:")
+    for view in ("headless", "widget"):
+        spent, redraws, secrets = asyncio.run(one_turn(args, view))
+        print(
+            f"  {view:9s} {1000 * spent / max(redraws, 1):6.2f} ms CPU per redraw "
+            f"(mean of {redraws}; {secrets} secrets known)"
+        )
+
+
+if __name__ == "__main__":
+    main()
