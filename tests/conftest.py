@@ -170,6 +170,27 @@ def lab(lab_server: Lab) -> Iterator[Lab]:
     shutil.rmtree(root / ".s/@jupyterlab/notebook-extension", ignore_errors=True)
 
 
+@pytest.fixture(autouse=True)
+def _no_playwright_loop(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test without the browser runs without Playwright's event loop marked as running.
+
+    Playwright's sync API (1.65) leaves its loop marked as this thread's running loop between
+    its calls, so after the first browser test of a worker every `asyncio.run` or `anyio.run`
+    failed ("cannot be called from a running event loop"). The session's browser keeps that
+    loop: unmark it for the other tests, and mark it again for the next browser test."""
+    import asyncio
+
+    loop = asyncio._get_running_loop()
+    if loop is None or "browser" in request.fixturenames:
+        yield
+        return
+    asyncio._set_running_loop(None)
+    try:
+        yield
+    finally:
+        asyncio._set_running_loop(loop)
+
+
 @pytest.fixture(scope="session")
 def browser(browser_ok: None) -> Iterator[Any]:
     """One headless Chromium per test session (per xdist worker), not one per test."""
