@@ -339,7 +339,8 @@ def test_request_timeout_setting_bounds_session_start(tmp_path: Path) -> None:
     assert index == 1 and error["ename"] == "TurnFailed"
     message = "\n".join(error["traceback"])
     assert "'scripted-agent' did not answer session/new within 1 s" in message, message
-    assert cell_seconds(nb.cells[1]) < 5, cell_seconds(nb.cells[1])
+    # Not the default 120 s (the agent's start is in the cell too: seconds on a loaded machine).
+    assert cell_seconds(nb.cells[1]) < 30, cell_seconds(nb.cells[1])
     assert process_gone(int(marker.read_text()))
     assert answer(only_transcript(nb.cells[2])).strip() == "echo: hello again"
 
