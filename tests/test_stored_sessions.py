@@ -154,11 +154,22 @@ def test_bad_entries_are_dropped_and_the_file_is_bounded(tmp_path: Path) -> None
     junk = [{"notebook": 1}, "x", None, {**good, "sessionId": ""}, {**good, "session": "z" * 5000}]
     store.path.write_text(json.dumps({"sessions": [*junk, good]}))
     assert store.get("nb", "r", "a") == "s1" and not store.problems
-    for i in range(MAX_ENTRIES + 20):
+    # A file already past the bound (written by hand, not by MAX_ENTRIES + 20 puts: each one
+    # rewrites and fsyncs the whole file, seconds in all), older entries first in it.
+    older = [
+        {**good, "session": f"n{i}", "sessionId": f"id{i}", "updated": 10 + i}
+        for i in range(MAX_ENTRIES + 17)
+    ]
+    store.path.write_text(json.dumps({"sessions": [*junk, *older, good]}))
+    for i in range(MAX_ENTRIES + 17, MAX_ENTRIES + 20):  # each put keeps the newest
         store.put("nb", f"n{i}", "a", f"id{i}")
+        assert len(store.entries()) == MAX_ENTRIES
     entries = store.entries()
-    assert len(entries) == MAX_ENTRIES
-    assert store.get("nb", f"n{MAX_ENTRIES + 19}", "a") == f"id{MAX_ENTRIES + 19}"
+    assert entries[0].session_id == f"id{MAX_ENTRIES + 19}"
+    # What went: the oldest (the hand-written entry `good`, updated 1, then n0...n19).
+    kept = {e.session_id for e in entries}
+    assert kept == {f"id{i}" for i in range(20, MAX_ENTRIES + 20)}, sorted(kept)[:5]
+    assert not store.problems
 
 
 def test_symlinks_are_not_followed(tmp_path: Path) -> None:
