@@ -27,6 +27,17 @@ from acp_notebook.protocol.redact import (
 KEY = "sk-live-Ab3/xY9+zQ7=mN2_pL8-kR4.tW6~vB1c"
 
 
+#: The key as the masking must find it: whole, percent-encoded, in base64, its first 20 and its
+#: last 16 characters.
+SPELLED = [
+    KEY,
+    urllib.parse.quote(KEY, safe=""),
+    base64.b64encode(KEY.encode()).decode(),
+    KEY[:20],
+    KEY[-16:],
+]
+
+
 def leaks(text: str, key: str = KEY) -> bool:
     """Whether `text` holds the key, any 10 characters of it, or a usual spelling of it."""
     spellings = [
@@ -302,13 +313,7 @@ def test_a_run_from_the_middle_or_the_end_of_a_key_is_masked() -> None:
 def test_a_long_text_is_masked_around_each_occurrence() -> None:
     redactor = Redactor([KEY])
     filler = "ordinary words, numbers 0123456789 and sk-live- prefixes. " * 2000
-    spelled = [
-        KEY,
-        urllib.parse.quote(KEY, safe=""),
-        base64.b64encode(KEY.encode()).decode(),
-        KEY[:20],
-        KEY[-16:],
-    ]
+    spelled = SPELLED
     text = spelled[0] + filler + f" {spelled[1]} " + filler + f" {spelled[2]} {spelled[3]} "
     text += filler + spelled[4]
     masked = redactor.text(text)
@@ -334,14 +339,7 @@ def test_anchor_hits_of_a_growing_text_are_those_of_a_whole_search() -> None:
 
 def test_a_growing_text_is_masked_as_if_whole_at_every_redraw() -> None:
     other = "ghp_" + "Yq7" * 12
-    spelled = [
-        KEY,
-        urllib.parse.quote(KEY, safe=""),
-        base64.b64encode(KEY.encode()).decode(),
-        KEY[:20],
-        KEY[-16:],
-        other,
-    ]
+    spelled = [*SPELLED, other]
     pieces = ["ordinary words, sk-live- and ghp_ prefixes. " * 40, "\n", *spelled]
     rng = random.Random(9)
     for live in (False, True):
