@@ -48,6 +48,11 @@ OBSERVE = """() => {
 }"""
 
 
+# The turn ended and its record replaced the live view (which says "done" a moment before: its
+# hidden Stop button is still in the page until the record comes).
+RECORD_ONLY = "() => !document.querySelector('.jp-Notebook .acpnb-running, .jp-Notebook .acpnb-tv')"
+
+
 def open_and_run(page, lab, name: str, *cells: str) -> None:
     base, token, root = lab
     nbformat.write(new_nb(*cells), root / name)
@@ -92,7 +97,7 @@ def test_turn_streams_asks_permission_and_edits(page, lab) -> None:
     # The turn ends: the record replaces the live view, the controls are gone.
     done = out.locator(".acpnb-answer", has_text="a walk through a coding-agent turn")
     done.wait_for()
-    page.wait_for_function("() => !document.querySelector('.jp-Notebook .acpnb-running')")
+    page.wait_for_function(RECORD_ONLY)
     edit = out.locator("details.acpnb-tool", has_text="Edit demo_notes.md")
     assert "completed" in edit.first.get_attribute("class")
     assert out.locator(".acpnb-chosen", has_text="Allow").count() >= 1
@@ -127,7 +132,7 @@ def test_stop_button_cancels_a_slow_turn(page, lab) -> None:
     stop.click()
 
     out.locator(".acpnb-alert", has_text="Cancelled").wait_for()
-    page.wait_for_function("() => !document.querySelector('.jp-Notebook .acpnb-running')")
+    page.wait_for_function(RECORD_ONLY)
     assert time.monotonic() - started < 15  # not the ~20 s the slow turn takes
     assert out.locator("button:not(.acpnb-tv-copy)").count() == 0
     # Run All went on: the next cell waited for the turn, which ended as cancelled, not failed.
