@@ -102,3 +102,20 @@ def test_a_turn_that_ends_after_a_save_leaves_its_record_once(page, lab) -> None
     assert sum("text/html" in b for b in bundles) == 1
     assert out.get_by_text("Second half.").count() == 1
     shoot(page, "saved-ended")
+
+
+def test_a_kernel_restart_after_a_save_leaves_one_copy(page, lab) -> None:
+    run(page, lab, "saved-lost.ipynb", cell({"say": "A job cut short."}, {"sleep": 60}))
+    out = output(page)
+    out.locator(".acpnb-answer", has_text="A job cut short.").wait_for()
+    assert len(snapshots(save(page, lab, "saved-lost.ipynb"))) == 1
+    page.evaluate(
+        "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart()"
+    )
+    out.get_by_text("the kernel went away").wait_for(timeout=30_000)
+    # The view's own static copy stands in its place; the snapshot, now a second copy, is gone.
+    nb = save(page, lab, "saved-lost.ipynb")
+    bundles = [o.get("data", {}) for o in nb["cells"][0]["outputs"]]
+    assert not snapshots(nb) and not any(WIDGET in b for b in bundles)
+    assert sum("A job cut short." in "".join(b.get("text/html", "")) for b in bundles) == 1
+    assert out.get_by_text("A job cut short.").count() == 1
