@@ -52,6 +52,10 @@ def test_a_notebook_saved_mid_turn_reopens_with_its_snapshot(page, lab) -> None:
     assert "A long job, half done." in html(snap) and SAVED in html(snap)
     assert "<button" not in html(snap) and "acpnb-running" not in html(snap)
     assert "half done" in "".join(snap["data"]["text/plain"])
+    size = len(json.dumps(snap))
+    print(
+        f"snapshot: {size} chars saved, {size - len(html(snap))} of them stylesheet and text/plain"
+    )
     # The live page: the same view, still running, and no second copy shown.
     assert view.evaluate("el => el.__before_save === true"), "the live view was redrawn"
     assert out.locator(".acpnb-running").count() == 1
