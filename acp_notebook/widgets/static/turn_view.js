@@ -10,6 +10,12 @@
 // the streamed text itself), never its HTML. When the turn ends the kernel replaces this view by
 // the static record; in JupyterLab the view then adds the same buttons to that record (the page
 // only: nothing of them is saved).
+//
+// A notebook saved while the turn runs (JupyterLab autosaves) would keep only the widget's
+// output: reopened without the widget's model, "Error displaying widget: model not found". So in
+// JupyterLab, at each save, the view puts a static snapshot of itself (`snapshot`) in the output
+// right after its own: hidden while the live view is drawn beside it, shown (and the dead widget
+// hidden) where it cannot be (turn_view.css). When the record replaces the view, the snapshot goes.
 
 const WORDS = {
   starting: "starting agent…",
@@ -21,12 +27,16 @@ const WORDS = {
   failed: "failed",
   cancelled: "cancelled",
   lost: "the kernel went away: this turn did not finish",
+  saved: "running when the notebook was saved: what had arrived by then",
 };
 const GLYPHS = { done: "✓", failed: "✗", cancelled: "⏹", lost: "⚠" };
 const LIVE = new Set(["starting", "waiting", "streaming", "asking", "stopping"]);
 const MATH_OFF = "tex2jax_ignore mathjax_ignore";
 // A tool's output, terminal or diff longer than this shows its first lines and "show all".
 const SHORT_LINES = 12;
+// The snapshot's class, and where its output's metadata names the view it copies (its token).
+const SNAP = "acpnb-tv-snap";
+const META = "acp_notebook";
 
 function node(tag, cls, text) {
   const e = document.createElement(tag);
@@ -124,6 +134,48 @@ function copyInRecord(area, turnId, texts) {
   });
   watch.observe(area, { childList: true, subtree: true });
   setTimeout(() => watch.disconnect(), 60_000);
+}
+
+// A static copy of the view, without its controls: what a saved notebook shows where the widget
+// cannot be drawn. Its text is the view's own (text nodes, the kernel's escaped HTML): outerHTML
+// escapes it again when serialised; nothing is parsed as HTML anew. `word` restates its state.
+function staticCopy(root, state, word) {
+  const copy = root.cloneNode(true);
+  copy.querySelectorAll("button, .acpnb-tv-choices, .acpnb-tv-form").forEach((e) => e.remove());
+  copy.querySelectorAll(".acpnb-running").forEach((e) => e.classList.remove("acpnb-running"));
+  copy.querySelectorAll("pre.acpnb-tv-short").forEach((e) => e.classList.remove("acpnb-tv-short"));
+  const line = copy.querySelector(".acpnb-tv-state");
+  if (word && line) {
+    line.textContent = `⚠ ${word}`;
+    line.className = `acpnb-tv-state acpnb-tv-${state}`;
+    copy.dataset.state = state;
+  }
+  return copy;
+}
+
+// The outputs of the cell that holds the view with this token: the view's index (its text/plain
+// names the token) and its snapshot's (its metadata does), -1 where there is none.
+function outputsOf(cells, token) {
+  for (const cell of cells || []) {
+    const outputs = cell.outputs;
+    let view = -1;
+    let snap = -1;
+    for (let i = 0; outputs && i < outputs.length; i++) {
+      const o = outputs.get(i);
+      if (o.metadata?.[META]?.snapshot_of === token) snap = i;
+      else if (String(o.data["text/plain"] || "").includes(token)) view = i;
+    }
+    if (view >= 0 || snap >= 0) return { cell, outputs, view, snap };
+  }
+  return null;
+}
+
+// Takes an output out of a cell. Through the cell's shared model: JupyterLab 4's output list
+// passes a removal at index > 0 on to the shared model (what is saved) with a wrong range.
+function removeOutput(cell, index) {
+  const shared = cell.sharedModel;
+  if (typeof shared?.updateOutputs === "function") shared.updateOutputs(index, index + 1, []);
+  else cell.outputs.remove(index);
 }
 
 function clock(seconds) {
@@ -462,6 +514,9 @@ function render({ model, el }) {
     if (!LIVE.has(head.state) && !lost && !copiedToRecord && head.turn) {
       copiedToRecord = true;
       copyInRecord(el.closest(".jp-OutputArea"), head.turn, answerTexts());
+      // A snapshot saved mid-turn shows the end until the record replaces it (a page reloaded
+      // mid-turn never gets that update: then the snapshot is what stays).
+      if (here()?.snap >= 0) snapshot();
     }
   }
 
@@ -486,23 +541,65 @@ function render({ model, el }) {
   // view puts a static copy of itself (our own markup, no buttons) in place of its output, so a
   // saved notebook shows what had arrived instead of "Error displaying widget: model not found".
   function freeze() {
-    const token = model.get("token");
-    const cells = model.widget_manager?.context?.model?.cells;
-    if (!token || !cells) return;
-    const copy = root.cloneNode(true);
-    copy.querySelectorAll("button").forEach((b) => b.remove());
-    const html = `<style>${model.get("_css") || ""}</style>${copy.outerHTML}`;
-    for (const cell of cells) {
-      const outputs = cell.outputs;
-      for (let i = 0; outputs && i < outputs.length; i++) {
-        if (String(outputs.get(i).data["text/plain"] || "").includes(token)) {
-          const data = { "text/html": html, "text/plain": copy.textContent };
-          outputs.set(i, { output_type: "display_data", data, metadata: {} });
-          return;
-        }
-      }
-    }
+    const at = here();
+    if (!at || at.view < 0) return;
+    const copy = staticCopy(root);
+    const data = { "text/html": withStyle(copy), "text/plain": copy.textContent };
+    at.outputs.set(at.view, { output_type: "display_data", data, metadata: {} });
+    if (at.snap >= 0) removeOutput(at.cell, at.snap); // the copy says it all, once
   }
+
+  function here() {
+    const token = model.get("token");
+    return token ? outputsOf(model.widget_manager?.context?.model?.cells, token) : null;
+  }
+
+  // The stylesheet goes with the copy: reopened, no widget brings it (nor the rules that hide
+  // a dead widget's output before a snapshot, turn_view.css).
+  function withStyle(copy) { return `<style>${model.get("_css") || ""}</style>${copy.outerHTML}`; }
+
+  // The notebook is being saved (JupyterLab emits "started" before it reads the notebook): the
+  // view's state now goes in the snapshot output after the view's, added or refreshed. Hidden on
+  // this page (turn_view.css): the live view is not touched, so nothing flickers.
+  function snapshot() {
+    const at = lost ? null : here();
+    if (!at || at.view < 0) return;
+    const running = LIVE.has(state());
+    const copy = staticCopy(root, "saved", running ? WORDS.saved : "");
+    copy.classList.add(SNAP);
+    const data = { "text/html": withStyle(copy), "text/plain": copy.textContent };
+    const out = { output_type: "display_data", data, metadata: { [META]: { snapshot_of: model.get("token") } } };
+    if (at.snap >= 0) at.outputs.set(at.snap, out);
+    else if (at.view + 1 === at.outputs.length) at.outputs.add(out);
+    else if (typeof at.outputs.list?.insert === "function") {
+      // Not the last output: inserted after the view (the adjacent rules of turn_view.css).
+      const item = at.outputs.contentFactory.createOutputModel({ value: out, trusted: at.outputs.trusted });
+      at.outputs.list.insert(at.view + 1, item);
+    } else return;
+    watch(at.outputs);
+  }
+
+  // Once the record stands in the view's place (or the cell is cleared), the snapshot goes: the
+  // record stands alone. Checked after each change of the cell's outputs while a snapshot is in.
+  let watched = null;
+  const onOutputs = () => queueMicrotask(settle);
+  function watch(outputs) {
+    if (watched === outputs) return;
+    watched?.changed?.disconnect?.(onOutputs);
+    watched = outputs;
+    outputs.changed.connect(onOutputs);
+  }
+  function settle() {
+    const at = here();
+    if (at && at.snap >= 0 && at.view < 0) removeOutput(at.cell, at.snap);
+    if (!at || at.view < 0) { watched?.changed?.disconnect?.(onOutputs); watched = null; }
+  }
+  const context = model.widget_manager?.context;
+  const onSave = (_c, s) => { if (s === "started") snapshot(); };
+  context?.saveState?.connect?.(onSave);
+  // A saved snapshot from before a reload: watched too, so the record still replaces it.
+  const before = here();
+  if (before && before.snap >= 0) watch(before.outputs);
 
   stop.addEventListener("click", () => {
     stop.disabled = true;
@@ -523,8 +620,11 @@ function render({ model, el }) {
 
   dressFooter();
   drawStatus();
+  // The live view: a snapshot output after it is hidden (turn_view.css).
+  el.classList.add("acpnb-tv-view");
   model.send({ type: "sync" });
   return () => {
+    context?.saveState?.disconnect?.(onSave);
     clearInterval(timer);
     kernel?.statusChanged?.disconnect?.(onStatus);
     model.off("msg:custom", onMessage);
