@@ -232,14 +232,18 @@ function keepUnfinished(model, el) {
   const markdown = held(data) ? [joined(data["text/markdown"])] : [];
   for (const view of log.querySelectorAll(".acpnb-tv")) {
     if (FINAL.has(view.dataset.state)) continue;
+    // As turn_view.js's staticCopy (a separate module: anywidget loads each file alone): no
+    // controls, permission rows or forms, nothing running, long outputs shown whole.
     const copy = view.cloneNode(true);
-    copy.querySelectorAll("button").forEach((b) => b.remove());
+    copy.querySelectorAll("button, .acpnb-tv-choices, .acpnb-tv-form").forEach((e) => e.remove());
     copy.querySelectorAll(".acpnb-running").forEach((e) => e.classList.remove("acpnb-running"));
+    copy.querySelectorAll("pre.acpnb-tv-short").forEach((e) => e.classList.remove("acpnb-tv-short"));
     const state = copy.querySelector(".acpnb-tv-state");
     if (state) { state.textContent = `⚠ ${LOST}`; state.className = "acpnb-tv-state acpnb-tv-lost"; }
     copy.dataset.state = "lost";
     copies.push(copy.outerHTML);
-    const said = view.querySelector(".acpnb-user")?.innerText.replace(/^\s*👤\s*You\s*/, "") ?? "";
+    // textContent, not innerText: the latter depends on layout (empty in a hidden output).
+    const said = view.querySelector(".acpnb-user")?.textContent.replace(/^\s*👤\s*You\s*/, "") ?? "";
     plain.push(`You: ${said.trim()}\n\n(${LOST})`);
     markdown.push(`*(${LOST})*`);
   }
