@@ -31,6 +31,7 @@ from ..notebook.views import Code, Strong, Value, html_span, money, number, perc
 from ..protocol.mutations import Mutation, SessionChanged
 from ..protocol.redact import Redactor
 from ..protocol.state import Usage
+from ..protocol.turnstate import TurnState
 from .chat_files import list_files, resolve_in
 from .chat_input import ChatInput
 from .chat_keep import RecordKeeper
@@ -72,6 +73,10 @@ class ChatWidget:
         #: The finished turns' records, in order (the chat's static record joins them).
         self.records: list[dict[str, Any]] = []
         self.keeper = RecordKeeper(self.input)
+        #: What the chat sent into each turn that has not started yet (turn id -> messages, each
+        #: its text and attached files): Stop gives it back to the input box (`stop`).
+        self.unsent: dict[str, list[tuple[str, list[str]]]] = {}
+        self._withdrawn: set[str] = set()  # queued turns Stop took back: never shown as sent
         self._closed = False
         self._handle: DisplayHandle | None = None
         self._unsubscribe = session.subscribe(self._on_mutation)
@@ -80,7 +85,7 @@ class ChatWidget:
         )
         self.input.on_files(lambda: self.kernel.spawn(self.list_files))
         self.input.on_keep(lambda have: self.kernel.call(self.keeper.page_keeps, have))
-        self.stop_button.on_click(lambda _b: self.kernel.spawn(self.session.stop))
+        self.stop_button.on_click(lambda _b: self.kernel.spawn(self.stop))
         self._set_commands()
         self._set_status()
 
@@ -111,6 +116,8 @@ class ChatWidget:
         attached = [{"type": "file", "url": str(resolve_in(self.session.cwd, f))} for f in files]
         self.input.value = ""
         turn = await self.session.prompt([text, *attached])
+        if turn.state is TurnState.QUEUED:  # behind a running turn: Stop may give it back
+            self.unsent.setdefault(turn.id, []).append((text, list(files)))
         view = self.views.get(turn.id)
         if view is not None:  # the text joined a turn that is queued: its view is there
             await turn.finished
@@ -118,7 +125,7 @@ class ChatWidget:
         view = ChatTurnView(
             self.session,
             turn,
-            on_stop=lambda: self.kernel.spawn(self.session.stop),
+            on_stop=lambda: self.kernel.spawn(lambda: self.stop(turn)),
             max_rate=self.max_rate,
             redactor=self.redactor,
         )
@@ -132,11 +139,48 @@ class ChatWidget:
         finally:
             self.stop_button.disabled = self.session.running is None
             self._set_status()
+            self.unsent.pop(turn.id, None)
+        if turn.id in self._withdrawn:  # never sent: its text is back in the input box
+            self._withdrawn.discard(turn.id)
+            view.finish(result)
+            del self.views[turn.id]
+            self.log.children = tuple(c for c in self.log.children if c is not view.widget)
+            view.widget.close()
+            return turn
         # Even in a chat closed meanwhile: the view stops listening, the record gets the turn.
         view.finish(result)
         self.records.append(view.record())
         self.keeper.add(self.records[-1])
         return turn
+
+    async def stop(self, turn: TurnHandle | None = None) -> None:
+        """Stop (the chat's button, or a turn's own Stop with that `turn`): the running turn is
+        cancelled. Messages queued behind it were never sent and are not lost: they go back to
+        the input box, after what is typed there, to be edited, sent again or dropped, and their
+        turn leaves the log. (Zed's agent panel keeps queued messages editable until they are
+        sent; the chat has no queue of its own to show, and a Stop usually means "not this way",
+        so it does not send them by itself.) A queued turn's own Stop takes back only it."""
+        queued = [v.turn for v in self.views.values() if v.turn.state is TurnState.QUEUED]
+        if turn is not None and turn in queued:
+            await self._take_back(turn)
+            return
+        for waiting in queued:
+            await self._take_back(waiting)
+        await self.session.stop()
+
+    async def _take_back(self, turn: TurnHandle) -> None:
+        sent = self.unsent.pop(turn.id, [])
+        self._withdrawn.add(turn.id)
+        await turn.cancel()  # a queued turn ends at once: it never reached the agent
+        self._give_back(sent)
+
+    def _give_back(self, sent: list[tuple[str, list[str]]]) -> None:
+        typed = self.input.value.rstrip()
+        said = "\n\n".join(text for text, _ in sent)
+        self.input.value = f"{typed}\n\n{said}" if typed.strip() else said
+        files = [f for _, chosen in sent for f in chosen]
+        if files:  # the page attaches them again if their @path is still there when sent
+            self.input.send({"event": "attach", "files": files})
 
     async def list_files(self) -> list[str]:
         """The workspace's files for `@` completion (bounded: `chat_files.list_files`)."""

@@ -343,6 +343,12 @@ function render({ model, el }) {
     }
   });
   send.addEventListener("click", submit);
+  // Stop gave back queued messages (their text is in `value` again): their @files go with them.
+  const onAttach = (msg) => {
+    if (msg?.event !== "attach" || !Array.isArray(msg.files)) return;
+    for (const f of msg.files) if (typeof f === "string") attached.add(f);
+  };
+  model.on("msg:custom", onAttach);
   const traits = ["change:value", "change:placeholder", "change:disabled"];
   for (const name of traits) model.on(name, refresh);
   refresh();
@@ -356,6 +362,7 @@ function render({ model, el }) {
     unwatch();
     unkeep();
     complete.dispose();
+    model.off("msg:custom", onAttach);
     for (const name of traits) model.off(name, refresh);
   };
 }

@@ -1,0 +1,65 @@
+"""`%agent chat` in JupyterLab: Stop with a message queued, the chat shown again, two views.
+
+Stop cancels the running turn; a message the user queued behind it was never sent, and goes back
+to the input box after what is typed there (its @files attached again), not lost with the turn.
+The demo agent streams at its normal speed (the `lab` fixture): `/slow` takes about 20 s unless
+stopped. Screenshots: test-artifacts/lab-chat-*.png.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.test_lab import shoot
+from tests.test_lab_chat import idle, open_nb, run_cell
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+
+BOX_VALUE = "() => document.querySelector('.acpnb-chat textarea.acpnb-chat-text').value"
+
+
+def test_stop_gives_a_queued_message_back_to_the_input_box(page: Any, lab: Any) -> None:
+    (lab[2] / "queued-attach.txt").write_text("a file for the queued message\n")
+    open_nb(page, lab, "chat-queue.ipynb", "%agent chat -s queue")
+    run_cell(page, 0)
+    chat = page.locator(".acpnb-chat")
+    box = chat.locator("textarea.acpnb-chat-text")
+    box.wait_for()
+    turns = chat.locator(".acpnb-chat-log .acpnb-turn")
+    box.type("/slow a long story")
+    box.press("Enter")
+    first = turns.nth(0)
+    first.locator(".acpnb-thought, .acpnb-plan").first.wait_for(timeout=60_000)
+
+    # Sent while the story streams: it waits behind it, with a file chosen from the completion.
+    box.type("/plan read @queued-at")
+    chat.locator(".acpnb-chat-complete").get_by_text("@queued-attach.txt").wait_for()
+    box.press("Tab")
+    box.press("Enter")
+    turns.nth(1).locator(".acpnb-user", has_text="queued-attach.txt").wait_for()
+    # Something typed but not sent yet, then Stop.
+    box.type("/explain my draft")
+    assert first.get_attribute("data-state") in ("waiting", "streaming")
+    chat.locator("button.acpnb-chat-stop").click()
+    first.locator(".acpnb-alert", has_text="Cancelled").wait_for(timeout=20_000)
+    # The queued message is back, after the draft; its turn left the log; nothing runs.
+    page.wait_for_function(f"() => ({BOX_VALUE})().includes('@queued-attach.txt')", timeout=20_000)
+    assert page.evaluate(BOX_VALUE).rstrip() == "/explain my draft\n\n/plan read @queued-attach.txt"
+    page.wait_for_function(
+        "() => document.querySelectorAll('.acpnb-chat-log .acpnb-turn').length === 1",
+        timeout=20_000,
+    )
+    idle(page)
+    shoot(page, "chat-queue-given-back")
+
+    # Sent again: it reaches the agent (its second turn: the queued one never did), file and all.
+    box.press("Enter")
+    answer = turns.nth(1).locator(".acpnb-answer", has_text="Demo turn 2")
+    answer.wait_for(timeout=60_000)
+    idle(page)
+    assert "Attached: queued-attach.txt" in answer.inner_text()
+    mine = turns.nth(1).locator(".acpnb-user").inner_text()
+    assert "my draft" in mine and "📎 queued-attach.txt" in mine, mine
+    assert page.evaluate(BOX_VALUE) == ""
