@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import nbformat
 import pytest
 
 from tests.test_lab import shoot
-from tests.test_lab_chat import idle, open_nb, run_cell
+from tests.test_lab_chat import RECORD, idle, open_nb, run_cell
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -63,3 +64,47 @@ def test_stop_gives_a_queued_message_back_to_the_input_box(page: Any, lab: Any) 
     mine = turns.nth(1).locator(".acpnb-user").inner_text()
     assert "my draft" in mine and "📎 queued-attach.txt" in mine, mine
     assert page.evaluate(BOX_VALUE) == ""
+
+
+def test_the_chat_run_again_shows_the_conversation_so_far(page: Any, lab: Any) -> None:
+    open_nb(page, lab, "chat-again.ipynb", "%agent chat -s again")
+    run_cell(page, 0)
+    box = page.locator(".acpnb-chat textarea.acpnb-chat-text")
+    box.wait_for()
+    turns = page.locator(".acpnb-chat .acpnb-chat-log .acpnb-turn")
+    box.type("/plan the first words")
+    box.press("Enter")
+    turns.nth(0).locator(".acpnb-answer", has_text="Demo turn 1").wait_for(timeout=60_000)
+    idle(page)
+
+    # The same cell again: a new chat on the same session, in place of the first.
+    old = box.element_handle()
+    run_cell(page, 0)
+    page.wait_for_function("(el) => !el.isConnected", arg=old, timeout=60_000)
+    box.wait_for()
+    # It opens with the conversation so far: the user's message and the turn, as they ended.
+    first = turns.nth(0)
+    first.locator(".acpnb-answer", has_text="Demo turn 1").wait_for(timeout=30_000)
+    assert "the first words" in first.locator(".acpnb-user").inner_text()
+    assert first.get_attribute("data-state") == "done"
+    assert first.locator("button.acpnb-tv-stop").is_hidden()
+    shoot(page, "chat-run-again")
+
+    # And goes on: the agent's second turn, after the first, both in the record it saves.
+    box.type("/plan the second words")
+    box.press("Enter")
+    turns.nth(1).locator(".acpnb-answer", has_text="Demo turn 2").wait_for(timeout=60_000)
+    assert turns.count() == 2
+    page.wait_for_function(f"() => ({RECORD})()?.turns === 2", timeout=30_000)
+    idle(page)
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function(
+        "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000
+    )
+    nb = nbformat.read(lab[2] / "chat-again.ipynb", as_version=4)
+    (html,) = [
+        o["data"]["text/html"]
+        for o in nb.cells[0].outputs
+        if "acpnb-chat-record" in o.get("data", {}).get("text/html", "")
+    ]
+    assert html.index("the first words") < html.index("the second words"), html[:2000]

@@ -6,7 +6,9 @@ live view (`chat_turn.py`, a `TurnView` in the log): the user's message first, p
 place, permission buttons in their cards. Enter sends, Shift+Enter is a newline, `/` and `@`
 complete commands and workspace files (`chat_input.py`, `chat_files.py`); the mode and config
 menus (`chat_pickers.py`) follow the session. Clicks and messages are handled on the kernel's
-loop, whatever thread they arrive in (`loop.py`).
+loop, whatever thread they arrive in (`loop.py`). A message sent while a turn runs waits behind
+it; Stop gives such a message back to the input box (`stop`). A new chat on a session that had
+one (`%agent chat -s X` run again) opens with the conversation so far (`chat_past.py`).
 
 The chat's output is followed by its static record (`chat_record.py`), which gets each turn as it
 ends (`chat_keep.py`: by the page when it can, so a turn costs what it adds): the live page hides
@@ -35,7 +37,9 @@ from ..protocol.turnstate import TurnState
 from .chat_files import list_files, resolve_in
 from .chat_input import ChatInput
 from .chat_keep import RecordKeeper
+from .chat_past import PastTurn, PastView, past_turns
 from .chat_pickers import ChatPickers
+from .chat_record import piece
 from .chat_turn import ChatTurnView
 from .loop import KernelLoop
 from .turn_view import WIDGET_VIEW
@@ -73,6 +77,9 @@ class ChatWidget:
         #: The finished turns' records, in order (the chat's static record joins them).
         self.records: list[dict[str, Any]] = []
         self.keeper = RecordKeeper(self.input)
+        #: The session's conversation in earlier chats (`chat_past.py`): shown first, recorded.
+        self.past = past_turns(session)
+        self._show_past(list(self.past))
         #: What the chat sent into each turn that has not started yet (turn id -> messages, each
         #: its text and attached files): Stop gives it back to the input box (`stop`).
         self.unsent: dict[str, list[tuple[str, list[str]]]] = {}
@@ -151,7 +158,16 @@ class ChatWidget:
         view.finish(result)
         self.records.append(view.record())
         self.keeper.add(self.records[-1])
+        if view.final is not None:  # the next chat on the session shows the turn too
+            self.past.append(PastTurn(turn.id, view.final, dict(view.head), self.records[-1]))
         return turn
+
+    def _show_past(self, turns: list[PastTurn]) -> None:
+        self.past_views = [PastView(t) for t in turns]
+        self.log.children = tuple(v.widget for v in self.past_views)
+        for past in turns:
+            self.records.append(past.record)
+            self.keeper.pieces.append(piece(past.record))
 
     async def stop(self, turn: TurnHandle | None = None) -> None:
         """Stop (the chat's button, or a turn's own Stop with that `turn`): the running turn is
@@ -243,6 +259,8 @@ class ChatWidget:
             )
         self.keeper.update()
         self.pickers.close()
+        for past in self.past_views:
+            past.widget.close()
         for view in self.views.values():
             view.widget.close()
         for widget in (self.log, self.input, self.stop_button, self.status, self._row, self.box):

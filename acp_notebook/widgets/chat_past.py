@@ -1,0 +1,62 @@
+"""The conversation a chat had on its session, for the next chat on that session.
+
+`%agent chat -s X` run again (the cell re-run, or another cell) makes a new chat on the same
+session: it continues the conversation, so it shows it first. Each finished turn of a chat is
+kept here, by session, as what its view showed at the end (the final transcript, masked, and the
+view's last state) and its record bundle; a new chat draws those turns in its log (`PastView`,
+the same front-end as a live turn, with nothing left to click but copy and show-all) and starts
+its static record with them, so the notebook keeps the whole conversation too.
+
+Only the chats' own turns: a cell's turn on the session is shown and recorded in its cell.
+Kept for the session's life in this kernel (weakly: a closed and dropped session goes).
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+from ..client.session import Session
+from ..protocol.transcript import Transcript
+from .loop import KernelLoop
+from .turn_diff import TurnDiff
+from .turn_view import TurnWidget
+
+
+@dataclass(frozen=True)
+class PastTurn:
+    """A chat's finished turn: what its view showed at the end, and its record bundle."""
+
+    turn_id: str
+    final: Transcript
+    head: dict[str, Any]
+    record: dict[str, Any]
+
+
+_PAST: weakref.WeakKeyDictionary[Session, list[PastTurn]] = weakref.WeakKeyDictionary()
+
+
+def past_turns(session: Session) -> list[PastTurn]:
+    """The chats' finished turns on `session`, in the order they ended (a live list: a chat adds
+    its turns to it as they end)."""
+    return _PAST.setdefault(session, [])
+
+
+class PastView:
+    """A finished turn of an earlier chat, drawn as its view was when the turn ended."""
+
+    def __init__(self, past: PastTurn) -> None:
+        self.past = past
+        self.widget = TurnWidget()
+        self.kernel = KernelLoop()
+        self.widget.on_msg(self._on_page)
+
+    def _on_page(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        # Maybe on a subshell's thread (loop.py): the widget sends from the kernel's loop.
+        if isinstance(content, dict) and content.get("type") == "sync":
+            self.kernel.call(self._draw)
+
+    def _draw(self) -> None:
+        ops = TurnDiff().snapshot(self.past.final)
+        self.widget.send({"ops": ops, "head": self.past.head, "elapsed": 0})
