@@ -108,3 +108,88 @@ def test_the_chat_run_again_shows_the_conversation_so_far(page: Any, lab: Any) -
         if "acpnb-chat-record" in o.get("data", {}).get("text/html", "")
     ]
     assert html.index("the first words") < html.index("the second words"), html[:2000]
+
+
+SHUT_DOWN = "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.shutdown()"
+
+
+def saved_record(page: Any, lab: Any, name: str) -> str:
+    """The chat's record HTML as saved (the page saves the notebook first)."""
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function(
+        "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000
+    )
+    nb = nbformat.read(lab[2] / name, as_version=4)
+    (html,) = [
+        o["data"]["text/html"]
+        for o in nb.cells[0].outputs
+        if "acpnb-chat-record" in o.get("data", {}).get("text/html", "")
+    ]
+    return str(html)
+
+
+def test_two_views_of_one_chat_keep_an_unfinished_turn_once(page: Any, lab: Any) -> None:
+    open_nb(page, lab, "chat-twice.ipynb", "%agent chat -s twice")
+    run_cell(page, 0)
+    page.locator(".acpnb-chat textarea.acpnb-chat-text").wait_for()
+    # The cell's output shown a second time (JupyterLab's "Create New View for Cell Output").
+    page.evaluate(
+        """() => { const panel = window.jupyterapp.shell.currentWidget;
+        panel.content.activeCellIndex = 0;
+        return window.jupyterapp.commands.execute('notebook:create-output-view'); }"""
+    )
+    page.wait_for_function(
+        "() => document.querySelectorAll('.acpnb-chat textarea.acpnb-chat-text').length === 2",
+        timeout=30_000,
+    )
+    box = page.locator(".jp-Notebook .acpnb-chat textarea.acpnb-chat-text")
+    box.type("/slow a story told twice")
+    box.press("Enter")
+    # Both views draw the turn; the kernel goes while it streams.
+    page.wait_for_function(
+        """() => Array.from(document.querySelectorAll('.acpnb-chat-log .acpnb-tv'))
+          .filter((v) => v.querySelector('.acpnb-thought, .acpnb-plan')).length === 2""",
+        timeout=60_000,
+    )
+    page.evaluate(SHUT_DOWN)
+    record = page.locator(".jp-Notebook .acpnb-chat-record")
+    record.get_by_text("this turn did not finish").first.wait_for(timeout=30_000)
+    shoot(page, "chat-two-views-lost")
+    html = saved_record(page, lab, "chat-twice.ipynb")
+    # One copy of the view (the demo agent quotes the prompt: its words are there twice).
+    assert html.count('class="acpnb-turn acpnb-tv ') == 1, html
+    assert html.count("this turn did not finish") == 1
+    assert record.locator(".acpnb-tv").count() == 1
+
+
+def test_a_turn_that_ended_before_its_record_arrived_is_kept(page: Any, lab: Any) -> None:
+    open_nb(
+        page,
+        lab,
+        "chat-unsaved.ipynb",
+        "%agent chat -s unsaved",
+        # The page never gets the turn's piece of the record (as if the kernel went first).
+        "chat = _\nchat.keeper.add = lambda turn: None\nprint('held back')",
+    )
+    run_cell(page, 0)
+    box = page.locator(".acpnb-chat textarea.acpnb-chat-text")
+    box.wait_for()
+    run_cell(page, 1)
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(1)
+    cell.locator(".jp-OutputArea-output", has_text="held back").wait_for()
+    box.type("/plan words that ended")
+    box.press("Enter")
+    turn = page.locator(".acpnb-chat-log .acpnb-turn").nth(0)
+    turn.locator(".acpnb-answer", has_text="Demo turn 1").wait_for(timeout=60_000)
+    idle(page)
+    assert turn.get_attribute("data-state") == "done"
+    assert page.evaluate(RECORD)["turns"] == 0
+    page.evaluate(SHUT_DOWN)
+    # The record keeps the turn as the view showed it: finished, not said to be unfinished.
+    record = page.locator(".jp-Notebook .acpnb-chat-record")
+    kept = record.locator(".acpnb-tv", has_text="words that ended")
+    kept.get_by_text("Demo turn 1").first.wait_for(timeout=30_000)
+    assert kept.get_attribute("data-state") == "done"
+    assert kept.locator("button").count() == 0
+    html = saved_record(page, lab, "chat-unsaved.ipynb")
+    assert html.count('class="acpnb-turn acpnb-tv ') == 1 and "did not finish" not in html

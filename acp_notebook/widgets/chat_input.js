@@ -215,10 +215,21 @@ function keepRecord(model) {
   return () => { cancelAnimationFrame(frame); model.off("msg:custom", onMessage); };
 }
 
-// The turns the kernel did not finish (a restart mid-turn), as static copies without buttons
-// added to the record: the user's message and what had arrived stay, said to be unfinished.
+// The turns of the log the record does not hold when the kernel goes (a restart mid-turn, or a
+// turn that ended in the view before its piece reached the page), as static copies without
+// buttons added to the record: the user's message and what had arrived stay; an unfinished one
+// says it did not finish. Each turn once, by its id (turn_view.js puts it on the view, and so on
+// its copy): two views of one chat each do this, and the second finds the first's copies held.
 const FINAL = new Set(["done", "failed", "cancelled"]);
 const LOST = "the kernel went away: this turn did not finish";
+const UNSAVED = "the kernel went away before this turn was saved";
+
+// The ids of the turns in the record's HTML (its turns and the copies added), parsed inert.
+function heldTurns(html) {
+  const t = document.createElement("template");
+  t.innerHTML = html;
+  return new Set(Array.from(t.content.querySelectorAll(".acpnb-turn[data-turn-id]"), (e) => e.dataset.turnId));
+}
 
 function keepUnfinished(model, el) {
   const at = recordOutput(model);
@@ -227,11 +238,15 @@ function keepUnfinished(model, el) {
   const data = at.outputs.get(at.index).data;
   const html = joined(data["text/html"]);
   if (!html.endsWith(END)) return;
+  const held = heldTurns(html);
   const copies = [];
-  const plain = held(data) ? [joined(data["text/plain"])] : [];
-  const markdown = held(data) ? [joined(data["text/markdown"])] : [];
+  const plain = held.size ? [joined(data["text/plain"])] : [];
+  const markdown = held.size ? [joined(data["text/markdown"])] : [];
   for (const view of log.querySelectorAll(".acpnb-tv")) {
-    if (FINAL.has(view.dataset.state)) continue;
+    const id = view.dataset.turnId;
+    if (!id || held.has(id)) continue; // nothing drawn yet, or in the record already
+    held.add(id);
+    const ended = FINAL.has(view.dataset.state);
     // As turn_view.js's staticCopy (a separate module: anywidget loads each file alone): no
     // controls, permission rows or forms, nothing running, long outputs shown whole.
     const copy = view.cloneNode(true);
@@ -239,13 +254,14 @@ function keepUnfinished(model, el) {
     copy.querySelectorAll(".acpnb-running").forEach((e) => e.classList.remove("acpnb-running"));
     copy.querySelectorAll("pre.acpnb-tv-short").forEach((e) => e.classList.remove("acpnb-tv-short"));
     const state = copy.querySelector(".acpnb-tv-state");
-    if (state) { state.textContent = `⚠ ${LOST}`; state.className = "acpnb-tv-state acpnb-tv-lost"; }
-    copy.dataset.state = "lost";
+    if (state && !ended) { state.textContent = `⚠ ${LOST}`; state.className = "acpnb-tv-state acpnb-tv-lost"; }
+    if (!ended) copy.dataset.state = "lost";
     copies.push(copy.outerHTML);
     // textContent, not innerText: the latter depends on layout (empty in a hidden output).
     const said = view.querySelector(".acpnb-user")?.textContent.replace(/^\s*👤\s*You\s*/, "") ?? "";
-    plain.push(`You: ${said.trim()}\n\n(${LOST})`);
-    markdown.push(`*(${LOST})*`);
+    const answer = Array.from(view.querySelectorAll(".acpnb-answer"), (a) => a.textContent.trim()).join("\n\n");
+    plain.push(`You: ${said.trim()}\n\n${ended ? `${answer}\n\n(${UNSAVED})` : `(${LOST})`}`);
+    markdown.push(`*(${ended ? UNSAVED : LOST})*`);
   }
   if (!copies.length) return;
   const bundle = {

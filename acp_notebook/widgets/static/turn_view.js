@@ -507,6 +507,9 @@ function render({ model, el }) {
     }
     for (const op of msg.ops) apply(op);
     if (msg.head) head = msg.head;
+    // The turn's id, on the view and so on its static copies: the chat's record holds each
+    // turn once (chat_input.js, keepUnfinished).
+    if (typeof head.turn === "string" && head.turn) root.dataset.turnId = head.turn;
     if (!tail.contains(lead)) dressFooter();
     drawChoices();
     drawForms();
