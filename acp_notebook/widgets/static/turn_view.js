@@ -45,20 +45,57 @@ function node(tag, cls, text) {
   return e;
 }
 
-// Defence in depth: the kernel's HTML has no script, handler or javascript: URL already.
+// Defence in depth: the kernel escapes every byte of the agent's, and what it sends is its own
+// renderer's markup (render/html.py, agentmd.py). So only that vocabulary stays: any other
+// element goes with its content (script, style, iframe, svg, math, form...), any other attribute
+// goes (on*, xlink:href, formaction...), a link only to http(s), mailto or a relative target, an
+// image only as inline raster data, a style only as one of the renderer's few declarations.
+// What stays is saved in the notebook (snapshots, the chat's record), trusted when reopened.
+const HTML_NS = "http://www.w3.org/1999/xhtml";
+const TAGS = new Set(("a b blockquote br code del details div em h1 h2 h3 h4 h5 h6 hr img li ol p pre " +
+  "s small span strong summary table tbody td th thead tr ul").split(" "));
+const STYLE = /^(width:\d{1,3}(\.\d+)?%|text-align:(left|right|center)|max-width:100%)$/;
+const IMAGE = /^data:image\/(png|jpeg|gif|webp);base64,[a-z0-9+/=]*$/i;
+const SCHEME = /^([a-z][a-z0-9+.-]*):/;
+// Browsers drop these from a URL (and ignore its case) before they read its scheme.
+const compact = (v) => v.replace(/[\s\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028\u2029\ufeff]/g, "").toLowerCase();
+
+function allowed(tag, name, value) {
+  switch (name) {
+    case "class": case "title": case "data-turn-id": return true;
+    case "role": return /^[a-z]+$/.test(value);
+    case "style": return STYLE.test(value.trim());
+    case "align": return /^(left|right|center)$/.test(value);
+    case "open": return tag === "details";
+    case "start": return tag === "ol" && /^\d{1,9}$/.test(value);
+    case "alt": return tag === "img";
+    case "src": return tag === "img" && IMAGE.test(value.replace(/\s/g, ""));
+    case "href": {
+      const scheme = SCHEME.exec(compact(value));
+      return tag === "a" && (!scheme || ["http", "https", "mailto"].includes(scheme[1]));
+    }
+    default: return false; // target and rel of a link are set below
+  }
+}
+
 function fragment(html) {
   const t = document.createElement("template");
-  t.innerHTML = html;
-  t.content.querySelectorAll("script,iframe,object,embed,form,base,meta,link").forEach((e) => e.remove());
-  t.content.querySelectorAll("*").forEach((e) => {
-    for (const a of Array.from(e.attributes)) {
-      const v = a.value.replace(/[\s\u0000-\u001f]/g, "").toLowerCase();
-      if (a.name.startsWith("on") || ((a.name === "href" || a.name === "src") && /^(javascript|vbscript|data:text)/.test(v))) {
-        e.removeAttribute(a.name);
+  t.innerHTML = html; // inert: nothing in a template runs or loads
+  const todo = [t.content];
+  while (todo.length) {
+    for (const e of Array.from(todo.pop().children)) {
+      const tag = e.namespaceURI === HTML_NS ? e.localName : "";
+      if (!TAGS.has(tag) || (tag === "img" && !allowed(tag, "src", e.getAttribute("src") || ""))) {
+        e.remove();
+        continue;
       }
+      for (const a of Array.from(e.attributes)) {
+        if (!allowed(tag, a.name, a.value)) e.removeAttribute(a.name);
+      }
+      if (tag === "a") { e.setAttribute("target", "_blank"); e.setAttribute("rel", "noopener noreferrer"); }
+      todo.push(e);
     }
-    if (e.tagName === "A") { e.setAttribute("target", "_blank"); e.setAttribute("rel", "noopener noreferrer"); }
-  });
+  }
   return t.content;
 }
 
