@@ -13,7 +13,8 @@ from typing import Any
 import nbformat
 import pytest
 
-from tests.test_lab import shoot
+from acp_notebook.widgets.chat import UNDRAWN
+from tests.test_lab import READY, shoot
 from tests.test_lab_chat import RECORD, idle, open_nb, run_cell
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
@@ -193,3 +194,36 @@ def test_a_turn_that_ended_before_its_record_arrived_is_kept(page: Any, lab: Any
     assert kept.locator("button").count() == 0
     html = saved_record(page, lab, "chat-unsaved.ipynb")
     assert html.count('class="acpnb-turn acpnb-tv ') == 1 and "did not finish" not in html
+
+
+def test_a_dead_chat_reads_well_in_an_untrusted_notebook(page: Any, lab: Any) -> None:
+    base, token, root = lab
+    open_nb(page, lab, "chat-untrusted.ipynb", "%agent chat -s untrusted")
+    run_cell(page, 0)
+    box = page.locator(".acpnb-chat textarea.acpnb-chat-text")
+    box.wait_for()
+    box.type("/plan words kept")
+    box.press("Enter")
+    page.wait_for_function(f"() => ({RECORD})()?.turns === 1", timeout=60_000)
+    idle(page)
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function(
+        "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000
+    )
+    # Opened elsewhere after an edit: not trusted, so no widget is drawn and no <style> kept.
+    nb = nbformat.read(root / "chat-untrusted.ipynb", as_version=4)
+    nb.cells[0].source += "\n# edited elsewhere"
+    nbformat.write(nb, root / "chat-untrusted-copy.ipynb")
+    page.goto(f"{base}/doc/tree/chat-untrusted-copy.ipynb?token={token}&reset")
+    page.wait_for_function(READY, timeout=60_000)
+    cell = page.locator(".jp-Notebook .jp-Cell").first
+    cell.get_by_text("Demo turn 1").first.wait_for(timeout=60_000)
+    assert not page.evaluate(
+        "() => window.jupyterapp.shell.currentWidget.content.widgets[0].model.trusted"
+    )
+    # The chat's own output is a sentence saying what follows, not a token.
+    texts = cell.locator(".jp-OutputArea-output").all_inner_texts()
+    assert texts[0].strip() == UNDRAWN, texts[0]
+    assert "acpnb-chat-" not in cell.inner_text()
+    assert "words kept" in texts[1]
+    shoot(page, "chat-untrusted")

@@ -69,12 +69,16 @@ def turn(
     return _Masked(bundle)
 
 
-def show(bundle: dict[str, Any], *, display_id: bool = False) -> DisplayHandle | None:
-    """Display a raw mimebundle, masked; with `display_id`, return its handle for `update`."""
+def show(
+    bundle: dict[str, Any], *, display_id: bool = False, metadata: dict[str, Any] | None = None
+) -> DisplayHandle | None:
+    """Display a raw mimebundle, masked (with the output's `metadata`, ours, not masked); with
+    `display_id`, return its handle for `update`."""
     if display_id:
-        handle: DisplayHandle | None = display(mask(bundle), raw=True, display_id=True)
+        shown = display(mask(bundle), raw=True, display_id=True, metadata=metadata)
+        handle: DisplayHandle | None = shown
         return handle
-    display(mask(bundle), raw=True)
+    display(mask(bundle), raw=True, metadata=metadata)
     return None
 
 

@@ -45,6 +45,8 @@ from .loop import KernelLoop
 from .turn_view import WIDGET_VIEW
 
 MAX_COMMANDS = 200
+#: The chat's output as text: a live chat is drawn, so this is read only where it cannot be.
+UNDRAWN = "(a chat with the agent, drawn only while its kernel runs; the conversation follows)"
 
 
 class ChatWidget:
@@ -270,10 +272,15 @@ class ChatWidget:
         token = f"acpnb-chat-{uuid.uuid4().hex}"
         self.input.token = token
         bundle = {
-            "text/plain": f"(a chat with the agent: {token})",
+            # What shows where the widget cannot be drawn and no stylesheet hides the output: an
+            # untrusted notebook (JupyterLab draws no widget there, and strips the record's
+            # styles), a viewer. The page finds the output by its token, in its metadata.
+            "text/plain": UNDRAWN,
             WIDGET_VIEW: {"version_major": 2, "version_minor": 1, "model_id": self.box.model_id},
         }
-        self._handle = publish.show(bundle, display_id=True)
+        self._handle = publish.show(
+            bundle, display_id=True, metadata={"acp_notebook": {"chat": token}}
+        )
         self.keeper.show()
 
 

@@ -142,7 +142,7 @@ function completer(model, box, onChoose) {
 }
 
 // The chat's static record (chat_record.py) is the output after the chat's (found by its
-// token): in a page that holds the notebook (JupyterLab, Notebook 7) this view keeps it up to
+// token, in its metadata): in a page that holds the notebook (JupyterLab, Notebook 7) this view keeps it up to
 // date. It says so with how many turns it holds (`keep`); the kernel then sends each turn's
 // piece once (`record`), and the view adds it to the output, joined as chat_record.join joins
 // them. A piece it already holds (two views of one chat) is skipped; a gap is asked for again.
@@ -151,6 +151,9 @@ const MARKDOWN_JOIN = "\n\n---\n\n";
 const PLAIN_JOIN = "\n\n";
 const END = "</div>";
 
+// The chat's own output: its metadata names the token (chat.py, _ipython_display_).
+const isChat = (output, token) => output.metadata?.acp_notebook?.chat === token;
+
 function recordOutput(model) {
   const token = model.get("token");
   const cells = model.widget_manager?.context?.model?.cells;
@@ -158,7 +161,7 @@ function recordOutput(model) {
   for (const cell of cells) {
     const outputs = cell.outputs;
     for (let i = 0; outputs && i + 1 < outputs.length; i++) {
-      if (String(outputs.get(i).data["text/plain"] || "").includes(token)) {
+      if (isChat(outputs.get(i), token)) {
         return outputs.get(i + 1).data[MIME_CHAT] ? { outputs, index: i + 1 } : null;
       }
     }
@@ -287,7 +290,7 @@ function whenKernelGoes(model, el) {
     for (const cell of cells) {
       const outputs = cell.outputs;
       for (let i = 0; outputs && i < outputs.length; i++) {
-        if (String(outputs.get(i).data["text/plain"] || "").includes(token)) {
+        if (isChat(outputs.get(i), token)) {
           const data = { "text/plain": "(the chat ended with its kernel; the conversation follows)" };
           outputs.set(i, { output_type: "display_data", data, metadata: {} });
           return;

@@ -53,7 +53,7 @@ class ChatInput(anywidget.AnyWidget):
     commands = traitlets.List(traitlets.Dict()).tag(sync=True)
     #: Workspace files (relative paths) for `@`; empty until the page asks.
     files = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    #: In the chat's text/plain output: how the page finds that output when the kernel went away.
+    #: In the chat output's metadata (`acp_notebook.chat`): how the page finds that output.
     token = traitlets.Unicode("").tag(sync=True)
 
     def on_submit(self, callback: Callable[[str, list[str]], None]) -> None:

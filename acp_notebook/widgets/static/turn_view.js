@@ -207,8 +207,11 @@ function outputsOf(cells, token) {
   return null;
 }
 
-// Takes an output out of a cell. Through the cell's shared model: JupyterLab 4's output list
-// passes a removal at index > 0 on to the shared model (what is saved) with a wrong range.
+// Takes an output out of a cell, through public API: the cell model's `sharedModel` and its
+// `updateOutputs(start, end, [])` (@jupyter/ydoc), which JupyterLab mirrors into the cell's output
+// list. Not through `IOutputAreaModel.remove` (public since 4.3): the cell model passes that
+// removal on to the shared model (what is saved) as `updateOutputs(index, count, [])`, an end
+// taken for a count, so past index 0 the file keeps the output (cells/src/model.ts, up to 4.7).
 function removeOutput(cell, index) {
   const shared = cell.sharedModel;
   if (typeof shared?.updateOutputs === "function") shared.updateOutputs(index, index + 1, []);
@@ -612,7 +615,12 @@ function render({ model, el }) {
     if (at.snap >= 0) at.outputs.set(at.snap, out);
     else if (at.view + 1 === at.outputs.length) at.outputs.add(out);
     else if (typeof at.outputs.list?.insert === "function") {
-      // Not the last output: inserted after the view (the adjacent rules of turn_view.css).
+      // Not the last output: inserted after the view (the adjacent rules of turn_view.css). The
+      // output list (`list`, protected in TypeScript) is the one way that keeps page and file in
+      // step: `IOutputAreaModel` has no insert; the shared model's insert is appended by
+      // JupyterLab ("inserting an output always results in appending it"); moving the later
+      // outputs down with `set`/`add` redraws them and merges adjacent streams. Without the
+      // list (a JupyterLab that hides it), no snapshot: the notebook saves as before.
       const item = at.outputs.contentFactory.createOutputModel({ value: out, trusted: at.outputs.trusted });
       at.outputs.list.insert(at.view + 1, item);
     } else return;
