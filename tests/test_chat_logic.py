@@ -297,3 +297,51 @@ def test_a_page_that_keeps_the_record_gets_each_turn_once() -> None:
     assert join([piece(turn(0)), piece(turn(1))]) == keeper.bundle()
     assert "answer 1" in keeper.bundle()["text/html"]
     assert keeper.bundle()["text/html"].count("<style>") == 1
+
+
+@pytest.mark.scripted_agent("in_process")
+def test_stop_gives_queued_messages_back_and_a_queued_turns_stop_only_it(agent: Any) -> None:
+    from acp_notebook.widgets.chat import ChatWidget
+    from tests.agents.script import script
+    from tests.client_helpers import Watcher, tool_call
+
+    async def main() -> tuple[ChatWidget, list[Any]]:
+        async with agent.client() as client:
+            session = await client.new_session()
+            chat = ChatWidget(session)
+            # Each prompt the chat made, once the chat has its turn (send goes on at once).
+            prompted: asyncio.Queue[Any] = asyncio.Queue()
+            prompt = session.prompt
+
+            async def spied(*args: Any, **kwargs: Any) -> Any:
+                turn = await prompt(*args, **kwargs)
+                prompted.put_nowait(turn)
+                return turn
+
+            session.prompt = spied  # type: ignore[method-assign]
+            watcher = Watcher(session)
+            slow = script({"update": tool_call("c1")}, {"wait_cancel": True})
+            running = asyncio.create_task(chat.send(slow))
+            await watcher.tool_call("c1")
+            # Two messages while it runs: both join the one queued turn, shown once.
+            queued = [asyncio.create_task(chat.send(t)) for t in ("first queued", "then this")]
+            assert await prompted.get() is session.running  # the slow turn's prompt
+            assert await prompted.get() is await prompted.get()  # one turn for the two
+            (waiting,) = [v.turn for v in chat.views.values() if v.turn is not session.running]
+            assert len(chat.views) == 2
+            chat.input.value = "a draft  "
+            # The queued turn's own Stop: it comes back to the box; the running turn goes on.
+            await chat.stop(waiting)
+            assert chat.input.value == "a draft\n\nfirst queued\n\nthen this"
+            done = await asyncio.gather(*queued)
+            assert session.running is not None and not session.running.cancel_requested
+            assert len(chat.views) == 1 and len(chat.log.children) == 1 and chat.records == []
+            # The chat's Stop: the running turn ends cancelled, the only one recorded.
+            await chat.stop()
+            first = await running
+            return chat, [first, *done]
+
+    chat, turns = asyncio.run(main())
+    assert turns[0] is not None and turns[0].result.stop_reason == "cancelled"
+    assert len(agent.sent("session/prompt")) == 1  # the queued messages never reached the agent
+    assert len(chat.records) == 1 and "first queued" not in json_of(chat.record())
