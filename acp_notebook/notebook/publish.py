@@ -75,8 +75,9 @@ def show(
     """Display a raw mimebundle, masked (with the output's `metadata`, ours, not masked); with
     `display_id`, return its handle for `update`."""
     if display_id:
-        shown = display(mask(bundle), raw=True, display_id=True, metadata=metadata)
-        handle: DisplayHandle | None = shown
+        handle: DisplayHandle | None = display(
+            mask(bundle), raw=True, display_id=True, metadata=metadata
+        )
         return handle
     display(mask(bundle), raw=True, metadata=metadata)
     return None

@@ -193,6 +193,8 @@ class ChatWidget:
         self._give_back(sent)
 
     def _give_back(self, sent: list[tuple[str, list[str]]]) -> None:
+        if not sent:
+            return
         typed = self.input.value.rstrip()
         said = "\n\n".join(text for text, _ in sent)
         self.input.value = f"{typed}\n\n{said}" if typed.strip() else said

@@ -142,10 +142,11 @@ function completer(model, box, onChoose) {
 }
 
 // The chat's static record (chat_record.py) is the output after the chat's (found by its
-// token, in its metadata): in a page that holds the notebook (JupyterLab, Notebook 7) this view keeps it up to
-// date. It says so with how many turns it holds (`keep`); the kernel then sends each turn's
-// piece once (`record`), and the view adds it to the output, joined as chat_record.join joins
-// them. A piece it already holds (two views of one chat) is skipped; a gap is asked for again.
+// token, in its metadata): in a page that holds the notebook (JupyterLab, Notebook 7) this view
+// keeps it up to date. It says so with how many turns it holds (`keep`); the kernel then sends
+// each turn's piece once (`record`), and the view adds it to the output, joined as
+// chat_record.join joins them. A piece it already holds (two views of one chat) is skipped; a
+// gap is asked for again.
 const MIME_CHAT = "application/vnd.acp-notebook.chat+json";
 const MARKDOWN_JOIN = "\n\n---\n\n";
 const PLAIN_JOIN = "\n\n";
@@ -277,7 +278,7 @@ function keepUnfinished(model, el) {
 }
 
 // The kernel is gone, so nobody will close this chat: in JupyterLab its output (found by its
-// token) is replaced by a line, and the chat's static record after it shows the conversation,
+// token, in its metadata) is replaced by a line, and the chat's static record after it shows the conversation,
 // with the turn that was running when the kernel went (keepUnfinished).
 function whenKernelGoes(model, el) {
   let done = false;
