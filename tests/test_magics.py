@@ -86,7 +86,10 @@ def test_plain_turn_saves_static_record_and_binds_result(tmp_path: Path) -> None
     record = only_transcript(cell)
     assert record["success"] is True and record["stopReason"] == "end_turn"
     assert "demo agent" in record["agent"]
-    result = next(o for o in outputs(cell) if o["output_type"] == "execute_result")
+    # The record once, in the live display's place; no empty output beside it (the cell's value
+    # adds nothing: `Out[1]` above still holds it).
+    (result,) = outputs(cell, MIME_TURN)
+    assert all(o.get("text") or any(o.get("data", {}).values()) for o in outputs(cell))
     bundle = result["data"]
     for mime in ("text/html", "text/plain", MIME_TURN):
         assert bundle.get(mime), f"the saved record lacks {mime}"
