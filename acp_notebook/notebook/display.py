@@ -16,7 +16,7 @@ from .publish import turn
 _IN_PLACE: list[TurnResult] = []
 #: The metadata key that marks the cell value's empty bundle when the record is already in the
 #: cell: the kernel's displayhook drops that `execute_result` (`drop_in_place`), so the saved
-#: notebook has no empty output after the record (~110 B, and an empty `Out[n]` in the page).
+#: notebook has no empty output after the record (147 B, and an empty `Out[n]` in the page).
 IN_PLACE_KEY = "acp_notebook_in_place"
 
 

@@ -8,7 +8,7 @@ values of our own that are one safe word go unquoted, the others (several words,
 escaped from the agent: `attr`) in single quotes, which JSON does not escape as it does `"`
 (`html.escape` escapes both quotes, so no value can end its attribute early); no newline between
 tags; newlines inside a `<pre>` are character references (`agentmd.pre_text`). nbformat saves
-every line of an HTML output as a JSON string of its own (8 B of framing a line), and a reader
+every line of an HTML output as a JSON string of its own (13 B a newline), and a reader
 sees none of these bytes.
 """
 
