@@ -46,8 +46,8 @@ def tool_call(out: list[str], call: ToolCallPart, turn: Transcript) -> None:
             u = unified(d.path, d.old, d.new)
             added, removed = added + u.added, removed + u.removed
         stats = f" <span class=acpnb-muted>+{added} −{removed}</span>"
-    # The status is the badge's class (its colour): a class on the card too would be 21 B more
-    # for each card in a saved record, and nothing styles or reads it.
+    # The status is the badge's class (its colour, and what the tests read): the same on the card
+    # too would be 21 B more for each card in a saved record, and nothing styles it.
     out.append(
         f"<details class=acpnb-tool{' open' if is_open else ''}>"
         f"<summary><span class=acpnb-kind title={attr(kind)}>"
