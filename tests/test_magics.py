@@ -118,6 +118,28 @@ def test_plain_turn_saves_static_record_and_binds_result(tmp_path: Path) -> None
     }
 
 
+@pytest.mark.timeout(90)
+def test_a_result_shown_in_place_is_shown_whole_when_displayed_later(tmp_path: Path) -> None:
+    # The magic run from code: its live display becomes the record, but the result is not the
+    # cell's value, so nothing consumes the mark that blanks the value's display; a later
+    # display of the result shows the record, not an empty output. The %%agent cell after it
+    # has its record once, as its display, and no value output.
+    agent = scripted()
+    nb = execute(
+        [
+            f"r = await get_ipython().run_cell_magic('agent', {f'--agent {agent}'!r}, 'hi')",
+            "r",
+            f"%%agent --agent {agent}\nagain",
+        ],
+        tmp_path,
+    )
+    first, shown, again = nb.cells
+    assert [o["output_type"] for o in outputs(first, MIME_TURN)] == ["display_data"]
+    (value,) = outputs(shown)
+    assert value["output_type"] == "execute_result" and value["data"][MIME_TURN]["success"]
+    assert [o["output_type"] for o in outputs(again)] == ["display_data"]
+
+
 @pytest.mark.timeout(60)
 def test_the_demo_agent_notice_is_shown_once_per_kernel(tmp_path: Path) -> None:
     nb = execute(["%%agent\nfirst", "%%agent --quiet\nsecond", "%%agent -s other\nthird"], tmp_path)

@@ -26,6 +26,12 @@ def shown_in_place(result: TurnResult) -> None:
     _IN_PLACE[:] = [result]
 
 
+def forget_in_place(*_: Any) -> None:
+    """After each cell: a result marked in place that was not the cell's value (the magic run
+    from code, `run_cell_magic`) is not left to blank a later display of it."""
+    _IN_PLACE.clear()
+
+
 def drop_in_place(msg: dict[str, Any]) -> dict[str, Any] | None:
     """An ipykernel displayhook hook: no `execute_result` for a value whose record is in place
     (None suppresses the send; `_` and `Out` are set before, so they still hold the value)."""
@@ -34,6 +40,15 @@ def drop_in_place(msg: dict[str, Any]) -> dict[str, Any] | None:
     if isinstance(metadata, dict) and metadata.get(IN_PLACE_KEY):
         return None
     return msg
+
+
+def unregister(ipython: Any) -> None:
+    """Undo `register`'s hooks (the extension is unloaded)."""
+    if forget_in_place in ipython.events.callbacks["post_run_cell"]:
+        ipython.events.unregister("post_run_cell", forget_in_place)
+    unhook = getattr(ipython.displayhook, "unregister_hook", None)
+    if unhook is not None:
+        unhook(drop_in_place)
 
 
 def register(ipython: Any, redactor: Redactor) -> None:
@@ -60,6 +75,8 @@ def register(ipython: Any, redactor: Redactor) -> None:
     def masked_repr(obj: Any, printer: Any, cycle: bool) -> None:
         printer.text(redactor.text(repr(obj)))
 
+    if forget_in_place not in ipython.events.callbacks["post_run_cell"]:
+        ipython.events.register("post_run_cell", forget_in_place)
     hook = getattr(ipython.displayhook, "register_hook", None)  # ipykernel's, from 7.x
     if hook is not None:
         ipython.displayhook.unregister_hook(drop_in_place)  # once, after a %reload_ext too
