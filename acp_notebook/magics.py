@@ -307,6 +307,9 @@ def unload_ipython_extension(ipython: Any) -> None:
 
     if note_cell in ipython.events.callbacks["post_run_cell"]:
         ipython.events.unregister("post_run_cell", note_cell)
+    from .notebook.display import unregister
+
+    unregister(ipython)
     magics = instance(ipython)
     if magics is not None:
         magics.close()

@@ -99,7 +99,7 @@ def test_turn_streams_asks_permission_and_edits(page, lab) -> None:
     done.wait_for()
     page.wait_for_function(RECORD_ONLY)
     edit = out.locator("details.acpnb-tool", has_text="Edit demo_notes.md")
-    assert "completed" in edit.first.get_attribute("class")
+    assert "acpnb-st-completed" in edit.first.locator(".acpnb-badge").get_attribute("class")
     assert out.locator(".acpnb-chosen", has_text="Allow").count() >= 1
     # Stop and permission buttons were closed (the record's copy buttons are the page's own)
     assert out.locator("button:not(.acpnb-tv-copy)").count() == 0

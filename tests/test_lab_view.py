@@ -181,7 +181,7 @@ def test_a_card_opened_mid_turn_stays_open(page, lab) -> None:
     card.wait_for()
     _open(card)
     # The thought ends, the card is updated (completed), the answer grows: both stay open.
-    out.locator("details.acpnb-tool[class*=completed]").first.wait_for()
+    out.locator("details.acpnb-tool:has(.acpnb-badge.acpnb-st-completed)").first.wait_for()
     out.locator(".acpnb-answer", has_text="more 2").wait_for()
     assert out.locator("details.acpnb-thought").first.evaluate("d => d.open"), "thought closed"
     assert out.locator("details.acpnb-tool").first.evaluate("d => d.open"), "card closed"
@@ -290,7 +290,9 @@ def test_a_reopened_notebook_shows_the_record_once(page, lab) -> None:
     assert sum("text/html" in b for b in bundles) == 1
     assert "widgets" not in nb["metadata"] or not nb["metadata"]["widgets"]
     # The record once: the saved outputs are one record bundle (drawn again from its own
-    # transcript) and the cell's empty value, nothing more. Sizes printed for the README.
+    # transcript), nothing more (the cell's value, empty, is not sent). Sizes printed for the
+    # README.
+    assert len(outputs) == 1, outputs
     record = next(b for b in bundles if MIME_TURN in b)
     one = render_bundle(record[MIME_TURN], formats=RECORD_FORMATS)
     size = len(json.dumps(outputs))

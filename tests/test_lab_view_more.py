@@ -98,7 +98,7 @@ def test_long_tool_output_expands_and_stays_expanded(page, lab) -> None:
     # The card is redrawn twice while the turn streams: the output stays open, all of it shown.
     live.locator(".acpnb-tool pre", has_text="output line 40").wait_for()
     live.locator(".acpnb-answer", has_text="more 2").wait_for()
-    live.locator("details.acpnb-tool[class*=completed]").wait_for()
+    live.locator("details.acpnb-tool:has(.acpnb-badge.acpnb-st-completed)").wait_for()
     assert out_of(page)["short"] is False
     assert out_of(page)["shown"] >= out_of(page)["all"] - 1, out_of(page)
     assert live.locator("button.acpnb-tv-more").inner_text() == "show less"
@@ -337,7 +337,7 @@ def test_keys_in_the_kernel_leave_the_view_whole(page, lab) -> None:
     allow = out.locator("button.acpnb-permission-option", has_text="Allow once")
     allow.wait_for()
     card = out.locator("details.acpnb-tool").first
-    assert "in_progress" in card.get_attribute("class")
+    assert "acpnb-st-in_progress" in card.locator(".acpnb-badge").get_attribute("class")
     card.locator("summary").click()
     assert card.evaluate("d => d.open")
     allow.click()

@@ -86,7 +86,10 @@ def test_plain_turn_saves_static_record_and_binds_result(tmp_path: Path) -> None
     record = only_transcript(cell)
     assert record["success"] is True and record["stopReason"] == "end_turn"
     assert "demo agent" in record["agent"]
-    result = next(o for o in outputs(cell) if o["output_type"] == "execute_result")
+    # The record once, in the live display's place; no empty output beside it (the cell's value
+    # adds nothing: `Out[1]` above still holds it).
+    (result,) = outputs(cell, MIME_TURN)
+    assert all(o.get("text") or any(o.get("data", {}).values()) for o in outputs(cell))
     bundle = result["data"]
     for mime in ("text/html", "text/plain", MIME_TURN):
         assert bundle.get(mime), f"the saved record lacks {mime}"
@@ -113,6 +116,28 @@ def test_plain_turn_saves_static_record_and_binds_result(tmp_path: Path) -> None
         "out": ["TurnResult", True],
         "named": ["TurnResult", True],
     }
+
+
+@pytest.mark.timeout(90)
+def test_a_result_shown_in_place_is_shown_whole_when_displayed_later(tmp_path: Path) -> None:
+    # The magic run from code: its live display becomes the record, but the result is not the
+    # cell's value, so nothing consumes the mark that blanks the value's display; a later
+    # display of the result shows the record, not an empty output. The %%agent cell after it
+    # has its record once, as its display, and no value output.
+    agent = scripted()
+    nb = execute(
+        [
+            f"r = await get_ipython().run_cell_magic('agent', {f'--agent {agent}'!r}, 'hi')",
+            "r",
+            f"%%agent --agent {agent}\nagain",
+        ],
+        tmp_path,
+    )
+    first, shown, again = nb.cells
+    assert [o["output_type"] for o in outputs(first, MIME_TURN)] == ["display_data"]
+    (value,) = outputs(shown)
+    assert value["output_type"] == "execute_result" and value["data"][MIME_TURN]["success"]
+    assert [o["output_type"] for o in outputs(again)] == ["display_data"]
 
 
 @pytest.mark.timeout(60)

@@ -62,9 +62,9 @@ def prompts(log: Path) -> list[str]:
 
 
 def value_records(cell: Any) -> list[dict[str, Any]]:
-    return [
-        o["data"][MIME_TURN] for o in outputs(cell, MIME_TURN) if o.output_type == "execute_result"
-    ]
+    """The cell's records: its live display's, where the view became the record, or its value's
+    (`--quiet`: no live display)."""
+    return [o["data"][MIME_TURN] for o in outputs(cell, MIME_TURN)]
 
 
 def notes(cell: Any) -> list[str]:

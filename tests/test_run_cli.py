@@ -84,7 +84,9 @@ def test_quickstart_prints_every_turn_and_saves_its_outputs(tmp_path: Path) -> N
 
     saved = nbformat.read(tmp_path / "quickstart.out.ipynb", as_version=4)
     first = next(c for c in saved.cells if c.source.startswith("%%agent --out first"))
-    (result,) = [o for o in outputs(first, MIME_TURN) if o["output_type"] == "execute_result"]
+    # The record once, where the live display was (the cell's value adds no second copy).
+    (result,) = outputs(first, MIME_TURN)
+    assert result["output_type"] == "display_data"
     assert result["data"][MIME_TURN]["success"] is True
     printed = next(c for c in saved.cells if c.source.startswith("print(first.success"))
     assert outputs(printed)[0]["text"].startswith("True end_turn")
@@ -153,6 +155,9 @@ def test_live_updates_carry_the_masked_transcript_only_for_the_runner(
     nb = execute([f"%%agent --agent {scripted()}\n{script(*steps)}"], tmp_path, env=env,
                  client_out=clients)  # fmt: skip
     updates = [m["content"]["data"] for m in clients[0].of_type("update_display_data", 0)]
+    # The last update is the record, which takes the live display's place (with its transcript).
+    assert updates and updates[-1][MIME_TURN]["success"] is True
+    updates = updates[:-1]
     live_turns = [d[MIME_TURN] for d in updates if MIME_TURN in d]
     if live:
         assert len(live_turns) >= 2 and live_turns[0]["success"] is None
@@ -162,8 +167,11 @@ def test_live_updates_carry_the_masked_transcript_only_for_the_runner(
     kinds = ("display_data", "update_display_data", "execute_result")
     shown = json.dumps([m["content"] for k in kinds for m in clients[0].of_type(k, 0)])
     assert "the key is" in shown and key[:12] not in shown
-    # The saved notebook is the same either way: the record, not the live updates.
-    assert [o["output_type"] for o in outputs(nb.cells[0])] == ["display_data", "execute_result"]
+    # The saved notebook is the same either way: the record, not the live updates, in the live
+    # display's place, and no empty output beside it.
+    saved = outputs(nb.cells[0])
+    assert [o["output_type"] for o in saved] == ["display_data"]
+    assert MIME_TURN in saved[0]["data"] and saved[0]["data"]["text/html"]
 
 
 @pytest.mark.timeout(120)

@@ -14,6 +14,10 @@ from .publish import turn
 
 #: The result whose record a live turn view left in its own output (see `shown_in_place`).
 _IN_PLACE: list[TurnResult] = []
+#: The metadata key that marks the cell value's empty bundle when the record is already in the
+#: cell: the kernel's displayhook drops that `execute_result` (`drop_in_place`), so the saved
+#: notebook has no empty output after the record (147 B, and an empty `Out[n]` in the page).
+IN_PLACE_KEY = "acp_notebook_in_place"
 
 
 def shown_in_place(result: TurnResult) -> None:
@@ -22,14 +26,45 @@ def shown_in_place(result: TurnResult) -> None:
     _IN_PLACE[:] = [result]
 
 
+def forget_in_place(*_: Any) -> None:
+    """After each cell: a result marked in place that was not the cell's value (the magic run
+    from code, `run_cell_magic`) is not left to blank a later display of it."""
+    _IN_PLACE.clear()
+
+
+def drop_in_place(msg: dict[str, Any]) -> dict[str, Any] | None:
+    """An ipykernel displayhook hook: no `execute_result` for a value whose record is in place
+    (None suppresses the send; `_` and `Out` are set before, so they still hold the value)."""
+    content = msg.get("content")
+    metadata = content.get("metadata") if isinstance(content, dict) else None
+    if isinstance(metadata, dict) and metadata.get(IN_PLACE_KEY):
+        return None
+    return msg
+
+
+def unregister(ipython: Any) -> None:
+    """Undo `register`'s hooks (the extension is unloaded)."""
+    if forget_in_place in ipython.events.callbacks["post_run_cell"]:
+        ipython.events.unregister("post_run_cell", forget_in_place)
+    unhook = getattr(ipython.displayhook, "unregister_hook", None)
+    if unhook is not None:
+        unhook(drop_in_place)
+
+
 def register(ipython: Any, redactor: Redactor) -> None:
-    def result_bundle(result: TurnResult, *_: Any, **__: Any) -> dict[str, Any]:
+    def result_bundle(
+        result: TurnResult, *_: Any, **__: Any
+    ) -> dict[str, Any] | tuple[dict[str, Any], dict[str, Any]]:
         if _IN_PLACE and _IN_PLACE[0] is result:
             _IN_PLACE.clear()
-            return {"text/plain": ""}
+            # Marked for `drop_in_place`; where the hook is missing (another shell, a subshell's
+            # thread) this empty text is all that shows.
+            return {"text/plain": ""}, {IN_PLACE_KEY: True}
         return turn(result.to_json(), redactor=redactor)
 
-    def handle_bundle(turn: TurnHandle, *_: Any, **__: Any) -> dict[str, Any]:
+    def handle_bundle(
+        turn: TurnHandle, *_: Any, **__: Any
+    ) -> dict[str, Any] | tuple[dict[str, Any], dict[str, Any]]:
         if turn.result is not None:
             return result_bundle(turn.result)
         return {
@@ -40,6 +75,12 @@ def register(ipython: Any, redactor: Redactor) -> None:
     def masked_repr(obj: Any, printer: Any, cycle: bool) -> None:
         printer.text(redactor.text(repr(obj)))
 
+    if forget_in_place not in ipython.events.callbacks["post_run_cell"]:
+        ipython.events.register("post_run_cell", forget_in_place)
+    hook = getattr(ipython.displayhook, "register_hook", None)  # ipykernel's, from 7.x
+    if hook is not None:
+        ipython.displayhook.unregister_hook(drop_in_place)  # once, after a %reload_ext too
+        hook(drop_in_place)
     formatter = ipython.display_formatter.mimebundle_formatter
     formatter.for_type(TurnResult, result_bundle)
     formatter.for_type(TurnHandle, handle_bundle)

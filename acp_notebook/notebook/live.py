@@ -28,7 +28,7 @@ from ..protocol.mutations import Mutation, SessionChanged
 from ..protocol.redact import Redactor
 from ..protocol.result import TurnRecord, TurnResult
 from ..render import LIVE_FORMATS, MIME_TRANSCRIPT
-from . import publish
+from . import display, publish
 
 #: Characters of each message a redraw draws (its end): a screenful or two, and much more.
 LIVE_TAIL = 16_000
@@ -119,20 +119,29 @@ class LiveView:
             await asyncio.sleep(max(self.min_interval, 3 * cost))
 
     def finish(self, result: TurnResult, *, keep_record: bool) -> None:
-        """Final update: the static record (or nothing, when the cell's value will show it)."""
+        """Final update: the static record, in the live display's place when there is one.
+
+        Without `keep_record` the cell's value will show the record too: the live display
+        becomes the record and the value's display adds nothing (`display.shown_in_place`), as
+        the widget view does. A display cannot be removed once shown (only the whole cell's
+        outputs can be cleared, with the other outputs before it), so emptying it and showing
+        the record as the value left an empty output in every saved notebook. Not opening a
+        live display when no front-end watches was the other way, but the kernel cannot tell
+        nbclient from a front-end without widgets that shows the stream, and `acp-notebook run`
+        reads the updates."""
         self._done = True
         self._dirty.set()
         self._unsubscribe()
-        if self._handle is not None:
-            bundle = (
-                publish.turn(final_transcript(result, self.note), redactor=self.redactor)
-                if keep_record
-                else {"text/plain": ""}
-            )
-            publish.update(self._handle, bundle)
-            self.updates += 1
-        elif keep_record:
-            publish.show(publish.turn(final_transcript(result, self.note), redactor=self.redactor))
+        if self._handle is None and not keep_record:
+            return
+        record = publish.turn(final_transcript(result, self.note), redactor=self.redactor)
+        if self._handle is None:
+            publish.show(record)
+            return
+        publish.update(self._handle, record)
+        self.updates += 1
+        if not keep_record:
+            display.shown_in_place(result)
 
     async def aclose(self) -> None:
         """Stop the render task. It has nothing left to draw (`finish` drew the end): it is

@@ -65,9 +65,9 @@ def markdown_line(p: ElicitationPart, live: bool) -> str:
 def html(out: list[str], p: ElicitationPart, live: bool) -> None:
     waiting = p.outcome == "pending" and live
     out.append(
-        f'<div class="acpnb-perm acpnb-elicit">❓ <strong>The agent asks</strong>: '
+        f"<div class='acpnb-perm acpnb-elicit'>❓ <strong>The agent asks</strong>: "
         f"{escape(p.message[:2000], quote=False) or '(no message)'}"
-        f'<div class="acpnb-muted">{escape(_asked(p), quote=False)}</div>'
+        f"<div class=acpnb-muted>{escape(_asked(p), quote=False)}</div>"
     )
     answers = _answers(p)
     if answers:

@@ -31,7 +31,7 @@ from ..protocol.transcript import Transcript
 from . import elicit_card, labels
 from .agentmd import inline, to_html
 from .cards import permission, raw, tool_call
-from .htmlbits import block, css_class, json_details, note
+from .htmlbits import attr, block, css_class, json_details, note
 from .style import MATH_OFF
 
 
@@ -40,7 +40,8 @@ def render_html(turn: Transcript, *, open_parts: frozenset[str] = frozenset()) -
     view's record keeps what its reader had opened)."""
     # MathJax (JupyterLab, nbconvert) typesets `$…$` in HTML outputs unless told not to: an
     # answer's dollars stay text, and a `\href` in them can never become a link.
-    out: list[str] = [f'<div class="acpnb-turn {MATH_OFF}" data-turn-id="{escape(turn.turn_id)}">']
+    # Lean markup (see `htmlbits`): one safe word unquoted, other values in single quotes.
+    out: list[str] = [f"<div class='acpnb-turn {MATH_OFF}' data-turn-id={attr(turn.turn_id)}>"]
     last = len(turn.parts) - 1
     for i, part in enumerate(turn.parts):
         html = render_part(part, turn, growing=turn.live and i == last)
@@ -85,7 +86,7 @@ def _error(out: list[str], part: ErrorPart) -> None:
 
 
 def _multiline(s: str) -> str:
-    return escape(s, quote=False).replace("\n", "<br>\n")
+    return escape(s, quote=False).replace("\n", "<br>")
 
 
 def _message(out: list[str], m: MessagePart, *, growing: bool) -> None:
@@ -95,8 +96,8 @@ def _message(out: list[str], m: MessagePart, *, growing: bool) -> None:
         label = "Thinking…" if growing else "Thoughts"
         words = m.text.count(" ") + m.text.count("\n") + 1  # about: split() costs more
         out.append(
-            f'<details class="acpnb-thought"><summary>💭 {label} '
-            f'<span class="acpnb-muted">(~{words:,} words)</span></summary><div>'
+            f"<details class=acpnb-thought><summary>💭 {label} "
+            f"<span class=acpnb-muted>(~{words:,} words)</span></summary><div>"
         )
         out.append(to_html(m.text, live=growing))
         _blocks(out, m.blocks)
@@ -105,7 +106,7 @@ def _message(out: list[str], m: MessagePart, *, growing: bool) -> None:
     if not m.text.strip() and not m.blocks:
         return
     cls = "acpnb-user" if m.role == "user" else "acpnb-answer"
-    out.append(f'<div class="{cls}">')
+    out.append(f"<div class={cls}>")
     if m.role == "user":
         out.append("<strong>👤 You</strong>")
     out.append(to_html(m.text, live=growing))
@@ -123,30 +124,30 @@ def _plan(out: list[str], entries: list[PlanEntry]) -> None:
         return
     done = sum(1 for e in entries if e.status == "completed")
     out.append(
-        f'<div class="acpnb-plan"><strong>📋 Plan</strong> '
-        f'<span class="acpnb-muted">{done}/{len(entries)} done</span><ul>'
+        f"<div class=acpnb-plan><strong>📋 Plan</strong> "
+        f"<span class=acpnb-muted>{done}/{len(entries)} done</span><ul>"
     )
     for e in entries:
         glyph, word = labels.plan_status(e.status)
         prio = ""
         if e.priority:
             prio = (
-                f' <span class="acpnb-prio acpnb-prio-{css_class(e.priority)}" '
-                f'title="priority">{escape(e.priority)}</span>'
+                f" <span class='acpnb-prio acpnb-prio-{css_class(e.priority)}' "
+                f"title=priority>{escape(e.priority)}</span>"
             )
         out.append(
-            f'<li class="acpnb-{css_class(e.status)}"><span title="{escape(word)}">{glyph}'
+            f"<li class=acpnb-{css_class(e.status)}><span title={attr(word)}>{glyph}"
             f"</span> {inline(e.content)}{prio}</li>"
         )
     out.append("</ul></div>")
 
 
 def _alert(out: list[str], level: str, heading: str, message: str) -> None:
-    cls = {"error": "", "warning": " acpnb-warning", "info": " acpnb-info"}.get(level, "")
-    body = f" {_multiline(message)}" if message else ""
-    out.append(
-        f'<div class="acpnb-alert{cls}" role="alert"><strong>{escape(heading)}</strong>{body}</div>'
+    cls = {"warning": "'acpnb-alert acpnb-warning'", "info": "'acpnb-alert acpnb-info'"}.get(
+        level, "acpnb-alert"
     )
+    body = f" {_multiline(message)}" if message else ""
+    out.append(f"<div class={cls} role=alert><strong>{escape(heading)}</strong>{body}</div>")
 
 
 def _turn_alerts(out: list[str], turn: Transcript) -> None:
@@ -164,7 +165,7 @@ def _turn_alerts(out: list[str], turn: Transcript) -> None:
 def _footer(out: list[str], turn: Transcript, *, running: bool = True) -> None:
     pieces: list[str] = []
     if turn.live and running:
-        pieces.append('<span class="acpnb-running">◌ running…</span>')
+        pieces.append("<span class=acpnb-running>◌ running…</span>")
     if turn.agent:
         pieces.append(f"<strong>{escape(turn.agent)}</strong>")
     if turn.title:
@@ -177,11 +178,9 @@ def _footer(out: list[str], turn: Transcript, *, running: bool = True) -> None:
         meter = ""
         if frac is not None:
             width = min(100.0, frac * 100)
-            high = " acpnb-high" if frac >= 0.8 else ""
+            cls = "'acpnb-meter acpnb-high'" if frac >= 0.8 else "acpnb-meter"
             # No title: the words after it say the same ("context 3% (5.2k / 200k)").
-            meter = (
-                f'<span class="acpnb-meter{high}"><span style="width:{width:.1f}%"></span></span>'
-            )
+            meter = f"<span class={cls}><span style=width:{width:.1f}%></span></span>"
         pieces.append(f"{meter}{escape(ctx)}")
     for piece in (labels.cost(turn), labels.tokens(turn)):
         if piece:
@@ -194,7 +193,7 @@ def _footer(out: list[str], turn: Transcript, *, running: bool = True) -> None:
             strong = reason != labels.STOP_REASONS["end_turn"]
             pieces.append(f"<strong>{escape(reason)}</strong>" if strong else escape(reason))
     if pieces:
-        out.append(f'<div class="acpnb-footer">{" · ".join(pieces)}</div>')
+        out.append(f"<div class=acpnb-footer>{' · '.join(pieces)}</div>")
 
 
 #: How each part kind is drawn, in arrival order: (out, part, turn, growing). A kind added to

@@ -2,6 +2,14 @@
 
 Everything from the agent is escaped here: text with `html.escape`, Markdown by `agentmd`, and
 only http(s) links and base64 raster images become attributes.
+
+The markup is lean because a record is saved as it is, once per turn (issue 12): attribute
+values of our own that are one safe word go unquoted, the others (several words, or anything
+escaped from the agent: `attr`) in single quotes, which JSON does not escape as it does `"`
+(`html.escape` escapes both quotes, so no value can end its attribute early); no newline between
+tags; newlines inside a `<pre>` are character references (`agentmd.pre_text`). nbformat saves
+every line of an HTML output as a JSON string of its own (13 B a newline), and a reader
+sees none of these bytes.
 """
 
 from __future__ import annotations
@@ -13,13 +21,20 @@ from typing import Any
 
 from ..protocol.coerce import mapping, text
 from . import clip
-from .agentmd import to_html
+from .agentmd import pre_text, to_html
 from .jsondump import dump
 from .urls import safe_url
 
 _CLASS_SAFE = re.compile(r"[^a-z0-9_]")
+_ATTR_SAFE = re.compile(r"[A-Za-z0-9_.-]{1,80}")
 _BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*\Z")
 _INLINE_IMAGES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+
+
+def attr(value: str) -> str:
+    """An attribute value from the agent, for `name=…`: bare when it is one safe word (a tool
+    kind, a turn id), else escaped in single quotes."""
+    return value if _ATTR_SAFE.fullmatch(value) else f"'{escape(value)}'"
 
 
 def css_class(value: str) -> str:
@@ -29,15 +44,15 @@ def css_class(value: str) -> str:
 
 def note(message: str) -> str:
     """A small muted line ("… 12 more lines"); nothing for an empty message."""
-    return f'<div class="acpnb-note">{escape(message, quote=False)}</div>' if message else ""
+    return f"<div class=acpnb-note>{escape(message, quote=False)}</div>" if message else ""
 
 
 def json_details(label: str, value: Any) -> str:
     """`value` as JSON in a collapsed section."""
     clipped = dump(value)
     return (
-        f'<details><summary class="acpnb-muted">{escape(label)}</summary>'
-        f'<pre class="acpnb-out">{escape(clipped.text, quote=False)}</pre>'
+        f"<details><summary class=acpnb-muted>{escape(label)}</summary>"
+        f"<pre class=acpnb-out>{pre_text(clipped.text)}</pre>"
         f"{note(clipped.note)}</details>"
     )
 
@@ -52,7 +67,7 @@ def block(b: dict[Any, Any]) -> str:
         data = b.get("data")
         return _image(mime, data if isinstance(data, str) else "")
     if kind == "audio":
-        return f'<div class="acpnb-note">🔊 audio {escape(mime)}</div>'
+        return f"<div class=acpnb-note>🔊 audio {escape(mime)}</div>"
     if kind == "resource_link":
         uri = text(b.get("uri"))
         name = text(b.get("name")) or text(b.get("title")) or uri
@@ -65,10 +80,10 @@ def block(b: dict[Any, Any]) -> str:
             clipped = clip.head(body, clip.TEXT_LINES)
             return (
                 f"<details><summary>📎 <code>{escape(uri)}</code></summary>"
-                f"<pre>{escape(clipped.text, quote=False)}</pre>{note(clipped.note)}"
+                f"<pre>{pre_text(clipped.text)}</pre>{note(clipped.note)}"
                 f"</details>"
             )
-        return f'<div class="acpnb-note">📎 <code>{escape(uri)}</code> {escape(mime)}</div>'
+        return f"<div class=acpnb-note>📎 <code>{escape(uri)}</code> {escape(mime)}</div>"
     return json_details(f"content block {kind or '?'}", b)
 
 
@@ -77,10 +92,10 @@ def _image(mime: str, data: str) -> str:
     """An image the agent sent, inline when it is a plain raster image in valid base64."""
     if mime in _INLINE_IMAGES and 0 < len(data) < 8_000_000 and _BASE64.match(data):
         return (
-            f'<div><img alt="image from the agent" style="max-width:100%" '
-            f'src="data:{mime};base64,{"".join(data.split())}"></div>'
+            f"<div><img alt='image from the agent' style=max-width:100% "
+            f"src='data:{mime};base64,{''.join(data.split())}'></div>"
         )
-    return f'<div class="acpnb-note">🖼 image {escape(mime)}</div>'
+    return f"<div class=acpnb-note>🖼 image {escape(mime)}</div>"
 
 
 def _link(url: str, label: str) -> str:
@@ -88,6 +103,6 @@ def _link(url: str, label: str) -> str:
     if not safe or not safe.lower().startswith(("http://", "https://")):
         return escape(label, quote=False)
     return (
-        f'<a href="{escape(safe)}" target="_blank" rel="noopener noreferrer nofollow">'
+        f"<a href='{escape(safe)}' target=_blank rel='noopener noreferrer nofollow'>"
         f"{escape(label, quote=False)}</a>"
     )
