@@ -266,10 +266,9 @@ class TurnView(LiveView):
     async def _render_loop(self) -> None:
         while not self._finished():
             await self._dirty.wait()
-            self._dirty.clear()
-            self._due = False
             if self._finished():
                 break
+            self._redrawing()
             started = time.perf_counter()
             self._send(self.diff.update(self._transcript()))
             cost = time.perf_counter() - started
