@@ -65,10 +65,18 @@ class LiveView:
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
+        pause = 0.0
         if self.show:
+            started = time.perf_counter()
             self._handle = publish.show(self._bundle(), display_id=True)
             self.updates += 1
-        self._task = asyncio.get_running_loop().create_task(self._render_loop())
+            pause = self._pause(time.perf_counter() - started)
+        self._task = asyncio.get_running_loop().create_task(self._render_loop(pause))
+
+    def _pause(self, cost: float) -> float:
+        # Redrawing runs on the loop that also reads the agent: a large turn, costly to draw,
+        # is redrawn less often, so drawing never takes more than a quarter of it.
+        return max(self.min_interval, 3 * cost)
 
     def _on_mutation(self, mutation: Mutation) -> None:
         if self._due:  # a session delivering a mutation to a copy of its subscribers
@@ -117,7 +125,11 @@ class LiveView:
             transcript, live=True, formats=formats, redactor=self.redactor, tail=LIVE_TAIL
         )
 
-    async def _render_loop(self) -> None:
+    async def _render_loop(self, pause: float = 0.0) -> None:
+        # The first display (`start`'s) is a draw like the others: the first chunks, which
+        # come right after it, wait out the same pause, not a message of their own at once.
+        if pause:
+            await asyncio.sleep(pause)
         while not self._finished():
             await self._dirty.wait()
             if self._finished():  # finish() sets it while we waited
@@ -129,9 +141,7 @@ class LiveView:
                 publish.update(self._handle, self._bundle())
                 self.updates += 1
                 cost = time.perf_counter() - started
-            # Redrawing runs on the loop that also reads the agent: a large turn, costly to
-            # draw, is redrawn less often, so drawing never takes more than a quarter of it.
-            await asyncio.sleep(max(self.min_interval, 3 * cost))
+            await asyncio.sleep(self._pause(cost))
 
     def finish(self, result: TurnResult, *, keep_record: bool) -> None:
         """Final update: the static record (or nothing, when the cell's value will show it)."""
