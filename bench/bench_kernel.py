@@ -22,27 +22,35 @@ expected text after each timed cell, in an untimed cell.
 
 Display messages: every iopub message of the %%agent cell passes through nbclient's
 `process_message` (nbclient 0.11 has no per-output hook; this subclass overrides it), which
-counts `display_data` and `update_display_data` and their payload sizes. The rate is that count
-divided by the turn's streaming time (`TurnResult.duration`).
+counts `display_data` and `update_display_data` and their payload sizes, and keeps when the
+kernel sent each (its header's date) and to which view (its display id). The rate limit is per
+view: the most messages to one view inside any 1 s window, and the shortest gap between two of
+its redraws (the throttle). A count divided by a turn of 100 ms would read 40 a second for 4
+messages. Bytes: every iopub message of the cell as sent (header, parent header, metadata,
+content; no signature), against the turn's transcript (`TurnResult.to_json()` as JSON).
 
 Each cell's CPU time in the kernel process (time.process_time, same events) is reported too:
 on a shared machine it moves less with the load than wall time. Payload bytes count every
 display_data, update_display_data and execute_result of the cell.
 
-Targets: b/a <= 1.3 (median of per-round ratios; issue 12) and <= 40 display messages per second
-(every turn). Nothing is asserted. --profile runs one more %%agent turn under cProfile in the kernel
-and prints the top functions.
+Targets (issue 12): b/a <= 1.3 (median of per-round ratios), at most 25 display messages to
+one view in any second and at most 2x the transcript's bytes sent per turn (every turn).
+Nothing is asserted. --profile runs one more %%agent turn under cProfile in the kernel and
+prints the top functions.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import math
 import shlex
 import statistics
 import sys
 import time
 from collections import Counter, defaultdict
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -54,20 +62,63 @@ REPO = HERE.parent
 MARK = "BENCH-JSON "
 DISPLAY_TYPES = ("display_data", "update_display_data")
 TARGET = 1.3  # b/a, issue 12
+RATE_TARGET = 25.0  # display messages to one view in any second (issue 12)
+BYTES_TARGET = 2.0  # bytes sent per turn / the transcript's (issue 12)
+
+
+def most_in_a_second(sent: list[tuple[float, str]]) -> int:
+    """The most messages of `sent` (kernel times) inside any window of 1 s."""
+    times = sorted(t for t, _ in sent)
+    most, first = 0, 0
+    for last, t in enumerate(times):
+        while t - times[first] >= 1.0:
+            first += 1
+        most = max(most, last - first + 1)
+    return most
+
+
+def shortest_redraw_gap(sent: list[tuple[float, str]]) -> float:
+    """The shortest time between two consecutive redraws of one view: its updates less the
+    last, which `finish` sends as the turn ends, whenever that is (inf with fewer than two).
+    The first display, `start`'s, is not a redraw either: the first redraw follows the first
+    chunk at once."""
+    redraws = sorted(t for t, kind in sent if kind == "update_display_data")[:-1]
+    return min((b - a for a, b in itertools.pairwise(redraws)), default=math.inf)
+
+
+def _kernel_time(header: dict[str, Any]) -> float:
+    """When the kernel built a message (its header's date), in seconds: the kernel's clock, so
+    the gaps between messages are the kernel's, not those of their arrival here."""
+    date = header.get("date")
+    if isinstance(date, str):
+        date = datetime.fromisoformat(date.replace("Z", "+00:00"))
+    return date.timestamp() if isinstance(date, datetime) else float("nan")
 
 
 class CountingClient(NotebookClient):
-    """NotebookClient that tallies the iopub messages of each cell (type, count, bytes)."""
+    """NotebookClient that tallies the iopub messages of each cell (type, count, bytes), and
+    when each display message of each view (display id) was sent."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.counts: dict[int, Counter[str]] = defaultdict(Counter)
         self.sizes: dict[int, Counter[str]] = defaultdict(Counter)
         self.mimes: dict[int, Counter[str]] = defaultdict(Counter)  # display payload by MIME type
+        self.wire: Counter[int] = Counter()  # bytes of every iopub message of the cell
+        # cell -> display id -> (kernel time, msg_type) of each display message, in order
+        self.views: dict[int, dict[str, list[tuple[float, str]]]] = defaultdict(
+            lambda: defaultdict(list)
+        )
 
     def process_message(self, msg: dict[str, Any], cell: Any, cell_index: int) -> Any:
         msg_type = msg["msg_type"]
         self.counts[cell_index][msg_type] += 1
+        # The message as it goes to a front-end, less its signature and routing frames.
+        frames = [msg["header"], msg["parent_header"], msg["metadata"], msg["content"]]
+        self.wire[cell_index] += len(json.dumps(frames, default=str).encode())
+        if msg_type in DISPLAY_TYPES:
+            view = (msg["content"].get("transient") or {}).get("display_id") or "(no id)"
+            self.views[cell_index][view].append((_kernel_time(msg["header"]), msg_type))
         if msg_type in DISPLAY_TYPES or msg_type == "execute_result":
             data = msg["content"].get("data") or {}
             for mime, value in data.items():
@@ -160,6 +211,7 @@ AGENT_CHECK = """\
 print({mark!r} + json.dumps({{"cell": _bench["cells"][-1], "duration": _bench_r.duration,
                               "cpu": _bench["cpus"][-1],
                               "success": _bench_r.success,
+                              "transcript": len(json.dumps(_bench_r.to_json())),
                               "ok": _bench_r.text == _bench["expected"]}}))
 del _bench_r
 gc.collect()
@@ -207,7 +259,10 @@ def run(args: argparse.Namespace) -> None:
     quiet_dur: list[float] = []
     displays: list[int] = []
     disp_bytes: list[int] = []
-    rates: list[float] = []
+    wire_bytes: list[int] = []  # every iopub message of the cell, as sent
+    transcripts: list[int] = []  # the turn's TurnResult.to_json(), as JSON
+    per_window: list[int] = []  # the most display messages to one view in any 1 s
+    redraw_gaps: list[float] = []  # the shortest gap between two redraws of one view
     t_start = time.perf_counter()
     with client.setup_kernel():
         info = kernel.ask(SETUP.format(**fmt))
@@ -231,7 +286,7 @@ def run(args: argparse.Namespace) -> None:
             bare_inner.append(r["inner"])
             bare_cpu.append(r["cpu"])
 
-        def agent(quiet: bool = False) -> tuple[float, float, Counter[str], Counter[str]]:
+        def agent(quiet: bool = False) -> tuple[float, float, int, int]:
             index = kernel.run((AGENT_QUIET if quiet else AGENT).format(**fmt))
             r = kernel.ask(AGENT_CHECK.format(**fmt))
             if not (r["ok"] and r["success"]):
@@ -240,7 +295,7 @@ def run(args: argparse.Namespace) -> None:
                     f"outputs: {str(nb.cells[index].outputs)[:2000]}"
                 )
             (quiet_cpu if quiet else agent_cpu).append(r["cpu"])
-            return r["cell"], r["duration"], client.counts[index], client.sizes[index]
+            return r["cell"], r["duration"], index, r["transcript"]
 
         t0 = time.perf_counter()
         cell, dur, _, _ = agent()  # warm-up: starts the agent process and the session
@@ -270,16 +325,20 @@ def run(args: argparse.Namespace) -> None:
                     quiet_cell.append(cell)
                     quiet_dur.append(dur)
                     continue
-                cell, dur, counts, sizes = agent()
+                cell, dur, index, transcript = agent()
                 agent_cell.append(cell)
                 agent_dur.append(dur)
-                shown = sum(counts[t] for t in DISPLAY_TYPES)
-                displays.append(shown)
+                counts, sizes = client.counts[index], client.sizes[index]
+                displays.append(sum(counts[t] for t in DISPLAY_TYPES))
                 disp_bytes.append(sum(sizes[t] for t in DISPLAY_TYPES))
                 all_bytes.append(sum(sizes.values()))
-                rates.append(shown / dur if dur > 0 else float("inf"))
+                wire_bytes.append(client.wire[index])
+                transcripts.append(transcript)
+                views = client.views[index].values()
+                per_window.append(max((most_in_a_second(v) for v in views), default=0))
+                redraw_gaps.append(min((shortest_redraw_gap(v) for v in views), default=math.inf))
                 counts_seen.update(counts)
-                mimes_seen.update(client.mimes[len(nb.cells) - 2])
+                mimes_seen.update(client.mimes[index])
             if args.verbose:
                 print(
                     f"  round {rep + 1}: a {1000 * bare_cell[-1]:.1f} ms, "
@@ -355,10 +414,22 @@ def run(args: argparse.Namespace) -> None:
         f"median {statistics.median(disp_bytes) / 1e6:.2f} MB of payload per turn; "
         f"with the cell's execute_result {statistics.median(all_bytes) / 1e6:.2f} MB"
     )
+    worst, gap = max(per_window), min(redraw_gaps)
     print(
-        f"  per second of streaming (count / TurnResult.duration): median "
-        f"{statistics.median(rates):.1f}, max {max(rates):.1f}   target <= 40 (every turn)   "
-        f"{'PASS' if max(rates) <= 40 else 'FAIL'}"
+        f"  to one view in any 1 s (kernel's send times): max {worst}   "
+        f"target <= {RATE_TARGET:g}   {'PASS' if worst <= RATE_TARGET else 'FAIL'}; "
+        f"shortest gap between two redraws "
+        + (f"{1000 * gap:.1f} ms" if math.isfinite(gap) else "(fewer than 2 redraws)")
+        + f" (the view's throttle: {1000 / RATE_TARGET:g} ms)"
+    )
+    byte_ratios = [w / t for w, t in zip(wire_bytes, transcripts, strict=True)]
+    ratio = statistics.median(byte_ratios)
+    print(
+        f"bytes sent per %%agent turn (every iopub message of the cell, less signatures): "
+        f"median {statistics.median(wire_bytes) / 1e6:.2f} MB, for a transcript "
+        f"(TurnResult.to_json()) of {statistics.median(transcripts) / 1e6:.2f} MB: "
+        f"{ratio:.2f}x   target <= {BYTES_TARGET:g}x   "
+        f"{'PASS' if max(byte_ratios) <= BYTES_TARGET else 'FAIL'} (every turn)"
     )
     if args.verbose:
         print(f"  all iopub messages of the timed %%agent cells, by type: {dict(counts_seen)}")

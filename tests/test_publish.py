@@ -222,6 +222,104 @@ def test_closing_a_live_view_does_not_wait_out_its_pause_between_redraws() -> No
     assert asyncio.run(main()) < 1
 
 
+@pytest.mark.timeout(20)
+def test_a_live_view_listens_to_nothing_while_its_redraw_is_due() -> None:
+    """Once a mutation of its turn makes a redraw due, the view unsubscribes (the chunks that
+    follow would tell it nothing more), and subscribes again as the redraw reads the state."""
+    from types import SimpleNamespace
+
+    from acp_notebook.notebook.live import LiveView
+
+    subscribers: list[Any] = []
+    drawn: list[int] = []
+
+    def subscribe(f: Any) -> Any:
+        subscribers.append(f)
+        return lambda: subscribers.remove(f)
+
+    session = SimpleNamespace(subscribe=subscribe)
+    turn = SimpleNamespace(id="t1", result=None)
+
+    async def main() -> None:
+        drew = asyncio.Event()
+
+        def bundle() -> dict[str, Any]:
+            drawn.append(len(subscribers))
+            drew.set()
+            return {}
+
+        view = LiveView(session, turn, max_rate=1000, show=False)  # type: ignore[arg-type]
+        view._bundle = bundle  # type: ignore[method-assign]
+        view._handle = SimpleNamespace()  # type: ignore[assignment]  # draws, to a stub
+        view.start()
+        subscribers[0](SimpleNamespace(turn_id="another turn"))
+        assert len(subscribers) == 1  # nothing of this turn: still listening
+        subscribers[0](SimpleNamespace(turn_id="t1"))
+        assert subscribers == []  # a redraw is due
+        with anyio.fail_after(5):
+            await drew.wait()
+        drew.clear()
+        assert drawn == [1]  # subscribed again before the redraw read the state
+        subscribers[0](SimpleNamespace(turn_id="t1"))  # so the next change makes another due
+        assert subscribers == []
+        with anyio.fail_after(5):
+            await drew.wait()
+        assert drawn == [1, 1]
+        view.finish(SimpleNamespace(), keep_record=False)  # type: ignore[arg-type]
+        await view.aclose()
+        assert subscribers == []
+
+    publish_update, publish.update = publish.update, lambda handle, bundle: None
+    try:
+        asyncio.run(main())
+    finally:
+        publish.update = publish_update
+
+
+@pytest.mark.timeout(20)
+def test_a_live_views_first_redraw_keeps_the_pause_after_its_first_display() -> None:
+    """The display `start` shows counts for the rate limit: the chunks that follow at once are
+    drawn a pause later (1 / max_rate), not in a message of their own right after it."""
+    from types import SimpleNamespace
+
+    from acp_notebook.notebook.live import LiveView
+
+    subscribers: list[Any] = []
+    session = SimpleNamespace(subscribe=lambda f: subscribers.append(f) or (lambda: None))
+    turn = SimpleNamespace(id="t1", result=None)
+    sent: list[tuple[str, float]] = []
+
+    async def main() -> None:
+        updated = asyncio.Event()
+
+        def show(bundle: Any, *, display_id: bool = False) -> Any:
+            sent.append(("show", time.perf_counter()))
+            return SimpleNamespace()
+
+        def update(handle: Any, bundle: Any) -> None:
+            sent.append(("update", time.perf_counter()))
+            updated.set()
+
+        publish.show, publish.update = show, update  # type: ignore[assignment]
+        view = LiveView(session, turn, max_rate=5, show=True)  # type: ignore[arg-type]
+        view._bundle = dict  # type: ignore[method-assign,assignment]
+        view.start()
+        subscribers[0](SimpleNamespace(turn_id="t1"))  # the first chunk, at once
+        with anyio.fail_after(10):
+            await updated.wait()
+        view.finish(SimpleNamespace(), keep_record=False)  # type: ignore[arg-type]
+        await view.aclose()
+
+    saved = publish.show, publish.update
+    try:
+        asyncio.run(main())
+    finally:
+        publish.show, publish.update = saved
+    (first, shown), (second, redrawn) = sent[:2]
+    assert (first, second) == ("show", "update")
+    assert redrawn - shown >= 0.19  # 1/5 s, less the clock's resolution
+
+
 def test_a_record_keeps_the_answer_once_and_reads_back_the_same() -> None:
     parts = [
         {"type": "message", "id": "t1", "role": "thought", "text": "first, "},

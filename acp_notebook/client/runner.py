@@ -103,6 +103,7 @@ class TurnRunner:
         self._terminals = terminals
         self.queued: TurnHandle | None = None  # input goes here while a turn runs
         self.running: TurnHandle | None = None
+        self.budgeted = False  # running has a max_cost (fixed once it runs): watch_cost() is due
         self._wake = anyio.Event()
         self._stopped = False
         # The current session/prompt attempt: cancelled to give up waiting for an agent that
@@ -138,6 +139,7 @@ class TurnRunner:
                 turn, self.queued = self.queued, None
                 turn.machine.advance(TurnState.RUNNING)
                 self.running, self._noted = turn, False
+                self.budgeted = turn.max_cost is not None
                 try:
                     await self._run(turn)
                 except BaseException as exc:
@@ -150,6 +152,7 @@ class TurnRunner:
                     log.exception("acp_notebook: turn %s failed inside the client", turn.id)
                 finally:
                     self.running = None
+                    self.budgeted = False
 
     async def _run(self, turn: TurnHandle) -> None:
         fold = self._fold

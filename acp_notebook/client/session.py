@@ -288,7 +288,8 @@ class Session(SessionState):
         (`acpnb-…`), so it is a card in the turn like the agent's."""
         if not self._muted:
             self._fold.apply(update)
-            self._runner.watch_cost()
+            if self._runner.budgeted:  # most turns have no budget: no call per streamed chunk
+                self._runner.watch_cost()
 
     def report(self, message: str, level: str = "error") -> None:
         """Show the client's `message` in the running turn (outside a turn: in `ambient`)."""

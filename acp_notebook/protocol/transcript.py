@@ -75,10 +75,12 @@ def read_turn(transcript: Any, *, live: bool = False) -> Transcript:
     # The parts are the source; the top-level text, thoughts and plan stand in when the parts
     # lack them (a hand-made or trimmed transcript): nothing is shown twice and nothing lost.
     # Stand-ins go first, in the order a turn produces them: thoughts, plan, answer.
+    # A stand-in is read only where it may stand in: a long answer's top-level text is the
+    # parts' again, and reading it (`text` drops NULs) took half a live redraw's drawing.
     stand_ins: list[Part] = []
     thoughts = _joined(parts, "thought")
-    top_thoughts = text(t.get("thoughts"))
-    if not thoughts and top_thoughts:
+    top_thoughts = "" if thoughts else text(t.get("thoughts"))
+    if top_thoughts:
         stand_ins.append(_message("thought", top_thoughts))
         thoughts = top_thoughts
     plans = [p for p in parts if isinstance(p, PlanPart)]
@@ -86,8 +88,9 @@ def read_turn(transcript: Any, *, live: bool = False) -> Transcript:
     if not plans and plan:
         stand_ins.append(PlanPart("", list(plan)))
     answer = _joined(parts, "agent")
-    top_text = text(t.get("text"))
-    if not any(isinstance(p, MessagePart) and p.role == "agent" for p in parts) and top_text:
+    has_answer = any(isinstance(p, MessagePart) and p.role == "agent" for p in parts)
+    top_text = "" if has_answer else text(t.get("text"))
+    if top_text:
         stand_ins.append(_message("agent", top_text))
         answer = top_text
     parts[:0] = stand_ins

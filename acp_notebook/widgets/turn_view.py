@@ -263,18 +263,17 @@ class TurnView(LiveView):
         self.widget.send(message)
         self.messages += 1
 
-    async def _render_loop(self) -> None:
+    async def _render_loop(self, pause: float = 0.0) -> None:
+        # `start` draws nothing here (the widget's first state comes from the loop): no pause.
         while not self._finished():
             await self._dirty.wait()
-            self._dirty.clear()
-            self._due = False
             if self._finished():
                 break
+            self._redrawing()
             started = time.perf_counter()
             self._send(self.diff.update(self._transcript()))
             cost = time.perf_counter() - started
-            # As LiveView: drawing never takes more than a quarter of the loop's time.
-            await asyncio.sleep(max(self.min_interval, 3 * cost))
+            await asyncio.sleep(self._pause(cost))  # as LiveView's
 
     def finish(self, result: TurnResult, *, keep_record: bool) -> None:
         """The final state in place, then the static record in place of the view (one display
