@@ -230,9 +230,10 @@ def test_a_usage_error_does_not_hide_the_last_error(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(cell_errors, "REMEMBERED", [])
     monkeypatch.setattr(sys, "last_value", UsageError("--bogus"), raising=False)
     assert kc.last_error(FakeShell([])) is None
-    kc.note_cell(SimpleNamespace(error_in_exec=KeyError("price")))
-    kc.note_cell(SimpleNamespace(error_in_exec=UsageError("unrecognized arguments: --bogus")))
-    kc.note_cell(SimpleNamespace(error_in_exec=None))  # a cell that ran fine forgets nothing
+    note = cell_errors.note_cell
+    note(SimpleNamespace(error_in_exec=KeyError("price")))
+    note(SimpleNamespace(error_in_exec=UsageError("unrecognized arguments: --bogus")))
+    note(SimpleNamespace(error_in_exec=None))  # a cell that ran fine forgets nothing
     error = kc.last_error(FakeShell([]))
     assert error is not None and (error.type, error.message) == ("KeyError", "'price'")
 

@@ -23,7 +23,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import cell_errors
-from .cell_errors import note_cell as note_cell  # the callback, registered at load
 from .snapshots import (
     MAX_CELLS,
     MESSAGE_CHARS,

@@ -8,7 +8,7 @@ draw is masked before rendering too (`REDACTOR.obj`), because a renderer may spl
 highlighted span, a wrapped line) where the mask of the finished bundle would no longer see it.
 
 The redactor and the log filter live in `masking.py` (loading the extension installs the filter
-without importing the renderers); they are re-exported here.
+without importing the renderers); `REDACTOR` is re-exported here, where the outputs use it.
 """
 
 from __future__ import annotations
@@ -26,8 +26,6 @@ from ..protocol.transcript import compact
 from ..render import MIME_TRANSCRIPT, RECORD_FORMATS, render_bundle
 from ..render.clip import live_tail
 from .masking import REDACTOR as REDACTOR
-from .masking import LogMask as LogMask
-from .masking import install_log_mask as install_log_mask
 
 T = TypeVar("T")
 
