@@ -274,7 +274,7 @@ def load_ipython_extension(ipython: Any) -> None:
     # JupyterLab opens ipywidgets' control comm once, when it connects: its target must exist
     # from the start, or is_interactive() never sees a widget front-end and Lab gets no Stop or
     # permission buttons. Stand-ins import ipywidgets only when a front-end opens it.
-    from .notebook import rewrite
+    from .notebook import interrupts, rewrite
     from .notebook.masking import install_log_mask
     from .widgets.targets import register_lazily
 
@@ -283,6 +283,7 @@ def load_ipython_extension(ipython: Any) -> None:
     magics = AcpNotebook(shell=ipython, parent=ipython)
     ipython.register_magics(magics)
     rewrite.install(ipython)
+    interrupts.install(ipython)  # the kernel's interrupt reaches a cell awaiting a quiet agent
     _register_formatters(ipython)
     if _reset_last_traceback not in ipython.events.callbacks["pre_run_cell"]:
         ipython.events.register("pre_run_cell", _reset_last_traceback)
@@ -315,9 +316,10 @@ def _reset_last_traceback(info: Any = None) -> None:
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    from .notebook import rewrite
+    from .notebook import interrupts, rewrite
 
     rewrite.uninstall(ipython)
+    interrupts.uninstall(ipython)
     if _reset_last_traceback in ipython.events.callbacks["pre_run_cell"]:
         ipython.events.unregister("pre_run_cell", _reset_last_traceback)
     from .notebook.cell_errors import note_cell
