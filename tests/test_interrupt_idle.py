@@ -178,6 +178,11 @@ def test_the_wrapped_handler_wakes_the_loop_and_leaves_with_the_cell() -> None:
         handled.append((woken.result() if woken.done() else time.monotonic()) - start)
         interrupts.stop_waking()
         assert signal.getsignal(signal.SIGINT) is kernels_handler
+        # A cell that does not await runs under Python's handler, which raises where the cell
+        # runs: left alone (wrapped, its traceback would show our frame).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        interrupts.wake_on_interrupt()
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
     try:
         asyncio.run(main())

@@ -40,8 +40,10 @@ class Waker:
 
 
 def wake_on_interrupt(info: Any = None) -> None:
-    """pre_run_cell: wrap the handler the cell runs under (only a Python one: SIG_IGN ignores
-    the interrupt, SIG_DFL ends the process; neither needs the loop)."""
+    """pre_run_cell: wrap the handler the cell runs under, if it is a Python one that does not
+    raise. Python's own `default_int_handler` (a cell that does not await) raises
+    KeyboardInterrupt right where the cell runs, which needs no loop, and wrapped it would add
+    this module's frame to the cell's traceback; SIG_IGN and SIG_DFL need no loop either."""
     if threading.current_thread() is not threading.main_thread():
         return  # a subshell's cell: signals are for the main thread only
     try:
@@ -49,7 +51,7 @@ def wake_on_interrupt(info: Any = None) -> None:
     except RuntimeError:
         return  # a cell run without a loop (plain IPython): nothing sleeps in select()
     current = signal.getsignal(signal.SIGINT)
-    if callable(current):
+    if callable(current) and current is not signal.default_int_handler:
         signal.signal(signal.SIGINT, Waker(loop, current))
 
 
