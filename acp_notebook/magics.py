@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
@@ -20,6 +20,9 @@ from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, List, Unicode
 from .config import Registry
 from .errors import ConfigError, HelpShown
 from .notebook.options import CellOptions, parse_cell_line
+
+if TYPE_CHECKING:
+    from .notebook.runtime import Runtime
 
 
 @magics_class
@@ -119,18 +122,27 @@ class AcpNotebook(Magics):
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
-        from .notebook.runtime import Runtime
-
-        self.runtime = Runtime()
+        self._runtime: Runtime | None = None
         #: The task closing every agent, once `close()` started it (see unload).
         self.closing: asyncio.Task[None] | None = None
+
+    @property
+    def runtime(self) -> Runtime:
+        """The kernel's agents and sessions, made at first use: the client layer it needs
+        (pydantic, the protocol's schema) costs a kernel that never runs `%%agent` nothing."""
+        if self._runtime is None:
+            from .notebook.runtime import Runtime
+
+            self._runtime = Runtime()
+        return self._runtime
 
     def close(self) -> asyncio.Task[None]:
         """Close every session and stop every agent, in a task on the kernel's loop (an unload
         is a plain call); the task is kept here until it is done."""
         if self.closing is None:
             loop = asyncio.get_event_loop()
-            self.closing = loop.create_task(self.runtime.close_all())
+            runtime = self._runtime  # none made: no agent to stop, nothing to import
+            self.closing = loop.create_task(runtime.close_all() if runtime else _nothing())
         return self.closing
 
     @property
@@ -255,21 +267,27 @@ def _notebook_paths(user_ns: dict[str, Any] | None = None) -> list[str]:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    # Not lazy, on purpose: importing ipywidgets registers the "jupyter.widget.control" comm
-    # target, which JupyterLab opens once when it connects to the kernel. Imported later (at the
-    # first %%agent), that open had already been refused, so is_interactive() never saw a
-    # widget front-end and Lab got no Stop or permission buttons (permissions were rejected).
-    import ipywidgets  # noqa: F401
+    """Light, since it runs at every start of every kernel of an environment where the package
+    is installed (jupyter-config enables it): the client, the renderers, ipywidgets and
+    pydantic are imported at the first `%%agent`, `%agent` or `connect` (tests/test_light_load.py).
+    """
+    # JupyterLab opens ipywidgets' control comm once, when it connects: its target must exist
+    # from the start, or is_interactive() never sees a widget front-end and Lab gets no Stop or
+    # permission buttons. Stand-ins import ipywidgets only when a front-end opens it.
+    from .notebook import interrupts, rewrite
+    from .notebook.masking import install_log_mask
+    from .widgets.targets import register_lazily
 
-    from .notebook import rewrite
-
+    register_lazily()
+    install_log_mask()  # as the Runtime does: records masked whoever logs first
     magics = AcpNotebook(shell=ipython, parent=ipython)
     ipython.register_magics(magics)
     rewrite.install(ipython)
-    _register_formatters(ipython, magics)
+    interrupts.install(ipython)  # the kernel's interrupt reaches a cell awaiting a quiet agent
+    _register_formatters(ipython)
     if _reset_last_traceback not in ipython.events.callbacks["pre_run_cell"]:
         ipython.events.register("pre_run_cell", _reset_last_traceback)
-    from .notebook.kernel_context import note_cell
+    from .notebook.cell_errors import note_cell
 
     if note_cell not in ipython.events.callbacks["post_run_cell"]:  # what --error gives
         ipython.events.register("post_run_cell", note_cell)
@@ -298,12 +316,13 @@ def _reset_last_traceback(info: Any = None) -> None:
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    from .notebook import rewrite
+    from .notebook import interrupts, rewrite
 
     rewrite.uninstall(ipython)
+    interrupts.uninstall(ipython)
     if _reset_last_traceback in ipython.events.callbacks["pre_run_cell"]:
         ipython.events.unregister("pre_run_cell", _reset_last_traceback)
-    from .notebook.kernel_context import note_cell
+    from .notebook.cell_errors import note_cell
 
     if note_cell in ipython.events.callbacks["post_run_cell"]:
         ipython.events.unregister("post_run_cell", note_cell)
@@ -315,10 +334,11 @@ def unload_ipython_extension(ipython: Any) -> None:
         magics.close()
 
 
-def _register_formatters(ipython: Any, magics: AcpNotebook) -> None:
+def _register_formatters(ipython: Any) -> None:
     from .notebook.display import register
+    from .notebook.masking import REDACTOR  # the Runtime's redactor, which is made later
 
-    register(ipython, magics.runtime.redactor)
+    register(ipython, REDACTOR)
 
 
 async def _nothing() -> None:

@@ -14,8 +14,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
+from acp_notebook.notebook import cell_errors, snapshots
 from acp_notebook.notebook import kernel_context as kc
-from acp_notebook.notebook import snapshots
 from tests.nb_util import execute, kernel_env, new_nb, scripted, text
 
 KEY = "sk-nbctx-Zq8vR2mW4tY6uI0pL3kJ"
@@ -205,7 +205,7 @@ def test_last_error_names_the_cell_that_raised(monkeypatch: pytest.MonkeyPatch) 
     shell.run(1, ns)
     with pytest.raises(KeyError) as raised:
         shell.run(2, ns)
-    monkeypatch.setattr(kc, "_REMEMBERED", [])
+    monkeypatch.setattr(cell_errors, "REMEMBERED", [])
     monkeypatch.setattr(sys, "last_value", raised.value, raising=False)
     error = kc.last_error(shell)
     assert error is not None
@@ -219,7 +219,7 @@ def test_last_error_names_the_cell_that_raised(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_no_last_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kc, "_REMEMBERED", [])
+    monkeypatch.setattr(cell_errors, "REMEMBERED", [])
     monkeypatch.delattr(sys, "last_value", raising=False)
     assert kc.last_error(FakeShell([])) is None
 
@@ -227,12 +227,13 @@ def test_no_last_error(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_usage_error_does_not_hide_the_last_error(monkeypatch: pytest.MonkeyPatch) -> None:
     from IPython.core.error import UsageError
 
-    monkeypatch.setattr(kc, "_REMEMBERED", [])
+    monkeypatch.setattr(cell_errors, "REMEMBERED", [])
     monkeypatch.setattr(sys, "last_value", UsageError("--bogus"), raising=False)
     assert kc.last_error(FakeShell([])) is None
-    kc.note_cell(SimpleNamespace(error_in_exec=KeyError("price")))
-    kc.note_cell(SimpleNamespace(error_in_exec=UsageError("unrecognized arguments: --bogus")))
-    kc.note_cell(SimpleNamespace(error_in_exec=None))  # a cell that ran fine forgets nothing
+    note = cell_errors.note_cell
+    note(SimpleNamespace(error_in_exec=KeyError("price")))
+    note(SimpleNamespace(error_in_exec=UsageError("unrecognized arguments: --bogus")))
+    note(SimpleNamespace(error_in_exec=None))  # a cell that ran fine forgets nothing
     error = kc.last_error(FakeShell([]))
     assert error is not None and (error.type, error.message) == ("KeyError", "'price'")
 

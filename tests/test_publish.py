@@ -18,7 +18,7 @@ import pytest
 from IPython.core.error import UsageError
 
 from acp_notebook.errors import TurnInterrupted
-from acp_notebook.notebook import publish
+from acp_notebook.notebook import masking, publish
 from acp_notebook.protocol.redact import MASK, Redactor
 from acp_notebook.protocol.result import TurnResult
 from acp_notebook.protocol.transcript import read_turn
@@ -68,7 +68,7 @@ def test_an_interrupt_leaves_a_magic_as_one_line(interrupt: type[BaseException])
 
 
 def test_log_records_of_the_extension_are_masked(late_key: str) -> None:
-    publish.install_log_mask()
+    masking.install_log_mask()
     logger = logging.getLogger("acp_notebook")
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)

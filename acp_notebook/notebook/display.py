@@ -1,16 +1,28 @@
 """How turn results, handles, sessions and clients show up when displayed (`Out[n]`,
-`display(result)`): masked like every other output (their reprs quote the agent's text)."""
+`display(result)`): masked like every other output (their reprs quote the agent's text).
+
+Registered when the extension loads, in every kernel, so nothing heavy is imported here: the
+client's classes are named (IPython's deferred printers, looked up by module and class name
+when such an object is first shown) and the renderer is imported when a result is drawn.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..client.client import Client
-from ..client.session import Session
-from ..client.turn import TurnHandle
 from ..protocol.redact import Redactor
 from ..protocol.result import TurnResult
-from .publish import turn
+
+if TYPE_CHECKING:
+    from ..client.turn import TurnHandle
+
+#: The client's classes shown by name: (module, class). tests/test_light_load.py checks each names
+#: the class it means.
+HANDLE = ("acp_notebook.client.turn", "TurnHandle")
+MASKED_REPRS = (
+    ("acp_notebook.client.session", "Session"),
+    ("acp_notebook.client.client", "Client"),
+)
 
 #: The result whose record a live turn view left in its own output (see `shown_in_place`).
 _IN_PLACE: list[TurnResult] = []
@@ -60,6 +72,8 @@ def register(ipython: Any, redactor: Redactor) -> None:
             # Marked for `drop_in_place`; where the hook is missing (another shell, a subshell's
             # thread) this empty text is all that shows.
             return {"text/plain": ""}, {IN_PLACE_KEY: True}
+        from .publish import turn  # the renderer: imported when a result is first drawn
+
         return turn(result.to_json(), redactor=redactor)
 
     def handle_bundle(
@@ -83,9 +97,9 @@ def register(ipython: Any, redactor: Redactor) -> None:
         hook(drop_in_place)
     formatter = ipython.display_formatter.mimebundle_formatter
     formatter.for_type(TurnResult, result_bundle)
-    formatter.for_type(TurnHandle, handle_bundle)
+    formatter.for_type_by_name(*HANDLE, handle_bundle)
     # Results and handles have their text/plain in the bundle above (a text/plain formatter
     # registered for them would win over it).
     plain = ipython.display_formatter.formatters["text/plain"]
-    for kind in (Session, Client):
-        plain.for_type(kind, masked_repr)
+    for module, name in MASKED_REPRS:
+        plain.for_type_by_name(module, name, masked_repr)

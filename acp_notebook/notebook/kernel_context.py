@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import os
 import reprlib
-import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from . import cell_errors
 from .snapshots import (
     MAX_CELLS,
     MESSAGE_CHARS,
@@ -208,29 +208,10 @@ def _value_summary(value: Any) -> str:
 # -- errors ---------------------------------------------------------------------------------
 
 
-_REMEMBERED: list[BaseException] = []  # the last error a cell raised, as `note_cell` saw it
-
-
-def note_cell(result: Any) -> None:
-    """IPython's `post_run_cell` callback: remember the cell's exception, unless it is a usage
-    error (a mistyped `%%agent` line), which IPython also keeps as `sys.last_value` and which
-    would hide the error the user wants the agent to see."""
-    from IPython.core.error import UsageError
-
-    error = getattr(result, "error_in_exec", None)
-    if isinstance(error, BaseException) and not isinstance(error, UsageError):
-        _REMEMBERED[:] = [error]
-
-
 def last_error(shell: Any) -> ErrorSnapshot | None:
-    """The last exception a cell raised, or None: the one `note_cell` remembered, else (the
-    callback not installed) IPython's `sys.last_value`, a usage error excepted."""
-    from IPython.core.error import UsageError
-
-    exc = _REMEMBERED[0] if _REMEMBERED else getattr(sys, "last_value", None)
-    if not isinstance(exc, BaseException) or isinstance(exc, UsageError):
-        return None
-    return exception_snapshot(exc, shell)
+    """The last exception a cell raised, or None (see `cell_errors.last_exception`)."""
+    exc = cell_errors.last_exception()
+    return None if exc is None else exception_snapshot(exc, shell)
 
 
 def exception_snapshot(exc: BaseException, shell: Any = None) -> ErrorSnapshot:

@@ -7,17 +7,14 @@ notebook by a path that forgot to mask. Renderers are pure and do not mask; the 
 draw is masked before rendering too (`REDACTOR.obj`), because a renderer may split a key (a
 highlighted span, a wrapped line) where the mask of the finished bundle would no longer see it.
 
-There is one redactor per kernel process: the secrets are the process's environment, read anew
-at every call (a cell may have run `load_dotenv()`), plus each configured agent's `env` and
-secret command-line options (`Runtime.remember`).
+The redactor and the log filter live in `masking.py` (loading the extension installs the filter
+without importing the renderers); `REDACTOR` is re-exported here, where the outputs use it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
-import os
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
@@ -28,8 +25,7 @@ from ..protocol.redact import Redactor
 from ..protocol.transcript import compact
 from ..render import MIME_TRANSCRIPT, RECORD_FORMATS, render_bundle
 from ..render.clip import live_tail
-
-REDACTOR = Redactor(environ=os.environ)
+from .masking import REDACTOR as REDACTOR
 
 T = TypeVar("T")
 
@@ -121,28 +117,3 @@ def mask_exception(exc: BaseException) -> None:
                 REDACTOR.text(a) if isinstance(a, str) else a for a in current.args
             )
         current = current.__cause__ or current.__context__
-
-
-class LogMask(logging.Filter):
-    """Masks the extension's log records: they quote the agent's output (protocol errors,
-    exceptions) and land in the cell's stderr, so in the saved notebook."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            message = record.getMessage()
-        except Exception:  # arguments that do not fit the format: the handler would quote both
-            message = f"{record.msg} {record.args!r}"
-        record.msg = REDACTOR.text(message)
-        record.args = None
-        if record.exc_info:
-            record.exc_text = REDACTOR.text(logging.Formatter().formatException(record.exc_info))
-            record.exc_info = None
-        if record.stack_info:
-            record.stack_info = REDACTOR.text(record.stack_info)
-        return True
-
-
-def install_log_mask() -> None:
-    logger = logging.getLogger("acp_notebook")
-    if not any(isinstance(f, LogMask) for f in logger.filters):
-        logger.addFilter(LogMask())

@@ -25,7 +25,7 @@ from ..client.session import Session
 from ..config import AgentSpec
 from ..protocol.redact import secret_args, secret_values
 from .ledger import Ledger
-from .publish import REDACTOR, install_log_mask
+from .masking import REDACTOR, install_log_mask
 
 
 class AgentHost:

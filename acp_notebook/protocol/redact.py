@@ -71,8 +71,8 @@ _STEP, _WINDOWS = 8, 4  # where a run from inside a secret is masked from (see _
 # thoughts, a terminal's output, a diff's new text) and those under which all of it may grow (a
 # tool's raw input and output): `obj(..., live=True)` holds back the end of these strings only.
 GROWING = frozenset({"text", "thoughts", "output", "newText"})
-HOLD_MIN = 4  # the shortest start of a key a live text holds back
 GROWING_BELOW = frozenset({"rawInput", "rawOutput"})
+HOLD_MIN = 4  # the shortest start of a key a live text holds back
 # Longest spelling of one character by the encodings above ("&#x0000e9;" is 10): the end of a
 # live text searched for the start of a secret is PREFIX_LENGTH of them.
 _MAX_UNIT = 12
