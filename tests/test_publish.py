@@ -265,7 +265,7 @@ def test_a_live_view_listens_to_nothing_while_its_redraw_is_due() -> None:
         with anyio.fail_after(5):
             await drew.wait()
         assert drawn == [1, 1]
-        view.finish(SimpleNamespace(), keep_record=False)  # type: ignore[arg-type]
+        view.finish(TurnResult(turn_id="t1", success=True, text=""), keep_record=True)
         await view.aclose()
         assert subscribers == []
 
@@ -307,7 +307,7 @@ def test_a_live_views_first_redraw_keeps_the_pause_after_its_first_display() -> 
         subscribers[0](SimpleNamespace(turn_id="t1"))  # the first chunk, at once
         with anyio.fail_after(10):
             await updated.wait()
-        view.finish(SimpleNamespace(), keep_record=False)  # type: ignore[arg-type]
+        view.finish(TurnResult(turn_id="t1", success=True, text=""), keep_record=True)
         await view.aclose()
 
     saved = publish.show, publish.update
