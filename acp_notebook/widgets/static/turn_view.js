@@ -57,6 +57,9 @@ const TAGS = new Set(("a b blockquote br code del details div em h1 h2 h3 h4 h5 
 const STYLE = /^(width:\d{1,3}(\.\d+)?%|text-align:(left|right|center)|max-width:100%)$/;
 const IMAGE = /^data:image\/(png|jpeg|gif|webp);base64,[a-z0-9+/=]*$/i;
 const SCHEME = /^([a-z][a-z0-9+.-]*):/;
+// The renderer's classes: its own (acpnb-), a fence's language, MathJax's opt-out. Another
+// (JupyterLab's jp-Dialog, lm-..., a theme's) could lay the text over the page, as a style could.
+const CLASS = /^(acpnb-[a-z0-9_-]+|language-[A-Za-z0-9_+-]+|mathjax_ignore|tex2jax_ignore)$/;
 // Browsers drop these from a URL (and ignore its case) before they read its scheme.
 const compact = (v) => v.replace(/[\s\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028\u2029\ufeff]/g, "").toLowerCase();
 
@@ -91,6 +94,11 @@ function fragment(html) {
       }
       for (const a of Array.from(e.attributes)) {
         if (!allowed(tag, a.name, a.value)) e.removeAttribute(a.name);
+      }
+      const classes = e.getAttribute("class");
+      if (classes !== null) {
+        const kept = classes.split(/\s+/).filter((c) => CLASS.test(c)).join(" ");
+        if (kept) e.setAttribute("class", kept); else e.removeAttribute("class");
       }
       if (tag === "a") { e.setAttribute("target", "_blank"); e.setAttribute("rel", "noopener noreferrer"); }
       todo.push(e);
