@@ -181,6 +181,30 @@ function copyInRecord(area, turnId, texts) {
   setTimeout(() => watch.disconnect(), 60_000);
 }
 
+// The text of `el` with a line end at each block's edge, as a reader would copy it: not
+// textContent, which runs the paragraphs and items of the renderer's lean markup together
+// (no newline between its tags), nor innerText, which depends on layout (empty when hidden).
+// A loop, not recursion: markup nested however deep cannot exhaust the stack.
+const BLOCK = /^(p|div|li|ul|ol|pre|table|tr|h[1-6]|blockquote|details|summary|hr)$/;
+function plainText(el) {
+  let out = "";
+  const todo = [el];
+  while (todo.length) {
+    const n = todo.pop();
+    if (n === "\n") { if (out && !out.endsWith("\n")) out += "\n"; continue; }
+    if (n === "\t") { out += "\t"; continue; }
+    if (n.nodeType === Node.TEXT_NODE) { out += n.data; continue; }
+    if (n.nodeType !== Node.ELEMENT_NODE) continue;
+    const name = n.localName;
+    if (name === "br") { out += "\n"; continue; }
+    const edge = n !== el && BLOCK.test(name) ? "\n" : name === "td" || name === "th" ? "\t" : null;
+    if (edge) todo.push(edge);
+    for (let c = n.lastChild; c; c = c.previousSibling) todo.push(c);
+    if (edge === "\n") todo.push(edge);
+  }
+  return out.replace(/\t\n/g, "\n").replace(/\n{3,}/g, "\n\n");
+}
+
 // A static copy of the view, without its controls: what a saved notebook shows where the widget
 // cannot be drawn. Its text is the view's own (text nodes, the kernel's escaped HTML): outerHTML
 // escapes it again when serialised; nothing is parsed as HTML anew. `word` restates its state.
@@ -595,7 +619,7 @@ function render({ model, el }) {
     const at = here();
     if (!at || at.view < 0) return;
     const copy = staticCopy(root);
-    const data = { "text/html": withStyle(copy), "text/plain": copy.textContent };
+    const data = { "text/html": withStyle(copy), "text/plain": plainText(copy) };
     at.outputs.set(at.view, { output_type: "display_data", data, metadata: {} });
     if (at.snap >= 0) removeOutput(at.cell, at.snap); // the copy says it all, once
   }
@@ -618,7 +642,7 @@ function render({ model, el }) {
     const running = LIVE.has(state());
     const copy = staticCopy(root, "saved", running ? WORDS.saved : "");
     copy.classList.add(SNAP);
-    const data = { "text/html": withStyle(copy), "text/plain": copy.textContent };
+    const data = { "text/html": withStyle(copy), "text/plain": plainText(copy) };
     const out = { output_type: "display_data", data, metadata: { [META]: { snapshot_of: model.get("token") } } };
     if (at.snap >= 0) at.outputs.set(at.snap, out);
     else if (at.view + 1 === at.outputs.length) at.outputs.add(out);
