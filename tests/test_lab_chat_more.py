@@ -195,6 +195,15 @@ def test_a_turn_that_ended_before_its_record_arrived_is_kept(page: Any, lab: Any
     assert kept.locator("button").count() == 0
     html = saved_record(page, lab, "chat-unsaved.ipynb")
     assert html.count('class="acpnb-turn acpnb-tv ') == 1 and "did not finish" not in html
+    # Its text: the answer's heading, quote and paragraphs on lines of their own (textContent
+    # ran them together: "…coding-agent turnwords that ended").
+    nb = nbformat.read(lab[2] / "chat-unsaved.ipynb", as_version=4)
+    (plain,) = [
+        o["data"]["text/plain"]
+        for o in nb.cells[0].outputs
+        if "acpnb-chat-record" in o.get("data", {}).get("text/html", "")
+    ]
+    assert "a coding-agent turn\n" in plain and "turnwords" not in plain, plain
 
 
 def test_a_dead_chat_reads_well_in_an_untrusted_notebook(page: Any, lab: Any) -> None:

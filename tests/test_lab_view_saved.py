@@ -35,7 +35,11 @@ def html(output: dict[str, Any]) -> str:
 
 
 def test_a_notebook_saved_mid_turn_reopens_with_its_snapshot(page, lab) -> None:
-    steps = [{"say": "A long job, half done."}, {"think": "weighing the rest"}, {"sleep": 60}]
+    steps = [
+        {"say": "A long job, half done.\n\n- first step\n- second step"},
+        {"think": "weighing the rest"},
+        {"sleep": 60},
+    ]
     run(page, lab, "saved-live.ipynb", cell(*steps))
     out = output(page)
     out.locator(".acpnb-tv .acpnb-thought").first.wait_for()
@@ -51,7 +55,10 @@ def test_a_notebook_saved_mid_turn_reopens_with_its_snapshot(page, lab) -> None:
     assert token in "".join(outputs[outputs.index(snap) - 1]["data"]["text/plain"])
     assert "A long job, half done." in html(snap) and SAVED in html(snap)
     assert "<button" not in html(snap) and "acpnb-running" not in html(snap)
-    assert "half done" in "".join(snap["data"]["text/plain"])
+    # Its text keeps the answer's paragraphs and items apart (the markup has no newline between
+    # its tags: textContent read "half done.first stepsecond step").
+    plain = "".join(snap["data"]["text/plain"])
+    assert "half done.\n" in plain and "first step\nsecond step" in plain, plain
     size = len(json.dumps(snap))
     print(
         f"snapshot: {size} chars saved, {size - len(html(snap))} of them stylesheet and text/plain"

@@ -53,6 +53,7 @@ HOSTILE = """
 <table><tr><td style="text-align:right" background="javascript:x">a cell</td></tr></table>
 <span class="acpnb-meter"><span style="width:50%">meter</span></span>
 <ol start="3" onfocus="window.__pwned = 'ol'"><li>third</li></ol>
+<div class="jp-Dialog lm-Widget acpnb-note language-py"><b class="jp-mod-hidden">classy</b></div>
 """
 
 # A view, with its hostile part sent when the page asks for it ("sync"), then a sentinel part.
@@ -88,6 +89,9 @@ LEFT = """(root) => {
       const script = /^(javascript|vbscript|data):/.test(v) && !/^data:image\\/gif;/.test(v);
       if (script) out.push(a.name + '=' + v);
       if (a.name === 'style' && !ours.test(a.value)) out.push(a.value);
+      for (const c of a.name === 'class' ? a.value.split(/\\s+/) : []) {
+        if (!/^(acpnb-|language-|mathjax_ignore$|tex2jax_ignore$)/.test(c)) out.push('.' + c);
+      }
     }
   }
   return out; }"""
@@ -106,6 +110,10 @@ def test_hostile_html_sent_to_the_view_runs_nothing_live_or_saved(page: Any, lab
     assert parts.locator("img[alt='fine image']").count() == 1
     assert parts.locator("img").count() == 1
     assert parts.locator("ol[start='3']").count() == 1
+    # No class of JupyterLab's (a dialog's covers the page): the renderer's own stay.
+    assert parts.get_by_text("classy").evaluate("(e) => e.parentElement.className") == (
+        "acpnb-note language-py"
+    )
     # Nothing to click runs anything, and no style reached the page.
     for label in ("js-link", "js-link-2", "data-link", "vb-link", "covering-paragraph"):
         parts.get_by_text(label, exact=True).click()

@@ -140,6 +140,24 @@ def test_a_result_shown_in_place_is_shown_whole_when_displayed_later(tmp_path: P
     assert [o["output_type"] for o in outputs(again)] == ["display_data"]
 
 
+@pytest.mark.timeout(90)
+def test_a_result_shown_in_place_and_displayed_by_the_user_shows_each_time(tmp_path: Path) -> None:
+    # The record is in place; the user's own display() calls show it (not an empty output the
+    # first time and the record the second), and the cell's value after them adds nothing.
+    agent = scripted()
+    nb = execute(
+        [
+            f"r = await get_ipython().run_cell_magic('agent', {f'--agent {agent}'!r}, 'hi')\n"
+            "display(r)\ndisplay(r)\nr",
+        ],
+        tmp_path,
+    )
+    (cell,) = nb.cells
+    assert [o["output_type"] for o in outputs(cell, MIME_TURN)] == ["display_data"] * 3
+    assert all(o.get("text") or any(o.get("data", {}).values()) for o in outputs(cell))
+    assert [o for o in outputs(cell) if o["output_type"] == "execute_result"] == []
+
+
 @pytest.mark.timeout(60)
 def test_the_demo_agent_notice_is_shown_once_per_kernel(tmp_path: Path) -> None:
     nb = execute(["%%agent\nfirst", "%%agent --quiet\nsecond", "%%agent -s other\nthird"], tmp_path)

@@ -67,7 +67,12 @@ def register(ipython: Any, redactor: Redactor) -> None:
     def result_bundle(
         result: TurnResult, *_: Any, **__: Any
     ) -> dict[str, Any] | tuple[dict[str, Any], dict[str, Any]]:
-        if _IN_PLACE and _IN_PLACE[0] is result:
+        # Only the cell's value is blanked (ipykernel's displayhook has its message while it
+        # writes one; before its first, no `msg` at all); a `display(result)` of the user's
+        # shows the record each time. Another displayhook: every display, as before.
+        shown = ipython.displayhook
+        in_value = not hasattr(shown, "register_hook") or getattr(shown, "msg", None) is not None
+        if in_value and _IN_PLACE and _IN_PLACE[0] is result:
             _IN_PLACE.clear()
             # Marked for `drop_in_place`; where the hook is missing (another shell, a subshell's
             # thread) this empty text is all that shows.

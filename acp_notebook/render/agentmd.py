@@ -207,7 +207,11 @@ def _lean(html: str) -> str:
 def pre_text(value: str) -> str:
     """`value` escaped for a `<pre>`, its newlines as `&#10;`: the same text to the browser (the
     parser turns the reference into the line feed it stands for) for 5 B where a literal newline
-    costs 13 in a saved notebook, whose format starts a JSON string at every line."""
+    costs 13 in a saved notebook, whose format starts a JSON string at every line. A carriage
+    return goes first, as the browser's parser would take it: a line feed, one with the line feed
+    after it (a CR left before `&#10;` would be a second line end)."""
+    if "\r" in value:
+        value = value.replace("\r\n", "\n").replace("\r", "\n")
     return escape(value, quote=False).replace("\n", "&#10;")
 
 

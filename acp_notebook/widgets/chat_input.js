@@ -228,6 +228,30 @@ const FINAL = new Set(["done", "failed", "cancelled"]);
 const LOST = "the kernel went away: this turn did not finish";
 const UNSAVED = "the kernel went away before this turn was saved";
 
+// The text of `el` with a line end at each block's edge, as a reader would copy it: not
+// textContent, which runs the paragraphs and items of the renderer's lean markup together
+// (no newline between its tags), nor innerText, which depends on layout (empty when hidden).
+// As turn_view.js's (a separate module). A loop: deep markup cannot exhaust the stack.
+const BLOCK = /^(p|div|li|ul|ol|pre|table|tr|h[1-6]|blockquote|details|summary|hr)$/;
+function plainText(el) {
+  let out = "";
+  const todo = [el];
+  while (todo.length) {
+    const n = todo.pop();
+    if (n === "\n") { if (out && !out.endsWith("\n")) out += "\n"; continue; }
+    if (n === "\t") { out += "\t"; continue; }
+    if (n.nodeType === Node.TEXT_NODE) { out += n.data; continue; }
+    if (n.nodeType !== Node.ELEMENT_NODE) continue;
+    const name = n.localName;
+    if (name === "br") { out += "\n"; continue; }
+    const edge = n !== el && BLOCK.test(name) ? "\n" : name === "td" || name === "th" ? "\t" : null;
+    if (edge) todo.push(edge);
+    for (let c = n.lastChild; c; c = c.previousSibling) todo.push(c);
+    if (edge === "\n") todo.push(edge);
+  }
+  return out.replace(/\t\n/g, "\n").replace(/\n{3,}/g, "\n\n");
+}
+
 // The ids of the turns in the record's HTML (its turns and the copies added), parsed inert.
 function heldTurns(html) {
   const t = document.createElement("template");
@@ -261,9 +285,9 @@ function keepUnfinished(model, el) {
     if (state && !ended) { state.textContent = `⚠ ${LOST}`; state.className = "acpnb-tv-state acpnb-tv-lost"; }
     if (!ended) copy.dataset.state = "lost";
     copies.push(copy.outerHTML);
-    // textContent, not innerText: the latter depends on layout (empty in a hidden output).
-    const said = view.querySelector(".acpnb-user")?.textContent.replace(/^\s*👤\s*You\s*/, "") ?? "";
-    const answer = Array.from(view.querySelectorAll(".acpnb-answer"), (a) => a.textContent.trim()).join("\n\n");
+    const user = view.querySelector(".acpnb-user");
+    const said = user ? plainText(user).replace(/^\s*👤\s*You\s*/, "") : "";
+    const answer = Array.from(view.querySelectorAll(".acpnb-answer"), (a) => plainText(a).trim()).join("\n\n");
     plain.push(`You: ${said.trim()}\n\n${ended ? `${answer}\n\n(${UNSAVED})` : `(${LOST})`}`);
     markdown.push(`*(${ended ? UNSAVED : LOST})*`);
   }

@@ -57,6 +57,9 @@ const TAGS = new Set(("a b blockquote br code del details div em h1 h2 h3 h4 h5 
 const STYLE = /^(width:\d{1,3}(\.\d+)?%|text-align:(left|right|center)|max-width:100%)$/;
 const IMAGE = /^data:image\/(png|jpeg|gif|webp);base64,[a-z0-9+/=]*$/i;
 const SCHEME = /^([a-z][a-z0-9+.-]*):/;
+// The renderer's classes: its own (acpnb-), a fence's language, MathJax's opt-out. Another
+// (JupyterLab's jp-Dialog, lm-..., a theme's) could lay the text over the page, as a style could.
+const CLASS = /^(acpnb-[a-z0-9_-]+|language-[A-Za-z0-9_+-]+|mathjax_ignore|tex2jax_ignore)$/;
 // Browsers drop these from a URL (and ignore its case) before they read its scheme.
 const compact = (v) => v.replace(/[\s\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028\u2029\ufeff]/g, "").toLowerCase();
 
@@ -91,6 +94,11 @@ function fragment(html) {
       }
       for (const a of Array.from(e.attributes)) {
         if (!allowed(tag, a.name, a.value)) e.removeAttribute(a.name);
+      }
+      const classes = e.getAttribute("class");
+      if (classes !== null) {
+        const kept = classes.split(/\s+/).filter((c) => CLASS.test(c)).join(" ");
+        if (kept) e.setAttribute("class", kept); else e.removeAttribute("class");
       }
       if (tag === "a") { e.setAttribute("target", "_blank"); e.setAttribute("rel", "noopener noreferrer"); }
       todo.push(e);
@@ -171,6 +179,30 @@ function copyInRecord(area, turnId, texts) {
   });
   watch.observe(area, { childList: true, subtree: true });
   setTimeout(() => watch.disconnect(), 60_000);
+}
+
+// The text of `el` with a line end at each block's edge, as a reader would copy it: not
+// textContent, which runs the paragraphs and items of the renderer's lean markup together
+// (no newline between its tags), nor innerText, which depends on layout (empty when hidden).
+// A loop, not recursion: markup nested however deep cannot exhaust the stack.
+const BLOCK = /^(p|div|li|ul|ol|pre|table|tr|h[1-6]|blockquote|details|summary|hr)$/;
+function plainText(el) {
+  let out = "";
+  const todo = [el];
+  while (todo.length) {
+    const n = todo.pop();
+    if (n === "\n") { if (out && !out.endsWith("\n")) out += "\n"; continue; }
+    if (n === "\t") { out += "\t"; continue; }
+    if (n.nodeType === Node.TEXT_NODE) { out += n.data; continue; }
+    if (n.nodeType !== Node.ELEMENT_NODE) continue;
+    const name = n.localName;
+    if (name === "br") { out += "\n"; continue; }
+    const edge = n !== el && BLOCK.test(name) ? "\n" : name === "td" || name === "th" ? "\t" : null;
+    if (edge) todo.push(edge);
+    for (let c = n.lastChild; c; c = c.previousSibling) todo.push(c);
+    if (edge === "\n") todo.push(edge);
+  }
+  return out.replace(/\t\n/g, "\n").replace(/\n{3,}/g, "\n\n");
 }
 
 // A static copy of the view, without its controls: what a saved notebook shows where the widget
@@ -587,7 +619,7 @@ function render({ model, el }) {
     const at = here();
     if (!at || at.view < 0) return;
     const copy = staticCopy(root);
-    const data = { "text/html": withStyle(copy), "text/plain": copy.textContent };
+    const data = { "text/html": withStyle(copy), "text/plain": plainText(copy) };
     at.outputs.set(at.view, { output_type: "display_data", data, metadata: {} });
     if (at.snap >= 0) removeOutput(at.cell, at.snap); // the copy says it all, once
   }
@@ -610,7 +642,7 @@ function render({ model, el }) {
     const running = LIVE.has(state());
     const copy = staticCopy(root, "saved", running ? WORDS.saved : "");
     copy.classList.add(SNAP);
-    const data = { "text/html": withStyle(copy), "text/plain": copy.textContent };
+    const data = { "text/html": withStyle(copy), "text/plain": plainText(copy) };
     const out = { output_type: "display_data", data, metadata: { [META]: { snapshot_of: model.get("token") } } };
     if (at.snap >= 0) at.outputs.set(at.snap, out);
     else if (at.view + 1 === at.outputs.length) at.outputs.add(out);
