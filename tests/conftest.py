@@ -28,6 +28,7 @@ import pytest
 
 from tests.client_helpers import Agent
 from tests.orphans import dies_with_parent
+from tests.shared_kernel import SharedKernel
 
 # jsonschema (imported by nbformat) imports rfc3987_syntax when installed, which builds ~38 Lark
 # parsers at import: 4 s of CPU in every test process (each xdist worker), for the "iri" format
@@ -60,6 +61,15 @@ def agent(request: pytest.FixtureRequest, tmp_path: Path) -> Agent:
     if where not in ("process", "in_process"):
         raise ValueError(f"scripted_agent mark: 'process' or 'in_process', not {where!r}")
     return Agent(tmp_path, in_process=where == "in_process")
+
+
+@pytest.fixture(scope="module")
+def kernel() -> Iterator[SharedKernel]:
+    """One kernel for the module's tests that take it, to pass to tests/nb_util.py's `execute`:
+    reset there before each run to what a fresh kernel is to a test (tests/shared_kernel.py)."""
+    shared = SharedKernel()
+    yield shared
+    shared.shutdown()
 
 
 def _browser_problem() -> str | None:
