@@ -4,9 +4,9 @@ Starting a kernel, then its first agent (the SDK's schema models), costs ~1.3 s 
 what a short notebook test costs. Before each test the shared kernel is reset to what a fresh one
 is to the test: the extension unloaded (its sessions closed, its agents stopped) and loaded
 again (a new runtime: notices shown once per kernel are shown again, no `%config` left), the
-namespace, `In`/`Out` and the execution count reset, the working directory and the environment
-the test's. Tests whose subject is the kernel itself (its start, shutdown, interrupt, restart)
-start their own.
+namespace, `In`/`Out`, the execution count and the replay (notebook/replay.py's per-kernel
+state) reset, the working directory and the environment the test's. Tests whose subject is the
+kernel itself (its start, shutdown, interrupt, restart) start their own.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ _RESET = """
 async def _reset_for_a_test():  # locals: ip.reset() below empties the namespace
     import json, os
     from acp_notebook.magics import instance
+    from acp_notebook.notebook import replay
     ip = get_ipython()
     old = instance(ip)
     ip.extension_manager.unload_extension("acp_notebook")
@@ -34,6 +35,7 @@ async def _reset_for_a_test():  # locals: ip.reset() below empties the namespace
     os.environ.clear()
     os.environ.update(json.loads({env!r}))
     ip.reset(new_session=True)  # the namespace, In/Out, the execution count back to 1
+    replay.reset()  # the kernel's replay: its recording and count of %%agent cells
     ip.extension_manager.load_extension("acp_notebook")
 await _reset_for_a_test()
 """
