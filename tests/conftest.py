@@ -2,7 +2,8 @@
 
 Per test session (per xdist worker): one JupyterLab server (`lab_server`; `lab` leaves it clean
 for the next module) and one Chromium (`browser`), in which each test's `page` gets a browser
-context of its own. The server dies with the worker even if it is SIGKILLed.
+context of its own, or the tests of a module share one (`lab_page`). The server dies with the
+worker even if it is SIGKILLed.
 
 Without /usr/bin/chromium (or the playwright package) the browser tests skip, except in CI (env
 CI set), where a missing browser is a failure.
@@ -221,6 +222,18 @@ def browser(browser_ok: None) -> Iterator[Any]:
         )
         yield browser
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def lab_page(browser: Any) -> Iterator[Any]:
+    """One page (as `page` makes it) for the tests of a module that take it instead of `page`:
+    each opens its notebook with tests/test_lab.py's `open_notebook`, which closes the previous
+    one (its kernel shut down) and opens the next in the JupyterLab already booted there."""
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    yield page
+    context.close()
 
 
 @pytest.fixture

@@ -24,9 +24,17 @@ import pytest
 from acp_notebook.protocol.result import TurnResult
 from acp_notebook.render import RECORD_FORMATS, render_bundle
 from tests.agents.script import agent_command, script
-from tests.test_lab import ARTIFACTS, OBSERVE, READY, output
+from tests.test_lab import ARTIFACTS, OBSERVE, READY, open_notebook, output
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+
+
+@pytest.fixture
+def page(lab_page: Any) -> Any:
+    """The module's one page (conftest `lab_page`): what these tests check is in the notebook
+    each opens (`run`), not in a fresh browser context."""
+    return lab_page
+
 
 DOCS = Path(__file__).parent.parent / "docs"
 AGENT = shlex.quote(shlex.join(agent_command()))
@@ -52,13 +60,12 @@ def tool(i: int, status: str = "completed", text: str = "", again: bool = False)
 
 
 def run(page: Any, lab: Any, name: str, *cells: str, theme: str = "") -> None:
-    base, token, root = lab
+    root = lab[2]
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
     nbformat.write(nb, root / name)
-    page.goto(f"{base}/doc/tree/{name}?token={token}&reset")
-    page.wait_for_function(READY, timeout=60_000)
+    open_notebook(page, lab, name)
     if theme:
         page.evaluate(
             f"() => window.jupyterapp.commands.execute('apputils:change-theme', "

@@ -30,6 +30,12 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 LIVE = ".acpnb-tv"
 
 
+@pytest.fixture
+def page(lab_page: Any) -> Any:
+    """The module's one page (conftest `lab_page`), as in test_lab_view.py."""
+    return lab_page
+
+
 def clipboard(page: Any) -> str:
     return str(page.evaluate("() => navigator.clipboard.readText()"))
 
