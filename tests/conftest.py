@@ -2,8 +2,8 @@
 
 Per test session (per xdist worker): one JupyterLab server (`lab_server`; `lab` leaves it clean
 for the next module) and one Chromium (`browser`), in which each test's `page` gets a browser
-context of its own, or the tests of a module share one (`lab_page`). The server dies with the
-worker even if it is SIGKILLed.
+context of its own, or the tests of a module marked `shared_page` share one. The server dies
+with the worker even if it is SIGKILLed.
 
 Without /usr/bin/chromium (or the playwright package) the browser tests skip, except in CI (env
 CI set), where a missing browser is a failure.
@@ -226,9 +226,7 @@ def browser(browser_ok: None) -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def lab_page(browser: Any) -> Iterator[Any]:
-    """One page (as `page` makes it) for the tests of a module that take it instead of `page`:
-    each opens its notebook with tests/test_lab.py's `open_notebook`, which closes the previous
-    one (its kernel shut down) and opens the next in the JupyterLab already booted there."""
+    """The one page of a module marked `pytest.mark.shared_page`, made as `page` makes one."""
     context = browser.new_context(viewport={"width": 1200, "height": 900})
     page = context.new_page()
     page.set_default_timeout(30_000)
@@ -237,9 +235,17 @@ def lab_page(browser: Any) -> Iterator[Any]:
 
 
 @pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
+def page(request: pytest.FixtureRequest, browser: Any) -> Iterator[Any]:
     """A fresh page (1200x900, 30 s default timeout) in a browser context of its own: no
-    cookies, storage or cache shared with another test."""
+    cookies, storage or cache shared with another test.
+
+    In a module marked `pytest.mark.shared_page`, the module's one page instead (`lab_page`):
+    its tests open their notebooks with tests/test_lab.py's `open_notebook`, which closes the
+    previous one (its kernel shut down) and opens the next in the JupyterLab booted there, ~4 s
+    of CPU less a test. For tests whose subject is the notebook, not a fresh browser."""
+    if request.node.get_closest_marker("shared_page") is not None:
+        yield request.getfixturevalue("lab_page")
+        return
     context = browser.new_context(viewport={"width": 1200, "height": 900})
     page = context.new_page()
     page.set_default_timeout(30_000)

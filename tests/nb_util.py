@@ -120,7 +120,8 @@ def execute(
 ) -> NotebookNode:
     """Execute the notebook (or cell sources) in tmp_path; return the notebook as saved to disk.
 
-    In a fresh kernel, or in the module's shared `kernel` (the fixture) reset for this run.
+    In a fresh kernel, or in the module's shared `kernel` (the fixture), reset before this run
+    and after it.
     nbclient's `CellExecutionError` propagates unless `allow_errors=True` is passed. Pass a list
     as `client_out` to get the client (its iopub messages) back.
     """
@@ -135,8 +136,11 @@ def execute(
     try:
         client.execute(env=env)
     finally:
-        if kernel is not None and client.kc is not None:
-            client.kc.stop_channels()  # nbclient leaves the client of a kernel it does not own
+        if kernel is not None:
+            if client.kc is not None:
+                client.kc.stop_channels()  # nbclient leaves the client of a kernel it does not own
+            # Its agents stopped as a kernel's shutdown stops them, before the test goes on.
+            kernel.reset(tmp_path, env)
     path = tmp_path / "executed.ipynb"
     nbformat.write(nb, path)  # what a headless run saves; read back so the tests see that
     saved = nbformat.read(path, as_version=4)

@@ -2,7 +2,7 @@
 
 Starting a kernel, then its first agent (the SDK's schema models), costs ~1.3 s of CPU, most of
 what a short notebook test costs. Before each test the shared kernel is reset to what a fresh one
-is to the test: the extension unloaded (its sessions closed, its agents stopped) and loaded
+is to the test: its agents killed as a kernel's exit kills them, the extension unloaded and loaded
 again (a new runtime: notices shown once per kernel are shown again, no `%config` left), the
 namespace, `In`/`Out`, the execution count and the replay (notebook/replay.py's per-kernel
 state) reset, the working directory and the environment the test's. Tests whose subject is the
@@ -26,9 +26,11 @@ async def _reset_for_a_test():  # locals: ip.reset() below empties the namespace
     from acp_notebook.notebook import replay
     ip = get_ipython()
     old = instance(ip)
+    if old is not None:  # its agents end as a kernel's exit ends them: SIGKILL, no goodbye
+        old.runtime.kill_all_now()
     ip.extension_manager.unload_extension("acp_notebook")
     if old is not None:
-        await old.close()  # the unload's task: every session closed, every agent stopped
+        await old.close()  # the unload's task, done: nothing of the old runtime left running
         if old in ip.configurables:
             ip.configurables.remove(old)
     os.chdir({cwd!r})

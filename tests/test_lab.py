@@ -21,7 +21,8 @@ from tests.nb_util import new_nb
 
 ARTIFACTS = Path(__file__).parent.parent / "test-artifacts"
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
+# What these tests check is in the notebook each opens, not in a fresh browser context.
+pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(180)]
 
 
 READY = """() => { const w = window.jupyterapp?.shell.currentWidget;

@@ -26,14 +26,8 @@ from acp_notebook.render import RECORD_FORMATS, render_bundle
 from tests.agents.script import agent_command, script
 from tests.test_lab import ARTIFACTS, OBSERVE, READY, open_notebook, output
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
-
-
-@pytest.fixture
-def page(lab_page: Any) -> Any:
-    """The module's one page (conftest `lab_page`): what these tests check is in the notebook
-    each opens (`run`), not in a fresh browser context."""
-    return lab_page
+# What these tests check is in the notebook each opens, not in a fresh browser context.
+pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]
 
 
 DOCS = Path(__file__).parent.parent / "docs"
