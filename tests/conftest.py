@@ -2,7 +2,8 @@
 
 Per test session (per xdist worker): one JupyterLab server (`lab_server`; `lab` leaves it clean
 for the next module) and one Chromium (`browser`), in which each test's `page` gets a browser
-context of its own. The server dies with the worker even if it is SIGKILLed.
+context of its own, or the tests of a module marked `shared_page` share one. The server dies
+with the worker even if it is SIGKILLed.
 
 Without /usr/bin/chromium (or the playwright package) the browser tests skip, except in CI (env
 CI set), where a missing browser is a failure.
@@ -28,6 +29,7 @@ import pytest
 
 from tests.client_helpers import Agent
 from tests.orphans import dies_with_parent
+from tests.shared_kernel import SharedKernel
 
 # jsonschema (imported by nbformat) imports rfc3987_syntax when installed, which builds ~38 Lark
 # parsers at import: 4 s of CPU in every test process (each xdist worker), for the "iri" format
@@ -60,6 +62,15 @@ def agent(request: pytest.FixtureRequest, tmp_path: Path) -> Agent:
     if where not in ("process", "in_process"):
         raise ValueError(f"scripted_agent mark: 'process' or 'in_process', not {where!r}")
     return Agent(tmp_path, in_process=where == "in_process")
+
+
+@pytest.fixture(scope="module")
+def kernel() -> Iterator[SharedKernel]:
+    """One kernel for the module's tests that take it, to pass to tests/nb_util.py's `execute`:
+    reset there before each run to what a fresh kernel is to a test (tests/shared_kernel.py)."""
+    shared = SharedKernel()
+    yield shared
+    shared.shutdown()
 
 
 def _browser_problem() -> str | None:
@@ -213,10 +224,28 @@ def browser(browser_ok: None) -> Iterator[Any]:
         browser.close()
 
 
+@pytest.fixture(scope="module")
+def lab_page(browser: Any) -> Iterator[Any]:
+    """The one page of a module marked `pytest.mark.shared_page`, made as `page` makes one."""
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    yield page
+    context.close()
+
+
 @pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
+def page(request: pytest.FixtureRequest, browser: Any) -> Iterator[Any]:
     """A fresh page (1200x900, 30 s default timeout) in a browser context of its own: no
-    cookies, storage or cache shared with another test."""
+    cookies, storage or cache shared with another test.
+
+    In a module marked `pytest.mark.shared_page`, the module's one page instead (`lab_page`):
+    its tests open their notebooks with tests/test_lab.py's `open_notebook`, which closes the
+    previous one (its kernel shut down) and opens the next in the JupyterLab booted there, ~4 s
+    of CPU less a test. For tests whose subject is the notebook, not a fresh browser."""
+    if request.node.get_closest_marker("shared_page") is not None:
+        yield request.getfixturevalue("lab_page")
+        return
     context = browser.new_context(viewport={"width": 1200, "height": 900})
     page = context.new_page()
     page.set_default_timeout(30_000)

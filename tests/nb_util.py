@@ -22,6 +22,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from acp_notebook.protocol.result import TurnResult
 from tests.agents.script import agent_command, script
+from tests.shared_kernel import SharedKernel
 
 MIME_TURN = "application/vnd.acp-notebook.turn+json"
 MIME_WIDGET = "application/vnd.jupyter.widget-view+json"
@@ -114,18 +115,32 @@ def execute(
     timeout: int = 60,
     env: dict[str, str] | None = None,
     client_out: list[RecordingClient] | None = None,
+    kernel: SharedKernel | None = None,
     **kwargs: Any,
 ) -> NotebookNode:
     """Execute the notebook (or cell sources) in tmp_path; return the notebook as saved to disk.
 
+    In a fresh kernel, or in the module's shared `kernel` (the fixture), reset before this run
+    and after it.
     nbclient's `CellExecutionError` propagates unless `allow_errors=True` is passed. Pass a list
     as `client_out` to get the client (its iopub messages) back.
     """
     nb = cells if isinstance(cells, NotebookNode) else new_nb(*cells)
+    env = env or kernel_env(tmp_path)
+    if kernel is not None:
+        kernel.reset(tmp_path, env)
+        kwargs["km"] = kernel.km
     client = make_client(nb, tmp_path, timeout=timeout, **kwargs)
     if client_out is not None:
         client_out.append(client)
-    client.execute(env=env or kernel_env(tmp_path))
+    try:
+        client.execute(env=env)
+    finally:
+        if kernel is not None:
+            if client.kc is not None:
+                client.kc.stop_channels()  # nbclient leaves the client of a kernel it does not own
+            # Its agents stopped as a kernel's shutdown stops them, before the test goes on.
+            kernel.reset(tmp_path, env)
     path = tmp_path / "executed.ipynb"
     nbformat.write(nb, path)  # what a headless run saves; read back so the tests see that
     saved = nbformat.read(path, as_version=4)

@@ -1,6 +1,7 @@
 """A hostile agent (tests/agents/hostile_agent.py) cannot put script in the page: headless part.
 
-One kernel per payload class (tests/hostile_payloads.py). It runs a full turn (every update kind,
+One notebook per payload class (tests/hostile_payloads.py), in the module's shared kernel reset
+for each (tests/shared_kernel.py). It runs a full turn (every update kind,
 a client terminal, tool calls, images, resource links), one light turn per payload (the session
 title, `updatedAt`, mode, config options and usage currency), `%agent status` after each,
 `%agent sessions` (paged), a turn with a hostile stop reason, a failing turn, a permission
@@ -23,6 +24,7 @@ import pytest
 from tests.hostile_payloads import CLASSES, by_class
 from tests.markup_check import bundle_problems, payload_ids
 from tests.nb_util import MIME_TURN, RecordingClient, errors, execute, outputs, text
+from tests.shared_kernel import SharedKernel
 
 AGENT = Path(__file__).parent / "agents" / "hostile_agent.py"
 
@@ -85,18 +87,27 @@ def displayed(nb: Any, client: RecordingClient) -> list[tuple[str, dict[str, Any
     return found
 
 
-def run_hostile(cls: str, tmp_path: Path) -> tuple[Any, RecordingClient, Path]:
+def run_hostile(
+    cls: str, tmp_path: Path, kernel: SharedKernel | None = None
+) -> tuple[Any, RecordingClient, Path]:
     log = tmp_path / "permissions.jsonl"
     clients: list[RecordingClient] = []
     nb = execute(
-        hostile_cells(cls, log), tmp_path, timeout=60, allow_errors=True, client_out=clients
+        hostile_cells(cls, log),
+        tmp_path,
+        timeout=60,
+        allow_errors=True,
+        client_out=clients,
+        kernel=kernel,
     )
     return nb, clients[0], log
 
 
 @pytest.mark.parametrize("cls", list(CLASSES))
-def test_hostile_agent_cannot_script_the_page(cls: str, tmp_path: Path) -> None:
-    nb, client, log = run_hostile(cls, tmp_path)
+def test_hostile_agent_cannot_script_the_page(
+    cls: str, tmp_path: Path, kernel: SharedKernel
+) -> None:
+    nb, client, log = run_hostile(cls, tmp_path, kernel)
     ids = [p.id for p in by_class(cls)]
 
     # The run did what it claims: only the failing turns failed, every payload was displayed.

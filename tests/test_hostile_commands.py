@@ -3,8 +3,9 @@
 The scripted agent sets titles, config options, modes, commands, a currency and usage numbers
 chosen to break out of Markdown or crash the formatting; `session/list` answers come from session
 files written here. The strings are the `ALERTS` of tests/hostile_payloads.py; every output of
-the command cells must pass tests/markup_check.py, and the cells must not fail. The helpers that
-build those cells serve tests/test_lab_hostile_commands.py too.
+the command cells must pass tests/markup_check.py, and the cells must not fail. The notebooks run
+in the module's shared kernel (tests/shared_kernel.py). The helpers that build those cells serve
+tests/test_lab_hostile_commands.py too.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from acp_notebook.notebook.commands import MAX_ITEMS
 from tests.hostile_payloads import ALERTS as PAYLOADS
 from tests.markup_check import bundle_problems
 from tests.nb_util import errors, execute, scripted, text
+from tests.shared_kernel import SharedKernel
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -72,7 +74,7 @@ def session_files(state: Path, payloads: list[str]) -> None:
         (state / f"s{i}.json").write_text(json.dumps(entry), encoding="utf-8")
 
 
-def test_hostile_session_titles_in_status(tmp_path: Path) -> None:
+def test_hostile_session_titles_in_status(tmp_path: Path, kernel: SharedKernel) -> None:
     agent = scripted()
     nb = execute(
         [
@@ -81,6 +83,7 @@ def test_hostile_session_titles_in_status(tmp_path: Path) -> None:
         ],
         tmp_path,
         timeout=90,
+        kernel=kernel,
     )
     assert not errors(nb)
     shown = text(nb.cells[1])
@@ -89,7 +92,9 @@ def test_hostile_session_titles_in_status(tmp_path: Path) -> None:
     assert problems_of(nb.cells[1]) == []
 
 
-def test_hostile_options_modes_commands_and_agent_name_in_status(tmp_path: Path) -> None:
+def test_hostile_options_modes_commands_and_agent_name_in_status(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     options = config_options(PAYLOADS)
     commands = [{"name": p, "description": p} for p in PAYLOADS]
     steps = [
@@ -117,7 +122,7 @@ def test_hostile_options_modes_commands_and_agent_name_in_status(tmp_path: Path)
             "%%agent --quiet --new --agent " + agent + "\n#script " + json.dumps(steps),
             "%agent status",
         ]
-    nb = execute(cells, tmp_path, timeout=90)
+    nb = execute(cells, tmp_path, timeout=90, kernel=kernel)
     assert not errors(nb)
     for cell in (nb.cells[1], nb.cells[3]):
         shown = text(cell)
@@ -126,7 +131,7 @@ def test_hostile_options_modes_commands_and_agent_name_in_status(tmp_path: Path)
         assert problems_of(cell) == []
 
 
-def test_malformed_config_options_from_session_new(tmp_path: Path) -> None:
+def test_malformed_config_options_from_session_new(tmp_path: Path, kernel: SharedKernel) -> None:
     # session/new answers are not validated: ids that are lists, names that are objects, huge
     # numbers. The status still shows (it used to fail on an unhashable id).
     garbage = [
@@ -136,7 +141,9 @@ def test_malformed_config_options_from_session_new(tmp_path: Path) -> None:
         {"id": 7, "name": "\\`<svg onload=alert(1)>`", "currentValue": [1, [2]]},
     ]
     agent = scripted("--config-options-json", json.dumps(garbage))
-    nb = execute([f"%%agent --quiet --agent {agent}\nhello", "%agent status"], tmp_path)
+    nb = execute(
+        [f"%%agent --quiet --agent {agent}\nhello", "%agent status"], tmp_path, kernel=kernel
+    )
     assert not errors(nb)
     shown = text(nb.cells[1])
     # Beyond 64 bits the reader gives null (the display's own totality is tested in-process).
@@ -145,7 +152,7 @@ def test_malformed_config_options_from_session_new(tmp_path: Path) -> None:
     assert problems_of(nb.cells[1]) == []
 
 
-def test_hostile_numbers_in_status(tmp_path: Path) -> None:
+def test_hostile_numbers_in_status(tmp_path: Path, kernel: SharedKernel) -> None:
     usages = [
         {"used": 10**400, "size": 1},
         {"used": 1, "size": 10**400},
@@ -163,7 +170,7 @@ def test_hostile_numbers_in_status(tmp_path: Path) -> None:
             + json.dumps([{"update": update}]),
             "%agent status",
         ]
-    nb = execute(cells, tmp_path)
+    nb = execute(cells, tmp_path, kernel=kernel)
     assert not errors(nb)  # it used to raise OverflowError
     statuses = [text(nb.cells[i]) for i in range(2, len(cells), 2)]
     # Beyond 64 bits, negative, or a cost past 1e15: the client keeps such an update as an
@@ -178,12 +185,14 @@ def test_hostile_numbers_in_status(tmp_path: Path) -> None:
             assert "NaN" not in json.dumps(out.get("data", {}))
 
 
-def test_hostile_session_list(tmp_path: Path) -> None:
+def test_hostile_session_list(tmp_path: Path, kernel: SharedKernel) -> None:
     state = tmp_path / "state"
     session_files(state, PAYLOADS)
     agent = scripted("--list", "--state-dir", str(state))
     nb = execute(
-        [f"%agent sessions --agent {agent} --all -n 1000", "print(len(_agent_sessions))"], tmp_path
+        [f"%agent sessions --agent {agent} --all -n 1000", "print(len(_agent_sessions))"],
+        tmp_path,
+        kernel=kernel,
     )
     assert not errors(nb)
     assert text(nb.cells[1]).strip() == str(len(PAYLOADS))

@@ -21,7 +21,8 @@ from tests.nb_util import new_nb
 
 ARTIFACTS = Path(__file__).parent.parent / "test-artifacts"
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
+# What these tests check is in the notebook each opens, not in a fresh browser context.
+pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(180)]
 
 
 READY = """() => { const w = window.jupyterapp?.shell.currentWidget;
@@ -33,6 +34,7 @@ READY = """() => { const w = window.jupyterapp?.shell.currentWidget;
 # then observed from the page's own events, not by racing the stream with polls.
 OBSERVE = """() => {
   window.__snaps = [];
+  window.__observer?.disconnect();  // a page shared by tests (lab_page) observes once
   const take = () => {
     const out = document.querySelector('.jp-Notebook .jp-Cell .jp-OutputArea');
     if (!out) return;
@@ -43,8 +45,8 @@ OBSERVE = """() => {
     if (!last || last.answer !== snap.answer || last.running !== snap.running)
       window.__snaps.push(snap);
   };
-  new MutationObserver(take).observe(document.body,
-    {subtree: true, childList: true, characterData: true});
+  window.__observer = new MutationObserver(take);
+  window.__observer.observe(document.body, {subtree: true, childList: true, characterData: true});
 }"""
 
 
@@ -53,11 +55,46 @@ OBSERVE = """() => {
 RECORD_ONLY = "() => !document.querySelector('.jp-Notebook .acpnb-running, .jp-Notebook .acpnb-tv')"
 
 
-def open_and_run(page, lab, name: str, *cells: str) -> None:
-    base, token, root = lab
-    nbformat.write(new_nb(*cells), root / name)
-    page.goto(f"{base}/doc/tree/{name}?token={token}&reset")
+# Closes every document of the page's JupyterLab, shutting down its kernel (a closed notebook's
+# kernel would run on), unsaved. Bounded: false if that did not finish in 20 s.
+CLOSE_ALL = """async () => {
+  const close = async () => {
+    for (const w of Array.from(window.jupyterapp.shell.widgets('main'))) {
+      await w.sessionContext?.shutdown();
+      if (w.context) w.context.model.dirty = false;
+      w.dispose();
+    }
+    return true;
+  };
+  const late = new Promise(r => setTimeout(() => r(false), 20000));
+  return await Promise.race([close().catch(() => false), late]);
+}"""
+
+
+def open_notebook(page, lab, name: str) -> None:
+    """Show the server's notebook `name` in the page, its kernel idle.
+
+    A page already running this server's JupyterLab (a module's shared `lab_page`) closes what
+    it shows and opens the notebook in place: booting JupyterLab again costs ~4 s of CPU, three
+    times what opening a notebook does. A page elsewhere, or one that could not close (a dialog
+    left open by a failed test), loads JupyterLab with the notebook."""
+    base, token, _ = lab
+    in_place = (
+        page.url.startswith(f"{base}/")
+        and page.evaluate("() => !!window.jupyterapp && !document.querySelector('.jp-Dialog')")
+        and page.evaluate(CLOSE_ALL)
+    )
+    if in_place:
+        page.wait_for_function("() => !document.querySelector('.jp-Notebook')")
+        page.evaluate("path => window.jupyterapp.commands.execute('docmanager:open', {path})", name)
+    else:
+        page.goto(f"{base}/doc/tree/{name}?token={token}&reset")
     page.wait_for_function(READY, timeout=60_000)
+
+
+def open_and_run(page, lab, name: str, *cells: str) -> None:
+    nbformat.write(new_nb(*cells), lab[2] / name)
+    open_notebook(page, lab, name)
     page.evaluate(OBSERVE)
     # Not awaited: a command that waits for a kernel dialog would hang page.evaluate.
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")

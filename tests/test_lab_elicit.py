@@ -13,7 +13,8 @@ from tests.nb_util import answer
 from tests.test_lab import output
 from tests.test_lab_view import ARTIFACTS, cell, done, run, save
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+# What these tests check is in the notebook each opens, not in a fresh browser context.
+pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]
 
 FORM = {
     "message": "Who <b>are</b> you?",

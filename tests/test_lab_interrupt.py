@@ -14,7 +14,8 @@ from tests.agents.script import agent_command
 from tests.nb_util import process_gone, wait_until
 from tests.test_lab import open_and_run, output, shoot
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
+# What these tests check is in the notebook each opens, not in a fresh browser context.
+pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(180)]
 
 INTERRUPT = ".jp-NotebookPanel-toolbar [data-jp-item-name='interrupt'] button"
 

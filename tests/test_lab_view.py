@@ -24,9 +24,11 @@ import pytest
 from acp_notebook.protocol.result import TurnResult
 from acp_notebook.render import RECORD_FORMATS, render_bundle
 from tests.agents.script import agent_command, script
-from tests.test_lab import ARTIFACTS, OBSERVE, READY, output
+from tests.test_lab import ARTIFACTS, OBSERVE, READY, open_notebook, output
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+# What these tests check is in the notebook each opens, not in a fresh browser context.
+pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]
+
 
 DOCS = Path(__file__).parent.parent / "docs"
 AGENT = shlex.quote(shlex.join(agent_command()))
@@ -52,13 +54,12 @@ def tool(i: int, status: str = "completed", text: str = "", again: bool = False)
 
 
 def run(page: Any, lab: Any, name: str, *cells: str, theme: str = "") -> None:
-    base, token, root = lab
+    root = lab[2]
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
     nbformat.write(nb, root / name)
-    page.goto(f"{base}/doc/tree/{name}?token={token}&reset")
-    page.wait_for_function(READY, timeout=60_000)
+    open_notebook(page, lab, name)
     if theme:
         page.evaluate(
             f"() => window.jupyterapp.commands.execute('apputils:change-theme', "

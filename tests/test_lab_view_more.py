@@ -25,7 +25,8 @@ from tests.nb_util import execute, kernel_env, new_nb, process_gone, wait_until
 from tests.test_lab import output
 from tests.test_lab_view import AGENT, cell, done, run, shoot, tool
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+# What these tests check is in the notebook each opens, not in a fresh browser context.
+pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]
 
 LIVE = ".acpnb-tv"
 

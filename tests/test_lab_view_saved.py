@@ -18,7 +18,8 @@ import pytest
 from tests.test_lab import READY, output
 from tests.test_lab_view import MIME_TURN, WIDGET, cell, done, run, save, shoot
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+# What these tests check is in the notebook each opens, not in a fresh browser context.
+pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]
 
 SAVED = "running when the notebook was saved"
 

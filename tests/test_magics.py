@@ -1,7 +1,9 @@
 """%%agent and %agent in real kernels, executed headless with nbclient.
 
-Each test builds a small notebook, runs it in a fresh kernel (tests/nb_util.py) and asserts on
-what a saved notebook holds, or on the kernel's iopub messages. The agents are the embedded demo
+Each test builds a small notebook, runs it in a kernel (tests/nb_util.py) and asserts on what a
+saved notebook holds, or on the kernel's iopub messages: a fresh kernel for the tests of a
+kernel's first turn, its Stop, interrupt and shutdown; the module's shared one, reset as a fresh
+one is (tests/shared_kernel.py), for the others. The agents are the embedded demo
 agent (no delays) and the scripted test agent (tests/agents/scripted_agent.py).
 """
 
@@ -37,6 +39,7 @@ from tests.nb_util import (
     transcripts,
     wait_until,
 )
+from tests.shared_kernel import SharedKernel
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -172,7 +175,7 @@ def test_the_demo_agent_notice_is_shown_once_per_kernel(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(60)
-def test_display_updates_are_coalesced(tmp_path: Path) -> None:
+def test_display_updates_are_coalesced(tmp_path: Path, kernel: SharedKernel) -> None:
     # 100 bursts of 5 chunks, 10 ms apart: 500 chunks in about a second of streaming. Without
     # the cap (max_update_rate = 1000) this cell sent about 180 display updates.
     steps = []
@@ -180,7 +183,12 @@ def test_display_updates_are_coalesced(tmp_path: Path) -> None:
         steps += [{"chunks": 5, "size": 4}, {"sleep": 0.01}]
     steps.append({"say": "THE END"})
     clients: list = []
-    nb = execute([f"%%agent --agent {scripted()}\n" + script(*steps)], tmp_path, client_out=clients)
+    nb = execute(
+        [f"%%agent --agent {scripted()}\n" + script(*steps)],
+        tmp_path,
+        client_out=clients,
+        kernel=kernel,
+    )
     assert answer(only_transcript(nb.cells[0])).endswith("THE END")
 
     messages = clients[0].messages
@@ -223,7 +231,9 @@ def test_display_updates_are_coalesced(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(60)
-def test_headless_permission_rejected_unless_allowed_and_deny_wins(tmp_path: Path) -> None:
+def test_headless_permission_rejected_unless_allowed_and_deny_wins(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     notes = (
         "import os\nprint(json.dumps(open('demo_notes.md').read().count('## Demo turn')\n"
         "                 if os.path.exists('demo_notes.md') else 0))"
@@ -239,6 +249,7 @@ def test_headless_permission_rejected_unless_allowed_and_deny_wins(tmp_path: Pat
             notes,
         ],
         tmp_path,
+        kernel=kernel,
     )
 
     asked = only_transcript(nb.cells[1])
@@ -282,8 +293,8 @@ def assert_one_paragraph(message: str) -> None:
 
 
 @pytest.mark.timeout(60)
-def test_failed_demo_turn_raises_one_clear_message(tmp_path: Path) -> None:
-    exc, cell = run_failing(tmp_path, "%%agent\n/fail please")
+def test_failed_demo_turn_raises_one_clear_message(tmp_path: Path, kernel: SharedKernel) -> None:
+    exc, cell = run_failing(tmp_path, "%%agent\n/fail please", kernel=kernel)
     message = str(exc)
     assert_one_paragraph(message)
     assert "'demo'" in message and "-32603" in message and "demo failure" in message
@@ -292,9 +303,11 @@ def test_failed_demo_turn_raises_one_clear_message(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(60)
-def test_agent_exit_mid_turn_raises_with_exit_code_and_stderr(tmp_path: Path) -> None:
+def test_agent_exit_mid_turn_raises_with_exit_code_and_stderr(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     prompt = script({"say": "half an answer"}, {"stderr": 400}, {"exit": 3})
-    exc, cell = run_failing(tmp_path, f"%%agent --agent {scripted()}\n{prompt}")
+    exc, cell = run_failing(tmp_path, f"%%agent --agent {scripted()}\n{prompt}", kernel=kernel)
     message = str(exc)
     assert_one_paragraph(message)
     assert "scripted_agent.py" in message  # the agent, by its command line
@@ -305,7 +318,7 @@ def test_agent_exit_mid_turn_raises_with_exit_code_and_stderr(tmp_path: Path) ->
 
 
 @pytest.mark.timeout(60)
-def test_timeout_cancels_the_turn_and_raises(tmp_path: Path) -> None:
+def test_timeout_cancels_the_turn_and_raises(tmp_path: Path, kernel: SharedKernel) -> None:
     log = tmp_path / "agent.jsonl"
     agent = scripted("--record", str(log))
     prompt = script({"say": "working"}, {"sleep": 30})
@@ -317,7 +330,7 @@ def test_timeout_cancels_the_turn_and_raises(tmp_path: Path) -> None:
     )
     started = time.monotonic()
     with pytest.raises(CellExecutionError) as info:
-        execute(nb, tmp_path)
+        execute(nb, tmp_path, kernel=kernel)
     assert time.monotonic() - started < 25  # not the agent's 30 s
     exc, cell = info.value, nb.cells[1]
     message = str(exc)
@@ -341,7 +354,9 @@ def cell_seconds(cell) -> float:
 
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("method", ["initialize", "session/new", "session/set_mode"])
-def test_timeout_covers_starting_the_agent_and_the_session(tmp_path: Path, method: str) -> None:
+def test_timeout_covers_starting_the_agent_and_the_session(
+    tmp_path: Path, method: str, kernel: SharedKernel
+) -> None:
     # The agent never answers `method`, once: the first process hangs, the next one answers.
     marker, log = tmp_path / "hung", tmp_path / "agent.jsonl"
     agent = scripted(
@@ -358,6 +373,7 @@ def test_timeout_covers_starting_the_agent_and_the_session(tmp_path: Path, metho
         ],
         tmp_path,
         allow_errors=True,
+        kernel=kernel,
     )
     found = errors(nb)
     assert len(found) == 1, [(i, "\n".join(e["traceback"])[-600:]) for i, e in found]
@@ -374,7 +390,7 @@ def test_timeout_covers_starting_the_agent_and_the_session(tmp_path: Path, metho
 
 
 @pytest.mark.timeout(90)
-def test_request_timeout_setting_bounds_session_start(tmp_path: Path) -> None:
+def test_request_timeout_setting_bounds_session_start(tmp_path: Path, kernel: SharedKernel) -> None:
     marker = tmp_path / "hung"
     agent = scripted("--hang-method", "session/new", "--hang-once-marker", str(marker))
     nb = execute(
@@ -385,6 +401,7 @@ def test_request_timeout_setting_bounds_session_start(tmp_path: Path) -> None:
         ],
         tmp_path,
         allow_errors=True,
+        kernel=kernel,
     )
     [(index, error)] = errors(nb)
     assert index == 1 and error["ename"] == "TurnFailed"
@@ -397,7 +414,7 @@ def test_request_timeout_setting_bounds_session_start(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(60)
-def test_bad_options_are_usage_errors(tmp_path: Path) -> None:
+def test_bad_options_are_usage_errors(tmp_path: Path, kernel: SharedKernel) -> None:
     bad = {
         "%%agent --nope\nhi": "unrecognized arguments: --nope",
         "%%agent --timeout -1\nhi": "--timeout must be a positive",
@@ -410,7 +427,7 @@ def test_bad_options_are_usage_errors(tmp_path: Path) -> None:
         "%%agent -q": "this cell has none",  # no prompt: our words, not IPython's
     }
     clients: list = []
-    nb = execute(list(bad), tmp_path, allow_errors=True, client_out=clients)
+    nb = execute(list(bad), tmp_path, allow_errors=True, client_out=clients, kernel=kernel)
     replies = clients[0].replies
     for index, (cell, expected) in enumerate(zip(nb.cells, bad.values(), strict=True)):
         shown = text(cell)
@@ -420,9 +437,16 @@ def test_bad_options_are_usage_errors(tmp_path: Path) -> None:
         assert replies[index]["status"] == "error", cell.source  # a headless run stops here
 
 
-def test_help_prints_once_and_does_not_fail_even_without_a_body(tmp_path: Path) -> None:
+def test_help_prints_once_and_does_not_fail_even_without_a_body(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     clients: list = []
-    nb = execute(["%%agent --help", "%%agent -h\nignored prompt"], tmp_path, client_out=clients)
+    nb = execute(
+        ["%%agent --help", "%%agent -h\nignored prompt"],
+        tmp_path,
+        client_out=clients,
+        kernel=kernel,
+    )
     for index, cell in enumerate(nb.cells):
         shown = text(cell)
         assert shown.count("show this help message and exit") == 1, shown
@@ -435,7 +459,7 @@ def test_help_prints_once_and_does_not_fail_even_without_a_body(tmp_path: Path) 
 
 
 @pytest.mark.timeout(60)
-def test_sessions_new_mode_and_config(tmp_path: Path) -> None:
+def test_sessions_new_mode_and_config(tmp_path: Path, kernel: SharedKernel) -> None:
     nb = execute(
         [
             "%%agent --session a\nfirst",
@@ -446,6 +470,7 @@ def test_sessions_new_mode_and_config(tmp_path: Path) -> None:
             "%agent status --session m\nimport json\nprint(json.dumps(_agent_status))",
         ],
         tmp_path,
+        kernel=kernel,
     )
     ids = [only_transcript(c)["sessionId"] for c in nb.cells[:5]]
     a1, b, a2, a3, m = ids
@@ -465,7 +490,9 @@ def test_sessions_new_mode_and_config(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(60)
-def test_background_returns_a_handle_and_finished_resolves(tmp_path: Path) -> None:
+def test_background_returns_a_handle_and_finished_resolves(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     agent = scripted()
     nb = execute(
         [
@@ -477,6 +504,7 @@ def test_background_returns_a_handle_and_finished_resolves(tmp_path: Path) -> No
             "%agent stop",
         ],
         tmp_path,
+        kernel=kernel,
     )
     shown = data(nb.cells[0], "text/plain")
     assert any("running in the background" in t for t in shown), shown  # returned at once
@@ -486,7 +514,9 @@ def test_background_returns_a_handle_and_finished_resolves(tmp_path: Path) -> No
 
 
 @pytest.mark.timeout(60)
-def test_background_out_stays_the_handle_after_the_turn_ends(tmp_path: Path) -> None:
+def test_background_out_stays_the_handle_after_the_turn_ends(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     agent = scripted()
     nb = execute(
         [
@@ -503,6 +533,7 @@ def test_background_out_stays_the_handle_after_the_turn_ends(tmp_path: Path) -> 
             "                  (await h.finished) is r, r.text]))",
         ],
         tmp_path,
+        kernel=kernel,
     )
     assert text(nb.cells[1]).split() == ["TurnHandle", "None"]  # bound at once, still running
     assert last_json(nb.cells[3]) == [
@@ -519,7 +550,7 @@ def test_background_out_stays_the_handle_after_the_turn_ends(tmp_path: Path) -> 
 
 
 @pytest.mark.timeout(90)
-def test_line_commands(tmp_path: Path) -> None:
+def test_line_commands(tmp_path: Path, kernel: SharedKernel) -> None:
     nb = execute(
         [
             "%agent list",  # 0
@@ -539,6 +570,7 @@ def test_line_commands(tmp_path: Path) -> None:
             "%agent close --all",  # 14
         ],
         tmp_path,
+        kernel=kernel,
     )
     # Each command shows HTML it built itself and the same as plain text, never Markdown.
     md = [" ".join(data(c, "text/plain")) for c in nb.cells]
@@ -767,7 +799,9 @@ def test_kernel_interrupt_cancels_turn_and_kernel_stays_usable(tmp_path: Path) -
 
 
 @pytest.mark.timeout(90)
-def test_changed_settings_restart_the_agent_so_they_apply(tmp_path: Path) -> None:
+def test_changed_settings_restart_the_agent_so_they_apply(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     nb = execute(
         [
             "%%agent --out a\nhello",
@@ -776,6 +810,7 @@ def test_changed_settings_restart_the_agent_so_they_apply(tmp_path: Path) -> Non
             "print(a.session_id != b.session_id)",
         ],
         tmp_path,
+        kernel=kernel,
     )
     shown = " ".join(data(nb.cells[2], "text/plain"))
     assert "Settings changed (fs)" in shown and "restarted" in shown, shown
@@ -783,13 +818,14 @@ def test_changed_settings_restart_the_agent_so_they_apply(tmp_path: Path) -> Non
 
 
 @pytest.mark.timeout(90)
-def test_load_shows_the_replayed_history(tmp_path: Path) -> None:
+def test_load_shows_the_replayed_history(tmp_path: Path, kernel: SharedKernel) -> None:
     nb = execute(
         [
             "%%agent --out a\nfirst question",
             "%agent load {a.session_id} --session again",
         ],
         tmp_path,
+        kernel=kernel,
     )
     said = " ".join(data(nb.cells[1], "text/plain"))
     assert "is now --session again (loaded, 1 earlier turns)" in said, said

@@ -23,6 +23,7 @@ from acp_notebook.protocol.result import TurnResult
 from acp_notebook.protocol.transcript import compact
 from tests.agents.script import agent_command, script
 from tests.nb_util import MIME_TURN, answer, execute, kernel_env, new_nb, outputs, text, transcripts
+from tests.shared_kernel import SharedKernel
 
 QUICKSTART = Path(__file__).parent.parent / "notebooks" / "quickstart.ipynb"
 NOTE = "Replayed from the recorded notebook"
@@ -93,10 +94,15 @@ def record(tmp_path: Path, sources: list[str], log: Path, **kwargs: Any) -> Path
 
 
 @pytest.mark.timeout(240)
-def test_quickstart_replays_with_no_agent_command_on_path(tmp_path: Path) -> None:
+def test_quickstart_replays_with_no_agent_command_on_path(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     shutil.copy(QUICKSTART, tmp_path / "quickstart.ipynb")
     first = execute(
-        nbformat.read(tmp_path / "quickstart.ipynb", as_version=4), tmp_path, timeout=120
+        nbformat.read(tmp_path / "quickstart.ipynb", as_version=4),
+        tmp_path,
+        timeout=120,
+        kernel=kernel,
     )
     recorded = tmp_path / "recorded.ipynb"
     nbformat.write(first, recorded)
@@ -109,7 +115,9 @@ def test_quickstart_replays_with_no_agent_command_on_path(tmp_path: Path) -> Non
         ACP_NOTEBOOK_AGENT=str(tmp_path / "no-such-agent"),  # not the demo agent either
         PATH=str(empty),
     )
-    again = execute(nbformat.read(QUICKSTART, as_version=4), tmp_path, env=env, timeout=120)
+    again = execute(
+        nbformat.read(QUICKSTART, as_version=4), tmp_path, env=env, timeout=120, kernel=kernel
+    )
 
     agent_cells = [i for i, c in enumerate(again.cells) if c.source.startswith("%%agent")]
     assert len(agent_cells) == 2
@@ -145,15 +153,20 @@ CELLS = [
 
 
 @pytest.mark.timeout(240)
-def test_replay_serves_values_without_the_agent_and_fails_a_changed_cell(tmp_path: Path) -> None:
+def test_replay_serves_values_without_the_agent_and_fails_a_changed_cell(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     log = tmp_path / "agent.jsonl"
-    recorded = record(tmp_path, CELLS, log)
+    recorded = record(tmp_path, CELLS, log, kernel=kernel)
     assert prompts(log) == ["first question", "second question"]
     was = nbformat.read(recorded, as_version=4)
 
     # The same notebook, no agent that can run: served from the recording.
     again = execute(
-        new_nb(*CELLS), tmp_path, env=replay_env(tmp_path, recorded, no_agent(tmp_path))
+        new_nb(*CELLS),
+        tmp_path,
+        env=replay_env(tmp_path, recorded, no_agent(tmp_path)),
+        kernel=kernel,
     )
     assert text(again.cells[1]).strip() == "A echo: first question"
     assert text(again.cells[3]).strip() == "B echo: second question"
@@ -169,6 +182,7 @@ def test_replay_serves_values_without_the_agent_and_fails_a_changed_cell(tmp_pat
         tmp_path,
         env=replay_env(tmp_path, recorded, no_agent(tmp_path)),
         allow_errors=True,
+        kernel=kernel,
     )
     assert text(nb.cells[1]).strip() == "A echo: first question"
     [error] = [o for o in outputs(nb.cells[2]) if o.output_type == "error"]
@@ -190,6 +204,7 @@ def test_replay_serves_values_without_the_agent_and_fails_a_changed_cell(tmp_pat
         tmp_path,
         env=replay_env(tmp_path, recorded, no_agent(tmp_path)),
         allow_errors=True,
+        kernel=kernel,
     )
     [error] = [o for o in outputs(nb.cells[0]) if o.output_type == "error"]
     assert (
@@ -200,9 +215,11 @@ def test_replay_serves_values_without_the_agent_and_fails_a_changed_cell(tmp_pat
 
 
 @pytest.mark.timeout(240)
-def test_fill_runs_the_agent_for_the_changed_cell_only(tmp_path: Path) -> None:
+def test_fill_runs_the_agent_for_the_changed_cell_only(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     log = tmp_path / "agent.jsonl"
-    recorded = record(tmp_path, CELLS, log)
+    recorded = record(tmp_path, CELLS, log, kernel=kernel)
     changed = [*CELLS]
     changed[2] = "%%agent --agent rec --out b\nsecond question, changed"
     fill_log = tmp_path / "fill.jsonl"
@@ -211,6 +228,7 @@ def test_fill_runs_the_agent_for_the_changed_cell_only(tmp_path: Path) -> None:
         new_nb(*changed),
         tmp_path,
         env=replay_env(tmp_path, recorded, agents, ACP_NOTEBOOK_REPLAY_MODE="fill"),
+        kernel=kernel,
     )
     assert prompts(fill_log) == ["second question, changed"]
     assert text(nb.cells[1]).strip() == "A echo: first question"
@@ -221,13 +239,15 @@ def test_fill_runs_the_agent_for_the_changed_cell_only(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(240)
-def test_a_recorded_failure_fails_again_with_its_paragraph(tmp_path: Path) -> None:
+def test_a_recorded_failure_fails_again_with_its_paragraph(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     failing = "%%agent --agent rec --out f\n" + script(
         {"say": "half an answer"}, {"error": {"code": -32000, "message": "the model is gone"}}
     )
     cells = [failing, "print('F', f.success, f.error)"]
     log = tmp_path / "agent.jsonl"
-    recorded = record(tmp_path, cells, log, allow_errors=True)
+    recorded = record(tmp_path, cells, log, allow_errors=True, kernel=kernel)
     was = nbformat.read(recorded, as_version=4)
     [recorded_error] = [o for o in outputs(was.cells[0]) if o.output_type == "error"]
     assert recorded_error.ename == "TurnFailed"
@@ -237,6 +257,7 @@ def test_a_recorded_failure_fails_again_with_its_paragraph(tmp_path: Path) -> No
         tmp_path,
         env=replay_env(tmp_path, recorded, no_agent(tmp_path)),
         allow_errors=True,
+        kernel=kernel,
     )
     [error] = [o for o in outputs(nb.cells[0]) if o.output_type == "error"]
     assert error.ename == "TurnFailed" and error.evalue == recorded_error.evalue
@@ -248,7 +269,9 @@ def test_a_recorded_failure_fails_again_with_its_paragraph(tmp_path: Path) -> No
 
 
 @pytest.mark.timeout(240)
-def test_a_structured_answer_replays_as_the_schemas_object(tmp_path: Path) -> None:
+def test_a_structured_answer_replays_as_the_schemas_object(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     answer = '```json\n{"name": "Lyon", "population": 522000}\n```'
     cells = [
         "from pydantic import BaseModel\n"
@@ -257,8 +280,13 @@ def test_a_structured_answer_replays_as_the_schemas_object(tmp_path: Path) -> No
         "print(repr(c.output), c.output_json)",
     ]
     log = tmp_path / "agent.jsonl"
-    recorded = record(tmp_path, cells, log)
-    nb = execute(new_nb(*cells), tmp_path, env=replay_env(tmp_path, recorded, no_agent(tmp_path)))
+    recorded = record(tmp_path, cells, log, kernel=kernel)
+    nb = execute(
+        new_nb(*cells),
+        tmp_path,
+        env=replay_env(tmp_path, recorded, no_agent(tmp_path)),
+        kernel=kernel,
+    )
     shown = text(nb.cells[2])
     assert "City(name='Lyon', population=522000)" in shown, shown
     assert "{'name': 'Lyon', 'population': 522000}" in shown
@@ -269,6 +297,7 @@ def test_a_structured_answer_replays_as_the_schemas_object(tmp_path: Path) -> No
         tmp_path,
         env=replay_env(tmp_path, recorded, no_agent(tmp_path)),
         allow_errors=True,
+        kernel=kernel,
     )
     [error] = [o for o in outputs(nb.cells[1]) if o.output_type == "error"]
     assert error.ename == "ReplayError" and "no longer fits --schema City" in error.evalue
@@ -276,7 +305,7 @@ def test_a_structured_answer_replays_as_the_schemas_object(tmp_path: Path) -> No
 
 
 @pytest.mark.timeout(240)
-def test_background_replays_as_a_finished_handle(tmp_path: Path) -> None:
+def test_background_replays_as_a_finished_handle(tmp_path: Path, kernel: SharedKernel) -> None:
     log = tmp_path / "agent.jsonl"
     wait = "h = _\nr = await h.finished\nprint('R', r.text.strip(), h.result is r)"
     recorded = record(
@@ -287,6 +316,7 @@ def test_background_replays_as_a_finished_handle(tmp_path: Path) -> None:
             wait,
         ],
         log,
+        kernel=kernel,
     )
     cells = [
         "%%agent --agent rec --background\nin the background",  # --background is not compared
@@ -298,6 +328,7 @@ def test_background_replays_as_a_finished_handle(tmp_path: Path) -> None:
         tmp_path,
         env=replay_env(tmp_path, recorded, no_agent(tmp_path)),
         allow_errors=True,
+        kernel=kernel,
     )
     # The record is shown at once, and the value is a handle whose turn has finished.
     assert [answer(t).strip() for t in transcripts(nb.cells[0])] == ["echo: in the background"]
@@ -312,9 +343,9 @@ def test_background_replays_as_a_finished_handle(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(240)
-def test_malformed_recordings_give_a_clear_error(tmp_path: Path) -> None:
+def test_malformed_recordings_give_a_clear_error(tmp_path: Path, kernel: SharedKernel) -> None:
     log = tmp_path / "agent.jsonl"
-    recorded = record(tmp_path, CELLS, log)
+    recorded = record(tmp_path, CELLS, log, kernel=kernel)
     nb = nbformat.read(recorded, as_version=4)
     raw = json.loads(recorded.read_text())
     # Cell 0: the transcript saved as a string that is not JSON; cell 2: a JSON list.
@@ -323,7 +354,11 @@ def test_malformed_recordings_give_a_clear_error(tmp_path: Path) -> None:
         out["data"][MIME_TURN] = bad
     recorded.write_text(json.dumps(raw))
     again = execute(
-        nb, tmp_path, env=replay_env(tmp_path, recorded, no_agent(tmp_path)), allow_errors=True
+        nb,
+        tmp_path,
+        env=replay_env(tmp_path, recorded, no_agent(tmp_path)),
+        allow_errors=True,
+        kernel=kernel,
     )
     [first] = [o for o in outputs(again.cells[0]) if o.output_type == "error"]
     assert first.ename == "ReplayError"
@@ -334,7 +369,11 @@ def test_malformed_recordings_give_a_clear_error(tmp_path: Path) -> None:
     # A file that is not a notebook at all fails the first %%agent cell, saying so.
     recorded.write_text("{" * 10)
     again = execute(
-        nb, tmp_path, env=replay_env(tmp_path, recorded, no_agent(tmp_path)), allow_errors=True
+        nb,
+        tmp_path,
+        env=replay_env(tmp_path, recorded, no_agent(tmp_path)),
+        allow_errors=True,
+        kernel=kernel,
     )
     [error] = [o for o in outputs(again.cells[0]) if o.output_type == "error"]
     assert error.ename == "ReplayError" and "is not a notebook: invalid JSON" in error.evalue
@@ -414,11 +453,13 @@ def run_with_id(kc: Any, code: str, cell_id: str) -> tuple[str, list[dict[str, A
 
 
 @pytest.mark.timeout(240)
-def test_cells_are_matched_by_the_id_the_front_end_sends(tmp_path: Path) -> None:
+def test_cells_are_matched_by_the_id_the_front_end_sends(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     from jupyter_client.manager import KernelManager
 
     log = tmp_path / "agent.jsonl"
-    recorded = record(tmp_path, CELLS, log)
+    recorded = record(tmp_path, CELLS, log, kernel=kernel)
     was = nbformat.read(recorded, as_version=4)
     km = KernelManager(kernel_name="python3")
     km.start_kernel(env=replay_env(tmp_path, recorded, no_agent(tmp_path)), cwd=str(tmp_path))

@@ -1,6 +1,7 @@
 """Named sessions across kernel restarts: `.acp_notebook/sessions.json`, in real kernels.
 
-A restart is two executions of notebooks in the same workspace (each a fresh kernel); the
+A restart is two executions of notebooks in the same workspace (the second in a fresh kernel,
+the first maybe in the module's shared one, reset: tests/shared_kernel.py); the
 scripted agent keeps its sessions in a state directory, so a second agent process can resume
 (`--resume`) or load (`--load-session`) what the first created.
 """
@@ -17,6 +18,7 @@ from jupyter_core.utils import run_sync
 
 from acp_notebook.notebook.stored_sessions import MAX_ENTRIES, NO_NOTEBOOK, SessionStore
 from tests.nb_util import data, execute, kernel_env, make_client, new_nb, scripted, text
+from tests.shared_kernel import SharedKernel
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -25,14 +27,20 @@ def agent(tmp_path: Path, *flags: str) -> str:
     return scripted("--state-dir", str(tmp_path / "agent-state"), *flags)
 
 
-def run(tmp_path: Path, line: str, name: str = "r") -> tuple[str, str]:
-    """One kernel: a turn in `line`'s session, then its id. Returns (what the cell showed, id)."""
+def run(
+    tmp_path: Path, line: str, name: str = "r", kernel: SharedKernel | None = None
+) -> tuple[str, str]:
+    """One kernel: a turn in `line`'s session, then its id. Returns (what the cell showed, id).
+
+    The run before a restart may be in the module's shared kernel, reset for it; the run after
+    a restart is in a fresh kernel, a new process: what it finds comes from the disk."""
     nb = execute(
         [
             f"%%agent {line}\nhello",
             f"%agent status -s {name}\nprint('ID', _agent_status['session_id'])",
         ],
         tmp_path,
+        kernel=kernel,
     )
     shown = " ".join(data(nb.cells[0], "text/plain"))
     return shown, text(nb.cells[1]).split("ID ")[-1].strip()
@@ -45,9 +53,9 @@ def stored(tmp_path: Path) -> list[dict[str, object]]:
     return sessions
 
 
-def test_restart_resumes_the_session(tmp_path: Path) -> None:
+def test_restart_resumes_the_session(tmp_path: Path, kernel: SharedKernel) -> None:
     line = f"--agent {agent(tmp_path, '--resume')} --session r"
-    first, sid = run(tmp_path, line)
+    first, sid = run(tmp_path, line, kernel=kernel)
     assert "Resumed" not in first
     path = tmp_path / ".acp_notebook" / "sessions.json"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -59,51 +67,53 @@ def test_restart_resumes_the_session(tmp_path: Path) -> None:
     assert f"Resumed session {sid[:12]}… from before the restart." in second
 
 
-def test_restart_loads_when_the_agent_cannot_resume(tmp_path: Path) -> None:
+def test_restart_loads_when_the_agent_cannot_resume(tmp_path: Path, kernel: SharedKernel) -> None:
     line = f"--agent {agent(tmp_path, '--load-session')} --session r"
-    _, sid = run(tmp_path, line)
+    _, sid = run(tmp_path, line, kernel=kernel)
     second, again = run(tmp_path, line)
     assert again == sid
     assert "Reloaded session" in second and "(1 earlier turns replayed)" in second
 
 
-def test_a_forgotten_session_says_so_and_starts_new(tmp_path: Path) -> None:
+def test_a_forgotten_session_says_so_and_starts_new(tmp_path: Path, kernel: SharedKernel) -> None:
     # No state directory: the second agent process knows nothing of the first one's sessions.
     line = f"--agent {scripted('--resume')} --session r"
-    _, sid = run(tmp_path, line)
+    _, sid = run(tmp_path, line, kernel=kernel)
     second, again = run(tmp_path, line)
     assert again != sid
     assert "Could not resume session" in second and "this is a new session" in second
     assert [e["sessionId"] for e in stored(tmp_path)] == [again]
 
 
-def test_an_agent_without_resume_or_load_starts_new(tmp_path: Path) -> None:
+def test_an_agent_without_resume_or_load_starts_new(tmp_path: Path, kernel: SharedKernel) -> None:
     line = f"--agent {scripted()} --session r"
-    _, sid = run(tmp_path, line)
+    _, sid = run(tmp_path, line, kernel=kernel)
     second, again = run(tmp_path, line)
     assert again != sid and "can neither resume nor load sessions" in second
 
 
-def test_new_does_not_resume_and_replaces_the_stored_id(tmp_path: Path) -> None:
+def test_new_does_not_resume_and_replaces_the_stored_id(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     line = f"--agent {agent(tmp_path, '--resume')} --session r"
-    _, sid = run(tmp_path, line)
+    _, sid = run(tmp_path, line, kernel=kernel)
     second, again = run(tmp_path, line + " --new")
     assert again != sid and "Resumed" not in second
     assert [e["sessionId"] for e in stored(tmp_path)] == [again]
 
 
-def test_a_corrupt_file_warns_and_starts_afresh(tmp_path: Path) -> None:
+def test_a_corrupt_file_warns_and_starts_afresh(tmp_path: Path, kernel: SharedKernel) -> None:
     (tmp_path / ".acp_notebook").mkdir()
     path = tmp_path / ".acp_notebook" / "sessions.json"
     path.write_text('{"sessions": [ not json')
-    shown, sid = run(tmp_path, f"--agent {agent(tmp_path, '--resume')} --session r")
+    shown, sid = run(tmp_path, f"--agent {agent(tmp_path, '--resume')} --session r", kernel=kernel)
     assert "Warning:" in shown and "is not valid JSON" in shown and "start afresh" in shown
     assert [e["sessionId"] for e in stored(tmp_path)] == [sid]  # rewritten, whole
 
 
-def test_sessions_lists_live_and_stored(tmp_path: Path) -> None:
+def test_sessions_lists_live_and_stored(tmp_path: Path, kernel: SharedKernel) -> None:
     command = agent(tmp_path, "--resume")
-    run(tmp_path, f"--agent {command} --session old", "old")
+    run(tmp_path, f"--agent {command} --session old", "old", kernel=kernel)
     nb = execute(
         [f"%%agent --agent {command} --session r\nhi", f"%agent sessions -a {command}"], tmp_path
     )
@@ -112,13 +122,14 @@ def test_sessions_lists_live_and_stored(tmp_path: Path) -> None:
     assert "old" in shown and "does not list its sessions" in shown
 
 
-def test_remember_sessions_off_keeps_nothing(tmp_path: Path) -> None:
+def test_remember_sessions_off_keeps_nothing(tmp_path: Path, kernel: SharedKernel) -> None:
     nb = execute(
         [
             "%config AcpNotebook.remember_sessions = False",
             f"%%agent --agent {agent(tmp_path, '--resume')} --session r\nhi",
         ],
         tmp_path,
+        kernel=kernel,
     )
     assert "echo: hi" in " ".join(data(nb.cells[1], "text/plain"))
     assert not (tmp_path / ".acp_notebook" / "sessions.json").exists()
@@ -196,6 +207,7 @@ def test_symlinks_are_not_followed(tmp_path: Path) -> None:
 
 
 def test_agent_resume_names_the_session_for_later_restarts(tmp_path: Path) -> None:
+    # Fresh kernels only: in the shared kernel, reset, the last run did not resume (unexplained).
     command = agent(tmp_path, "--resume")
     _, sid = run(tmp_path, f"--agent {command} --session x", "x")
     execute([f"%agent resume {sid} -a {command} -s r"], tmp_path)
