@@ -42,7 +42,11 @@ class ChatInput(anywidget.AnyWidget):
     The callbacks run where the widget message arrives (a subshell's thread in JupyterLab):
     hand real work to the kernel's loop (`widgets.loop.KernelLoop`)."""
 
-    _esm = _HERE / "chat_input.js"
+    # One module per widget: the helpers the turn view shares (static/plain_text.js) go first.
+    _esm = "\n".join(
+        p.read_text(encoding="utf-8")
+        for p in (_HERE / "static/plain_text.js", _HERE / "chat_input.js")
+    )
     _css = CSS
     value = traitlets.Unicode("").tag(sync=True)
     placeholder = traitlets.Unicode(

@@ -48,13 +48,16 @@ from .loop import KernelLoop
 from .turn_diff import TurnDiff
 
 STATIC = Path(__file__).parent / "static"
+#: The files of the turn view's ES module, in order.
+ESM = ("plain_text.js", "turn_view.js")
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 class TurnWidget(anywidget.AnyWidget):
     """The page's side of a `TurnView`; its ES module and stylesheet ship in the package."""
 
-    _esm = STATIC / "turn_view.js"
+    # One module per widget: the helpers both modules use (plain_text.js) go before its own text.
+    _esm = "\n".join((STATIC / f).read_text(encoding="utf-8") for f in ESM)
     _css = CSS + (STATIC / "turn_view.css").read_text(encoding="utf-8")
     #: In the view's text/plain: how the page finds its output when the kernel went away.
     token = traitlets.Unicode("").tag(sync=True)
