@@ -45,6 +45,10 @@ await _reset_for_a_test()
 RESET_TIMEOUT = 60  # closing a test's agents, on a loaded machine
 
 
+class ResetFailed(Exception):
+    """The reset ran and raised: its code, or state it cannot undo, is wrong."""
+
+
 class SharedKernel:
     def __init__(self) -> None:
         self.km = AsyncKernelManager(kernel_name="python3")
@@ -60,7 +64,9 @@ class SharedKernel:
         code = _RESET.format(cwd=str(cwd), env=json.dumps(env))
         try:
             await self._run(code)
-        except Exception:  # whatever the previous test left: a new process
+        except ResetFailed:
+            raise  # the reset's own code failed: a defect to see, not to restart past
+        except Exception:  # dead, or busy past the timeout with what a test left: a new process
             await self.km.restart_kernel(now=True)
             await self._run(code)
 
@@ -77,7 +83,7 @@ class SharedKernel:
             content = reply["content"]
             if content["status"] != "ok":
                 trace = "\n".join(content.get("traceback", []))
-                raise RuntimeError(f"resetting the shared kernel failed:\n{trace}")
+                raise ResetFailed(f"resetting the shared kernel failed:\n{trace}")
         finally:
             kc.stop_channels()
 

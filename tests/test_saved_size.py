@@ -170,9 +170,8 @@ def test_a_turn_is_saved_in_a_few_times_its_visible_text(saved: dict[str, Notebo
 
 @pytest.mark.xfail(
     strict=True,
-    reason="text/plain and text/html each hold the text and nbformat frames every line: 3x "
-    "leaves the short turn under 80 B of markup and the long one about 90 B a tool card (see "
-    "the module's docstring)",
+    reason="text/plain and text/html each hold the text: 3x leaves less markup than the "
+    "record's root element and tool cards need (figures in the module's docstring)",
 )
 def test_a_turn_is_saved_in_at_most_three_times_its_visible_text(
     saved: dict[str, NotebookNode],

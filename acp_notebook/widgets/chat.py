@@ -37,9 +37,8 @@ from ..protocol.turnstate import TurnState
 from .chat_files import list_files, resolve_in
 from .chat_input import ChatInput
 from .chat_keep import RecordKeeper
-from .chat_past import PastTurn, PastView, past_turns
+from .chat_past import PastTurn, PastView, past_turns, remember
 from .chat_pickers import ChatPickers
-from .chat_record import piece
 from .chat_turn import ChatTurnView
 from .loop import KernelLoop
 from .turn_view import WIDGET_VIEW
@@ -80,8 +79,7 @@ class ChatWidget:
         self.records: list[dict[str, Any]] = []
         self.keeper = RecordKeeper(self.input)
         #: The session's conversation in earlier chats (`chat_past.py`): shown first, recorded.
-        self.past = past_turns(session)
-        self._show_past(list(self.past))
+        self._show_past(list(past_turns(session)))
         #: What the chat sent into each turn that has not started yet (turn id -> messages, each
         #: its text and attached files): Stop gives it back to the input box (`stop`).
         self.unsent: dict[str, list[tuple[str, list[str]]]] = {}
@@ -161,7 +159,7 @@ class ChatWidget:
         self.records.append(view.record())
         self.keeper.add(self.records[-1])
         if view.final is not None:  # the next chat on the session shows the turn too
-            self.past.append(PastTurn(turn.id, view.final, dict(view.head), self.records[-1]))
+            remember(self.session, PastTurn(turn.id, view.final, dict(view.head), self.records[-1]))
         return turn
 
     def _show_past(self, turns: list[PastTurn]) -> None:
@@ -169,7 +167,7 @@ class ChatWidget:
         self.log.children = tuple(v.widget for v in self.past_views)
         for past in turns:
             self.records.append(past.record)
-            self.keeper.pieces.append(piece(past.record))
+            self.keeper.add(past.record)
 
     async def stop(self, turn: TurnHandle | None = None) -> None:
         """Stop (the chat's button, or a turn's own Stop with that `turn`): the running turn is

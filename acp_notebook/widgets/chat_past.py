@@ -8,7 +8,9 @@ the same front-end as a live turn, with nothing left to click but copy and show-
 its static record with them, so the notebook keeps the whole conversation too.
 
 Only the chats' own turns: a cell's turn on the session is shown and recorded in its cell.
-Kept for the session's life in this kernel (weakly: a closed and dropped session goes).
+Kept for the session's life in this kernel (weakly: a closed and dropped session goes), the last
+`KEPT` turns only: each new chat draws and records all it is given, so an unbounded list would
+make every chat cell on a long session heavier than the last.
 """
 
 from __future__ import annotations
@@ -35,12 +37,21 @@ class PastTurn:
 
 
 _PAST: weakref.WeakKeyDictionary[Session, list[PastTurn]] = weakref.WeakKeyDictionary()
+#: The earlier turns a new chat on the session shows and records, at most (the latest).
+KEPT = 20
 
 
 def past_turns(session: Session) -> list[PastTurn]:
     """The chats' finished turns on `session`, in the order they ended (a live list: a chat adds
     its turns to it as they end)."""
     return _PAST.setdefault(session, [])
+
+
+def remember(session: Session, turn: PastTurn) -> None:
+    """A chat's turn ended: the next chat on `session` shows it (the oldest beyond `KEPT` go)."""
+    turns = past_turns(session)
+    turns.append(turn)
+    del turns[:-KEPT]
 
 
 class PastView:
