@@ -181,25 +181,38 @@ def lab(lab_server: Lab) -> Iterator[Lab]:
     shutil.rmtree(root / ".s/@jupyterlab/notebook-extension", ignore_errors=True)
 
 
-@pytest.fixture(autouse=True)
-def _no_playwright_loop(request: pytest.FixtureRequest) -> Iterator[None]:
-    """A test without the browser runs without Playwright's event loop marked as running.
+#: The event loop Playwright's sync API runs in, while the session's browser is up.
+_playwright_loop: list[Any] = []
 
-    Playwright's sync API (1.65) leaves its loop marked as this thread's running loop between
-    its calls, so after the first browser test of a worker every `asyncio.run` or `anyio.run`
-    failed ("cannot be called from a running event loop"). The session's browser keeps that
-    loop: unmark it for the other tests, and mark it again for the next browser test."""
+
+def _mark_playwright_loop(item: pytest.Item) -> None:
+    """Playwright's loop is this thread's running loop for a browser test, none for the others.
+
+    Playwright's sync API (1.65) leaves its loop marked as the thread's running loop between its
+    calls (it runs in a greenlet that never returns from `run_forever`), and its calls need it so.
+    Left marked, every `asyncio.run` or `anyio.run` after a worker's first browser test failed
+    ("cannot be called from a running event loop"), and so did a module-scoped async fixture's
+    runner (set up before any function-scoped fixture could unmark the loop). So it is set for
+    each phase of each test: setup and teardown include the module fixtures' own."""
     import asyncio
 
-    loop = asyncio._get_running_loop()
-    if loop is None or "browser" in request.fixturenames:
-        yield
-        return
-    asyncio._set_running_loop(None)
-    try:
-        yield
-    finally:
-        asyncio._set_running_loop(loop)
+    uses_browser = "browser" in getattr(item, "fixturenames", ())
+    asyncio._set_running_loop(_playwright_loop[0] if _playwright_loop and uses_browser else None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _mark_playwright_loop(item)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    _mark_playwright_loop(item)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    _mark_playwright_loop(item)
 
 
 @pytest.fixture(scope="session")
@@ -220,8 +233,14 @@ def browser(browser_ok: None) -> Iterator[Any]:
                 "--disable-sync",
             ],
         )
+        import asyncio
+
+        _playwright_loop[:] = [asyncio._get_running_loop()]
         yield browser
+        # Torn down after the session's last test, which may not have used the browser.
+        asyncio._set_running_loop(_playwright_loop[0])
         browser.close()
+    _playwright_loop.clear()
 
 
 @pytest.fixture(scope="module")
