@@ -18,7 +18,7 @@ import nbformat
 import pytest
 
 from tests.nb_util import new_nb
-from tests.test_lab import READY, shoot
+from tests.test_lab import READY, command, shoot
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -266,7 +266,7 @@ def test_chat_menus_completion_attachment_and_the_saved_conversation(page: Any, 
 
 def save_and_check(page: Any, lab: Any, name: str) -> None:
     """Saved: no widget output left, the conversation's record in the cell, once."""
-    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    command(page, "docmanager:save")
     page.wait_for_function(
         "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000
     )
@@ -333,7 +333,7 @@ def test_a_turn_sends_what_it_adds_and_the_chat_reopens_without_its_kernel(
     idle(page)
 
     # Saved while the chat is live: the widget's output and the record are in the file.
-    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    command(page, "docmanager:save")
     page.wait_for_function(
         "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000
     )

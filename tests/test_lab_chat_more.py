@@ -14,7 +14,7 @@ import nbformat
 import pytest
 
 from acp_notebook.widgets.chat import UNDRAWN
-from tests.test_lab import READY, shoot
+from tests.test_lab import READY, command, shoot
 from tests.test_lab_chat import RECORD, idle, open_nb, run_cell
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
@@ -99,7 +99,7 @@ def test_the_chat_run_again_shows_the_conversation_so_far(page: Any, lab: Any) -
     assert turns.count() == 2
     page.wait_for_function(f"() => ({RECORD})()?.turns === 2", timeout=30_000)
     idle(page)
-    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    command(page, "docmanager:save")
     page.wait_for_function(
         "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000
     )
@@ -117,7 +117,7 @@ SHUT_DOWN = "() => window.jupyterapp.shell.currentWidget.sessionContext.session.
 
 def saved_record(page: Any, lab: Any, name: str) -> str:
     """The chat's record HTML as saved (the page saves the notebook first)."""
-    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    command(page, "docmanager:save")
     page.wait_for_function(
         "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000
     )
@@ -136,9 +136,9 @@ def test_two_views_of_one_chat_keep_an_unfinished_turn_once(page: Any, lab: Any)
     page.locator(".acpnb-chat textarea.acpnb-chat-text").wait_for()
     # The cell's output shown a second time (JupyterLab's "Create New View for Cell Output").
     page.evaluate(
-        """() => { const panel = window.jupyterapp.shell.currentWidget;
+        """async () => { const panel = window.jupyterapp.shell.currentWidget;
         panel.content.activeCellIndex = 0;
-        return window.jupyterapp.commands.execute('notebook:create-output-view'); }"""
+        await window.jupyterapp.commands.execute('notebook:create-output-view'); }"""
     )
     page.wait_for_function(
         "() => document.querySelectorAll('.acpnb-chat textarea.acpnb-chat-text').length === 2",
@@ -216,7 +216,7 @@ def test_a_dead_chat_reads_well_in_an_untrusted_notebook(page: Any, lab: Any) ->
     box.press("Enter")
     page.wait_for_function(f"() => ({RECORD})()?.turns === 1", timeout=60_000)
     idle(page)
-    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    command(page, "docmanager:save")
     page.wait_for_function(
         "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000
     )

@@ -26,7 +26,7 @@ import pytest
 
 from tests.hostile_payloads import CLASSES, by_class
 from tests.nb_util import new_nb
-from tests.test_lab import ARTIFACTS, READY, output
+from tests.test_lab import ARTIFACTS, READY, command, output
 
 AGENT = Path(__file__).parent / "agents" / "hostile_agent.py"
 
@@ -152,7 +152,7 @@ def open_nb(page: Any, lab: Any, name: str, *, run: bool) -> None:
 
 
 def save(page: Any) -> None:
-    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    command(page, "docmanager:save")
     page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty")
 
 

@@ -24,7 +24,7 @@ import pytest
 from acp_notebook.protocol.result import TurnResult
 from acp_notebook.render import RECORD_FORMATS, render_bundle
 from tests.agents.script import agent_command, script
-from tests.test_lab import ARTIFACTS, OBSERVE, READY, open_notebook, output
+from tests.test_lab import ARTIFACTS, OBSERVE, READY, command, open_notebook, output
 
 # What these tests check is in the notebook each opens, not in a fresh browser context.
 pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]
@@ -61,10 +61,7 @@ def run(page: Any, lab: Any, name: str, *cells: str, theme: str = "") -> None:
     nbformat.write(nb, root / name)
     open_notebook(page, lab, name)
     if theme:
-        page.evaluate(
-            f"() => window.jupyterapp.commands.execute('apputils:change-theme', "
-            f"{{theme: {theme!r}}})"
-        )
+        command(page, "apputils:change-theme", {"theme": theme})
     page.evaluate(OBSERVE)
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
 
@@ -87,7 +84,7 @@ def done(page: Any) -> None:
 
 
 def save(page: Any, lab: Any, name: str) -> dict[str, Any]:
-    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    command(page, "docmanager:save")
     page.wait_for_function(
         "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000
     )

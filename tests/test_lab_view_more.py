@@ -22,7 +22,7 @@ import pytest
 
 from tests.agents.script import agent_command, script
 from tests.nb_util import execute, kernel_env, new_nb, process_gone, wait_until
-from tests.test_lab import output
+from tests.test_lab import command, output
 from tests.test_lab_view import AGENT, cell, done, run, shoot, tool
 
 # What these tests check is in the notebook each opens, not in a fresh browser context.
@@ -257,10 +257,7 @@ def test_dark_theme_has_readable_contrast(page, lab) -> None:
     shoot(page, "dark-contrast")
     allow.click()
     done(page)
-    page.evaluate(
-        "() => window.jupyterapp.commands.execute('apputils:change-theme', "
-        "{theme: 'JupyterLab Light'})"
-    )
+    command(page, "apputils:change-theme", {"theme": "JupyterLab Light"})
 
 
 def test_dollars_stay_text_in_nbconvert_html(page, lab, tmp_path: Path) -> None:
