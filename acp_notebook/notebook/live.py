@@ -8,7 +8,8 @@ This view is the one for front-ends without widgets (nbclient, papermill, `jupyt
 `acp-notebook run`): each redraw draws a long message's last `LIVE_TAIL` characters only, so
 the bytes a turn sends grow with its length, not with its length times its redraws (a 400 KB
 answer was re-sent whole, as HTML and as text, ten times: 2.3 MB). The record at the end holds
-all of it.
+all of it. And the redraws' bytes are bounded by the turn's (`LIVE_SHARE`): a turn of several
+seconds, redrawn 25 times a second, sent 2.4 times its transcript's bytes.
 """
 
 from __future__ import annotations
@@ -33,6 +34,13 @@ from . import display, publish
 
 #: Characters of each message a redraw draws (its end): a screenful or two, and much more.
 LIVE_TAIL = 16_000
+#: The live updates of a turn send at most this share of the characters the turn holds so far,
+#: plus `LIVE_ALLOWANCE`, plus one redraw: with the record at the end (its HTML, its text and its
+#: transcript, 1.5 times the transcript's bytes) a long turn sends under 2 times its transcript.
+LIVE_SHARE = 0.25
+#: Characters of live updates free of that rule: a few full redraws, or a short answer streamed
+#: at the full rate for several seconds (a slow agent's answer, read as it comes).
+LIVE_ALLOWANCE = 4 * LIVE_TAIL
 
 
 class LiveView:
@@ -57,6 +65,7 @@ class LiveView:
         self.show = show
         self.min_interval = 1.0 / max_rate
         self.updates = 0  # display messages sent, for the benchmark and tests
+        self.sent = 0  # characters of the live updates' text formats sent so far
         self._dirty = asyncio.Event()
         self._due = False  # a redraw is due: `_dirty` set by a mutation, not cleared since
         self._done = False
@@ -68,8 +77,10 @@ class LiveView:
         pause = 0.0
         if self.show:
             started = time.perf_counter()
-            self._handle = publish.show(self._bundle(), display_id=True)
+            bundle = self._bundle()
+            self._handle = publish.show(bundle, display_id=True)
             self.updates += 1
+            self.sent += _chars(bundle)
             pause = self._pause(time.perf_counter() - started)
         self._task = asyncio.get_running_loop().create_task(self._render_loop(pause))
 
@@ -77,6 +88,18 @@ class LiveView:
         # Redrawing runs on the loop that also reads the agent: a large turn, costly to draw,
         # is redrawn less often, so drawing never takes more than a quarter of it.
         return max(self.min_interval, 3 * cost)
+
+    def _over_budget(self) -> bool:
+        """The live updates sent so far are all the turn's size allows (`LIVE_SHARE`): the next
+        waits for the turn to grow. O(1): the record's budget counts what it holds."""
+        if self.sent <= LIVE_ALLOWANCE:
+            return False
+        record = self._record()
+        if record is None:
+            return True
+        limits = self.session.client.options.limits
+        held = limits.text_chars - record.budget.text + limits.turn_chars - record.budget.chars
+        return self.sent > LIVE_SHARE * held + LIVE_ALLOWANCE
 
     def _on_mutation(self, mutation: Mutation) -> None:
         if self._due:  # a session delivering a mutation to a copy of its subscribers
@@ -134,12 +157,19 @@ class LiveView:
             await self._dirty.wait()
             if self._finished():  # finish() sets it while we waited
                 break
+            if self._over_budget():
+                # Still due (and unsubscribed: nothing to hear until it is drawn); looked at
+                # again a pause later, when the turn may have grown enough.
+                await asyncio.sleep(self.min_interval)
+                continue
             self._redrawing()
             cost = 0.0
             if self._handle is not None and self.turn.result is None:
                 started = time.perf_counter()
-                publish.update(self._handle, self._bundle())
+                bundle = self._bundle()
+                publish.update(self._handle, bundle)
                 self.updates += 1
+                self.sent += _chars(bundle)
                 cost = time.perf_counter() - started
             await asyncio.sleep(self._pause(cost))
 
@@ -178,3 +208,8 @@ class LiveView:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+
+
+def _chars(bundle: dict[str, Any]) -> int:
+    # The drawn formats; a transcript in the bundle (`acp-notebook run`'s) is not measured.
+    return sum(len(v) for v in bundle.values() if isinstance(v, str))
