@@ -1,0 +1,161 @@
+"""The bytes a headless live view sends per turn (issue 12: at most 2 times the transcript's, at
+any pace), and that it stays live while it keeps to them (notebook/live_meter.py).
+
+The record at the end sends about 1.5 times the transcript (its HTML, its text, the transcript
+itself); the live updates before it send at most `LIVE_SHARE` of what the turn holds. A redraw
+costs twice what it draws (HTML and text) plus its message: redrawn 25 times a second a slow
+answer sent 300 times its transcript, a fast one of a second or two 2.4 times.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acp_notebook.notebook import publish
+from acp_notebook.notebook.live_meter import (
+    LIVE_MESSAGE,
+    LIVE_MIN_TAIL,
+    LIVE_SHARE,
+    LIVE_TAIL,
+    Meter,
+    chars,
+)
+from acp_notebook.protocol.limits import DEFAULT_LIMITS
+from acp_notebook.protocol.result import TurnRecord, TurnResult
+from acp_notebook.render import LIVE_FORMATS
+from tests.nb_util import MIME_TURN, execute, script, scripted
+from tests.shared_kernel import SharedKernel
+
+#: Text between two redraws of a slow answer, at most: a redraw waits until what is left of the
+#: share pays for its message and `LIVE_MIN_TAIL` characters drawn twice with their markup (at
+#: most 3 characters sent each); the share grows by `LIVE_SHARE` of twice the text (the answer
+#: is in the transcript twice). 3,500 characters: 2.8 s at 1,250 characters a second, 8.8 s at
+#: 400 (a real agent's pace).
+GAP = (LIVE_MESSAGE + 3 * LIVE_MIN_TAIL) / (2 * LIVE_SHARE)
+#: And what arrives while the view's loop waits for its turn on a loaded machine.
+SLACK = 1_500
+
+
+def _turn(text: str) -> dict[str, Any]:
+    part = {"type": "message", "id": "m1", "role": "agent", "text": text}
+    return {"turnId": "t1", "text": text, "parts": [part]}
+
+
+def _stream(chunk: str, chunks: int) -> tuple[list[tuple[int, int]], int, int]:
+    """A turn streamed `chunk` by `chunk`, offered a redraw after each (the view at any pace):
+    (text held, characters sent) of each redraw sent, the characters sent in all, the turn's
+    transcript's size (`TurnResult.to_json()` as JSON)."""
+    record = TurnRecord(turn_id="t1")
+    meter = Meter(DEFAULT_LIMITS)
+    meter.shown(publish.turn(_turn(""), live=True, formats=LIVE_FORMATS))
+    redraws: list[tuple[int, int]] = []
+    text = ""
+    for _ in range(chunks):
+        text += chunk
+        record.budget.text -= len(chunk)  # what the fold counts of a chunk of text
+        tail = meter.tail(record)
+        assert tail <= LIVE_TAIL
+        if tail:
+            bundle = publish.turn(_turn(text), live=True, formats=LIVE_FORMATS, tail=tail)
+            if meter.spend(bundle, tail, record):
+                redraws.append((len(text), chars(bundle) + LIVE_MESSAGE))
+        assert meter.sent <= LIVE_SHARE * meter.held(record) or not redraws  # at every step
+    result = TurnResult.from_json(_turn(text))
+    return redraws, meter.sent, len(json.dumps(result.to_json()))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("chunk", "chunks"),
+    [("word " * 4, 2_000), ("x" * 4_000, 100), ("para.\n\n" + "y" * 600, 40), ("hi", 3)],
+    ids=["slow", "fast-long", "paragraphs", "tiny"],
+)
+def test_live_updates_send_a_share_of_the_transcript_whatever_the_pace(
+    chunk: str, chunks: int
+) -> None:
+    redraws, sent, transcript = _stream(chunk, chunks)
+    first = sent - sum(cost for _, cost in redraws)
+    # The first display aside (it is shown before anything is held), a share of the turn.
+    assert sent - first <= LIVE_SHARE * 2 * len(chunk) * chunks, (sent, redraws)
+    assert sent <= LIVE_SHARE * transcript or not redraws, (sent, transcript)
+
+
+@pytest.mark.timeout(60)
+def test_a_slow_answer_is_redrawn_as_it_grows_not_frozen() -> None:
+    """Each redraw waits for the turn to pay for it: with little to spend it draws the last
+    `LIVE_MIN_TAIL` characters, so redraws come every `GAP` characters to the end (the share
+    grows with the text); they once stopped after a fixed allowance."""
+    redraws, _, _ = _stream("word " * 4, 2_000)  # 40,000 characters, 20 at a time
+    held = [n for n, _ in redraws]
+    assert len(held) >= 8, held
+    gaps = [b - a for a, b in itertools.pairwise(held)]
+    assert max(gaps) <= GAP, gaps
+    assert 40_000 - held[-1] <= GAP, held
+
+
+# -- in a kernel, through nbclient (a front-end without widgets) -------------------------------
+
+
+def _sent_and_transcript(client: Any, index: int, nb: Any) -> tuple[list[str], int, int]:
+    """The live display's messages of cell `index` (text/plain of each, in order), every
+    character they and the record sent, and the transcript's size."""
+    sent, shown, view = 0, [], None
+    for i, msg in client.messages:
+        if i != index or msg["msg_type"] not in ("display_data", "update_display_data"):
+            continue
+        display_id = (msg["content"].get("transient") or {}).get("display_id")
+        if view is None and display_id and MIME_TURN not in msg["content"]["data"]:
+            view = display_id
+        if display_id is None or display_id != view:
+            continue
+        data = msg["content"]["data"]
+        sent += sum(len(v) if isinstance(v, str) else len(json.dumps(v)) for v in data.values())
+        shown.append(data.get("text/plain", ""))
+    record = next(o["data"] for o in nb.cells[index].outputs if MIME_TURN in o.get("data", {}))
+    transcript = len(json.dumps(TurnResult.from_json(record[MIME_TURN]).to_json()))
+    return shown, sent, transcript
+
+
+def _last_chunk(text: str, size: int) -> int:
+    """The index of the last chunk a redraw shows (chunks are their index, zero-padded)."""
+    runs = [r for r in re.findall(r"\d+", text) if len(r) >= size]
+    return int(runs[-1][-size:]) if runs else -1
+
+
+@pytest.mark.timeout(120)
+def test_a_slow_and_a_fast_turn_send_under_twice_their_transcript(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
+    """A slow answer (chunks of 50 characters, 1,700 a second for 7 s) and a fast long one
+    (400,000 characters in bursts over a second or two): the live display and the record send at
+    most 2 times the transcript (1.7 and 1.8 times; 90 and 2.5 times before). And the slow one
+    is redrawn with its newest text every `GAP` characters or so while it streams."""
+    size, slow = 50, 240
+    cells = [
+        f"%%agent --agent {scripted()}\n" + script({"chunks": slow, "size": size, "every": 0.03}),
+        f"%%agent --agent {scripted()}\n"
+        + script(*[{"chunks": 2_000, "size": 20}, {"sleep": 0.1}] * 10),
+        f"%%agent --agent {scripted()}\nhi",
+    ]
+    clients: list[Any] = []
+    nb = execute(cells, tmp_path, client_out=clients, kernel=kernel, timeout=90)
+    for index in (0, 1):
+        shown, sent, transcript = _sent_and_transcript(clients[0], index, nb)
+        assert sent <= 2 * transcript, (index, sent, transcript, len(shown))
+    # The tiny answer: its first display and its record (about 2 times its 400 characters of
+    # transcript, kept as they are), no redraw: the share of so little pays for none.
+    shown, sent, transcript = _sent_and_transcript(clients[0], 2, nb)
+    assert len(shown) == 2, shown
+    shown, _, _ = _sent_and_transcript(clients[0], 0, nb)
+    seen = [_last_chunk(t, size) for t in shown[1:-1]]  # the redraws, less the record
+    held = [(i + 1) * size for i in seen]
+    assert len(held) >= 2 and held == sorted(held), held
+    gaps = [b - a for a, b in zip([0, *held], held, strict=False)]
+    assert max(gaps[1:]) <= GAP + SLACK, gaps  # the first waits for the first display too
+    assert slow * size - held[-1] <= GAP + SLACK, held
