@@ -99,7 +99,41 @@ def test_a_slow_answer_is_redrawn_as_it_grows_not_frozen() -> None:
     assert 40_000 - held[-1] <= GAP, held
 
 
+def _tool(i: int) -> dict[str, Any]:
+    content = [{"type": "content", "content": {"type": "text", "text": f"line {i} <of> it\n" * 20}}]
+    update = {"sessionUpdate": "tool_call", "toolCallId": f"c{i}", "title": f"Read file_{i}.txt"}
+    return {**update, "kind": "read", "status": "completed", "content": content}
+
+
+def test_a_redraw_draws_the_last_parts_of_a_turn_of_many() -> None:
+    """A turn of many tool calls, redrawn whole, cost what it holds at every redraw: a redraw
+    draws its last parts, about the tail's characters of them, after a note of how many are
+    left out; the last part is drawn even when it alone is longer."""
+    from acp_notebook.render.clip import live_tail
+
+    parts: list[dict[str, Any]] = []
+    for i in range(100):
+        parts += [{**_tool(i), "type": "tool_call", "id": f"c{i}"}]
+        parts += [{"type": "message", "id": f"m{i}", "role": "agent", "text": f"Read {i}. "}]
+    turn = {"turnId": "t1", "parts": parts}
+    drawn = live_tail(turn, 2_000)["parts"]
+    assert drawn[0]["text"].startswith(f"[… {200 - len(drawn) + 1} earlier parts")
+    assert drawn[1:] == parts[-len(drawn) + 1 :] and 2 < len(drawn) < 20, len(drawn)
+    assert len(json.dumps(drawn)) < 2 * 2_000
+    bundle = publish.turn(turn, live=True, formats=LIVE_FORMATS, tail=2_000)
+    assert chars(bundle) < 3 * 2_000 and "file_99.txt" in bundle["text/html"]
+    assert "file_90.txt" not in bundle["text/html"]
+    # The last part alone over the tail: drawn (a message, its end); nothing before it.
+    (note, last) = live_tail({"parts": [*parts, _turn("z" * 5_000)["parts"][0]]}, 2_000)["parts"]
+    assert note["text"].startswith("[… 200 earlier parts") and len(last["text"]) < 2_100
+    assert live_tail(turn, 1_000_000) is turn  # all of it fits: the transcript itself
+
+
 # -- in a kernel, through nbclient (a front-end without widgets) -------------------------------
+
+
+def _tool_steps(i: int) -> list[dict[str, Any]]:
+    return [{"update": _tool(i)}, {"say": f"Read file {i}. "}, {"sleep": 0.03}]
 
 
 def _sent_and_transcript(client: Any, index: int, nb: Any) -> tuple[list[str], int, int]:
@@ -132,22 +166,26 @@ def _last_chunk(text: str, size: int) -> int:
 def test_a_slow_and_a_fast_turn_send_under_twice_their_transcript(
     tmp_path: Path, kernel: SharedKernel
 ) -> None:
-    """A slow answer (chunks of 50 characters, 1,700 a second for 7 s) and a fast long one
-    (400,000 characters in bursts over a second or two): the live display and the record send at
-    most 2 times the transcript (1.7 and 1.8 times; 90 and 2.5 times before). And the slow one
-    is redrawn with its newest text every `GAP` characters or so while it streams."""
+    """A slow answer (chunks of 50 characters, 1,700 a second for 7 s), a fast long one (400,000
+    characters in bursts over a second or two) and one of 100 tool calls (3 s): the live
+    display and the record send at most 2 times the transcript (1.7, 1.8 and 1.65 times; 90,
+    2.5 and 18.6 times before), and all three are redrawn. The slow one is redrawn with its
+    newest text every `GAP` characters or so while it streams. A tiny one is not redrawn."""
     size, slow = 50, 240
     cells = [
         f"%%agent --agent {scripted()}\n" + script({"chunks": slow, "size": size, "every": 0.03}),
         f"%%agent --agent {scripted()}\n"
         + script(*[{"chunks": 2_000, "size": 20}, {"sleep": 0.1}] * 10),
         f"%%agent --agent {scripted()}\nhi",
+        f"%%agent --agent {scripted()}\n"
+        + script(*(s for i in range(100) for s in _tool_steps(i))),  # 150,000 characters, 3 s
     ]
     clients: list[Any] = []
     nb = execute(cells, tmp_path, client_out=clients, kernel=kernel, timeout=90)
-    for index in (0, 1):
+    for index in (0, 1, 3):
         shown, sent, transcript = _sent_and_transcript(clients[0], index, nb)
         assert sent <= 2 * transcript, (index, sent, transcript, len(shown))
+        assert len(shown) >= 4, (index, len(shown))  # the first display, redraws, the record
     # The tiny answer: its first display and its record (about 2 times its 400 characters of
     # transcript, kept as they are), no redraw: the share of so little pays for none.
     shown, sent, transcript = _sent_and_transcript(clients[0], 2, nb)
