@@ -5,12 +5,13 @@ times a second and always once more at the end. So a 20,000-chunk turn costs a f
 messages, not 20,000.
 
 This view is the one for front-ends without widgets (nbclient, papermill, `jupyter execute`,
-`acp-notebook run`): each redraw draws a long message's last `LIVE_TAIL` characters only, so
-the bytes a turn sends grow with its length, not with its length times its redraws (a 400 KB
-answer was re-sent whole, as HTML and as text, ten times: 2.3 MB). The record at the end holds
-all of it. And the live updates' bytes are a share of the turn's (`live_meter.py`): a redraw
-that does not fit draws less of each long message, or waits, so a turn of any pace sends under
-2 times its transcript's bytes (a slow answer, redrawn 25 times a second, sent 300 times).
+`acp-notebook run`): each redraw draws the turn's last `LIVE_TAIL` characters only (its last
+parts, a long message's end), so the bytes a turn sends grow with its length, not with its
+length times its redraws (a 400 KB answer was re-sent whole, as HTML and as text, ten times:
+2.3 MB). The record at the end holds all of it. And the live updates' bytes are a share of the
+turn's (`live_meter.py`): a redraw that does not fit draws less, or waits, so a turn of any pace
+sends under 2 times its transcript's bytes (a slow answer, redrawn 25 times a second, sent 300
+times).
 """
 
 from __future__ import annotations

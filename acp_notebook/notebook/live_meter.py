@@ -7,10 +7,12 @@ redrawn 25 times a second, a slow answer (a real agent streams a few hundred cha
 second for a minute) sent 300 times its transcript, a one-second answer 2.4 times. So the live
 updates of a turn (its first display, its redraws, each with its message's envelope) send at
 most `LIVE_SHARE` of what the transcript holds at least so far (`Meter.held`), and a redraw
-that does not fit draws less: the end of each long message, down to `LIVE_MIN_TAIL`
-characters, and none at all until that much fits. So the bound holds by construction, for a
-turn of any pace or shape, and a slow answer is still redrawn at a steady interval (its
-newest paragraph, every few seconds) instead of ever less often.
+that does not fit draws less: the turn's last parts (`clip.live_tail`), down to
+`LIVE_MIN_TAIL` characters, and none at all until that much fits. So the bound holds by
+construction, for a turn of any pace or shape, and a slow answer is still redrawn at a steady
+interval instead of ever less often: its newest 500 characters every 8 s at 400 characters a
+second, every 3 s at 1,000 (`LIVE_MESSAGE` plus 2.6 characters sent per character drawn, over
+`LIVE_SHARE` of twice the text).
 
 O(1) per redraw: what the turn holds comes from its record's budget counters, not from a walk
 over its text; what a redraw costs is the length of the strings it sends.
@@ -23,14 +25,15 @@ from typing import Any
 from ..protocol.limits import Limits
 from ..protocol.result import TurnRecord
 
-#: Characters of each message a redraw draws at most (its end): a screenful or two.
+#: Characters of the turn a redraw draws at most (its last parts): a screenful or two.
 LIVE_TAIL = 16_000
 #: The live updates of a turn send at most this share of `Meter.held` (in characters of their
 #: strings, plus `LIVE_MESSAGE` each): at most 0.3 times the transcript, which with the record
 #: (1.5 times) leaves room for the cell's other messages under 2 times.
 LIVE_SHARE = 0.3
-#: The least a redraw draws of a long message (its end, from a paragraph break in its first
-#: half: 500 to 1,000 characters): a redraw that cannot draw that much waits.
+#: The least a redraw draws of a long turn (its end; a message cut there starts at a paragraph
+#: break in its first half, so 250 to 500 characters of it): a redraw that cannot draw that
+#: much waits. With 1,000, a slow answer (400 characters a second) was redrawn every 12 s.
 LIVE_MIN_TAIL = 500
 #: Characters of a display update's envelope (header, parent header, display id), about 600 as
 #: the bench measures them: counted, so a small redraw is not taken for a free one.
@@ -71,8 +74,8 @@ class Meter:
         return LIVE_SHARE * self.held(record) - self.sent
 
     def tail(self, record: TurnRecord | None) -> int:
-        """How much of each long message the next redraw may draw: `LIVE_TAIL`, less when what
-        is left of the share is short, 0 for no redraw yet (less than `LIVE_MIN_TAIL` fits)."""
+        """How much of the turn the next redraw may draw: `LIVE_TAIL`, less when what is left
+        of the share is short, 0 for no redraw yet (less than `LIVE_MIN_TAIL` fits)."""
         if not self.metered:
             return LIVE_TAIL
         tail = int((self.left(record) - LIVE_MESSAGE) / self.ratio)
