@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from acp_notebook.notebook.live_meter import (
     LIVE_MESSAGE,
     LIVE_MIN_TAIL,
     LIVE_SHARE,
+    LIVE_STALE_MAX,
     LIVE_TAIL,
     Meter,
     chars,
@@ -53,7 +55,7 @@ def _stream(chunk: str, chunks: int) -> tuple[list[tuple[int, int]], int, int]:
     (text held, characters sent) of each redraw sent, the characters sent in all, the turn's
     transcript's size (`TurnResult.to_json()` as JSON)."""
     record = TurnRecord(turn_id="t1")
-    meter = Meter(DEFAULT_LIMITS)
+    meter = Meter(DEFAULT_LIMITS, clock=lambda: 0.0)  # never stale: the share alone
     meter.shown(publish.turn(_turn(""), live=True, formats=LIVE_FORMATS))
     redraws: list[tuple[int, int]] = []
     text = ""
@@ -98,6 +100,32 @@ def test_a_slow_answer_is_redrawn_as_it_grows_not_frozen() -> None:
     gaps = [b - a for a, b in itertools.pairwise(held)]
     assert max(gaps) <= GAP, gaps
     assert 40_000 - held[-1] <= GAP, held
+
+
+def test_a_view_with_nothing_it_may_draw_draws_its_end_ever_less_often() -> None:
+    """A short message, then ten minutes of silence (a tool running): nothing in the share pays
+    for a redraw, but the message shows after `LIVE_STALE` seconds, and the redraws beyond the
+    share come twice as far apart each time, up to `LIVE_STALE_MAX`."""
+    now = [0.0]
+    record = TurnRecord(turn_id="t1")
+    meter = Meter(DEFAULT_LIMITS, clock=lambda: now[0])
+    meter.shown(publish.turn(_turn(""), live=True, formats=LIVE_FORMATS))
+    text = "Let me look at the tests first."
+    record.budget.text -= len(text)
+    times = []
+    while now[0] < 600:
+        tail = meter.tail(record)
+        if tail:
+            assert tail == LIVE_MIN_TAIL
+            bundle = publish.turn(_turn(text), live=True, formats=LIVE_FORMATS, tail=tail)
+            assert meter.spend(bundle, tail, record)
+            times.append(now[0])
+        now[0] += 0.04  # the view's loop looks again after each pause
+    assert 1.0 <= times[0] <= 1.1, times
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert all(b > a - 0.05 for a, b in itertools.pairwise(gaps)), gaps  # never more often
+    assert max(gaps) <= LIVE_STALE_MAX + 0.1, gaps
+    assert len(times) <= math.log2(600) + 600 / LIVE_STALE_MAX + 1, times
 
 
 def _tool(i: int) -> dict[str, Any]:

@@ -9,10 +9,17 @@ updates of a turn (its first display, its redraws, each with its message's envel
 most `LIVE_SHARE` of what the transcript holds at least so far (`Meter.held`), and a redraw
 that does not fit draws less: the turn's last parts (`clip.live_tail`), down to
 `LIVE_MIN_TAIL` characters, and none at all until that much fits. So the bound holds by
-construction, for a turn of any pace or shape, and a slow answer is still redrawn at a steady
+construction, for a turn of any pace or shape (but for a stale view's few redraws, below), and a slow answer is still redrawn at a steady
 interval instead of ever less often: its newest 500 characters every 8 s at 400 characters a
 second, every 3 s at 1,000 (`LIVE_MESSAGE` plus 2.6 characters sent per character drawn, over
 `LIVE_SHARE` of twice the text).
+
+A view that has had nothing it could draw for `LIVE_STALE` seconds draws its turn's end
+anyway (`LIVE_MIN_TAIL`), and waits twice as long before the next such redraw, up to
+`LIVE_STALE_MAX`: what an agent said before a long silence (a short "let me look", then a tool
+running for a minute) shows within a second or two, not only at the end, and a turn of D
+seconds sends at most about log2(D) + D / 60 of these small redraws beyond its share (7 in a
+minute: under 14,000 characters; none in a turn that keeps within its share).
 
 O(1) per redraw: what the turn holds comes from its record's budget counters, not from a walk
 over its text; what a redraw costs is the length of the strings it sends.
@@ -20,6 +27,8 @@ over its text; what a redraw costs is the length of the strings it sends.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from ..protocol.limits import Limits
@@ -44,6 +53,10 @@ LIVE_MESSAGE = 600
 #: nothing of the next, longer one).
 FIRST_RATIO = 2.5
 LEAST_RATIO = 2.0
+#: Seconds a view may go without a redraw it could pay for before it draws anyway (see above),
+#: doubled after each such redraw, up to `LIVE_STALE_MAX`.
+LIVE_STALE = 1.0
+LIVE_STALE_MAX = 60.0
 
 
 def chars(bundle: dict[str, Any]) -> int:
@@ -54,11 +67,21 @@ def chars(bundle: dict[str, Any]) -> int:
 class Meter:
     """The live updates of one turn against its `LIVE_SHARE`."""
 
-    def __init__(self, limits: Limits, *, metered: bool = True) -> None:
+    def __init__(
+        self,
+        limits: Limits,
+        *,
+        metered: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.limits = limits
         self.metered = metered
+        self.clock = clock
         self.sent = 0  # characters of the live updates so far, envelopes included
         self.ratio = FIRST_RATIO  # characters the last redraw sent per character of its tail
+        self.last = clock()  # when the last update was sent
+        self.stale = LIVE_STALE  # seconds without one before a redraw is drawn anyway
+        self.forced = False  # the redraw `tail` sized is one of those: beyond the share
 
     def held(self, record: TurnRecord | None) -> int:
         """Characters the turn's transcript holds at least: its message text twice (an answer
@@ -75,25 +98,32 @@ class Meter:
 
     def tail(self, record: TurnRecord | None) -> int:
         """How much of the turn the next redraw may draw: `LIVE_TAIL`, less when what is left
-        of the share is short, 0 for no redraw yet (less than `LIVE_MIN_TAIL` fits)."""
+        of the share is short, 0 for no redraw yet (less than `LIVE_MIN_TAIL` fits, and the
+        view has not been stale for long enough to draw that much anyway)."""
+        self.forced = False
         if not self.metered:
             return LIVE_TAIL
         tail = int((self.left(record) - LIVE_MESSAGE) / self.ratio)
-        return min(tail, LIVE_TAIL) if tail >= LIVE_MIN_TAIL else 0
+        if tail >= LIVE_MIN_TAIL:
+            return min(tail, LIVE_TAIL)
+        self.forced = self.clock() - self.last >= self.stale
+        return LIVE_MIN_TAIL if self.forced else 0
 
     def shown(self, bundle: dict[str, Any]) -> None:
         """The first display: always sent, counted."""
         self.sent += chars(bundle) + LIVE_MESSAGE
+        self.last = self.clock()
 
     def spend(self, bundle: dict[str, Any], tail: int, record: TurnRecord | None) -> bool:
         """Count a redraw drawn with `tail` if it fits in what is left; False: it does not, it
         is not to be sent (the next, sized by what this one cost, waits for the turn to grow)."""
         cost = chars(bundle) + LIVE_MESSAGE
-        if not self.metered:
-            self.sent += cost
-            return True
-        self.ratio = max(LEAST_RATIO, (cost - LIVE_MESSAGE) / tail)
-        if cost > self.left(record):
-            return False
+        if self.metered:
+            self.ratio = max(LEAST_RATIO, (cost - LIVE_MESSAGE) / tail)
+            if self.forced:
+                self.stale = min(2 * self.stale, LIVE_STALE_MAX)
+            elif cost > self.left(record):
+                return False
         self.sent += cost
+        self.last = self.clock()
         return True
