@@ -1,18 +1,18 @@
 """What a headless live view may send: a share of what its turn holds, counted as it is sent.
 
-Every redraw of `LiveView` re-sends what it draws (HTML and text), and the record at the end
-sends the whole turn again: its HTML, its text and its transcript, about 1.5 times the bytes of
-the transcript (`TurnResult.to_json()` as JSON). Issue 12 allows 2 times, whatever the pace:
-redrawn 25 times a second, a slow answer (a real agent streams a few hundred characters a
-second for a minute) sent 300 times its transcript, a one-second answer 2.4 times. So the live
-updates of a turn (its first display, its redraws, each with its message's envelope) send at
-most `LIVE_SHARE` of what the transcript holds at least so far (`Meter.held`), and a redraw
-that does not fit draws less: the turn's last parts (`clip.live_tail`), down to
-`LIVE_MIN_TAIL` characters, and none at all until that much fits. So the bound holds by
-construction, for a turn of any pace or shape (but for a stale view's few redraws, below), and a slow answer is still redrawn at a steady
-interval instead of ever less often: its newest 500 characters every 8 s at 400 characters a
-second, every 3 s at 1,000 (`LIVE_MESSAGE` plus 2.6 characters sent per character drawn, over
-`LIVE_SHARE` of twice the text).
+Every redraw of `LiveView` re-sends what it draws (HTML and text), and the record at the end sends
+the whole turn again: its HTML, its text and its transcript, about 1.5 times the bytes of the
+transcript (`TurnResult.to_json()` as JSON). Issue 12 allows 2 times, whatever the pace: redrawn 25
+times a second, a slow answer (a real agent streams a few hundred characters a second for a minute)
+sent 300 times its transcript, a one-second answer 2.4 times. So the live updates of a turn (its
+first display, its redraws, each with its message's envelope) send at most `LIVE_SHARE` of what the
+transcript holds at least so far (`Meter.held`), and a redraw that does not fit draws less: the
+turn's last parts (`clip.live_tail`), down to `LIVE_MIN_TAIL` characters, and none at all until
+that much fits. So the bound holds by construction, for a turn of any pace or shape (but for a
+stale view's few redraws, below), and a slow answer is still redrawn at a steady interval instead
+of ever less often: its newest 500 characters every 8 s at 400 characters a second, every 3 s at
+1,000 (`LIVE_MESSAGE` plus 2.6 characters sent per character drawn, over `LIVE_SHARE` of twice the
+text).
 
 A view that has had nothing it could draw for `LIVE_STALE` seconds draws its turn's end
 anyway (`LIVE_MIN_TAIL`), and waits twice as long before the next such redraw, up to
