@@ -86,6 +86,13 @@ def shortest_redraw_gap(sent: list[tuple[float, str]]) -> float:
     return min((b - a for a, b in itertools.pairwise(redraws)), default=math.inf)
 
 
+def longest_redraw_gap(sent: list[tuple[float, str]]) -> float:
+    """The longest time a view went without a message while its turn streamed: from its first
+    display to the record (the last), 0 with fewer than two messages."""
+    times = sorted(t for t, _ in sent)
+    return max((b - a for a, b in itertools.pairwise(times)), default=0.0)
+
+
 def _kernel_time(header: dict[str, Any]) -> float:
     """When the kernel built a message (its header's date), in seconds: the kernel's clock, so
     the gaps between messages are the kernel's, not those of their arrival here."""
@@ -199,12 +206,12 @@ gc.collect()
 
 AGENT = """\
 %%agent --agent {agent} --out _bench_r
-{n} {size}
+{body}
 """
 
 AGENT_QUIET = """\
 %%agent --agent {agent} --quiet --out _bench_r
-{n} {size}
+{body}
 """
 
 AGENT_CHECK = """\
@@ -241,7 +248,15 @@ print({mark!r} + json.dumps({{"closed": True}}))
 def run(args: argparse.Namespace) -> None:
     n, size = args.chunks, args.size
     agent_cmd = shlex.join([sys.executable, str(HERE / "stream_agent.py")])
-    fmt = {"n": n, "size": size, "mark": MARK, "bench": str(HERE), "agent": shlex.quote(agent_cmd)}
+    fmt = {
+        "n": n,
+        "size": size,
+        "mark": MARK,
+        "bench": str(HERE),
+        "agent": shlex.quote(agent_cmd),
+        "body": f"{n} {size}" + (f" {args.pace}" if args.pace else ""),
+    }
+    unpaced = {**fmt, "body": f"{n} {size}"}  # the warm-ups: they only start things
     nb = nbformat.v4.new_notebook()  # type: ignore[no-untyped-call]
     client = CountingClient(
         nb, kernel_name="python3", timeout=args.timeout, resources={"metadata": {"path": str(REPO)}}
@@ -263,6 +278,7 @@ def run(args: argparse.Namespace) -> None:
     transcripts: list[int] = []  # the turn's TurnResult.to_json(), as JSON
     per_window: list[int] = []  # the most display messages to one view in any 1 s
     redraw_gaps: list[float] = []  # the shortest gap between two redraws of one view
+    longest_gaps: list[float] = []  # the longest, from the first display to the record
     t_start = time.perf_counter()
     with client.setup_kernel():
         info = kernel.ask(SETUP.format(**fmt))
@@ -286,8 +302,10 @@ def run(args: argparse.Namespace) -> None:
             bare_inner.append(r["inner"])
             bare_cpu.append(r["cpu"])
 
-        def agent(quiet: bool = False) -> tuple[float, float, int, int]:
-            index = kernel.run((AGENT_QUIET if quiet else AGENT).format(**fmt))
+        def agent(quiet: bool = False, warm: bool = False) -> tuple[float, float, int, int]:
+            index = kernel.run(
+                (AGENT_QUIET if quiet else AGENT).format(**(unpaced if warm else fmt))
+            )
             r = kernel.ask(AGENT_CHECK.format(**fmt))
             if not (r["ok"] and r["success"]):
                 raise RuntimeError(
@@ -298,12 +316,13 @@ def run(args: argparse.Namespace) -> None:
             return r["cell"], r["duration"], index, r["transcript"]
 
         t0 = time.perf_counter()
-        cell, dur, _, _ = agent()  # warm-up: starts the agent process and the session
+        cell, dur, _, _ = agent(warm=True)  # warm-up: starts the agent process and the session
         print(
             f"%%agent warm-up turn (agent start + session/new + turn): cell {1000 * cell:.1f} ms "
             f"(seen from here {1000 * (time.perf_counter() - t0):.1f} ms), untimed"
         )
-        bare()  # warm-up
+        if not args.pace:  # a paced turn is a slow one: its bytes and liveness, no ratio
+            bare()  # warm-up
         bare_cell.clear()
         bare_inner.clear()
         bare_cpu.clear()
@@ -311,9 +330,9 @@ def run(args: argparse.Namespace) -> None:
         counts_seen: Counter[str] = Counter()
         mimes_seen: Counter[str] = Counter()
         if args.with_quiet:
-            agent(quiet=True)  # warm-up of the --quiet variant
+            agent(quiet=True, warm=True)  # warm-up of the --quiet variant
             quiet_cpu.clear()
-        sides = ["a", "b"] + (["q"] if args.with_quiet else [])
+        sides = (["b"] if args.pace else ["a", "b"]) + (["q"] if args.with_quiet else [])
         for rep in range(args.reps):
             k = rep % len(sides)
             for side in sides[k:] + sides[:k]:
@@ -337,9 +356,15 @@ def run(args: argparse.Namespace) -> None:
                 views = client.views[index].values()
                 per_window.append(max((most_in_a_second(v) for v in views), default=0))
                 redraw_gaps.append(min((shortest_redraw_gap(v) for v in views), default=math.inf))
+                longest_gaps.append(max((longest_redraw_gap(v) for v in views), default=0.0))
                 counts_seen.update(counts)
                 mimes_seen.update(client.mimes[index])
-            if args.verbose:
+            if args.verbose and args.pace:
+                print(
+                    f"  round {rep + 1}: b {agent_cell[-1]:.1f} s, {displays[-1]} display msgs, "
+                    f"{wire_bytes[-1] / transcripts[-1]:.2f}x the transcript's bytes"
+                )
+            elif args.verbose:
                 print(
                     f"  round {rep + 1}: a {1000 * bare_cell[-1]:.1f} ms, "
                     f"b {1000 * agent_cell[-1]:.1f} ms (turn {1000 * agent_dur[-1]:.1f} ms, "
@@ -370,44 +395,47 @@ def run(args: argparse.Namespace) -> None:
             f"   {1e6 * med / n:6.2f} us/chunk{note}"
         )
 
-    print(f"time in the kernel, ms (median of {args.reps}; min..max):")
-    line("a  bare reader, cell", bare_cell)
-    line("   bare reader, turn alone", bare_inner)
-    line("b  %%agent cell (live display)", agent_cell)
-    line("   %%agent turn (TurnResult.duration)", agent_dur)
-    if quiet_cell:
-        line("b' %%agent --quiet cell (no live display)", quiet_cell)
-        line("   %%agent --quiet turn (TurnResult.duration)", quiet_dur)
-    per_round = statistics.median(b / a for a, b in zip(bare_cell, agent_cell, strict=True))
-    of_medians = statistics.median(agent_cell) / statistics.median(bare_cell)
-    per_round_turn = statistics.median(b / a for a, b in zip(bare_inner, agent_dur, strict=True))
-    cpu_round = statistics.median(b / a for a, b in zip(bare_cpu, agent_cpu, strict=True))
-    cpu_medians = statistics.median(agent_cpu) / statistics.median(bare_cpu)
-    print(
-        f"CPU time of the kernel process per cell (time.process_time), ms: a "
-        f"{1000 * statistics.median(bare_cpu):.1f}, b {1000 * statistics.median(agent_cpu):.1f}"
-        + (f", b' --quiet {1000 * statistics.median(quiet_cpu):.1f}" if quiet_cpu else "")
-    )
-    print("ratio b/a (of medians | median of per-round ratios):")
-    print(
-        f"  cells           {of_medians:5.2f} | {per_round:5.2f}   target <= {TARGET}    "
-        f"{'PASS' if per_round <= TARGET else 'FAIL'}"
-    )
-    print(
-        f"  CPU of cells    {cpu_medians:5.2f} | {cpu_round:5.2f}   target <= {TARGET}    "
-        f"{'PASS' if cpu_round <= TARGET else 'FAIL'}   (steadier on a shared machine)"
-    )
-    if quiet_cell:
-        q_round = statistics.median(q / a for a, q in zip(bare_cell, quiet_cell, strict=True))
-        q_medians = statistics.median(quiet_cell) / statistics.median(bare_cell)
-        print(
-            f"  --quiet cells   {q_medians:5.2f}"
-            f" | {q_round:5.2f}   (b' / a, no live display; for information)"
+    if not args.pace:  # no bare side: nothing to compare with
+        print(f"time in the kernel, ms (median of {args.reps}; min..max):")
+        line("a  bare reader, cell", bare_cell)
+        line("   bare reader, turn alone", bare_inner)
+        line("b  %%agent cell (live display)", agent_cell)
+        line("   %%agent turn (TurnResult.duration)", agent_dur)
+        if quiet_cell:
+            line("b' %%agent --quiet cell (no live display)", quiet_cell)
+            line("   %%agent --quiet turn (TurnResult.duration)", quiet_dur)
+        per_round = statistics.median(b / a for a, b in zip(bare_cell, agent_cell, strict=True))
+        of_medians = statistics.median(agent_cell) / statistics.median(bare_cell)
+        per_round_turn = statistics.median(
+            b / a for a, b in zip(bare_inner, agent_dur, strict=True)
         )
-    print(
-        f"  turns alone     {statistics.median(agent_dur) / statistics.median(bare_inner):5.2f}"
-        f" | {per_round_turn:5.2f}   (TurnResult.duration / bare turn; for information)"
-    )
+        cpu_round = statistics.median(b / a for a, b in zip(bare_cpu, agent_cpu, strict=True))
+        cpu_medians = statistics.median(agent_cpu) / statistics.median(bare_cpu)
+        print(
+            f"CPU time of the kernel process per cell (time.process_time), ms: a "
+            f"{1000 * statistics.median(bare_cpu):.1f}, b {1000 * statistics.median(agent_cpu):.1f}"
+            + (f", b' --quiet {1000 * statistics.median(quiet_cpu):.1f}" if quiet_cpu else "")
+        )
+        print("ratio b/a (of medians | median of per-round ratios):")
+        print(
+            f"  cells           {of_medians:5.2f} | {per_round:5.2f}   target <= {TARGET}    "
+            f"{'PASS' if per_round <= TARGET else 'FAIL'}"
+        )
+        print(
+            f"  CPU of cells    {cpu_medians:5.2f} | {cpu_round:5.2f}   target <= {TARGET}    "
+            f"{'PASS' if cpu_round <= TARGET else 'FAIL'}   (steadier on a shared machine)"
+        )
+        if quiet_cell:
+            q_round = statistics.median(q / a for a, q in zip(bare_cell, quiet_cell, strict=True))
+            q_medians = statistics.median(quiet_cell) / statistics.median(bare_cell)
+            print(
+                f"  --quiet cells   {q_medians:5.2f}"
+                f" | {q_round:5.2f}   (b' / a, no live display; for information)"
+            )
+        print(
+            f"  turns alone     {statistics.median(agent_dur) / statistics.median(bare_inner):5.2f}"
+            f" | {per_round_turn:5.2f}   (TurnResult.duration / bare turn; for information)"
+        )
     print(
         f"display messages per %%agent turn (display_data + update_display_data): "
         f"{displays}, median {statistics.median(displays):g}, "
@@ -415,6 +443,11 @@ def run(args: argparse.Namespace) -> None:
         f"with the cell's execute_result {statistics.median(all_bytes) / 1e6:.2f} MB"
     )
     worst, gap = max(per_window), min(redraw_gaps)
+    if args.pace:
+        print(
+            f"  longest time without a redraw while the turn streamed (liveness): "
+            f"{', '.join(f'{g:.1f}' for g in longest_gaps)} s"
+        )
     print(
         f"  to one view in any 1 s (kernel's send times): max {worst}   "
         f"target <= {RATE_TARGET:g}   {'PASS' if worst <= RATE_TARGET else 'FAIL'}; "
@@ -446,6 +479,13 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=20000)
     parser.add_argument("--size", type=int, default=20)
     parser.add_argument("--timeout", type=int, default=600, help="per cell, seconds")
+    parser.add_argument(
+        "--pace",
+        type=int,
+        default=0,
+        help="characters a second the agent streams (a slow turn: its bytes and redraws only, "
+        "no bare side to compare with); 0: as fast as it can",
+    )
     parser.add_argument(
         "--verbose",
         action="store_true",

@@ -9,6 +9,9 @@ text, then answers `{"stopReason": "end_turn"}`. N and S default to argv (20000 
 whose text is "N S" (two integers) overrides them for that turn. Any number of prompts, in any
 number of sessions, per process. The concatenated text of a turn is `expected_text(N, S)`.
 
+A prompt "N S R" (three integers) streams at R characters a second, a chunk at a time, as a real
+agent does (a few hundred characters a second): the pace of a slow answer, not a flood.
+
 The agent must not be the bottleneck: each distinct (session, S) chunk line is encoded once, and a
 turn is written in large buffered writes (about 256 KiB each) straight to the stdout file.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 WRITE_BATCH = 256 * 1024
@@ -35,16 +39,26 @@ def _line(obj: dict) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
 
 
-def _parse_counts(params: dict, default: tuple[int, int]) -> tuple[int, int]:
+def _parse_counts(params: dict, default: tuple[int, int]) -> tuple[int, int, int]:
+    """(N, S, R): R characters a second, 0 for as fast as it can."""
     text = " ".join(
         b.get("text", "")
         for b in params.get("prompt") or []
         if isinstance(b, dict) and b.get("type") == "text"
     )
     words = text.split()
-    if len(words) == 2 and all(w.isdigit() for w in words):
-        return int(words[0]), int(words[1])
-    return default
+    if len(words) in (2, 3) and all(w.isdigit() for w in words):
+        return int(words[0]), int(words[1]), int(words[2]) if len(words) == 3 else 0
+    return (*default, 0)
+
+
+def _paced(out, line: bytes, n: int, size: int, rate: int) -> None:
+    """N chunk lines at `rate` characters a second, on a schedule (no drift from the writes)."""
+    start = time.monotonic()
+    for i in range(n):
+        out.write(line)
+        out.flush()
+        time.sleep(max(0.0, start + (i + 1) * size / rate - time.monotonic()))
 
 
 def main() -> None:
@@ -98,7 +112,7 @@ def main() -> None:
             reply(rid, {"sessionId": f"bench-{sessions}"})
         elif method == "session/prompt":
             sid = str(params.get("sessionId"))
-            n, size = _parse_counts(params, default)
+            n, size, rate = _parse_counts(params, default)
             line = chunk_lines.get((sid, size))
             if line is None:
                 line = chunk_lines[(sid, size)] = _line(
@@ -114,12 +128,15 @@ def main() -> None:
                         },
                     }
                 )
-            per_batch = max(1, WRITE_BATCH // len(line))
-            batch = line * per_batch
-            full, rest = divmod(n, per_batch)
-            for _ in range(full):
-                out.write(batch)
-            out.write(line * rest)
+            if rate:
+                _paced(out, line, n, size, rate)
+            else:
+                per_batch = max(1, WRITE_BATCH // len(line))
+                batch = line * per_batch
+                full, rest = divmod(n, per_batch)
+                for _ in range(full):
+                    out.write(batch)
+                out.write(line * rest)
             out.write(_line({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": "end_turn"}}))
             out.flush()
         else:

@@ -156,6 +156,20 @@ async def test_the_chat_widget_masks_its_turns_and_status(tmp_path: Path) -> Non
     assert "the key is" in shown[2] and MASK in shown[2], shown
 
 
+def _stub_session(subscribe: Any) -> Any:
+    """A session whose turn "t1" holds a million characters of text: its live view may redraw
+    (`live_meter.py`), and does not read what it holds (its bundles are stubs)."""
+    from types import SimpleNamespace
+
+    from acp_notebook.protocol.limits import DEFAULT_LIMITS
+    from acp_notebook.protocol.result import TurnRecord
+
+    record = TurnRecord(turn_id="t1")
+    record.budget.text -= 1_000_000
+    client = SimpleNamespace(options=SimpleNamespace(limits=DEFAULT_LIMITS))
+    return SimpleNamespace(subscribe=subscribe, turn_record=record, client=client)
+
+
 def _long_turn(answer: str) -> dict[str, object]:
     part = {"type": "message", "id": "m1", "role": "agent", "text": answer}
     return {"turnId": "t1", "text": answer, "parts": [part]}
@@ -204,7 +218,7 @@ def test_closing_a_live_view_does_not_wait_out_its_pause_between_redraws() -> No
     from acp_notebook.notebook.live import LiveView
 
     subscribers: list[Any] = []
-    session = SimpleNamespace(subscribe=lambda f: subscribers.append(f) or (lambda: None))
+    session = _stub_session(lambda f: subscribers.append(f) or (lambda: None))
     turn = SimpleNamespace(id="t1", result=None)
 
     async def main() -> float:
@@ -237,13 +251,13 @@ def test_a_live_view_listens_to_nothing_while_its_redraw_is_due() -> None:
         subscribers.append(f)
         return lambda: subscribers.remove(f)
 
-    session = SimpleNamespace(subscribe=subscribe)
+    session = _stub_session(subscribe)
     turn = SimpleNamespace(id="t1", result=None)
 
     async def main() -> None:
         drew = asyncio.Event()
 
-        def bundle() -> dict[str, Any]:
+        def bundle(tail: int = 0) -> dict[str, Any]:
             drawn.append(len(subscribers))
             drew.set()
             return {}
@@ -285,7 +299,7 @@ def test_a_live_views_first_redraw_keeps_the_pause_after_its_first_display() -> 
     from acp_notebook.notebook.live import LiveView
 
     subscribers: list[Any] = []
-    session = SimpleNamespace(subscribe=lambda f: subscribers.append(f) or (lambda: None))
+    session = _stub_session(lambda f: subscribers.append(f) or (lambda: None))
     turn = SimpleNamespace(id="t1", result=None)
     sent: list[tuple[str, float]] = []
 
@@ -302,7 +316,7 @@ def test_a_live_views_first_redraw_keeps_the_pause_after_its_first_display() -> 
 
         publish.show, publish.update = show, update  # type: ignore[assignment]
         view = LiveView(session, turn, max_rate=5, show=True)  # type: ignore[arg-type]
-        view._bundle = dict  # type: ignore[method-assign,assignment]
+        view._bundle = lambda tail=0: {}  # type: ignore[method-assign]
         view.start()
         subscribers[0](SimpleNamespace(turn_id="t1"))  # the first chunk, at once
         with anyio.fail_after(10):

@@ -5,10 +5,13 @@ times a second and always once more at the end. So a 20,000-chunk turn costs a f
 messages, not 20,000.
 
 This view is the one for front-ends without widgets (nbclient, papermill, `jupyter execute`,
-`acp-notebook run`): each redraw draws a long message's last `LIVE_TAIL` characters only, so
-the bytes a turn sends grow with its length, not with its length times its redraws (a 400 KB
-answer was re-sent whole, as HTML and as text, ten times: 2.3 MB). The record at the end holds
-all of it.
+`acp-notebook run`): each redraw draws the turn's last `LIVE_TAIL` characters only (its last
+parts, a long message's end), so the bytes a turn sends grow with its length, not with its
+length times its redraws (a 400 KB answer was re-sent whole, as HTML and as text, ten times:
+2.3 MB). The record at the end holds all of it. And the live updates' bytes are a share of the
+turn's (`live_meter.py`): a redraw that does not fit draws less, or waits, so a turn of any pace
+sends under 2 times its transcript's bytes (a slow answer, redrawn 25 times a second, sent 300
+times).
 """
 
 from __future__ import annotations
@@ -30,9 +33,12 @@ from ..protocol.redact import Redactor
 from ..protocol.result import TurnRecord, TurnResult
 from ..render import LIVE_FORMATS, MIME_TRANSCRIPT
 from . import display, publish
+from .live_meter import LIVE_TAIL, Meter
 
-#: Characters of each message a redraw draws (its end): a screenful or two, and much more.
-LIVE_TAIL = 16_000
+__all__ = ["LIVE_TAIL", "LiveView"]
+
+#: Set by `acp-notebook run`: the live updates carry the turn's transcript (see `_bundle`).
+LIVE_TRANSCRIPT_ENV = "ACP_NOTEBOOK_LIVE_TRANSCRIPT"
 
 
 class LiveView:
@@ -57,6 +63,13 @@ class LiveView:
         self.show = show
         self.min_interval = 1.0 / max_rate
         self.updates = 0  # display messages sent, for the benchmark and tests
+        self.runner = os.environ.get(LIVE_TRANSCRIPT_ENV) == "1"
+        # Under `acp-notebook run` the updates are not metered: the runner, on this machine,
+        # prints the turn from every update's transcript as it streams (run/execute.py), and
+        # the saved notebook keeps only the record. A share of the bytes would print a slow
+        # answer in bursts a dozen seconds apart; the bound is for the bytes that go to a
+        # front-end, which this one reads whole anyway.
+        self.meter = Meter(session.client.options.limits, metered=not self.runner)
         self._dirty = asyncio.Event()
         self._due = False  # a redraw is due: `_dirty` set by a mutation, not cleared since
         self._done = False
@@ -68,8 +81,10 @@ class LiveView:
         pause = 0.0
         if self.show:
             started = time.perf_counter()
-            self._handle = publish.show(self._bundle(), display_id=True)
+            bundle = self._bundle()
+            self._handle = publish.show(bundle, display_id=True)
             self.updates += 1
+            self.meter.shown(bundle)
             pause = self._pause(time.perf_counter() - started)
         self._task = asyncio.get_running_loop().create_task(self._render_loop(pause))
 
@@ -112,17 +127,17 @@ class LiveView:
     def _finished(self) -> bool:
         return self._done
 
-    def _bundle(self) -> dict[str, Any]:
+    def _bundle(self, tail: int = LIVE_TAIL) -> dict[str, Any]:
         transcript = live_transcript(self.session, self._record(), self.turn, self.note)
         formats: tuple[str, ...] = LIVE_FORMATS
         # Headless under `acp-notebook run`, which sets this: the runner reads the turn from
         # every update's transcript to print it as it streams (the saved notebook keeps only
         # the final record, which replaces these updates).
-        if os.environ.get("ACP_NOTEBOOK_LIVE_TRANSCRIPT") == "1":
+        if self.runner:
             formats = (*LIVE_FORMATS, MIME_TRANSCRIPT)
         # live: a text ending in the start of a key holds that end back until the next redraw.
         return publish.turn(
-            transcript, live=True, formats=formats, redactor=self.redactor, tail=LIVE_TAIL
+            transcript, live=True, formats=formats, redactor=self.redactor, tail=tail
         )
 
     async def _render_loop(self, pause: float = 0.0) -> None:
@@ -134,14 +149,36 @@ class LiveView:
             await self._dirty.wait()
             if self._finished():  # finish() sets it while we waited
                 break
-            self._redrawing()
-            cost = 0.0
-            if self._handle is not None and self.turn.result is None:
-                started = time.perf_counter()
-                publish.update(self._handle, self._bundle())
-                self.updates += 1
-                cost = time.perf_counter() - started
-            await asyncio.sleep(self._pause(cost))
+            if self._handle is None or self.turn.result is not None:
+                self._redrawing()  # nothing to draw: listening again
+                await asyncio.sleep(self.min_interval)
+                continue
+            started = time.perf_counter()
+            self._redraw()
+            await asyncio.sleep(self._pause(time.perf_counter() - started))
+
+    def _redraw(self) -> bool:
+        """Draw the turn, if its share of bytes allows (`live_meter.py`): as much of each long
+        message's end as it allows. False: not drawn, still due (and unsubscribed: there is
+        nothing to hear until it is drawn); looked at again a pause later, when the turn may
+        have grown enough. O(1) when nothing fits: no drawing."""
+        record = self._record()
+        tail = self.meter.tail(record)
+        if not tail:
+            return False
+        self._redrawing()
+        bundle = self._bundle(tail)
+        if not self.meter.spend(bundle, tail, record):
+            # Drawn, but over: not sent, so still due (the next, sized by what this one cost,
+            # waits for the turn to grow), and deaf until it is drawn, as `_on_mutation` left it.
+            self._due = True
+            self._dirty.set()
+            self._unsubscribe()
+            return False
+        assert self._handle is not None
+        publish.update(self._handle, bundle)
+        self.updates += 1
+        return True
 
     def finish(self, result: TurnResult, *, keep_record: bool) -> None:
         """Final update: the static record, in the live display's place when there is one.

@@ -54,9 +54,9 @@ def turn(
     """A turn's bundle: its transcript masked (`live`: holding back a text's end that could be
     the start of a key), then rendered. Every string of the bundle is drawn from that transcript,
     so `show` and `update` do not mask it a second time: a second pass over a large turn's HTML
-    cost 8 ms a redraw, three times the rendering. With `tail`, each message is drawn from its
-    last `tail` characters only (`clip.live_tail`); a transcript in the bundle stays whole, less
-    the top-level text and thoughts its parts hold (`transcript.compact`)."""
+    cost 8 ms a redraw, three times the rendering. With `tail`, the turn's last parts only are
+    drawn, about `tail` characters of them (`clip.live_tail`); a transcript in the bundle stays
+    whole, less the top-level text and thoughts its parts hold (`transcript.compact`)."""
     masked = redactor.obj(transcript, live=live)
     drawn = live_tail(masked, tail) if tail else masked
     bundle = render_bundle(drawn, live=live, formats=formats, open_parts=open_parts)

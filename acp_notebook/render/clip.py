@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..protocol.limits import count
+
 #: Lines of a terminal's output kept (its tail), of a diff (its head), of a text block (its head).
 TERMINAL_LINES = 200
 DIFF_LINES = 400
@@ -91,27 +93,52 @@ def _last_drawn(line: str) -> str:
 
 
 def live_tail(transcript: dict[str, Any], max_chars: int) -> dict[str, Any]:
-    """The transcript with each message longer than `max_chars` cut to its last characters (at
-    a paragraph or line break when there is one), after a note saying how much is left out.
+    """The transcript with its last parts only, about `max_chars` characters of them: a message
+    longer than what is left is cut to its last characters (at a paragraph or line break when
+    there is one), after a note saying how much is left out; the parts before are left out,
+    after a note saying how many. The last part is always drawn (a long message cut to
+    `max_chars`).
 
     For the redraws of a turn nobody can watch closely (a headless run): each redraw sends what
-    it draws, so a long answer re-sent whole every redraw costs the square of its length. The
-    record at the end is drawn from the whole transcript. Mask before clipping: a key cut in two
-    would no longer be found."""
+    it draws, so a long answer, or a turn of many tool calls, re-sent whole every redraw costs
+    the square of its length. The record at the end is drawn from the whole transcript. Mask
+    before clipping: a key cut in two would no longer be found. Work is proportional to the
+    parts kept: a part's size is its text's length (a message) or its JSON's, counted up to
+    what is left."""
     parts = transcript.get("parts")
-    if not isinstance(parts, list) or not any(_long(p, max_chars) for p in parts):
+    if not isinstance(parts, list):
         return transcript
-    clipped = [_tail_part(p, max_chars) if _long(p, max_chars) else p for p in parts]
-    return {**transcript, "parts": clipped}
+    kept: list[Any] = []
+    room = max_chars
+    for part in reversed(parts):
+        size = _message_chars(part)
+        if size < 0:
+            size = count(part, room)
+        elif size > room and (not kept or room >= max_chars // 4):
+            kept.append(_tail_part(part, room))
+            break
+        if kept and size > room:
+            break
+        kept.append(part)
+        room -= size
+    left_out = len(parts) - len(kept)
+    if left_out == 0 and all(k is p for k, p in zip(kept, reversed(parts), strict=True)):
+        return transcript
+    if left_out:
+        note = f"[… {left_out:,} earlier parts: all of them are in the record when the turn ends]"
+        kept.append({"type": "message", "id": "live-earlier", "role": "agent", "text": note})
+    return {**transcript, "parts": kept[::-1]}
 
 
-def _long(part: Any, max_chars: int) -> bool:
-    return (
+def _message_chars(part: Any) -> int:
+    """The length of a message part's text, -1 for another part."""
+    if (
         isinstance(part, dict)
         and part.get("type") == "message"
         and isinstance(part.get("text"), str)
-        and len(part["text"]) > max_chars
-    )
+    ):
+        return len(part["text"])
+    return -1
 
 
 def _tail_part(part: dict[str, Any], max_chars: int) -> dict[str, Any]:

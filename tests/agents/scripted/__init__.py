@@ -7,7 +7,8 @@ after it is run step by step (``turn.Turn._STEPS``); any other text is echoed as
 
 Steps (one action key each; other keys are options):
   say / think / user TEXT [message_id]   agent_message / agent_thought / user_message chunk
-  chunks N [size=20, message_id]         N agent_message_chunks, text = index zero-padded to size
+  chunks N [size=20, message_id, every]  N agent_message_chunks, text = index zero-padded to size;
+                                         with every=SECONDS, one at a time, that far apart
   huge_say NBYTES                        one agent_message_chunk of NBYTES digits
   update {...} [session_id]              session/update carrying exactly this update
   flood [{...}, ...] times=N [session_id]  N session/updates cycling through these (not recorded)

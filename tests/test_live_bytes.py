@@ -1,0 +1,228 @@
+"""The bytes a headless live view sends per turn (issue 12: at most 2 times the transcript's, at
+any pace), and that it stays live while it keeps to them (notebook/live_meter.py).
+
+The record at the end sends about 1.5 times the transcript (its HTML, its text, the transcript
+itself); the live updates before it send at most `LIVE_SHARE` of what the turn holds. A redraw
+costs twice what it draws (HTML and text) plus its message: redrawn 25 times a second a slow
+answer sent 300 times its transcript, a fast one of a second or two 2.4 times.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acp_notebook.notebook import publish
+from acp_notebook.notebook.live_meter import (
+    LIVE_MESSAGE,
+    LIVE_MIN_TAIL,
+    LIVE_SHARE,
+    LIVE_STALE_MAX,
+    LIVE_TAIL,
+    Meter,
+    chars,
+)
+from acp_notebook.protocol.limits import DEFAULT_LIMITS
+from acp_notebook.protocol.result import TurnRecord, TurnResult
+from acp_notebook.render import LIVE_FORMATS
+from tests.nb_util import MIME_TURN, execute, script, scripted
+from tests.shared_kernel import SharedKernel
+
+#: Text between two redraws of a slow answer, at most: a redraw waits until what is left of the
+#: share pays for its message and `LIVE_MIN_TAIL` characters drawn twice with their markup (at
+#: most 3 characters sent each); the share grows by `LIVE_SHARE` of twice the text (the answer
+#: is in the transcript twice). 3,500 characters: 2.1 s at the 1,700 characters a second of the
+#: test below, 8.8 s at 400 (a real agent's pace).
+GAP = (LIVE_MESSAGE + 3 * LIVE_MIN_TAIL) / (2 * LIVE_SHARE)
+#: And what arrives while the view's loop waits for its turn on a loaded machine (1.8 s of the
+#: slow answer below). A view frozen after a fixed allowance left 10,000 characters undrawn.
+SLACK = 3_000
+
+
+def _turn(text: str) -> dict[str, Any]:
+    part = {"type": "message", "id": "m1", "role": "agent", "text": text}
+    return {"turnId": "t1", "text": text, "parts": [part]}
+
+
+def _stream(chunk: str, chunks: int) -> tuple[list[tuple[int, int]], int, int]:
+    """A turn streamed `chunk` by `chunk`, offered a redraw after each (the view at any pace):
+    (text held, characters sent) of each redraw sent, the characters sent in all, the turn's
+    transcript's size (`TurnResult.to_json()` as JSON)."""
+    record = TurnRecord(turn_id="t1")
+    meter = Meter(DEFAULT_LIMITS, clock=lambda: 0.0)  # never stale: the share alone
+    meter.shown(publish.turn(_turn(""), live=True, formats=LIVE_FORMATS))
+    redraws: list[tuple[int, int]] = []
+    text = ""
+    for _ in range(chunks):
+        text += chunk
+        record.budget.text -= len(chunk)  # what the fold counts of a chunk of text
+        tail = meter.tail(record)
+        assert tail <= LIVE_TAIL
+        if tail:
+            bundle = publish.turn(_turn(text), live=True, formats=LIVE_FORMATS, tail=tail)
+            if meter.spend(bundle, tail, record):
+                redraws.append((len(text), chars(bundle) + LIVE_MESSAGE))
+        assert meter.sent <= LIVE_SHARE * meter.held(record) or not redraws  # at every step
+    result = TurnResult.from_json(_turn(text))
+    return redraws, meter.sent, len(json.dumps(result.to_json()))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("chunk", "chunks"),
+    [("word " * 4, 2_000), ("x" * 4_000, 100), ("para.\n\n" + "y" * 600, 40), ("hi", 3)],
+    ids=["slow", "fast-long", "paragraphs", "tiny"],
+)
+def test_live_updates_send_a_share_of_the_transcript_whatever_the_pace(
+    chunk: str, chunks: int
+) -> None:
+    redraws, sent, transcript = _stream(chunk, chunks)
+    first = sent - sum(cost for _, cost in redraws)
+    # The first display aside (it is shown before anything is held), a share of the turn.
+    assert sent - first <= LIVE_SHARE * 2 * len(chunk) * chunks, (sent, redraws)
+    assert sent <= LIVE_SHARE * transcript or not redraws, (sent, transcript)
+
+
+@pytest.mark.timeout(60)
+def test_a_slow_answer_is_redrawn_as_it_grows_not_frozen() -> None:
+    """Each redraw waits for the turn to pay for it: with little to spend it draws the last
+    `LIVE_MIN_TAIL` characters, so redraws come every `GAP` characters to the end (the share
+    grows with the text); they once stopped after a fixed allowance."""
+    redraws, _, _ = _stream("word " * 4, 2_000)  # 40,000 characters, 20 at a time
+    held = [n for n, _ in redraws]
+    assert len(held) >= 8, held
+    gaps = [b - a for a, b in itertools.pairwise(held)]
+    assert max(gaps) <= GAP, gaps
+    assert 40_000 - held[-1] <= GAP, held
+
+
+def test_a_view_with_nothing_it_may_draw_draws_its_end_ever_less_often() -> None:
+    """A short message, then ten minutes of silence (a tool running): nothing in the share pays
+    for a redraw, but the message shows after `LIVE_STALE` seconds, and the redraws beyond the
+    share come twice as far apart each time, up to `LIVE_STALE_MAX`."""
+    now = [0.0]
+    record = TurnRecord(turn_id="t1")
+    meter = Meter(DEFAULT_LIMITS, clock=lambda: now[0])
+    meter.shown(publish.turn(_turn(""), live=True, formats=LIVE_FORMATS))
+    text = "Let me look at the tests first."
+    record.budget.text -= len(text)
+    times = []
+    while now[0] < 600:
+        tail = meter.tail(record)
+        if tail:
+            assert tail == LIVE_MIN_TAIL
+            bundle = publish.turn(_turn(text), live=True, formats=LIVE_FORMATS, tail=tail)
+            assert meter.spend(bundle, tail, record)
+            times.append(now[0])
+        now[0] += 0.04  # the view's loop looks again after each pause
+    assert 1.0 <= times[0] <= 1.1, times
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert all(b > a - 0.05 for a, b in itertools.pairwise(gaps)), gaps  # never more often
+    assert max(gaps) <= LIVE_STALE_MAX + 0.1, gaps
+    assert len(times) <= math.log2(600) + 600 / LIVE_STALE_MAX + 1, times
+
+
+def _tool(i: int) -> dict[str, Any]:
+    content = [{"type": "content", "content": {"type": "text", "text": f"line {i} <of> it\n" * 20}}]
+    update = {"sessionUpdate": "tool_call", "toolCallId": f"c{i}", "title": f"Read file_{i}.txt"}
+    return {**update, "kind": "read", "status": "completed", "content": content}
+
+
+def test_a_redraw_draws_the_last_parts_of_a_turn_of_many() -> None:
+    """A turn of many tool calls, redrawn whole, cost what it holds at every redraw: a redraw
+    draws its last parts, about the tail's characters of them, after a note of how many are
+    left out; the last part is drawn even when it alone is longer."""
+    from acp_notebook.render.clip import live_tail
+
+    parts: list[dict[str, Any]] = []
+    for i in range(100):
+        parts += [{**_tool(i), "type": "tool_call", "id": f"c{i}"}]
+        parts += [{"type": "message", "id": f"m{i}", "role": "agent", "text": f"Read {i}. "}]
+    turn = {"turnId": "t1", "parts": parts}
+    drawn = live_tail(turn, 2_000)["parts"]
+    assert drawn[0]["text"].startswith(f"[… {200 - len(drawn) + 1} earlier parts")
+    assert drawn[1:] == parts[-len(drawn) + 1 :] and 2 < len(drawn) < 20, len(drawn)
+    assert len(json.dumps(drawn)) < 2 * 2_000
+    bundle = publish.turn(turn, live=True, formats=LIVE_FORMATS, tail=2_000)
+    assert chars(bundle) < 3 * 2_000 and "file_99.txt" in bundle["text/html"]
+    assert "file_90.txt" not in bundle["text/html"]
+    # The last part alone over the tail: drawn (a message, its end); nothing before it.
+    (note, last) = live_tail({"parts": [*parts, _turn("z" * 5_000)["parts"][0]]}, 2_000)["parts"]
+    assert note["text"].startswith("[… 200 earlier parts") and len(last["text"]) < 2_100
+    assert live_tail(turn, 1_000_000) is turn  # all of it fits: the transcript itself
+
+
+# -- in a kernel, through nbclient (a front-end without widgets) -------------------------------
+
+
+def _tool_steps(i: int) -> list[dict[str, Any]]:
+    return [{"update": _tool(i)}, {"say": f"Read file {i}. "}, {"sleep": 0.03}]
+
+
+def _sent_and_transcript(client: Any, index: int, nb: Any) -> tuple[list[str], int, int]:
+    """The live display's messages of cell `index` (text/plain of each, in order), every
+    character they and the record sent, and the transcript's size."""
+    sent, shown, view = 0, [], None
+    for i, msg in client.messages:
+        if i != index or msg["msg_type"] not in ("display_data", "update_display_data"):
+            continue
+        display_id = (msg["content"].get("transient") or {}).get("display_id")
+        if view is None and display_id and MIME_TURN not in msg["content"]["data"]:
+            view = display_id
+        if display_id is None or display_id != view:
+            continue
+        data = msg["content"]["data"]
+        sent += sum(len(v) if isinstance(v, str) else len(json.dumps(v)) for v in data.values())
+        shown.append(data.get("text/plain", ""))
+    record = next(o["data"] for o in nb.cells[index].outputs if MIME_TURN in o.get("data", {}))
+    transcript = len(json.dumps(TurnResult.from_json(record[MIME_TURN]).to_json()))
+    return shown, sent, transcript
+
+
+def _last_chunk(text: str, size: int) -> int:
+    """The index of the last chunk a redraw shows (chunks are their index, zero-padded)."""
+    runs = [r for r in re.findall(r"\d+", text) if len(r) >= size]
+    return int(runs[-1][-size:]) if runs else -1
+
+
+@pytest.mark.timeout(120)
+def test_a_slow_and_a_fast_turn_send_under_twice_their_transcript(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
+    """A slow answer (chunks of 50 characters, 1,700 a second for 7 s), a fast long one (400,000
+    characters in bursts over a second or two) and one of 100 tool calls (3 s): the live
+    display and the record send at most 2 times the transcript (1.7, 1.8 and 1.65 times; 90,
+    2.5 and 18.6 times before), and all three are redrawn. The slow one is redrawn with its
+    newest text every `GAP` characters or so while it streams. A tiny one is not redrawn."""
+    size, slow = 50, 240
+    cells = [
+        f"%%agent --agent {scripted()}\n" + script({"chunks": slow, "size": size, "every": 0.03}),
+        f"%%agent --agent {scripted()}\n"
+        + script(*[{"chunks": 2_000, "size": 20}, {"sleep": 0.1}] * 10),
+        f"%%agent --agent {scripted()}\nhi",
+        f"%%agent --agent {scripted()}\n"
+        + script(*(s for i in range(100) for s in _tool_steps(i))),  # 150,000 characters, 3 s
+    ]
+    clients: list[Any] = []
+    nb = execute(cells, tmp_path, client_out=clients, kernel=kernel, timeout=90)
+    for index in (0, 1, 3):
+        shown, sent, transcript = _sent_and_transcript(clients[0], index, nb)
+        assert sent <= 2 * transcript, (index, sent, transcript, len(shown))
+        assert len(shown) >= 4, (index, len(shown))  # the first display, redraws, the record
+    # The tiny answer: its first display and its record (about 2 times its 400 characters of
+    # transcript, kept as they are), no redraw: the share of so little pays for none.
+    shown, sent, transcript = _sent_and_transcript(clients[0], 2, nb)
+    assert len(shown) == 2, shown
+    shown, _, _ = _sent_and_transcript(clients[0], 0, nb)
+    seen = [_last_chunk(t, size) for t in shown[1:-1]]  # the redraws, less the record
+    held = [(i + 1) * size for i in seen]
+    assert len(held) >= 2 and held == sorted(held), held
+    gaps = [b - a for a, b in zip([0, *held], held, strict=False)]
+    assert max(gaps[1:]) <= GAP + SLACK, gaps  # the first waits for the first display too
+    assert slow * size - held[-1] <= GAP + SLACK, held
