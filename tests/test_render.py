@@ -995,6 +995,22 @@ def test_footer_usage_cost_duration() -> None:
     assert "<footer>" not in render_bundle(turn(stopReason=None))["text/html"]
 
 
+@pytest.mark.parametrize(
+    ("used", "meter"),
+    [
+        (0, "<meter value=0></meter>"),
+        (1, "<meter value=0></meter>"),  # 0.0005%: an empty bar (the words say 0.0%)
+        (5_200, "<meter value=.026></meter>"),
+        (160_000, "<meter value=.8></meter>"),  # at the mark: not past it
+        (160_200, "<meter value=.801 high=.8></meter>"),
+        (300_000, "<meter value=1 high=.8></meter>"),  # over the window: a full bar
+    ],
+)
+def test_context_meter_values(used: int, meter: str) -> None:
+    html = render_bundle(turn(usage={"used": used, "size": 200_000}))["text/html"]
+    assert re.findall(r"<meter[^>]*></meter>", html) == [meter]
+
+
 # -- robustness ---------------------------------------------------------------------------------
 
 json_values = st.recursive(

@@ -92,7 +92,7 @@ def _tool_text_html(body: str) -> str:
     if _MARKDOWNISH.search(clipped.text):
         html = f"<div>{to_html(clipped.text)}</div>"
     else:
-        html = f"<pre>{pre_text(clipped.text)}</pre>"  # wraps: `.acpnb-tool>pre`
+        html = f"<pre>{pre_text(clipped.text)}</pre>"  # styled as `pre.acpnb-out`, by place
     return html + note(clipped.note)
 
 
@@ -162,7 +162,7 @@ def _terminal_html(term: Terminal, live: bool) -> str:
     failed = term.signal is not None or (term.exit_code not in (None, 0))
     cls = "acpnb-st-failed" if failed else "acpnb-st-completed" if term.exited else ""
     cls = f"'acpnb-note {cls}'" if cls else "acpnb-note"
-    return (  # `acpnb-term`: a terminal's lines are not wrapped, a tool's text output is
+    return (  # `acpnb-term` keeps it out of the rule of a tool's text output, as before
         f"{note(' '.join(notes))}<pre class=acpnb-term>{pre_text(command + shown)}</pre>"
         f"<div class={cls}>{escape(status)}</div>"
     )

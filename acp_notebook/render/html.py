@@ -97,7 +97,7 @@ def _message(out: list[str], m: MessagePart, *, growing: bool) -> None:
         words = m.text.count(" ") + m.text.count("\n") + 1  # about: split() costs more
         out.append(
             f"<details class=acpnb-thought><summary>💭 {label} "
-            f"<span>(~{words:,} words)</span></summary><div>"  # muted: `.acpnb-thought span`
+            f"<span>(~{words:,} words)</span></summary><div>"  # muted, by place (style.py)
         )
         out.append(to_html(m.text, live=growing))
         _blocks(out, m.blocks)
@@ -177,10 +177,10 @@ def _footer(out: list[str], turn: Transcript, *, running: bool = True) -> None:
         frac = usage.fraction
         meter = ""
         if frac is not None:
-            # A <meter> (0 to 1): its `high` mark past 80% is the browser's own warning state,
-            # styled in style.py; no title, the words after it say the same ("context 3% …").
+            # A <meter> (0 to 1): past its `high` mark (80%) the browser draws its warning state
+            # (style.py colours it); no title, the words after it say the same ("context 3% …").
             value = f"{min(1.0, max(0.0, frac)):.3f}".rstrip("0").rstrip(".").removeprefix("0")
-            high = " high=.8" if frac >= 0.8 else ""
+            high = " high=.8" if float(value or 0) > 0.8 else ""  # the mark only where it warns
             meter = f"<meter value={value or 0}{high}></meter>"
         pieces.append(f"{meter}{escape(ctx)}")
     for piece in (labels.cost(turn), labels.tokens(turn)):
