@@ -39,7 +39,10 @@ thead tr ul
 #: The project's HTML adds these (`<style>` is judged by its content).
 HTML_ELEMENTS = MARKDOWN_ELEMENTS | {
     "b",
+    "i",
     "div",
+    "footer",
+    "meter",
     "span",
     "details",
     "summary",
@@ -48,9 +51,13 @@ HTML_ELEMENTS = MARKDOWN_ELEMENTS | {
     "style",
 }
 ALLOWED_ATTRIBUTES = frozenset(
-    "href class style title target rel start alt src open role align data-turn-id".split()
+    (
+        "href class style title target rel start alt src open role align data-turn-id value high"
+    ).split()
 )
-_STYLE_ATTRIBUTE = re.compile(r"width:[\d.]+%|text-align:\w+|max-width:100%")
+_STYLE_ATTRIBUTE = re.compile(r"text-align:\w+|max-width:100%")
+#: A meter's value and mark: a number from 0 to 1.
+_METER_NUMBER = re.compile(r"0|1|0?\.\d{1,3}")
 _SAFE_SCHEME = re.compile(r"(https?|mailto):")
 _ANY_SCHEME = re.compile(r"[a-z][a-z0-9+.-]*:")
 _SAFE_DATA_IMAGE = re.compile(r"data:image/(png|jpeg|gif|webp)[;,]")
@@ -159,6 +166,8 @@ def _attribute_problem(tag: str, name: str, value: str, *, images: bool) -> str 
         return f"script-capable URL in <{tag} href>"
     if name == "src" and not (images and tag == "img" and _SAFE_DATA_IMAGE.match(url)):
         return f"a source other than inline image data in <{tag} src>"
+    if name in ("value", "high") and not (tag == "meter" and _METER_NUMBER.fullmatch(value)):
+        return f"attribute {name}= on <{tag}> that is not a meter's number"
     if name == "style" and not _STYLE_ATTRIBUTE.fullmatch(value):
         return f"a style that is not the project's in <{tag}>"
     return None

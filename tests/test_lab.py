@@ -146,7 +146,8 @@ def test_turn_streams_asks_permission_and_edits(page, lab) -> None:
     done.wait_for()
     page.wait_for_function(RECORD_ONLY)
     edit = out.locator("details.acpnb-tool", has_text="Edit demo_notes.md")
-    assert "acpnb-st-completed" in edit.first.locator(".acpnb-badge").get_attribute("class")
+    badge = edit.first.locator("summary > b")  # completed: the badge's own colour, no class
+    assert badge.inner_text() == "✓ completed" and badge.get_attribute("class") is None
     assert out.locator(".acpnb-chosen", has_text="Allow").count() >= 1
     # Stop and permission buttons were closed (the record's copy buttons are the page's own)
     assert out.locator("button:not(.acpnb-tv-copy)").count() == 0

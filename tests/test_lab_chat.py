@@ -58,7 +58,7 @@ def idle(page: Any) -> None:
 
 def said_once(turn: Any, end: str) -> None:
     """A finished turn's footer says how it ended and how long it took once, not twice."""
-    footer = turn.locator(".acpnb-footer").inner_text()
+    footer = turn.locator("footer").inner_text()
     assert len(re.findall(rf"\b{end}\b", footer)) == 1, footer
     assert len(re.findall(r"\d\.\d\s*s\b", footer)) == 1, footer
 

@@ -106,7 +106,7 @@ def test_nbconvert_html_shows_the_record_legibly_and_no_math(page, tmp_path) -> 
     assert record.locator(".MathJax, script[type^='math/tex']").count() == 0
     answer = record.locator(".acpnb-answer")
     assert PRICES in answer.inner_text()
-    footer = record.locator(".acpnb-footer").inner_text()
+    footer = record.locator("footer").inner_text()
     assert "$0.0031 this turn" in footer and "done" in footer
     # Legible without the live view's stylesheet: the card says what ran and how it ended, and
     # the text is dark enough on the white page and of a readable size.

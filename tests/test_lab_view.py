@@ -179,7 +179,7 @@ def test_a_card_opened_mid_turn_stays_open(page, lab) -> None:
     card.wait_for()
     _open(card)
     # The thought ends, the card is updated (completed), the answer grows: both stay open.
-    out.locator("details.acpnb-tool:has(.acpnb-badge.acpnb-st-completed)").first.wait_for()
+    out.locator("details.acpnb-tool:has(> summary > b:not([class]))").first.wait_for()
     out.locator(".acpnb-answer", has_text="more 2").wait_for()
     assert out.locator("details.acpnb-thought").first.evaluate("d => d.open"), "thought closed"
     assert out.locator("details.acpnb-tool").first.evaluate("d => d.open"), "card closed"

@@ -51,7 +51,8 @@ HOSTILE = """
 <noscript><p title="</noscript><img src=x onerror=window.__pwned='noscript'>"></p></noscript>
 <template><img src="x" onerror="window.__pwned = 'template'"></template>
 <table><tr><td style="text-align:right" background="javascript:x">a cell</td></tr></table>
-<span class="acpnb-meter"><span style="width:50%">meter</span></span>
+<footer><meter value=".5" high="0.8" low="x" min="-1" style="width:50%"
+  onclick="window.__pwned = 'meter'" high2="1">meter</meter></footer>
 <ol start="3" onfocus="window.__pwned = 'ol'"><li>third</li></ol>
 <div class="jp-Dialog lm-Widget acpnb-note language-py"><b class="jp-mod-hidden">classy</b></div>
 """
@@ -78,7 +79,7 @@ display(_widget_bundle(view), raw=True)
 LEFT = """(root) => {
   const banned = new RegExp('^(script|style|iframe|svg|math|form|input|button|object|embed|'
     + 'base|meta|link|noscript|template)$');
-  const ours = /^(max-width:100%|text-align:right|width:50%)$/;
+  const ours = /^(max-width:100%|text-align:right)$/;
   const out = [];
   for (const e of root.querySelectorAll('*')) {
     const html = e.namespaceURI === 'http://www.w3.org/1999/xhtml';
@@ -110,6 +111,9 @@ def test_hostile_html_sent_to_the_view_runs_nothing_live_or_saved(page: Any, lab
     assert parts.locator("img[alt='fine image']").count() == 1
     assert parts.locator("img").count() == 1
     assert parts.locator("ol[start='3']").count() == 1
+    # A meter keeps its number and its mark, nothing else.
+    meter = parts.locator("footer > meter")
+    assert meter.evaluate("(m) => m.getAttributeNames().sort().join(' ')") == "high value"
     # No class of JupyterLab's (a dialog's covers the page): the renderer's own stay.
     assert parts.get_by_text("classy").evaluate("(e) => e.parentElement.className") == (
         "acpnb-note language-py"

@@ -218,7 +218,11 @@ def test_full_transcript_renders_all_four_mime_types() -> None:
     assert "⊘ cancelled" in html
     assert "future_thing" in html and "42" in html
     assert "the agent sent invalid JSON" in html
-    assert "context 45% (90k / 200k)" in html and "style=width:45.0%>" in html
+    assert "context 45% (90k / 200k)" in html and "<meter value=.45></meter>" in html
+    # Styled by structure: the kind icon, the status badge (completed: no class), the output.
+    assert "<summary><i>📖</i> Read app.py <b>✓ completed</b></summary>" in html
+    assert "<b class=acpnb-st-failed>✗ failed</b>" in html
+    assert "<pre>def f():&#10;    return 1</pre>" in html
     assert "$0.0123 this turn" in html and "$0.53 in total" in html and "12.3\u00a0s" in html
 
     md = bundle["text/markdown"]
@@ -265,7 +269,7 @@ def test_parts_render_in_arrival_order() -> None:
         "future_thing",
         "invalid JSON",
         "Done:",
-        "class=acpnb-footer>",
+        "<footer>",
     ]
     positions = [html.find(s) for s in order]
     assert -1 not in positions and positions == sorted(positions)
@@ -325,6 +329,10 @@ SAFE_TAGS = {
     "td",
     "a",
     "img",
+    "b",
+    "i",
+    "footer",
+    "meter",
 }
 
 
@@ -351,8 +359,7 @@ class _Audit(HTMLParser):
             if name == "src" and not value.startswith("data:image/"):
                 self.problems.append(f"src {value!r}")
             if name == "style" and not re.fullmatch(
-                r"(width:[\d.]+%|text-align:\w+|"
-                r"max-width:100%)",
+                r"(text-align:\w+|max-width:100%)",
                 value,
             ):
                 self.problems.append(f"style {value!r}")
@@ -467,7 +474,7 @@ def test_html_attributes_cannot_be_broken_out_of() -> None:
     )["text/html"]
     assert audit(html) == []
     assert "title='x&quot; onclick=&quot;y'" in html  # the quote is escaped in attributes
-    assert "acpnb-st-abc" in html  # class names keep only safe characters
+    assert "<b class=acpnb-st-abc>" in html  # class names keep only safe characters
 
 
 def test_javascript_links_are_not_links() -> None:
@@ -882,7 +889,7 @@ def test_refusal_is_shown_prominently() -> None:
         r"discarded",
         bundle["text/html"],
     )
-    assert "<strong>refused</strong>" in bundle["text/html"]  # in the footer too
+    assert "<b>refused</b></footer>" in bundle["text/html"]  # in the footer too
     assert "⛔ **Refused.**" in bundle["text/markdown"]
     assert "⛔ refused:" in bundle["text/plain"]
 
@@ -911,7 +918,7 @@ def test_errors_are_visible() -> None:
     html = bundle["text/html"]
     assert "role=alert><strong>⚠ Error</strong> protocol error: bad frame" in html
     assert "✗ The turn failed:</strong> the agent exited (code 1)" in html
-    assert "<strong>failed</strong>" in html
+    assert "<b>failed</b></footer>" in html
     assert "✗ <strong>The turn failed:</strong> the agent exited (code 1)" in shown(
         bundle["text/markdown"]
     )
@@ -978,13 +985,30 @@ def test_footer_usage_cost_duration() -> None:
             agent="gemini",
         )
     )["text/html"]
-    footer = html[html.index("class=acpnb-footer>") :]
-    assert "<strong>gemini</strong>" in footer
-    assert "'acpnb-meter acpnb-high'" in footer and "style=width:95.0%>" in footer
+    footer = html[html.index("<footer>") :]
+    assert "<b>gemini</b>" in footer
+    # Past 80% the meter's own `high` mark (the browser's warning state) is passed.
+    assert "<meter value=.95 high=.8></meter>" in footer
     assert "context 95% (190k / 200k)" in footer
     assert "cost 0.25 EUR this turn, 2.50 EUR in total" in footer
     assert "2\u00a0min 5\u00a0s" in footer and "done" in footer
-    assert "acpnb-footer" not in render_bundle(turn(stopReason=None))["text/html"]
+    assert "<footer>" not in render_bundle(turn(stopReason=None))["text/html"]
+
+
+@pytest.mark.parametrize(
+    ("used", "meter"),
+    [
+        (0, "<meter value=0></meter>"),
+        (1, "<meter value=0></meter>"),  # 0.0005%: an empty bar (the words say 0.0%)
+        (5_200, "<meter value=.026></meter>"),
+        (160_000, "<meter value=.8></meter>"),  # at the mark: not past it
+        (160_200, "<meter value=.801 high=.8></meter>"),
+        (300_000, "<meter value=1 high=.8></meter>"),  # over the window: a full bar
+    ],
+)
+def test_context_meter_values(used: int, meter: str) -> None:
+    html = render_bundle(turn(usage={"used": used, "size": 200_000}))["text/html"]
+    assert re.findall(r"<meter[^>]*></meter>", html) == [meter]
 
 
 # -- robustness ---------------------------------------------------------------------------------

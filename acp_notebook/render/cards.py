@@ -30,7 +30,9 @@ def tool_call(out: list[str], call: ToolCallPart, turn: Transcript) -> None:
     Open when there is something to look at (a diff, a terminal) or the call failed.
     """
     glyph, word = labels.tool_status(call.status)
-    status_cls = css_class(call.status)
+    # Completed is the badge's own colour: the status most cards have names itself by text
+    # alone, 25 B less a card in a saved record (issue 12); any other status is a class.
+    badge = "<b>" if call.status == "completed" else f"<b class=acpnb-st-{css_class(call.status)}>"
     content, locations, kind = call.content_items, call.location_items, call.tool_kind
     diffs = [c for c in content if isinstance(c, DiffContent)]
     is_open = (
@@ -45,15 +47,16 @@ def tool_call(out: list[str], call: ToolCallPart, turn: Transcript) -> None:
         for d in diffs:
             u = unified(d.path, d.old, d.new)
             added, removed = added + u.added, removed + u.removed
-        stats = f" <span class=acpnb-muted>+{added} −{removed}</span>"
-    # The status is the badge's class (its colour, and what the tests read): the same on the card
-    # too would be 21 B more for each card in a saved record, and nothing styles it.
+        stats = f" <span>+{added} −{removed}</span>"
+    # Styled by structure (style.py: `.acpnb-tool>summary>i`, `>b`, `>span`, `.acpnb-tool>pre`):
+    # a class on each would cost every card of a saved record (issue 12) and tell nothing more.
+    # A kind has its own icon, one to one; the kind's word is a tooltip only where the icon is the
+    # generic one (a kind ACP does not list), 11 B a card less otherwise.
+    icon = labels.kind_icon(kind)
+    tip = f" title={attr(kind)}" if kind not in labels.KIND_ICONS else ""
     out.append(
         f"<details class=acpnb-tool{' open' if is_open else ''}>"
-        f"<summary><span class=acpnb-kind title={attr(kind)}>"
-        f"{labels.kind_icon(kind)}</span> {title} "
-        f"<span class='acpnb-badge acpnb-st-{status_cls}'>{glyph} {escape(word)}</span>"
-        f"{stats}</summary>"
+        f"<summary><i{tip}>{icon}</i> {title} {badge}{glyph} {escape(word)}</b>{stats}</summary>"
     )
     if locations:
         locs = ", ".join(
@@ -89,7 +92,7 @@ def _tool_text_html(body: str) -> str:
     if _MARKDOWNISH.search(clipped.text):
         html = f"<div>{to_html(clipped.text)}</div>"
     else:
-        html = f"<pre class=acpnb-out>{pre_text(clipped.text)}</pre>"
+        html = f"<pre>{pre_text(clipped.text)}</pre>"  # styled as `pre.acpnb-out`, by place
     return html + note(clipped.note)
 
 
@@ -159,8 +162,8 @@ def _terminal_html(term: Terminal, live: bool) -> str:
     failed = term.signal is not None or (term.exit_code not in (None, 0))
     cls = "acpnb-st-failed" if failed else "acpnb-st-completed" if term.exited else ""
     cls = f"'acpnb-note {cls}'" if cls else "acpnb-note"
-    return (
-        f"{note(' '.join(notes))}<pre>{pre_text(command + shown)}</pre>"
+    return (  # `acpnb-term` keeps it out of the rule of a tool's text output, as before
+        f"{note(' '.join(notes))}<pre class=acpnb-term>{pre_text(command + shown)}</pre>"
         f"<div class={cls}>{escape(status)}</div>"
     )
 

@@ -97,7 +97,7 @@ def _message(out: list[str], m: MessagePart, *, growing: bool) -> None:
         words = m.text.count(" ") + m.text.count("\n") + 1  # about: split() costs more
         out.append(
             f"<details class=acpnb-thought><summary>💭 {label} "
-            f"<span class=acpnb-muted>(~{words:,} words)</span></summary><div>"
+            f"<span>(~{words:,} words)</span></summary><div>"  # muted, by place (style.py)
         )
         out.append(to_html(m.text, live=growing))
         _blocks(out, m.blocks)
@@ -167,7 +167,7 @@ def _footer(out: list[str], turn: Transcript, *, running: bool = True) -> None:
     if turn.live and running:
         pieces.append("<span class=acpnb-running>◌ running…</span>")
     if turn.agent:
-        pieces.append(f"<strong>{escape(turn.agent)}</strong>")
+        pieces.append(f"<b>{escape(turn.agent)}</b>")
     if turn.title:
         pieces.append(f"“{escape(turn.title)}”")
     if turn.note:
@@ -177,10 +177,11 @@ def _footer(out: list[str], turn: Transcript, *, running: bool = True) -> None:
         frac = usage.fraction
         meter = ""
         if frac is not None:
-            width = min(100.0, frac * 100)
-            cls = "'acpnb-meter acpnb-high'" if frac >= 0.8 else "acpnb-meter"
-            # No title: the words after it say the same ("context 3% (5.2k / 200k)").
-            meter = f"<span class={cls}><span style=width:{width:.1f}%></span></span>"
+            # A <meter> (0 to 1): past its `high` mark (80%) the browser draws its warning state
+            # (style.py colours it); no title, the words after it say the same ("context 3% …").
+            value = f"{min(1.0, max(0.0, frac)):.3f}".rstrip("0").rstrip(".").removeprefix("0")
+            high = " high=.8" if float(value or 0) > 0.8 else ""  # the mark only where it warns
+            meter = f"<meter value={value or 0}{high}></meter>"
         pieces.append(f"{meter}{escape(ctx)}")
     for piece in (labels.cost(turn), labels.tokens(turn)):
         if piece:
@@ -191,9 +192,9 @@ def _footer(out: list[str], turn: Transcript, *, running: bool = True) -> None:
         reason = labels.stop_reason(turn)
         if reason:
             strong = reason != labels.STOP_REASONS["end_turn"]
-            pieces.append(f"<strong>{escape(reason)}</strong>" if strong else escape(reason))
+            pieces.append(f"<b>{escape(reason)}</b>" if strong else escape(reason))
     if pieces:
-        out.append(f"<div class=acpnb-footer>{' · '.join(pieces)}</div>")
+        out.append(f"<footer>{' · '.join(pieces)}</footer>")
 
 
 #: How each part kind is drawn, in arrival order: (out, part, turn, growing). A kind added to

@@ -22,7 +22,8 @@ div.acpnb-turn:not(#_) pre{background:var(--jp-layout-color2,rgba(127,127,127,.1
  color:var(--jp-content-font-color1,inherit);padding:6px 8px;margin:.5em 0;border-radius:4px;
  overflow:auto;max-height:32em;font-family:var(--jp-code-font-family,ui-monospace,monospace);
  font-size:var(--jp-code-font-size,12px);line-height:1.4;white-space:pre}
-.acpnb-turn pre.acpnb-out{white-space:pre-wrap;word-break:break-word}
+.acpnb-turn pre.acpnb-out,.acpnb-turn .acpnb-tool>pre:not(.acpnb-diff,.acpnb-term){
+ white-space:pre-wrap;word-break:break-word}
 .acpnb-turn code{font-family:var(--jp-code-font-family,ui-monospace,monospace);font-size:.92em}
 .acpnb-turn table{border-collapse:collapse;margin:4px 0}
 .acpnb-turn th,.acpnb-turn td{border:1px solid var(--jp-border-color2,rgba(127,127,127,.35));
@@ -30,6 +31,7 @@ div.acpnb-turn:not(#_) pre{background:var(--jp-layout-color2,rgba(127,127,127,.1
 .acpnb-turn details>summary{cursor:pointer}
 .acpnb-turn .acpnb-muted{color:var(--jp-ui-font-color2,rgba(127,127,127,.95))}
 .acpnb-turn .acpnb-thought{margin:4px 0;color:var(--jp-ui-font-color2,inherit)}
+.acpnb-turn .acpnb-thought>summary>span{color:var(--jp-ui-font-color2,rgba(127,127,127,.95))}
 .acpnb-turn .acpnb-thought>div{border-left:3px solid var(--jp-border-color2,rgba(127,127,127,.4));
  padding-left:8px;font-style:italic}
 .acpnb-turn .acpnb-user{border-left:3px solid var(--jp-brand-color2,rgba(33,150,243,.6));
@@ -50,10 +52,17 @@ div.acpnb-turn:not(#_) pre{background:var(--jp-layout-color2,rgba(127,127,127,.1
 .acpnb-turn .acpnb-tool>summary,.acpnb-turn .acpnb-raw>summary{padding:2px 0}
 .acpnb-turn .acpnb-tool[open]>summary{border-bottom:1px solid
  var(--jp-border-color3,rgba(127,127,127,.2));margin-bottom:4px}
-.acpnb-turn .acpnb-kind{display:inline-block;width:1.5em;text-align:center}
-.acpnb-turn .acpnb-badge{font-size:.8em;border-radius:9px;padding:0 7px;margin-left:6px;
- border:1px solid currentColor;white-space:nowrap;vertical-align:1px}
-.acpnb-turn .acpnb-st-completed{color:var(--jp-success-color1,#2e7d32)}
+/* A card's kind icon, diff counts and status badge, styled by place; the classes after them
+   (acpnb-kind, acpnb-badge, acpnb-footer, acpnb-meter) are the markup of records saved before. */
+.acpnb-turn .acpnb-tool>summary>i,.acpnb-turn .acpnb-kind{display:inline-block;width:1.5em;
+ text-align:center;font-style:normal}
+.acpnb-turn .acpnb-tool>summary>span:not([class]){
+ color:var(--jp-ui-font-color2,rgba(127,127,127,.95))}
+.acpnb-turn .acpnb-tool>summary>b,.acpnb-turn .acpnb-badge{font-size:.8em;border-radius:9px;
+ padding:0 7px;margin-left:6px;border:1px solid currentColor;white-space:nowrap;
+ vertical-align:1px;font-weight:inherit}
+.acpnb-turn .acpnb-tool>summary>b:not([class]),.acpnb-turn .acpnb-st-completed{
+ color:var(--jp-success-color1,#2e7d32)}
 .acpnb-turn .acpnb-st-failed{color:var(--jp-error-color1,#c62828)}
 .acpnb-turn .acpnb-st-cancelled{color:var(--jp-ui-font-color2,#757575)}
 .acpnb-turn .acpnb-st-pending,.acpnb-turn .acpnb-st-in_progress{
@@ -73,14 +82,25 @@ div.acpnb-turn:not(#_) pre{background:var(--jp-layout-color2,rgba(127,127,127,.1
  background:rgba(255,152,0,.1)}
 .acpnb-turn .acpnb-info{border-left-color:var(--jp-ui-font-color2,#757575);
  background:rgba(127,127,127,.1)}
-.acpnb-turn .acpnb-footer{font-size:.85em;color:var(--jp-ui-font-color2,inherit);
- border-top:1px solid var(--jp-border-color3,rgba(127,127,127,.25));margin-top:6px;
- padding-top:3px}
-.acpnb-turn .acpnb-meter{display:inline-block;width:60px;height:6px;border-radius:3px;
- background:var(--jp-layout-color3,rgba(127,127,127,.3));vertical-align:middle;overflow:hidden;
- margin:0 4px}
+.acpnb-turn footer,.acpnb-turn .acpnb-footer{font-size:.85em;
+ color:var(--jp-ui-font-color2,inherit);
+ border-top:1px solid var(--jp-border-color3,rgba(127,127,127,.25));margin-top:6px;padding-top:3px}
+.acpnb-turn footer>b{font-weight:bold}
+/* The context meter: a track and its fill, blue, orange past its `high` mark (80%). */
+.acpnb-turn footer>meter,.acpnb-turn .acpnb-meter{appearance:none;display:inline-block;
+ width:60px;height:6px;border-radius:3px;background:var(--jp-layout-color3,rgba(127,127,127,.3));
+ vertical-align:middle;overflow:hidden;margin:0 4px;border:0}
 .acpnb-turn .acpnb-meter>span{display:block;height:100%;background:var(--jp-brand-color1,#1976d2)}
 .acpnb-turn .acpnb-meter.acpnb-high>span{background:var(--jp-warn-color1,#ef6c00)}
+.acpnb-turn footer>meter::-webkit-meter-bar{background:transparent;border:0;border-radius:0;
+ height:6px}
+.acpnb-turn footer>meter::-webkit-meter-optimum-value{height:6px;
+ background:var(--jp-brand-color1,#1976d2)}
+.acpnb-turn footer>meter::-webkit-meter-suboptimum-value{height:6px;
+ background:var(--jp-warn-color1,#ef6c00)}
+.acpnb-turn footer>meter::-moz-meter-bar{background:var(--jp-brand-color1,#1976d2)}
+.acpnb-turn footer>meter:-moz-meter-sub-optimum::-moz-meter-bar{
+ background:var(--jp-warn-color1,#ef6c00)}
 .acpnb-turn .acpnb-running{color:var(--jp-brand-color1,#1976d2);font-weight:600;
  animation:acpnb-pulse 1.4s ease-in-out infinite}
 @keyframes acpnb-pulse{50%{opacity:.4}}

@@ -5,7 +5,7 @@
 // textContent, which runs the paragraphs and items of the renderer's lean markup together
 // (no newline between its tags), nor innerText, which depends on layout (empty when hidden).
 // A loop, not recursion: markup nested however deep cannot exhaust the stack.
-const BLOCK = /^(p|div|li|ul|ol|pre|table|tr|h[1-6]|blockquote|details|summary|hr)$/;
+const BLOCK = /^(p|div|li|ul|ol|pre|table|tr|h[1-6]|blockquote|details|summary|hr|footer)$/;
 function plainText(el) {
   let out = "";
   const todo = [el];

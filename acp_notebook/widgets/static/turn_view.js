@@ -52,9 +52,9 @@ function node(tag, cls, text) {
 // image only as inline raster data, a style only as one of the renderer's few declarations.
 // What stays is saved in the notebook (snapshots, the chat's record), trusted when reopened.
 const HTML_NS = "http://www.w3.org/1999/xhtml";
-const TAGS = new Set(("a b blockquote br code del details div em h1 h2 h3 h4 h5 h6 hr img li ol p pre " +
-  "s small span strong summary table tbody td th thead tr ul").split(" "));
-const STYLE = /^(width:\d{1,3}(\.\d+)?%|text-align:(left|right|center)|max-width:100%)$/;
+const TAGS = new Set(("a b blockquote br code del details div em footer h1 h2 h3 h4 h5 h6 hr i img li " +
+  "meter ol p pre s small span strong summary table tbody td th thead tr ul").split(" "));
+const STYLE = /^(text-align:(left|right|center)|max-width:100%)$/;
 const IMAGE = /^data:image\/(png|jpeg|gif|webp);base64,[a-z0-9+/=]*$/i;
 const SCHEME = /^([a-z][a-z0-9+.-]*):/;
 // The renderer's classes: its own (acpnb-), a fence's language, MathJax's opt-out. Another
@@ -70,6 +70,7 @@ function allowed(tag, name, value) {
     case "style": return STYLE.test(value.trim());
     case "align": return /^(left|right|center)$/.test(value);
     case "open": return tag === "details";
+    case "value": case "high": return tag === "meter" && /^(0|1|0?\.\d{1,3})$/.test(value);
     case "start": return tag === "ol" && /^\d{1,9}$/.test(value);
     case "alt": return tag === "img";
     case "src": return tag === "img" && IMAGE.test(value.replace(/\s/g, ""));
@@ -165,7 +166,7 @@ function copyInRecord(area, turnId, texts) {
         a.before(b);
       });
     }
-    const footer = rec.querySelector(".acpnb-footer");
+    const footer = rec.querySelector(":scope > footer");
     if (!footer) return;
     const all = copyButton("copy answer", "Copy the whole answer's Markdown", () => wholeAnswer(texts), "acpnb-tv-allcopy");
     all.style.fontSize = ".8em";
@@ -308,8 +309,8 @@ function render({ model, el }) {
 
   // The footer line (kernel HTML) gets the state, the clock, the model and Stop.
   function dressFooter() {
-    let footer = tail.querySelector(".acpnb-footer");
-    if (!footer) { footer = node("div", "acpnb-footer"); tail.append(footer); }
+    let footer = tail.querySelector("footer");
+    if (!footer) { footer = node("footer"); tail.append(footer); }
     footerRest = footer.childNodes.length > 0;
     footer.prepend(lead);
     footer.append(controls);
