@@ -71,6 +71,11 @@ CLOSE_ALL = """async () => {
 }"""
 
 
+#: How often a page function waited for is run, in ms. Playwright's default runs it at every
+#: animation frame, 60 times a second, for as long as a test waits: a fifth of Chromium's CPU in
+#: the browser tests (test_lab_view*.py: 27 -> 22 s of the renderer's CPU).
+POLL = 100
+
 #: Runs a JupyterLab command and waits for it, returning nothing: Playwright copies what a page
 #: function returns to Python whole, and `docmanager:open` resolves to the notebook's widget,
 #: 4.4 MB as JSON (about 2 s of this process's CPU a test, and more in Chromium and the driver).
@@ -95,11 +100,13 @@ def open_notebook(page, lab, name: str) -> None:
         and page.evaluate(CLOSE_ALL)
     )
     if in_place:
-        page.wait_for_function("() => !document.querySelector('.jp-Notebook')")
+        page.wait_for_function(
+            polling=POLL, expression="() => !document.querySelector('.jp-Notebook')"
+        )
         command(page, "docmanager:open", {"path": name})
     else:
         page.goto(f"{base}/doc/tree/{name}?token={token}&reset")
-    page.wait_for_function(READY, timeout=60_000)
+    page.wait_for_function(polling=POLL, expression=READY, timeout=60_000)
 
 
 def open_and_run(page, lab, name: str, *cells: str) -> None:
@@ -144,7 +151,7 @@ def test_turn_streams_asks_permission_and_edits(page, lab) -> None:
     # The turn ends: the record replaces the live view, the controls are gone.
     done = out.locator(".acpnb-answer", has_text="a walk through a coding-agent turn")
     done.wait_for()
-    page.wait_for_function(RECORD_ONLY)
+    page.wait_for_function(polling=POLL, expression=RECORD_ONLY)
     edit = out.locator("details.acpnb-tool", has_text="Edit demo_notes.md")
     badge = edit.first.locator("summary > b")  # completed: the badge's own colour, no class
     assert badge.inner_text() == "✓ completed" and badge.get_attribute("class") is None
@@ -180,7 +187,7 @@ def test_stop_button_cancels_a_slow_turn(page, lab) -> None:
     stop.click()
 
     out.locator(".acpnb-alert", has_text="Cancelled").wait_for()
-    page.wait_for_function(RECORD_ONLY)
+    page.wait_for_function(polling=POLL, expression=RECORD_ONLY)
     assert time.monotonic() - started < 15  # not the ~20 s the slow turn takes
     assert out.locator("button:not(.acpnb-tv-copy)").count() == 0
     # Run All went on: the next cell waited for the turn, which ended as cancelled, not failed.

@@ -18,7 +18,7 @@ import nbformat
 import pytest
 
 from tests.nb_util import new_nb
-from tests.test_lab import READY, command, shoot
+from tests.test_lab import POLL, READY, command, shoot
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -35,7 +35,7 @@ def open_nb(page: Any, lab: Any, name: str, *cells: str) -> None:
     base, token, root = lab
     nbformat.write(new_nb(*cells), root / name)
     page.goto(f"{base}/doc/tree/{name}?token={token}&reset")
-    page.wait_for_function(READY, timeout=60_000)
+    page.wait_for_function(polling=POLL, expression=READY, timeout=60_000)
 
 
 def run_cell(page: Any, index: int) -> None:
@@ -52,7 +52,9 @@ def session_id(chat: Any) -> str:
 def idle(page: Any) -> None:
     """No turn of the chat runs (its view and the chat's status say so)."""
     page.wait_for_function(
-        "() => !document.querySelector('.acpnb-chat .acpnb-running')", timeout=60_000
+        polling=POLL,
+        expression="() => !document.querySelector('.acpnb-chat .acpnb-running')",
+        timeout=60_000,
     )
 
 
@@ -178,7 +180,9 @@ def test_chat_menus_completion_attachment_and_the_saved_conversation(page: Any, 
     model.select_option(label="Demo Thorough")
     status = chat.locator(".widget-html", has_text="session").last
     page.wait_for_function(
-        "() => /mode ask/.test(document.querySelector('.acpnb-chat').innerText)", timeout=20_000
+        polling=POLL,
+        expression="() => /mode ask/.test(document.querySelector('.acpnb-chat').innerText)",
+        timeout=20_000,
     )
     assert "mode ask" in status.inner_text()
 
@@ -223,7 +227,9 @@ def test_chat_menus_completion_attachment_and_the_saved_conversation(page: Any, 
     # Back to Code mode, a turn that edits asks first: the buttons are inside its card.
     mode.select_option(label="Code")
     page.wait_for_function(
-        "() => /mode code/.test(document.querySelector('.acpnb-chat').innerText)", timeout=20_000
+        polling=POLL,
+        expression="() => /mode code/.test(document.querySelector('.acpnb-chat').innerText)",
+        timeout=20_000,
     )
     box.type("please add a line to the notes")
     box.press("Enter")
@@ -231,7 +237,7 @@ def test_chat_menus_completion_attachment_and_the_saved_conversation(page: Any, 
     allow = card.locator("button.acpnb-permission-option", has_text="Allow once")
     allow.wait_for(timeout=60_000)
     # The log followed the turn down to the question (nobody scrolled it up).
-    page.wait_for_function(f"() => ({FROM_BOTTOM})() <= 30", timeout=5_000)
+    page.wait_for_function(polling=POLL, expression=f"() => ({FROM_BOTTOM})() <= 30", timeout=5_000)
     shoot(page, "chat-permission")
     allow.click()
     turns.nth(1).locator(".acpnb-answer", has_text="Demo turn 2").wait_for(timeout=60_000)
@@ -268,7 +274,9 @@ def save_and_check(page: Any, lab: Any, name: str) -> None:
     """Saved: no widget output left, the conversation's record in the cell, once."""
     command(page, "docmanager:save")
     page.wait_for_function(
-        "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000
+        polling=POLL,
+        expression="() => !window.jupyterapp.shell.currentWidget.context.model.dirty",
+        timeout=30_000,
     )
     nb = nbformat.read(lab[2] / name, as_version=4)
     bundles = [o.get("data", {}) for o in nb.cells[0].outputs]
@@ -319,7 +327,9 @@ def test_a_turn_sends_what_it_adds_and_the_chat_reopens_without_its_kernel(
         box.type(f"/plan step {n}")
         box.press("Enter")
         # The turn is in the record the page holds (what it will save).
-        page.wait_for_function(f"() => ({RECORD})()?.turns === {n}", timeout=60_000)
+        page.wait_for_function(
+            polling=POLL, expression=f"() => ({RECORD})()?.turns === {n}", timeout=60_000
+        )
         record = page.evaluate(RECORD)
         sent.append(record_bytes[0] - before)
         added.append(record["size"] - size)
@@ -335,7 +345,9 @@ def test_a_turn_sends_what_it_adds_and_the_chat_reopens_without_its_kernel(
     # Saved while the chat is live: the widget's output and the record are in the file.
     command(page, "docmanager:save")
     page.wait_for_function(
-        "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000
+        polling=POLL,
+        expression="() => !window.jupyterapp.shell.currentWidget.context.model.dirty",
+        timeout=30_000,
     )
     nb = nbformat.read(root / "chat-long.ipynb", as_version=4)
     bundles = [o.get("data", {}) for o in nb.cells[0].outputs]
@@ -353,7 +365,7 @@ def test_a_turn_sends_what_it_adds_and_the_chat_reopens_without_its_kernel(
         timeout=30,
     ).close()
     page.goto(f"{base}/doc/tree/chat-long.ipynb?token={token}&reset")
-    page.wait_for_function(READY, timeout=60_000)
+    page.wait_for_function(polling=POLL, expression=READY, timeout=60_000)
     record = page.locator(".jp-Notebook .acpnb-chat-record")
     record.get_by_text("Demo turn 4").first.wait_for(timeout=60_000)
     assert record.is_visible()

@@ -14,7 +14,7 @@ import nbformat
 import pytest
 
 from acp_notebook.widgets.chat import UNDRAWN
-from tests.test_lab import READY, command, shoot
+from tests.test_lab import POLL, READY, command, shoot
 from tests.test_lab_chat import RECORD, idle, open_nb, run_cell
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
@@ -48,10 +48,15 @@ def test_stop_gives_a_queued_message_back_to_the_input_box(page: Any, lab: Any) 
     chat.locator("button.acpnb-chat-stop").click()
     first.locator(".acpnb-alert", has_text="Cancelled").wait_for(timeout=20_000)
     # The queued message is back, after the draft; its turn left the log; nothing runs.
-    page.wait_for_function(f"() => ({BOX_VALUE})().includes('@queued-attach.txt')", timeout=20_000)
+    page.wait_for_function(
+        polling=POLL,
+        expression=f"() => ({BOX_VALUE})().includes('@queued-attach.txt')",
+        timeout=20_000,
+    )
     assert page.evaluate(BOX_VALUE).rstrip() == "/explain my draft\n\n/plan read @queued-attach.txt"
     page.wait_for_function(
-        "() => document.querySelectorAll('.acpnb-chat-log .acpnb-turn').length === 1",
+        polling=POLL,
+        expression="() => document.querySelectorAll('.acpnb-chat-log .acpnb-turn').length === 1",
         timeout=20_000,
     )
     idle(page)
@@ -82,7 +87,9 @@ def test_the_chat_run_again_shows_the_conversation_so_far(page: Any, lab: Any) -
     # The same cell again: a new chat on the same session, in place of the first.
     old = box.element_handle()
     run_cell(page, 0)
-    page.wait_for_function("(el) => !el.isConnected", arg=old, timeout=60_000)
+    page.wait_for_function(
+        polling=POLL, expression="(el) => !el.isConnected", arg=old, timeout=60_000
+    )
     box.wait_for()
     # It opens with the conversation so far: the user's message and the turn, as they ended.
     first = turns.nth(0)
@@ -97,11 +104,15 @@ def test_the_chat_run_again_shows_the_conversation_so_far(page: Any, lab: Any) -
     box.press("Enter")
     turns.nth(1).locator(".acpnb-answer", has_text="Demo turn 2").wait_for(timeout=60_000)
     assert turns.count() == 2
-    page.wait_for_function(f"() => ({RECORD})()?.turns === 2", timeout=30_000)
+    page.wait_for_function(
+        polling=POLL, expression=f"() => ({RECORD})()?.turns === 2", timeout=30_000
+    )
     idle(page)
     command(page, "docmanager:save")
     page.wait_for_function(
-        "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000
+        polling=POLL,
+        expression="() => !window.jupyterapp.shell.currentWidget.context.model.dirty",
+        timeout=30_000,
     )
     nb = nbformat.read(lab[2] / "chat-again.ipynb", as_version=4)
     (html,) = [
@@ -119,7 +130,9 @@ def saved_record(page: Any, lab: Any, name: str) -> str:
     """The chat's record HTML as saved (the page saves the notebook first)."""
     command(page, "docmanager:save")
     page.wait_for_function(
-        "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000
+        polling=POLL,
+        expression="() => !window.jupyterapp.shell.currentWidget.context.model.dirty",
+        timeout=30_000,
     )
     nb = nbformat.read(lab[2] / name, as_version=4)
     (html,) = [
@@ -141,7 +154,9 @@ def test_two_views_of_one_chat_keep_an_unfinished_turn_once(page: Any, lab: Any)
         await window.jupyterapp.commands.execute('notebook:create-output-view'); }"""
     )
     page.wait_for_function(
-        "() => document.querySelectorAll('.acpnb-chat textarea.acpnb-chat-text').length === 2",
+        polling=POLL,
+        expression="() => document.querySelectorAll("
+        "'.acpnb-chat textarea.acpnb-chat-text').length === 2",
         timeout=30_000,
     )
     box = page.locator(".jp-Notebook .acpnb-chat textarea.acpnb-chat-text")
@@ -149,7 +164,8 @@ def test_two_views_of_one_chat_keep_an_unfinished_turn_once(page: Any, lab: Any)
     box.press("Enter")
     # Both views draw the turn; the kernel goes while it streams.
     page.wait_for_function(
-        """() => Array.from(document.querySelectorAll('.acpnb-chat-log .acpnb-tv'))
+        polling=POLL,
+        expression="""() => Array.from(document.querySelectorAll('.acpnb-chat-log .acpnb-tv'))
           .filter((v) => v.querySelector('.acpnb-thought, .acpnb-plan')).length === 2""",
         timeout=60_000,
     )
@@ -214,18 +230,22 @@ def test_a_dead_chat_reads_well_in_an_untrusted_notebook(page: Any, lab: Any) ->
     box.wait_for()
     box.type("/plan words kept")
     box.press("Enter")
-    page.wait_for_function(f"() => ({RECORD})()?.turns === 1", timeout=60_000)
+    page.wait_for_function(
+        polling=POLL, expression=f"() => ({RECORD})()?.turns === 1", timeout=60_000
+    )
     idle(page)
     command(page, "docmanager:save")
     page.wait_for_function(
-        "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000
+        polling=POLL,
+        expression="() => !window.jupyterapp.shell.currentWidget.context.model.dirty",
+        timeout=30_000,
     )
     # Opened elsewhere after an edit: not trusted, so no widget is drawn and no <style> kept.
     nb = nbformat.read(root / "chat-untrusted.ipynb", as_version=4)
     nb.cells[0].source += "\n# edited elsewhere"
     nbformat.write(nb, root / "chat-untrusted-copy.ipynb")
     page.goto(f"{base}/doc/tree/chat-untrusted-copy.ipynb?token={token}&reset")
-    page.wait_for_function(READY, timeout=60_000)
+    page.wait_for_function(polling=POLL, expression=READY, timeout=60_000)
     cell = page.locator(".jp-Notebook .jp-Cell").first
     cell.get_by_text("Demo turn 1").first.wait_for(timeout=60_000)
     assert not page.evaluate(

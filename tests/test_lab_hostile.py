@@ -26,7 +26,7 @@ import pytest
 
 from tests.hostile_payloads import CLASSES, by_class
 from tests.nb_util import new_nb
-from tests.test_lab import ARTIFACTS, READY, command, output
+from tests.test_lab import ARTIFACTS, POLL, READY, command, output
 
 AGENT = Path(__file__).parent / "agents" / "hostile_agent.py"
 
@@ -110,7 +110,7 @@ class Watch:
         dialog.dismiss()
 
     def ran(self, step: str) -> list[str]:
-        self.page.wait_for_function(SETTLED)
+        self.page.wait_for_function(polling=POLL, expression=SETTLED)
         self.page.evaluate(TICK)
         # Each payload once, with how often it ran (live redraws render the same text again).
         hits = [
@@ -146,14 +146,16 @@ def hostile_lab(lab: Any) -> Any:
 def open_nb(page: Any, lab: Any, name: str, *, run: bool) -> None:
     base, token, _ = lab
     page.goto(f"{base}/doc/tree/{name}?token={token}&reset")
-    page.wait_for_function(READY, timeout=60_000)
+    page.wait_for_function(polling=POLL, expression=READY, timeout=60_000)
     if run:  # not awaited: a command that waits for a kernel dialog would hang page.evaluate
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
 
 
 def save(page: Any) -> None:
     command(page, "docmanager:save")
-    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty")
+    page.wait_for_function(
+        polling=POLL, expression="() => !window.jupyterapp.shell.currentWidget.context.model.dirty"
+    )
 
 
 def alone_bundles(nb: Any) -> list[dict[str, str]]:

@@ -15,7 +15,7 @@ import pytest
 from tests.hostile_payloads import ALERTS, encodable
 from tests.nb_util import scripted
 from tests.test_hostile_commands import config_options, session_files, titles_cell
-from tests.test_lab import open_and_run, output, shoot
+from tests.test_lab import POLL, open_and_run, output, shoot
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -65,7 +65,8 @@ def test_agent_strings_run_no_script_in_lab(page, lab) -> None:
     )
     # The control cell runs last, unless Run All stopped at an error.
     page.wait_for_function(
-        "() => document.querySelectorAll('.jp-Notebook .jp-Cell')[5]"
+        polling=POLL,
+        expression="() => document.querySelectorAll('.jp-Notebook .jp-Cell')[5]"
         "?.querySelector('.jp-OutputArea img') || document.querySelector("
         "'.jp-Notebook [data-mime-type=\"application/vnd.jupyter.stderr\"]')",
         timeout=180_000,

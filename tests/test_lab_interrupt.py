@@ -12,7 +12,7 @@ import pytest
 
 from tests.agents.script import agent_command
 from tests.nb_util import process_gone, wait_until
-from tests.test_lab import open_and_run, output, shoot
+from tests.test_lab import POLL, open_and_run, output, shoot
 
 # What these tests check is in the notebook each opens, not in a fresh browser context.
 pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(180)]
@@ -40,7 +40,9 @@ def test_interrupt_button_shows_one_line_and_stops_the_run(page: Any, lab: Any) 
         "(the agent was sent session/cancel)"
     ], shown
     out.locator(".acpnb-alert", has_text="Cancelled").wait_for()  # the record says how it ended
-    page.wait_for_function("() => !document.querySelector('.jp-Notebook .acpnb-running')")
+    page.wait_for_function(
+        polling=POLL, expression="() => !document.querySelector('.jp-Notebook .acpnb-running')"
+    )
     shoot(page, "interrupt")
     # Run All stopped at the interrupted cell.
     assert output(page, 1).count() == 0

@@ -19,7 +19,7 @@ from nbconvert import HTMLExporter
 
 from tests.hostile_payloads import ALERTS, encodable
 from tests.nb_util import execute, new_nb, script, scripted
-from tests.test_lab import ARTIFACTS, READY
+from tests.test_lab import ARTIFACTS, POLL, READY
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -61,7 +61,7 @@ def test_no_payload_runs_in_jupyterlab(page, lab) -> None:
     cells = [CELL.format(start=i, end=i + BATCH) for i in starts]
     nbformat.write(new_nb(*cells), root / "hostile.ipynb")
     page.goto(f"{base}/doc/tree/hostile.ipynb?token={token}&reset")
-    page.wait_for_function(READY, timeout=60_000)
+    page.wait_for_function(polling=POLL, expression=READY, timeout=60_000)
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
     for i in starts:
         page.get_by_text(f"rendered from {i}", exact=True).wait_for(
@@ -71,7 +71,9 @@ def test_no_payload_runs_in_jupyterlab(page, lab) -> None:
     assert outputs.count() >= 2 * len(PAYLOADS) + len(starts)
     # Every image has loaded or failed: an `onerror` left in the page would have fired.
     page.wait_for_function(
-        "() => [...document.querySelectorAll('.jp-OutputArea-output img')].every(i => i.complete)"
+        polling=POLL,
+        expression="() => [...document.querySelectorAll('.jp-OutputArea-output img')]"
+        ".every(i => i.complete)",
     )
     assert page.evaluate(HANDLERS) == []
     assert dialogs == []

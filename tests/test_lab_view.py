@@ -24,7 +24,7 @@ import pytest
 from acp_notebook.protocol.result import TurnResult
 from acp_notebook.render import RECORD_FORMATS, render_bundle
 from tests.agents.script import agent_command, script
-from tests.test_lab import ARTIFACTS, OBSERVE, READY, command, open_notebook, output
+from tests.test_lab import ARTIFACTS, OBSERVE, POLL, READY, command, open_notebook, output
 
 # What these tests check is in the notebook each opens, not in a fresh browser context.
 pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]
@@ -76,7 +76,8 @@ def shoot(page: Any, name: str) -> Path:
 def done(page: Any) -> None:
     """The turn ended: nothing runs, the cell finished, and only the record is left."""
     page.wait_for_function(
-        "() => document.querySelector('.jp-Notebook .acpnb-turn')"
+        polling=POLL,
+        expression="() => document.querySelector('.jp-Notebook .acpnb-turn')"
         " && !document.querySelector('.jp-Notebook .acpnb-running, .jp-Notebook .acpnb-tv')"
         " && !document.querySelector('.jp-Notebook .jp-InputPrompt')?.textContent.includes('*')",
         timeout=60_000,
@@ -86,7 +87,9 @@ def done(page: Any) -> None:
 def save(page: Any, lab: Any, name: str) -> dict[str, Any]:
     command(page, "docmanager:save")
     page.wait_for_function(
-        "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000
+        polling=POLL,
+        expression="() => !window.jupyterapp.shell.currentWidget.context.model.dirty",
+        timeout=30_000,
     )
     return json.loads((lab[2] / name).read_text())
 
@@ -133,7 +136,7 @@ def test_dollars_stay_text_live_and_reopened(page, lab) -> None:
     done(page)
     save(page, lab, "dollars.ipynb")
     page.reload()
-    page.wait_for_function(READY, timeout=60_000)
+    page.wait_for_function(polling=POLL, expression=READY, timeout=60_000)
     again = output(page).locator(".acpnb-answer", has_text="$5 and $6").first
     again.wait_for()
     page.wait_for_timeout(300)
@@ -150,7 +153,10 @@ def _open(details: Any) -> None:
         details.locator("summary").first.click()
         try:
             details.page.wait_for_function(
-                "el => el.open", arg=details.element_handle(), timeout=2_000
+                polling=POLL,
+                expression="el => el.open",
+                arg=details.element_handle(),
+                timeout=2_000,
             )
             return
         except Exception:
@@ -224,7 +230,9 @@ def test_the_clock_ticks_while_the_agent_is_silent(page, lab) -> None:
     output(page).locator(".acpnb-answer", has_text="thinking it over").wait_for()
     first = float(clock.inner_text().split()[0])
     page.wait_for_function(
-        f"() => parseFloat(document.querySelector('.acpnb-tv-clock').textContent) >= {first + 1.5}",
+        polling=POLL,
+        expression="() => parseFloat(document.querySelector('.acpnb-tv-clock').textContent)"
+        f" >= {first + 1.5}",
         timeout=3_000,
     )
     assert output(page).locator(".acpnb-answer").inner_text().strip() == "thinking it over"
@@ -241,7 +249,9 @@ def test_the_clock_ticks_while_a_permission_waits(page, lab) -> None:
     first = float(out.locator(".acpnb-tv-clock").inner_text().split()[0])
     # The agent waits for the click for ever: the page's own clock must move on meanwhile.
     page.wait_for_function(
-        f"() => parseFloat(document.querySelector('.acpnb-tv-clock').textContent) >= {first + 1.5}",
+        polling=POLL,
+        expression="() => parseFloat(document.querySelector('.acpnb-tv-clock').textContent)"
+        f" >= {first + 1.5}",
         timeout=15_000,
     )
     assert out.locator(".acpnb-tv-state", has_text="waiting for you").count() == 1
@@ -268,7 +278,7 @@ def test_kernel_restart_mid_turn_says_the_kernel_went_away(page, lab) -> None:
     assert not any(WIDGET in b for b in bundles)
     assert any("the kernel went away" in "".join(b.get("text/html", "")) for b in bundles)
     page.reload()
-    page.wait_for_function(READY, timeout=60_000)
+    page.wait_for_function(polling=POLL, expression=READY, timeout=60_000)
     output(page).get_by_text("the kernel went away").first.wait_for()
     output(page).get_by_text("a long job").first.wait_for()
     assert page.get_by_text("model not found").count() == 0
@@ -301,7 +311,7 @@ def test_a_reopened_notebook_shows_the_record_once(page, lab) -> None:
         f"saved {size} chars: {transcript} of transcript, {size - transcript} for {visible} visible"
     )
     page.reload()
-    page.wait_for_function(READY, timeout=60_000)
+    page.wait_for_function(polling=POLL, expression=READY, timeout=60_000)
     output(page).locator(".acpnb-answer", has_text="The answer is 42").first.wait_for()
     assert page.get_by_text("Error displaying widget").count() == 0
     assert page.get_by_text("model not found").count() == 0

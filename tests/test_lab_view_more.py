@@ -22,7 +22,7 @@ import pytest
 
 from tests.agents.script import agent_command, script
 from tests.nb_util import execute, kernel_env, new_nb, process_gone, wait_until
-from tests.test_lab import command, output
+from tests.test_lab import POLL, command, output
 from tests.test_lab_view import AGENT, cell, done, run, shoot, tool
 
 # What these tests check is in the notebook each opens, not in a fresh browser context.
@@ -60,7 +60,9 @@ def test_copy_buttons_copy_the_markdown(page, lab) -> None:
     out.locator("button.acpnb-tv-allcopy[data-copied=yes]").wait_for()
     assert clipboard(page) == f"{first}\n\n{second}"
     out.locator("button.acpnb-tv-msgcopy").nth(1).click()
-    page.wait_for_function(f"() => navigator.clipboard.readText().then(t => t === {second!r})")
+    page.wait_for_function(
+        polling=POLL, expression=f"() => navigator.clipboard.readText().then(t => t === {second!r})"
+    )
     shoot(page, "copy-record")
 
 
@@ -129,7 +131,8 @@ def test_a_slow_agent_start_shows_the_view_at_once(page, lab) -> None:
     live.locator(".acpnb-tv-state", has_text="starting agent").wait_for()
     assert live.locator("button.acpnb-tv-stop").is_enabled()
     page.wait_for_function(
-        "() => parseFloat(document.querySelector('.acpnb-tv-clock').textContent) >= 1.0",
+        polling=POLL,
+        expression="() => parseFloat(document.querySelector('.acpnb-tv-clock').textContent) >= 1.0",
         timeout=10_000,
     )  # the clock ticks while nothing answers
     assert live.get_attribute("data-state") == "starting"
@@ -200,7 +203,9 @@ def test_the_demo_agent_notice_shows_once_per_kernel(page, lab) -> None:
     """Issue 12, item 10: the demo agent's notice in the first cell only."""
     run(page, lab, "notice.ipynb", "%%agent\n/plan one", "%%agent\n/plan two")
     output(page, 1).locator(".acpnb-answer", has_text="Demo turn").wait_for(timeout=60_000)
-    page.wait_for_function("() => !document.querySelector('.jp-Notebook .acpnb-tv')")
+    page.wait_for_function(
+        polling=POLL, expression="() => !document.querySelector('.jp-Notebook .acpnb-tv')"
+    )
     assert output(page, 0).filter(has_text=NOTICE).count() == 1
     assert output(page, 1).filter(has_text=NOTICE).count() == 0
 
@@ -244,7 +249,9 @@ def test_dark_theme_has_readable_contrast(page, lab) -> None:
     allow = out.locator("button.acpnb-permission-option", has_text="Allow once")
     allow.wait_for()  # the turn waits for the test from here
     out.locator("details.acpnb-tool summary").first.click()
-    page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'")
+    page.wait_for_function(
+        polling=POLL, expression="() => document.body.dataset.jpThemeLight === 'false'"
+    )
     checked = page.evaluate(
         COLOURS,
         ".acpnb-tv .acpnb-answer, .acpnb-tv .acpnb-tool summary, .acpnb-tv .acpnb-tool pre, "
@@ -298,7 +305,8 @@ def test_dollars_stay_text_in_nbconvert_html(page, lab, tmp_path: Path) -> None:
     page.goto(html.as_uri())
     # MathJax ran: it typesets the control, a `$…$` outside our output, then signals the end.
     page.wait_for_function(
-        "() => window.MathJax && window.MathJax.Hub && MathJax.Hub.queue.pending === 0"
+        polling=POLL,
+        expression="() => window.MathJax && window.MathJax.Hub && MathJax.Hub.queue.pending === 0"
         " && document.querySelector('.MathJax_CHTML, .MathJax')",
         timeout=60_000,
     )

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_lab import READY, output
+from tests.test_lab import POLL, READY, output
 from tests.test_lab_view import MIME_TURN, WIDGET, cell, done, run, save, shoot
 
 # What these tests check is in the notebook each opens, not in a fresh browser context.
@@ -78,7 +78,7 @@ def test_a_notebook_saved_mid_turn_reopens_with_its_snapshot(page, lab) -> None:
     root = lab[2]
     shutil.copy(root / "saved-live.ipynb", root / "saved-live-copy.ipynb")
     page.goto(f"{lab[0]}/doc/tree/saved-live-copy.ipynb?token={lab[1]}&reset")
-    page.wait_for_function(READY, timeout=60_000)
+    page.wait_for_function(polling=POLL, expression=READY, timeout=60_000)
     shown = output(page).locator(".acpnb-tv-snap")
     shown.get_by_text("A long job, half done.").wait_for(timeout=30_000)
     assert shown.get_by_text(SAVED).is_visible()

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_lab import READY, output
+from tests.test_lab import POLL, READY, output
 from tests.test_lab_view import run, save, shoot
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
@@ -143,7 +143,7 @@ def test_hostile_html_sent_to_the_view_runs_nothing_live_or_saved(page: Any, lab
     root = lab[2]
     shutil.copy(root / "scrub.ipynb", root / "scrub-copy.ipynb")
     page.goto(f"{lab[0]}/doc/tree/scrub-copy.ipynb?token={lab[1]}&reset")
-    page.wait_for_function(READY, timeout=60_000)
+    page.wait_for_function(polling=POLL, expression=READY, timeout=60_000)
     shown = output(page).locator(".acpnb-tv-snap")
     shown.get_by_text("all drawn").wait_for(timeout=30_000)
     assert shown.evaluate(LEFT) == []
