@@ -223,6 +223,37 @@ async def test_bad_files_are_prompt_errors(agent: Agent) -> None:
 
 
 @pytest.mark.timeout(30)
+async def test_a_fifo_a_device_or_a_huge_file_is_refused_before_it_is_read(agent: Agent) -> None:
+    """A FIFO blocked the read for good (the cell never ended; no writer ever comes), a device
+    such as /dev/zero or a file of gigabytes filled the kernel's memory: each is a clear error,
+    at once, and nothing is sent."""
+    import os
+
+    from acp_notebook.client import attachments
+
+    fifo = agent.cwd / "pipe"
+    os.mkfifo(fifo)
+    huge = agent.cwd / "huge.log"
+    with huge.open("wb") as f:  # sparse: no disk used
+        f.truncate(attachments.MAX_ATTACHMENT_BYTES + 1)
+    cases = {
+        str(fifo): "is a FIFO, not a regular file",
+        "/dev/zero": "is a character device, not a regular file",
+        str(agent.cwd): "is a directory, not a regular file",
+        str(huge): f"over the limit of {attachments.MAX_ATTACHMENT_BYTES:,}",
+    }
+    with anyio.fail_after(20):
+        async with agent.client() as client:
+            session = await client.new_session()
+            for url, message in cases.items():
+                with pytest.raises(PromptError, match=message):
+                    await session.prompt(
+                        [{"type": "text", "text": "x"}, {"type": "file", "url": url}]
+                    )
+    assert agent.sent("session/prompt") == []
+
+
+@pytest.mark.timeout(30)
 async def test_remote_urls_are_resource_links(agent: Agent) -> None:
     blocks = await sent_blocks(
         agent,

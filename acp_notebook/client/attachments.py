@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import mimetypes
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,11 @@ import anyio
 
 from ..errors import PromptError
 from ..protocol import content
+from .safe_fs import kind
+
+#: The largest local file a prompt attaches. It goes to the agent whole, in one message (base64
+#: for images and blobs); a model's context holds far less, and the kernel holds it twice.
+MAX_ATTACHMENT_BYTES = 32 * 1024 * 1024
 
 
 async def load_parts(
@@ -41,14 +48,43 @@ async def _read(part: content.FilePart, cwd: str, attachment_dir: Path) -> tuple
     if not path.is_absolute():
         path = Path(cwd) / path
     try:
-        data = await anyio.Path(path).read_bytes()
+        data = await anyio.to_thread.run_sync(_read_regular, path)
     except FileNotFoundError:
         raise PromptError(f"attached file not found: {path}") from None
-    except IsADirectoryError:
-        raise PromptError(f"attached path is a directory: {path}") from None
     except OSError as exc:
         raise PromptError(f"cannot read attached file {path}: {exc}") from None
     return path.resolve(), data, content.guess_type(path.name, part.media_type)
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of a regular file of at most `MAX_ATTACHMENT_BYTES`.
+
+    Opened without blocking and checked on its descriptor before a byte is read: a FIFO named in
+    a prompt blocked the read for good (a thread no interrupt reaches: the cell never ended),
+    and /dev/zero or a huge log filled the kernel's memory."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise PromptError(f"attached path is {kind(st.st_mode)}, not a regular file: {path}")
+        if st.st_size > MAX_ATTACHMENT_BYTES:
+            raise PromptError(_too_big(path, st.st_size))
+        file = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with file:
+        data = file.read(MAX_ATTACHMENT_BYTES + 1)  # it may have grown since fstat
+    if len(data) > MAX_ATTACHMENT_BYTES:
+        raise PromptError(_too_big(path, len(data)))
+    return data
+
+
+def _too_big(path: Path, size: int) -> str:
+    return (
+        f"attached file is {size:,} bytes or more, over the limit of {MAX_ATTACHMENT_BYTES:,}: "
+        f"{path}"
+    )
 
 
 async def store_attachment(
