@@ -23,6 +23,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import anyio
 import ipywidgets as w
 from IPython.display import DisplayHandle
 
@@ -84,6 +85,8 @@ class ChatWidget:
         #: its text and attached files): Stop gives it back to the input box (`stop`).
         self.unsent: dict[str, list[tuple[str, list[str]]]] = {}
         self._withdrawn: set[str] = set()  # queued turns Stop took back: never shown as sent
+        #: The messages whose files are still being read (not in a turn yet): Stop cancels them.
+        self._loading: set[anyio.CancelScope] = set()
         self._closed = False
         self._handle: DisplayHandle | None = None
         self._unsubscribe = session.subscribe(self._on_mutation)
@@ -122,7 +125,18 @@ class ChatWidget:
             return None
         attached = [{"type": "file", "url": str(resolve_in(self.session.cwd, f))} for f in files]
         self.input.value = ""
-        turn = await self.session.prompt([text, *attached])
+        # Until prompt() returns, the message is in no turn (its files are being read): Stop
+        # cancels this scope, so the message is not sent after the Stop (`stop`).
+        loading = anyio.CancelScope()
+        self._loading.add(loading)
+        try:
+            with loading:
+                turn = await self.session.prompt([text, *attached])
+        finally:
+            self._loading.discard(loading)
+        if loading.cancelled_caught:  # stopped before it joined a turn: back to the box
+            self._give_back([(text, list(files))])
+            return None
         if turn.state is TurnState.QUEUED:  # behind a running turn: Stop may give it back
             self.unsent.setdefault(turn.id, []).append((text, list(files)))
         view = self.views.get(turn.id)
@@ -175,11 +189,18 @@ class ChatWidget:
         the input box, after what is typed there, to be edited, sent again or dropped, and their
         turn leaves the log. (Zed's agent panel keeps queued messages editable until they are
         sent; the chat has no queue of its own to show, and a Stop usually means "not this way",
-        so it does not send them by itself.) A queued turn's own Stop takes back only it."""
+        so it does not send them by itself.) A queued turn's own Stop takes back only it.
+
+        A message whose @files are still being read is in no turn yet: it is stopped too (its
+        prompt() cancelled, so it never joins a turn) and comes back once the read ends, as a
+        queued one does; else it would be sent after the Stop, as a new turn. (Zed's Stop stops
+        everything in flight.)"""
         queued = [v.turn for v in self.views.values() if v.turn.state is TurnState.QUEUED]
         if turn is not None and turn in queued:
             await self._take_back(turn)
             return
+        for loading in tuple(self._loading):
+            loading.cancel()
         for waiting in queued:
             await self._take_back(waiting)
         await self.session.stop()
