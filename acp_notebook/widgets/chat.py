@@ -125,17 +125,8 @@ class ChatWidget:
             return None
         attached = [{"type": "file", "url": str(resolve_in(self.session.cwd, f))} for f in files]
         self.input.value = ""
-        # Until prompt() returns, the message is in no turn (its files are being read): Stop
-        # cancels this scope, so the message is not sent after the Stop (`stop`).
-        loading = anyio.CancelScope()
-        self._loading.add(loading)
-        try:
-            with loading:
-                turn = await self.session.prompt([text, *attached])
-        finally:
-            self._loading.discard(loading)
-        if loading.cancelled_caught:  # stopped before it joined a turn: back to the box
-            self._give_back([(text, list(files))])
+        turn = await self._prompt(text, files, attached)
+        if turn is None:  # stopped before it joined a turn: back in the box
             return None
         if turn.state is TurnState.QUEUED:  # behind a running turn: Stop may give it back
             self.unsent.setdefault(turn.id, []).append((text, list(files)))
@@ -175,6 +166,21 @@ class ChatWidget:
         if view.final is not None:  # the next chat on the session shows the turn too
             remember(self.session, PastTurn(turn.id, view.final, dict(view.head), self.records[-1]))
         return turn
+
+    async def _prompt(
+        self, text: str, files: Sequence[str], attached: list[dict[str, str]]
+    ) -> TurnHandle | None:
+        # Until prompt() returns, the message is in no turn (its files are being read): Stop
+        # cancels this scope, so the message is not sent after the Stop (`stop`), but given back.
+        loading = anyio.CancelScope()
+        self._loading.add(loading)
+        try:
+            with loading:
+                return await self.session.prompt([text, *attached])
+        finally:
+            self._loading.discard(loading)
+        self._give_back([(text, list(files))])  # reached only when Stop cancelled the scope
+        return None
 
     def _show_past(self, turns: list[PastTurn]) -> None:
         self.past_views = [PastView(t) for t in turns]
