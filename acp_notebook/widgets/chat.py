@@ -7,8 +7,9 @@ place, permission buttons in their cards. Enter sends, Shift+Enter is a newline,
 complete commands and workspace files (`chat_input.py`, `chat_files.py`); the mode and config
 menus (`chat_pickers.py`) follow the session. Clicks and messages are handled on the kernel's
 loop, whatever thread they arrive in (`loop.py`). A message sent while a turn runs waits behind
-it; Stop gives such a message back to the input box (`stop`). A new chat on a session that had
-one (`%agent chat -s X` run again) opens with the conversation so far (`chat_past.py`).
+it; Stop gives such a message back to the input box (`stop`), and one whose @files are still
+being read too. A new chat on a session that had one (`%agent chat -s X` run again) opens with
+the conversation so far (`chat_past.py`).
 
 The chat's output is followed by its static record (`chat_record.py`), which gets each turn as it
 ends (`chat_keep.py`: by the page when it can, so a turn costs what it adds): the live page hides
@@ -118,7 +119,8 @@ class ChatWidget:
         self, text: str | None = None, *, files: Sequence[str] = ()
     ) -> TurnHandle | None:
         """Send the input box's text (or `text`) as a prompt, with the workspace files `files`
-        (paths relative to the session's folder) attached; returns the turn it joined."""
+        (paths relative to the session's folder) attached; returns the turn it joined (None:
+        nothing to send, or Stop came while its files were read: it is back in the box)."""
         text = self.input.value if text is None else text
         if not text.strip():
             self.status.value = html_span("Nothing to send.")
