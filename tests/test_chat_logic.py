@@ -345,3 +345,93 @@ def test_stop_gives_queued_messages_back_and_a_queued_turns_stop_only_it(agent: 
     assert turns[0] is not None and turns[0].result.stop_reason == "cancelled"
     assert len(agent.sent("session/prompt")) == 1  # the queued messages never reached the agent
     assert len(chat.records) == 1 and "first queued" not in json_of(chat.record())
+
+
+@pytest.mark.scripted_agent("in_process")
+@pytest.mark.parametrize("stopped_turn_ended", [True, False], ids=["turn-ended", "turn-stopping"])
+def test_a_message_whose_files_were_read_during_stop_is_given_back_not_sent(
+    agent: Any, monkeypatch: pytest.MonkeyPatch, stopped_turn_ended: bool
+) -> None:
+    """Stop pressed while a message's @file is still being read (it is in no turn yet): once
+    read, the message goes back to the box like a queued one, and never reaches the agent;
+    whether the stopped turn has ended by then (the message's turn would start at once) or is
+    still stopping (its turn would be queued behind it)."""
+    import threading
+
+    from acp_notebook.client import attachments
+    from acp_notebook.client.workspace import Workspace
+    from acp_notebook.widgets.chat import ChatWidget
+    from tests.agents.script import script
+    from tests.client_helpers import Watcher, tool_call
+
+    (agent.cwd / "late.txt").write_text("a file read slowly")
+    (agent.cwd / "held.txt").write_text("what the stopped turn reads after the cancel")
+    # The message's file read is held until the test lets it go (after the Stop).
+    reading, let_read = threading.Event(), threading.Event()
+    read_regular = attachments._read_regular
+
+    def held_read(path: Path) -> bytes:
+        reading.set()
+        let_read.wait(20)
+        return read_regular(path)
+
+    monkeypatch.setattr(attachments, "_read_regular", held_read)
+    # Still stopping: after the cancel the stopped turn reads a file through the client, held
+    # too, so it has not ended when the message's file is read.
+    agent_reads, let_agent_read = threading.Event(), threading.Event()
+    workspace_read = Workspace._read
+
+    def held_agent_read(self: Workspace, *args: Any) -> str:
+        agent_reads.set()
+        let_agent_read.wait(20)
+        return workspace_read(self, *args)
+
+    monkeypatch.setattr(Workspace, "_read", held_agent_read)
+    reads = [{"request": "fs/read_text_file", "params": {"path": str(agent.cwd / "held.txt")}}]
+    slow = script(
+        {"update": tool_call("c1")},
+        {"wait_cancel": True, "after_cancel": [] if stopped_turn_ended else reads},
+    )
+
+    async def main() -> tuple[ChatWidget, list[Any], bool]:
+        async with agent.client(cancel_grace=30) as client:
+            session = await client.new_session()
+            chat = ChatWidget(session)
+            to_page: list[Any] = []
+            chat.input.send = to_page.append  # type: ignore[method-assign,assignment]
+            watcher = Watcher(session)
+            running = asyncio.create_task(chat.send(slow))
+            await watcher.tool_call("c1")
+            first = session.running
+            assert first is not None
+            late = asyncio.create_task(chat.send("and read this", files=["late.txt"]))
+            assert await asyncio.to_thread(reading.wait, 20)
+            chat.input.value = "a draft"
+            stopping = asyncio.create_task(chat.stop())
+            if stopped_turn_ended:
+                await stopping
+            else:  # the agent got the cancel and is still at it
+                assert await asyncio.to_thread(agent_reads.wait, 20)
+            still_stopping = not first.done
+            let_read.set()
+            assert await late is None  # not sent: given back
+            assert chat.input.value == "a draft\n\nand read this"
+            assert to_page == [{"event": "attach", "files": ["late.txt"]}]
+            assert list(chat.views) == [first.id] and len(chat.log.children) == 1
+            let_agent_read.set()
+            await stopping
+            assert (await running) is first and first.result is not None
+            assert first.result.stop_reason == "cancelled"
+            # Sent again, it is the session's next turn, its file attached.
+            again = await chat.send(files=["late.txt"])
+            assert again is not None and again.result is not None and again.result.success
+            return chat, agent.sent("session/prompt"), still_stopping
+
+    chat, prompts, still_stopping = asyncio.run(main())
+    assert still_stopping is not stopped_turn_ended  # the race went the way this case needs
+    assert len(prompts) == 2, prompts  # the stopped turn, then the message sent again
+    assert "and read this" not in json_of(prompts[0])
+    assert prompts[0]["params"]["sessionId"] == prompts[1]["params"]["sessionId"]
+    again = json_of(prompts[1]["params"]["prompt"])
+    assert "a draft" in again and "and read this" in again and "late.txt" in again
+    assert len(chat.records) == 2 and len(chat.log.children) == 2

@@ -1,7 +1,8 @@
 """`%agent chat` in JupyterLab: Stop with a message queued, the chat shown again, two views.
 
 Stop cancels the running turn; a message the user queued behind it was never sent, and goes back
-to the input box after what is typed there (its @files attached again), not lost with the turn.
+to the input box after what is typed there (its @files attached again), not lost with the turn;
+so does one whose @file was still being read at the Stop (it was sent after it, as a new turn).
 The demo agent streams at its normal speed (the `lab` fixture): `/slow` takes about 20 s unless
 stopped. Screenshots: test-artifacts/lab-chat-*.png.
 """
@@ -15,7 +16,7 @@ import pytest
 
 from acp_notebook.widgets.chat import UNDRAWN
 from tests.test_lab import POLL, READY, command, shoot
-from tests.test_lab_chat import RECORD, idle, open_nb, run_cell
+from tests.test_lab_chat import RECORD, idle, open_nb, run_cell, session_id
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -71,6 +72,79 @@ def test_stop_gives_a_queued_message_back_to_the_input_box(page: Any, lab: Any) 
     mine = turns.nth(1).locator(".acpnb-user").inner_text()
     assert "my draft" in mine and "📎 queued-attach.txt" in mine, mine
     assert page.evaluate(BOX_VALUE) == ""
+
+
+# Run before the message: the chat's @file reads wait until the release cell lets them go.
+HOLD_READS = """import threading
+from acp_notebook.client import attachments
+reading, release = threading.Event(), threading.Event()
+unheld = attachments._read_regular
+def held(path):
+    reading.set()
+    release.wait(120)
+    return unheld(path)
+attachments._read_regular = held
+print('reads held')"""
+READING = "import asyncio\nprint('reading', await asyncio.to_thread(reading.wait, 60))"
+RELEASE = "attachments._read_regular = unheld\nrelease.set()\nprint('released')"
+
+
+def test_stop_gives_back_a_message_whose_file_was_still_being_read(page: Any, lab: Any) -> None:
+    """Stop came while the message's @file was read (it was in no turn yet): once read, it goes
+    back to the box like a queued message; it was sent after the Stop, as a new turn."""
+    (lab[2] / "held-attach.txt").write_text("a file read while the turn is stopped\n")
+    open_nb(page, lab, "chat-held.ipynb", "%agent chat -s held", HOLD_READS, READING, RELEASE)
+    cells = page.locator(".jp-Notebook .jp-Cell")
+
+    def run(index: int, says: str) -> None:
+        run_cell(page, index)
+        cells.nth(index).locator(".jp-OutputArea-output", has_text=says).wait_for(timeout=60_000)
+
+    run_cell(page, 0)
+    chat = page.locator(".acpnb-chat")
+    box = chat.locator("textarea.acpnb-chat-text")
+    box.wait_for()
+    run(1, "reads held")
+    turns = chat.locator(".acpnb-chat-log .acpnb-turn")
+    box.type("/slow a long story")
+    box.press("Enter")
+    first = turns.nth(0)
+    first.locator(".acpnb-thought, .acpnb-plan").first.wait_for(timeout=60_000)
+    started_in = session_id(chat)
+
+    # Sent while the story streams, with a file: its read is held, so it is in no turn yet.
+    box.type("/plan read @held-at")
+    chat.locator(".acpnb-chat-complete").get_by_text("@held-attach.txt").wait_for()
+    box.press("Tab")
+    box.press("Enter")
+    run(2, "reading True")
+    box.type("/explain my draft")
+    assert first.get_attribute("data-state") in ("waiting", "streaming", "asking")
+    chat.locator("button.acpnb-chat-stop").click()
+    first.locator(".acpnb-alert", has_text="Cancelled").wait_for(timeout=20_000)
+    idle(page)
+    # The stopped turn is over: read now, the message would start a turn at once. It is back.
+    run(3, "released")
+    page.wait_for_function(
+        polling=POLL,
+        expression=f"() => ({BOX_VALUE})().includes('@held-attach.txt')",
+        timeout=20_000,
+    )
+    assert page.evaluate(BOX_VALUE).rstrip() == "/explain my draft\n\n/plan read @held-attach.txt"
+    assert turns.count() == 1
+    idle(page)
+    assert turns.count() == 1
+    shoot(page, "chat-held-given-back")
+
+    # Sent again: the session's second turn (the held message never reached the agent).
+    box.press("Enter")
+    answer = turns.nth(1).locator(".acpnb-answer", has_text="Demo turn 2")
+    answer.wait_for(timeout=60_000)
+    idle(page)
+    assert "Attached: held-attach.txt" in answer.inner_text()
+    mine = turns.nth(1).locator(".acpnb-user").inner_text()
+    assert "my draft" in mine and "📎 held-attach.txt" in mine, mine
+    assert turns.count() == 2 and session_id(chat) == started_in
 
 
 def test_the_chat_run_again_shows_the_conversation_so_far(page: Any, lab: Any) -> None:

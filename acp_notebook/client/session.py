@@ -195,6 +195,10 @@ class Session(SessionState):
             (self._client.agent_capabilities or {}).get("promptCapabilities")
         )
         blocks = await load_parts(parts, caps, self.cwd, self._state_dir("attachments"))
+        # A file is read in a thread, which a cancellation waits for; the code after it runs on
+        # without a checkpoint. A caller cancelled meanwhile (the chat's Stop, an interrupt) must
+        # get the cancellation here, before its input joins a turn it no longer wants.
+        await anyio.lowlevel.checkpoint_if_cancelled()
         turn = self._runner.queued
         if turn is not None:
             turn.merge(blocks)

@@ -7,8 +7,9 @@ place, permission buttons in their cards. Enter sends, Shift+Enter is a newline,
 complete commands and workspace files (`chat_input.py`, `chat_files.py`); the mode and config
 menus (`chat_pickers.py`) follow the session. Clicks and messages are handled on the kernel's
 loop, whatever thread they arrive in (`loop.py`). A message sent while a turn runs waits behind
-it; Stop gives such a message back to the input box (`stop`). A new chat on a session that had
-one (`%agent chat -s X` run again) opens with the conversation so far (`chat_past.py`).
+it; Stop gives such a message back to the input box (`stop`), and one whose @files are still
+being read too. A new chat on a session that had one (`%agent chat -s X` run again) opens with
+the conversation so far (`chat_past.py`).
 
 The chat's output is followed by its static record (`chat_record.py`), which gets each turn as it
 ends (`chat_keep.py`: by the page when it can, so a turn costs what it adds): the live page hides
@@ -23,6 +24,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import anyio
 import ipywidgets as w
 from IPython.display import DisplayHandle
 
@@ -84,6 +86,8 @@ class ChatWidget:
         #: its text and attached files): Stop gives it back to the input box (`stop`).
         self.unsent: dict[str, list[tuple[str, list[str]]]] = {}
         self._withdrawn: set[str] = set()  # queued turns Stop took back: never shown as sent
+        #: The messages whose files are still being read (not in a turn yet): Stop cancels them.
+        self._loading: set[anyio.CancelScope] = set()
         self._closed = False
         self._handle: DisplayHandle | None = None
         self._unsubscribe = session.subscribe(self._on_mutation)
@@ -115,14 +119,17 @@ class ChatWidget:
         self, text: str | None = None, *, files: Sequence[str] = ()
     ) -> TurnHandle | None:
         """Send the input box's text (or `text`) as a prompt, with the workspace files `files`
-        (paths relative to the session's folder) attached; returns the turn it joined."""
+        (paths relative to the session's folder) attached; returns the turn it joined (None:
+        nothing to send, or Stop came while its files were read: it is back in the box)."""
         text = self.input.value if text is None else text
         if not text.strip():
             self.status.value = html_span("Nothing to send.")
             return None
         attached = [{"type": "file", "url": str(resolve_in(self.session.cwd, f))} for f in files]
         self.input.value = ""
-        turn = await self.session.prompt([text, *attached])
+        turn = await self._prompt(text, files, attached)
+        if turn is None:  # stopped before it joined a turn: back in the box
+            return None
         if turn.state is TurnState.QUEUED:  # behind a running turn: Stop may give it back
             self.unsent.setdefault(turn.id, []).append((text, list(files)))
         view = self.views.get(turn.id)
@@ -162,6 +169,21 @@ class ChatWidget:
             remember(self.session, PastTurn(turn.id, view.final, dict(view.head), self.records[-1]))
         return turn
 
+    async def _prompt(
+        self, text: str, files: Sequence[str], attached: list[dict[str, str]]
+    ) -> TurnHandle | None:
+        # Until prompt() returns, the message is in no turn (its files are being read): Stop
+        # cancels this scope, so the message is not sent after the Stop (`stop`), but given back.
+        loading = anyio.CancelScope()
+        self._loading.add(loading)
+        try:
+            with loading:
+                return await self.session.prompt([text, *attached])
+        finally:
+            self._loading.discard(loading)
+        self._give_back([(text, list(files))])  # reached only when Stop cancelled the scope
+        return None
+
     def _show_past(self, turns: list[PastTurn]) -> None:
         self.past_views = [PastView(t) for t in turns]
         self.log.children = tuple(v.widget for v in self.past_views)
@@ -175,11 +197,18 @@ class ChatWidget:
         the input box, after what is typed there, to be edited, sent again or dropped, and their
         turn leaves the log. (Zed's agent panel keeps queued messages editable until they are
         sent; the chat has no queue of its own to show, and a Stop usually means "not this way",
-        so it does not send them by itself.) A queued turn's own Stop takes back only it."""
+        so it does not send them by itself.) A queued turn's own Stop takes back only it.
+
+        A message whose @files are still being read is in no turn yet: it is stopped too (its
+        prompt() cancelled, so it never joins a turn) and comes back once the read ends, as a
+        queued one does; else it would be sent after the Stop, as a new turn. (Zed's Stop stops
+        everything in flight.)"""
         queued = [v.turn for v in self.views.values() if v.turn.state is TurnState.QUEUED]
         if turn is not None and turn in queued:
             await self._take_back(turn)
             return
+        for loading in tuple(self._loading):
+            loading.cancel()
         for waiting in queued:
             await self._take_back(waiting)
         await self.session.stop()
