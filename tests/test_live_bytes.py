@@ -20,6 +20,7 @@ import pytest
 
 from acp_notebook.notebook import publish
 from acp_notebook.notebook.live_meter import (
+    LIVE_FORCED_MAX,
     LIVE_MESSAGE,
     LIVE_MIN_TAIL,
     LIVE_SHARE,
@@ -28,7 +29,7 @@ from acp_notebook.notebook.live_meter import (
     Meter,
     chars,
 )
-from acp_notebook.protocol.limits import DEFAULT_LIMITS
+from acp_notebook.protocol.limits import DEFAULT_LIMITS, count
 from acp_notebook.protocol.result import TurnRecord, TurnResult
 from acp_notebook.render import LIVE_FORMATS
 from tests.nb_util import MIME_TURN, execute, script, scripted
@@ -156,6 +157,64 @@ def test_a_redraw_draws_the_last_parts_of_a_turn_of_many() -> None:
     (note, last) = live_tail({"parts": [*parts, _turn("z" * 5_000)["parts"][0]]}, 2_000)["parts"]
     assert note["text"].startswith("[… 200 earlier parts") and len(last["text"]) < 2_100
     assert live_tail(turn, 1_000_000) is turn  # all of it fits: the transcript itself
+
+
+def _big_last_parts() -> dict[str, tuple[dict[str, Any], int]]:
+    """Last parts far longer than a redraw's tail, each with what the fold charges for it (the
+    characters of the record's budget it takes): a tool card of ten 20,000-character outputs,
+    an empty message with a 300,000-character image, a plan of 300 long steps (a plan is not
+    charged: it is replaced whole, bounded by `value_chars`)."""
+    outputs = [
+        {"type": "content", "content": {"type": "text", "text": "<a> " * 5_000}} for _ in range(10)
+    ]
+    card = {
+        "type": "tool_call",
+        "id": "c1",
+        "toolCallId": "c1",
+        "title": "Run the <b>suite</b>",
+        "kind": "execute",
+        "status": "in_progress",
+        "content": outputs,
+    }
+    image = {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo" + "A" * 300_000}
+    message = {"type": "message", "id": "m1", "role": "agent", "text": "", "blocks": [image]}
+    steps = [{"content": "step <x> " * 100, "priority": "high", "status": "pending"}] * 300
+    plan = {"type": "plan", "id": "p1", "entries": steps}
+    return {
+        "tool card": (card, count(outputs, 1 << 40)),
+        "image": (message, count([image], 1 << 40)),
+        "plan": (plan, 0),
+    }
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", list(_big_last_parts()))
+def test_a_stale_views_redraws_are_small_whatever_its_last_part(kind: str) -> None:
+    """A turn whose last part is long, touched ten times a second for ten minutes (a tool's
+    progress, a plan re-sent): nothing fits in the share, so the view is stale, and each of its
+    redraws beyond the share is small (it drew the last part whole: 500,000 characters each,
+    35 times the transcript in ten minutes), and a tool's card still shows what it runs."""
+    part, charged = _big_last_parts()[kind]
+    now = [0.0]
+    record = TurnRecord(turn_id="t1")
+    record.budget.chars -= charged
+    meter = Meter(DEFAULT_LIMITS, clock=lambda: now[0])
+    meter.shown(publish.turn(_turn(""), live=True, formats=LIVE_FORMATS))
+    turn = {"turnId": "t1", "parts": [part]}
+    share = LIVE_SHARE * meter.held(record)
+    drawn = []
+    while now[0] < 600:
+        tail = meter.tail(record)
+        if tail:
+            bundle = publish.turn(turn, live=True, formats=LIVE_FORMATS, tail=tail)
+            if meter.spend(bundle, tail, record):
+                drawn.append(bundle)
+        now[0] += 0.1
+    stale = math.log2(600) + 600 / LIVE_STALE_MAX + 1  # redraws beyond the share, at most
+    assert meter.sent <= share + stale * LIVE_FORCED_MAX, (meter.sent, share, len(drawn))
+    assert drawn, "never redrawn"
+    if kind == "tool card":
+        assert all("Run the" in b["text/html"] for b in drawn), drawn[-1]["text/html"]
 
 
 # -- in a kernel, through nbclient (a front-end without widgets) -------------------------------

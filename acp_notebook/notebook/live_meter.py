@@ -57,6 +57,10 @@ LEAST_RATIO = 2.0
 #: doubled after each such redraw, up to `LIVE_STALE_MAX`.
 LIVE_STALE = 1.0
 LIVE_STALE_MAX = 60.0
+#: Characters one of those redraws beyond the share sends at most, its message included: its
+#: `LIVE_MIN_TAIL` characters drawn as HTML (each at most a character reference of 4 or 5) and
+#: as text, with the card or note around them.
+LIVE_FORCED_MAX = LIVE_MESSAGE + 8 * LIVE_MIN_TAIL
 
 
 def chars(bundle: dict[str, Any]) -> int:
