@@ -217,6 +217,34 @@ def test_a_stale_views_redraws_are_small_whatever_its_last_part(kind: str) -> No
         assert all("Run the" in b["text/html"] for b in drawn), drawn[-1]["text/html"]
 
 
+def test_what_the_meter_holds_is_in_the_transcript_text_dropped_too() -> None:
+    """`Meter.held` is at least what the transcript holds, never more: text that no part could
+    take (the parts cap reached, no message of its kind to join) is dropped, and the fold once
+    counted it as kept, so a turn could buy redraws with text it never held (20 tool calls,
+    then 100,000 characters of dropped thoughts: 200,000 characters held, 2,700 in the
+    transcript; 60,000 of redraws allowed)."""
+    from acp_notebook.protocol.fold import SessionFold
+    from acp_notebook.protocol.limits import Limits
+    from acp_notebook.protocol.result import finish
+
+    limits = Limits(parts=20)
+    fold = SessionFold(limits=limits)
+    record = fold.begin_turn("t1", [])
+    for i in range(30):
+        call = {"toolCallId": f"c{i}", "title": "x", "kind": "read", "status": "completed"}
+        fold.apply({"sessionUpdate": "tool_call", **call})
+    for _ in range(100):
+        thought = {"type": "text", "text": "t" * 1_000}
+        fold.apply({"sessionUpdate": "agent_thought_chunk", "content": thought})
+    held = Meter(limits).held(record)
+    ended = fold.end_turn()
+    assert ended is not None and ended.dropped["text_chars"] == 100_000
+    result = finish(
+        ended, stop_reason="end_turn", error=None, usage=None, session_id="s", agent="a"
+    )
+    assert held <= len(json.dumps(result.to_json())), held
+
+
 # -- in a kernel, through nbclient (a front-end without widgets) -------------------------------
 
 
