@@ -319,3 +319,14 @@ def test_a_streaming_answer_reparses_only_its_end(monkeypatch: pytest.MonkeyPatc
         )
         assert len(calls) == 1 and len(calls[0]) < 200, calls
         calls.clear()
+
+
+@pytest.mark.parametrize("status", ["meter", "alert", "user", "turn", "running", "Tool", "x y"])
+def test_a_plan_entrys_status_names_none_of_the_renderers_classes(status: str) -> None:
+    """A plan entry's class is its status's (`acpnb-completed`…) only for the statuses ACP
+    defines: another (a transcript read back is not validated) named any of the renderer's
+    classes, `acpnb-meter` drew the entry as a 60-pixel bar, `acpnb-alert` as an error."""
+    entries = [{"content": "step", "priority": "high", "status": s} for s in (status, "completed")]
+    html = render_bundle({"parts": [{"type": "plan", "entries": entries}]})["text/html"]
+    classes = re.findall(r"<li( class=[^ >]*)?>", html)
+    assert classes == ["", " class=acpnb-completed"], classes
