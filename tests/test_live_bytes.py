@@ -313,3 +313,38 @@ def test_a_slow_and_a_fast_turn_send_under_twice_their_transcript(
     gaps = [b - a for a, b in zip([0, *held], held, strict=False)]
     assert max(gaps[1:]) <= GAP + SLACK, gaps  # the first waits for the first display too
     assert slow * size - held[-1] <= GAP + SLACK, held
+
+
+@pytest.mark.timeout(120)
+def test_a_long_card_touched_for_seconds_is_not_redrawn_whole(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
+    """In a kernel: a tool card of ten 20,000-character outputs, its title touched ten times a
+    second for 6 s. Its live updates sent 1.0 MB, the card whole at 1 and 3 s (2.5 times the
+    transcript before the record); now its stand-in (the card without its output)."""
+    outputs = [
+        {"type": "content", "content": {"type": "text", "text": "<a> " * 5_000}} for _ in range(10)
+    ]
+    call = {"toolCallId": "c1", "title": "Run", "kind": "execute", "status": "in_progress"}
+    steps: list[dict[str, Any]] = [
+        {"update": {"sessionUpdate": "tool_call", **call, "content": outputs}}
+    ]
+    for i in range(60):
+        touch = {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "title": f"Run {i}"}
+        steps += [{"update": touch}, {"sleep": 0.1}]
+    clients: list[Any] = []
+    cells = [f"%%agent --agent {scripted()}\n" + script(*steps)]
+    nb = execute(cells, tmp_path, client_out=clients, kernel=kernel, timeout=90)
+    shown, _, transcript = _sent_and_transcript(clients[0], 0, nb)
+    live = [
+        sum(
+            len(v) if isinstance(v, str) else len(json.dumps(v))
+            for v in m["content"]["data"].values()
+        )
+        for i, m in clients[0].messages
+        if i == 0 and m["msg_type"] in ("display_data", "update_display_data")
+    ][:-1]  # less the record
+    assert len(shown) >= 3, len(shown)  # redrawn while it ran
+    stale = math.log2(6) + 1
+    assert sum(live) <= LIVE_SHARE * transcript + stale * LIVE_FORCED_MAX, (live, transcript)
+    assert any("Run " in text for text in shown[1:-1]), shown
