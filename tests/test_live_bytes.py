@@ -245,6 +245,23 @@ def test_what_the_meter_holds_is_in_the_transcript_text_dropped_too() -> None:
     assert held <= len(json.dumps(result.to_json())), held
 
 
+def test_a_redraw_does_not_draw_the_thoughts_or_plan_it_left_out() -> None:
+    """A turn that thinks and plans first, then calls tools: a redraw leaves its first parts
+    out, and the turn's top-level thoughts and plan (the parts' own, joined) stood in for them,
+    whole: 120,000 characters of HTML for a tail of 2,000 (a turn's thoughts may be 4 MB)."""
+    thoughts = "Let me think. " * 8_000
+    steps = [{"content": "a step " * 100, "priority": "high", "status": "pending"}] * 50
+    first = [
+        {"type": "message", "id": "m0", "role": "thought", "text": thoughts},
+        {"type": "plan", "id": "p0", "entries": steps},
+    ]
+    calls = [{**_tool(i), "type": "tool_call", "id": f"c{i}"} for i in range(100)]
+    turn = {"turnId": "t1", "parts": first + calls, "text": "", "thoughts": thoughts}
+    bundle = publish.turn({**turn, "plan": steps}, live=True, formats=LIVE_FORMATS, tail=2_000)
+    assert chars(bundle) < 4 * 2_000, {k: len(v) for k, v in bundle.items()}
+    assert "Let me think" not in bundle["text/html"] and "a step" not in bundle["text/html"]
+
+
 # -- in a kernel, through nbclient (a front-end without widgets) -------------------------------
 
 
