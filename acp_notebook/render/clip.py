@@ -133,7 +133,10 @@ def live_tail(transcript: dict[str, Any], max_chars: int) -> dict[str, Any]:
     if left_out:
         note = f"[… {left_out:,} earlier parts: all of them are in the record when the turn ends]"
         kept.append({"type": "message", "id": "live-earlier", "role": "agent", "text": note})
-    return {**transcript, "parts": kept[::-1]}
+    # The top-level text, thoughts and plan are the parts' own, joined: a reader draws them
+    # where the parts lack them (`read_turn`), so the thoughts and plan left out with their
+    # parts were drawn whole at every redraw (a turn's thoughts may be 4 MB).
+    return {**transcript, "parts": kept[::-1], "text": "", "thoughts": "", "plan": []}
 
 
 #: Characters of a tool's title a stand-in card keeps.
