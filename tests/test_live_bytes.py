@@ -163,7 +163,7 @@ def _big_last_parts() -> dict[str, tuple[dict[str, Any], int]]:
     """Last parts far longer than a redraw's tail, each with what the fold charges for it (the
     characters of the record's budget it takes): a tool card of ten 20,000-character outputs,
     an empty message with a 300,000-character image, a plan of 300 long steps (a plan is not
-    charged: it is replaced whole, bounded by `value_chars`)."""
+    charged: it is replaced whole, bounded by `value_chars`), an error of 300,000 (nor is it)."""
     outputs = [
         {"type": "content", "content": {"type": "text", "text": "<a> " * 5_000}} for _ in range(10)
     ]
@@ -180,7 +180,14 @@ def _big_last_parts() -> dict[str, tuple[dict[str, Any], int]]:
     message = {"type": "message", "id": "m1", "role": "agent", "text": "", "blocks": [image]}
     steps = [{"content": "step <x> " * 100, "priority": "high", "status": "pending"}] * 300
     plan = {"type": "plan", "id": "p1", "entries": steps}
+    failure = {
+        "type": "error",
+        "id": "e1",
+        "level": "error",
+        "message": "Failed: " + "<x> " * 75_000,
+    }
     return {
+        "error": (failure, 0),
         "tool card": (card, count(outputs, 1 << 40)),
         "image": (message, count([image], 1 << 40)),
         "plan": (plan, 0),
@@ -215,6 +222,8 @@ def test_a_stale_views_redraws_are_small_whatever_its_last_part(kind: str) -> No
     assert drawn, "never redrawn"
     if kind == "tool card":
         assert all("Run the" in b["text/html"] for b in drawn), drawn[-1]["text/html"]
+    if kind == "error":  # a failure shows its start
+        assert all("Failed: " in b["text/html"] for b in drawn), drawn[-1]["text/html"]
 
 
 def test_what_the_meter_holds_is_in_the_transcript_text_dropped_too() -> None:

@@ -116,7 +116,7 @@ def live_tail(transcript: dict[str, Any], max_chars: int) -> dict[str, Any]:
         if size < 0:
             size = count(part, room)
             if not kept and size > room:  # the last part alone is too long: its stand-in
-                kept, taken = _stand_in(part), 1
+                kept, taken = _stand_in(part, room), 1
                 break
         elif size > room and (not kept or room >= max_chars // 4):
             kept.append(_tail_part(part, room))
@@ -143,10 +143,10 @@ def live_tail(transcript: dict[str, Any], max_chars: int) -> dict[str, Any]:
 _STAND_IN_TITLE = 200
 
 
-def _stand_in(part: Any) -> list[Any]:
-    """What a redraw draws of a last part too long for it that is not a message (last first, as
-    `live_tail` lists them): a tool call's card with its kind, status and the start of its
-    title, then a note; else a note of what it is."""
+def _stand_in(part: Any, max_chars: int) -> list[Any]:
+    """What a redraw draws of a last part longer than `max_chars` that is not a message (last
+    first, as `live_tail` lists them): a tool call's card with its kind, status and the start of
+    its title, then a note; an error's first `max_chars` characters; else a note of what it is."""
     end = "all of it is in the record when the turn ends]"
     kind = part.get("type") if isinstance(part, dict) else None
     if kind == "tool_call":
@@ -157,8 +157,11 @@ def _stand_in(part: Any) -> list[Any]:
             card["title"] = title[:_STAND_IN_TITLE]
         text = f"[… this tool call's output is too long to redraw: {end}"
         return [_note(text), card]
+    message = part.get("message") if isinstance(part, dict) else None
+    if kind == "error" and isinstance(message, str):  # a failure shows now: its start
+        return [{**part, "message": f"{message[:max_chars]}… [{end}"}]
     what = kind if isinstance(kind, str) and kind.isidentifier() else "part"
-    return [_note(f"[… the last part, a {what[:40]}, is too long to redraw: {end}")]
+    return [_note(f"[… the last part ({what[:40]}) is too long to redraw: {end}")]
 
 
 def _note(text: str) -> dict[str, Any]:
