@@ -98,7 +98,8 @@ def live_tail(transcript: dict[str, Any], max_chars: int) -> dict[str, Any]:
     there is one), after a note saying how much is left out; the parts before are left out,
     after a note saying how many. The last part is always drawn: a long message cut to
     `max_chars` (its images and files left out), another part longer than that as a stand-in
-    (a tool's card without its output, else a note).
+    (a tool's card without its output, an error's start, else a note). The top-level text,
+    thoughts and plan go: they would stand in for the parts left out.
 
     For the redraws of a turn nobody can watch closely (a headless run): each redraw sends what
     it draws, so a long answer, or a turn of many tool calls, re-sent whole every redraw costs
