@@ -20,6 +20,7 @@ import pytest
 
 from acp_notebook.notebook import publish
 from acp_notebook.notebook.live_meter import (
+    LIVE_FORCED_MAX,
     LIVE_MESSAGE,
     LIVE_MIN_TAIL,
     LIVE_SHARE,
@@ -28,7 +29,7 @@ from acp_notebook.notebook.live_meter import (
     Meter,
     chars,
 )
-from acp_notebook.protocol.limits import DEFAULT_LIMITS
+from acp_notebook.protocol.limits import DEFAULT_LIMITS, count
 from acp_notebook.protocol.result import TurnRecord, TurnResult
 from acp_notebook.render import LIVE_FORMATS
 from tests.nb_util import MIME_TURN, execute, script, scripted
@@ -158,6 +159,118 @@ def test_a_redraw_draws_the_last_parts_of_a_turn_of_many() -> None:
     assert live_tail(turn, 1_000_000) is turn  # all of it fits: the transcript itself
 
 
+def _big_last_parts() -> dict[str, tuple[dict[str, Any], int]]:
+    """Last parts far longer than a redraw's tail, each with what the fold charges for it (the
+    characters of the record's budget it takes): a tool card of ten 20,000-character outputs,
+    an empty message with a 300,000-character image, a plan of 300 long steps (a plan is not
+    charged: it is replaced whole, bounded by `value_chars`), an error of 300,000 (nor is it)."""
+    outputs = [
+        {"type": "content", "content": {"type": "text", "text": "<a> " * 5_000}} for _ in range(10)
+    ]
+    card = {
+        "type": "tool_call",
+        "id": "c1",
+        "toolCallId": "c1",
+        "title": "Run the <b>suite</b>",
+        "kind": "execute",
+        "status": "in_progress",
+        "content": outputs,
+    }
+    image = {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo" + "A" * 300_000}
+    message = {"type": "message", "id": "m1", "role": "agent", "text": "", "blocks": [image]}
+    steps = [{"content": "step <x> " * 100, "priority": "high", "status": "pending"}] * 300
+    plan = {"type": "plan", "id": "p1", "entries": steps}
+    failure = {
+        "type": "error",
+        "id": "e1",
+        "level": "error",
+        "message": "Failed: " + "<x> " * 75_000,
+    }
+    return {
+        "error": (failure, 0),
+        "tool card": (card, count(outputs, 1 << 40)),
+        "image": (message, count([image], 1 << 40)),
+        "plan": (plan, 0),
+    }
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", list(_big_last_parts()))
+def test_a_stale_views_redraws_are_small_whatever_its_last_part(kind: str) -> None:
+    """A turn whose last part is long, touched ten times a second for ten minutes (a tool's
+    progress, a plan re-sent): nothing fits in the share, so the view is stale, and each of its
+    redraws beyond the share is small (it drew the last part whole: 500,000 characters each,
+    35 times the transcript in ten minutes), and a tool's card still shows what it runs."""
+    part, charged = _big_last_parts()[kind]
+    now = [0.0]
+    record = TurnRecord(turn_id="t1")
+    record.budget.chars -= charged
+    meter = Meter(DEFAULT_LIMITS, clock=lambda: now[0])
+    meter.shown(publish.turn(_turn(""), live=True, formats=LIVE_FORMATS))
+    turn = {"turnId": "t1", "parts": [part]}
+    share = LIVE_SHARE * meter.held(record)
+    drawn = []
+    while now[0] < 600:
+        tail = meter.tail(record)
+        if tail:
+            bundle = publish.turn(turn, live=True, formats=LIVE_FORMATS, tail=tail)
+            if meter.spend(bundle, tail, record):
+                drawn.append(bundle)
+        now[0] += 0.1
+    stale = math.log2(600) + 600 / LIVE_STALE_MAX + 1  # redraws beyond the share, at most
+    assert meter.sent <= share + stale * LIVE_FORCED_MAX, (meter.sent, share, len(drawn))
+    assert drawn, "never redrawn"
+    if kind == "tool card":
+        assert all("Run the" in b["text/html"] for b in drawn), drawn[-1]["text/html"]
+    if kind == "error":  # a failure shows its start
+        assert all("Failed: " in b["text/html"] for b in drawn), drawn[-1]["text/html"]
+
+
+def test_what_the_meter_holds_is_in_the_transcript_text_dropped_too() -> None:
+    """`Meter.held` is at least what the transcript holds, never more: text that no part could
+    take (the parts cap reached, no message of its kind to join) is dropped, and the fold once
+    counted it as kept, so a turn could buy redraws with text it never held (20 tool calls,
+    then 100,000 characters of dropped thoughts: 200,000 characters held, 2,700 in the
+    transcript; 60,000 of redraws allowed)."""
+    from acp_notebook.protocol.fold import SessionFold
+    from acp_notebook.protocol.limits import Limits
+    from acp_notebook.protocol.result import finish
+
+    limits = Limits(parts=20)
+    fold = SessionFold(limits=limits)
+    record = fold.begin_turn("t1", [])
+    for i in range(30):
+        call = {"toolCallId": f"c{i}", "title": "x", "kind": "read", "status": "completed"}
+        fold.apply({"sessionUpdate": "tool_call", **call})
+    for _ in range(100):
+        thought = {"type": "text", "text": "t" * 1_000}
+        fold.apply({"sessionUpdate": "agent_thought_chunk", "content": thought})
+    held = Meter(limits).held(record)
+    ended = fold.end_turn()
+    assert ended is not None and ended.dropped["text_chars"] == 100_000
+    result = finish(
+        ended, stop_reason="end_turn", error=None, usage=None, session_id="s", agent="a"
+    )
+    assert held <= len(json.dumps(result.to_json())), held
+
+
+def test_a_redraw_does_not_draw_the_thoughts_or_plan_it_left_out() -> None:
+    """A turn that thinks and plans first, then calls tools: a redraw leaves its first parts
+    out, and the turn's top-level thoughts and plan (the parts' own, joined) stood in for them,
+    whole: 120,000 characters of HTML for a tail of 2,000 (a turn's thoughts may be 4 MB)."""
+    thoughts = "Let me think. " * 8_000
+    steps = [{"content": "a step " * 100, "priority": "high", "status": "pending"}] * 50
+    first = [
+        {"type": "message", "id": "m0", "role": "thought", "text": thoughts},
+        {"type": "plan", "id": "p0", "entries": steps},
+    ]
+    calls = [{**_tool(i), "type": "tool_call", "id": f"c{i}"} for i in range(100)]
+    turn = {"turnId": "t1", "parts": first + calls, "text": "", "thoughts": thoughts}
+    bundle = publish.turn({**turn, "plan": steps}, live=True, formats=LIVE_FORMATS, tail=2_000)
+    assert chars(bundle) < 4 * 2_000, {k: len(v) for k, v in bundle.items()}
+    assert "Let me think" not in bundle["text/html"] and "a step" not in bundle["text/html"]
+
+
 # -- in a kernel, through nbclient (a front-end without widgets) -------------------------------
 
 
@@ -226,3 +339,38 @@ def test_a_slow_and_a_fast_turn_send_under_twice_their_transcript(
     gaps = [b - a for a, b in zip([0, *held], held, strict=False)]
     assert max(gaps[1:]) <= GAP + SLACK, gaps  # the first waits for the first display too
     assert slow * size - held[-1] <= GAP + SLACK, held
+
+
+@pytest.mark.timeout(120)
+def test_a_long_card_touched_for_seconds_is_not_redrawn_whole(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
+    """In a kernel: a tool card of ten 20,000-character outputs, its title touched ten times a
+    second for 6 s. Its live updates sent 1.0 MB, the card whole at 1 and 3 s (2.5 times the
+    transcript before the record); now its stand-in (the card without its output)."""
+    outputs = [
+        {"type": "content", "content": {"type": "text", "text": "<a> " * 5_000}} for _ in range(10)
+    ]
+    call = {"toolCallId": "c1", "title": "Run", "kind": "execute", "status": "in_progress"}
+    steps: list[dict[str, Any]] = [
+        {"update": {"sessionUpdate": "tool_call", **call, "content": outputs}}
+    ]
+    for i in range(60):
+        touch = {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "title": f"Run {i}"}
+        steps += [{"update": touch}, {"sleep": 0.1}]
+    clients: list[Any] = []
+    cells = [f"%%agent --agent {scripted()}\n" + script(*steps)]
+    nb = execute(cells, tmp_path, client_out=clients, kernel=kernel, timeout=90)
+    shown, _, transcript = _sent_and_transcript(clients[0], 0, nb)
+    live = [
+        sum(
+            len(v) if isinstance(v, str) else len(json.dumps(v))
+            for v in m["content"]["data"].values()
+        )
+        for i, m in clients[0].messages
+        if i == 0 and m["msg_type"] in ("display_data", "update_display_data")
+    ][:-1]  # less the record
+    assert len(shown) >= 3, len(shown)  # redrawn while it ran
+    stale = math.log2(6) + 1
+    assert sum(live) <= LIVE_SHARE * transcript + stale * LIVE_FORCED_MAX, (live, transcript)
+    assert any("Run " in text for text in shown[1:-1]), shown

@@ -319,3 +319,45 @@ def test_a_streaming_answer_reparses_only_its_end(monkeypatch: pytest.MonkeyPatc
         )
         assert len(calls) == 1 and len(calls[0]) < 200, calls
         calls.clear()
+
+
+@pytest.mark.parametrize("status", ["meter", "alert", "user", "turn", "running", "Tool", "x y"])
+def test_a_plan_entrys_status_names_none_of_the_renderers_classes(status: str) -> None:
+    """A plan entry's class is its status's (`acpnb-completed`…) only for the statuses ACP
+    defines: another (a transcript read back is not validated) named any of the renderer's
+    classes, `acpnb-meter` drew the entry as a 60-pixel bar, `acpnb-alert` as an error."""
+    entries = [{"content": "step", "priority": "high", "status": s} for s in (status, "completed")]
+    html = render_bundle({"parts": [{"type": "plan", "entries": entries}]})["text/html"]
+    classes = re.findall(r"<li( class=[^ >]*)?>", html)
+    assert classes == ["", " class=acpnb-completed"], classes
+
+
+def test_a_terminal_shown_by_many_cards_is_drawn_once() -> None:
+    """An agent's tool calls may each show the same terminal, up to 100 times a call (content
+    items, 40 characters each, are all the turn's budget pays for): its output was drawn at
+    every one, 80 KB of HTML each for 20,000 characters of `<`. 2,000 calls drew 16 GB: the
+    kernel died of its record. Drawn with the first card that shows it; the others say so."""
+    import json
+
+    output = ("<" * 99 + "\n") * 200
+    item = {"type": "terminal", "terminalId": "t"}
+    calls = [
+        {
+            "type": "tool_call",
+            "id": f"c{i}",
+            "toolCallId": f"c{i}",
+            "title": f"call {i}",
+            "kind": "execute",
+            "status": "completed",
+            "content": [item] * 20,
+        }
+        for i in range(5)
+    ]
+    terminal = {"terminalId": "t", "command": "yes", "output": output, "exitCode": 0}
+    turn = {"turnId": "x", "success": True, "parts": calls, "terminals": [terminal]}
+    size = len(json.dumps(turn))
+    bundle = render_bundle(turn)
+    for mime in ("text/html", "text/markdown", "text/plain"):
+        assert len(bundle[mime]) < 10 * size, (mime, len(bundle[mime]), size)
+    assert bundle["text/html"].count("&lt;" * 99) >= 100  # drawn, once (its last 200 lines)
+    assert "call 4" in bundle["text/html"]

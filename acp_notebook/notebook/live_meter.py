@@ -18,8 +18,12 @@ A view that has had nothing it could draw for `LIVE_STALE` seconds draws its tur
 anyway (`LIVE_MIN_TAIL`), and waits twice as long before the next such redraw, up to
 `LIVE_STALE_MAX`: what an agent said before a long silence (a short "let me look", then a tool
 running for a minute) shows within a second or two, not only at the end, and a turn of D
-seconds sends at most about log2(D) + D / 60 of these small redraws beyond its share (7 in a
-minute: under 14,000 characters; none in a turn that keeps within its share).
+seconds sends at most about log2(D) + D / 60 of these small redraws beyond its share, each of
+at most `LIVE_FORCED_MAX` characters (7 in a minute: under 33,000, about 2,000 each for a
+message's end; none in a turn that keeps within its share). A last part longer than the tail is
+drawn as a stand-in (`clip.live_tail`: a tool's card without its output); one that still draws
+longer is not sent (it drew whole: a 200 KB tool card 14 times in ten minutes, 35 times its
+transcript).
 
 O(1) per redraw: what the turn holds comes from its record's budget counters, not from a walk
 over its text; what a redraw costs is the length of the strings it sends.
@@ -57,6 +61,10 @@ LEAST_RATIO = 2.0
 #: doubled after each such redraw, up to `LIVE_STALE_MAX`.
 LIVE_STALE = 1.0
 LIVE_STALE_MAX = 60.0
+#: Characters one of those redraws beyond the share sends at most, its message included: its
+#: `LIVE_MIN_TAIL` characters drawn as HTML (each at most a character reference of 4 or 5) and
+#: as text, with the card or note around them.
+LIVE_FORCED_MAX = LIVE_MESSAGE + 8 * LIVE_MIN_TAIL
 
 
 def chars(bundle: dict[str, Any]) -> int:
@@ -115,13 +123,20 @@ class Meter:
         self.last = self.clock()
 
     def spend(self, bundle: dict[str, Any], tail: int, record: TurnRecord | None) -> bool:
-        """Count a redraw drawn with `tail` if it fits in what is left; False: it does not, it
-        is not to be sent (the next, sized by what this one cost, waits for the turn to grow)."""
+        """Count a redraw drawn with `tail` if it fits in what is left (one beyond the share:
+        in `LIVE_FORCED_MAX`); False: it does not, it is not to be sent (the next, sized by what
+        this one cost, waits for the turn to grow)."""
         cost = chars(bundle) + LIVE_MESSAGE
         if self.metered:
             self.ratio = max(LEAST_RATIO, (cost - LIVE_MESSAGE) / tail)
             if self.forced:
                 self.stale = min(2 * self.stale, LIVE_STALE_MAX)
+                if cost > LIVE_FORCED_MAX:
+                    # What the tail kept draws long (a card whose terminals it cannot see, a
+                    # footer a hostile agent made long): not sent, and the next such try waits
+                    # as long as after a redraw sent, so each costs at most one drawing.
+                    self.last = self.clock()
+                    return False
             elif cost > self.left(record):
                 return False
         self.sent += cost

@@ -154,6 +154,9 @@ class SessionFold(FoldCore):
             )
         target = record.overflow[role]
         if target is None:
+            # Not kept: its characters go back to the budget (`_chunk` took them), which tells
+            # what the turn holds (the headless live view's share: notebook/live_meter.py).
+            record.budget.text += len(text)
             self.keep.drop(record, "text_chars", len(text))
             return
         self.keep.drop(record, "parts")

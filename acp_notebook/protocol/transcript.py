@@ -9,7 +9,7 @@ read from a notebook is drawn from the same objects.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .coerce import dicts, integer, mapping, number, opt_text, text
@@ -49,6 +49,15 @@ class Transcript:
     duration: float | None
     note: str = ""  # the client's word on the turn ("replayed history"), not the agent's
     title: str = ""  # the session's title, as the agent named it
+    #: The card that draws each terminal's output: the first tool call that shows it. An
+    #: agent's calls may each show one terminal, 100 times a call: drawn at every one, 2,000
+    #: calls drew 16 GB of HTML from a 1 MB output (`draws_terminal`).
+    terminal_cards: dict[str, ToolCallPart] = field(default_factory=dict)
+
+    def draws_terminal(self, call: ToolCallPart, terminal_id: str) -> bool:
+        """Whether `call`'s card draws the output of `terminal_id` (its first that shows it;
+        any card when the transcript does not say)."""
+        return self.terminal_cards.get(terminal_id, call) is call
 
     @property
     def tool_calls(self) -> list[ToolCallPart]:
@@ -120,7 +129,19 @@ def read_turn(transcript: Any, *, live: bool = False) -> Transcript:
         duration=number(t.get("duration")),
         note=text(t.get("note")),
         title=" ".join(text(t.get("title")).split())[:200],
+        terminal_cards=_terminal_cards(parts),
     )
+
+
+def _terminal_cards(parts: list[Part]) -> dict[str, ToolCallPart]:
+    """Each terminal's first tool call that shows it (`Transcript.terminal_cards`)."""
+    cards: dict[str, ToolCallPart] = {}
+    for part in parts:
+        if isinstance(part, ToolCallPart):
+            for c in part.content:
+                if c.get("type") == "terminal":
+                    cards.setdefault(text(c.get("terminalId")), part)
+    return cards
 
 
 def compact(transcript: dict[str, Any]) -> dict[str, Any]:

@@ -65,13 +65,18 @@ def tool_call(out: list[str], call: ToolCallPart, turn: Transcript) -> None:
         )
         more = f" … {len(locations) - 20} more" if len(locations) > 20 else ""
         out.append(f"<div class=acpnb-locs>📄 {locs}{more}</div>")
+    terminals: set[str] = set()  # drawn in this card: each once
     for c in content:
         if isinstance(c, TextContent):
             _tool_text(out, c.text)
         elif isinstance(c, DiffContent):
             _diff(out, c)
-        elif isinstance(c, TerminalContent):
-            _terminal(out, c.terminal_id, turn)
+        elif isinstance(c, TerminalContent) and c.terminal_id not in terminals:
+            terminals.add(c.terminal_id)
+            if turn.draws_terminal(call, c.terminal_id):
+                _terminal(out, c.terminal_id, turn)
+            else:
+                out.append(note("(its terminal's output is in the first card that shows it)"))
         elif isinstance(c, BlockContent):
             out.append(block(c.block))
     if call.raw_input is not None:

@@ -96,48 +96,89 @@ def live_tail(transcript: dict[str, Any], max_chars: int) -> dict[str, Any]:
     """The transcript with its last parts only, about `max_chars` characters of them: a message
     longer than what is left is cut to its last characters (at a paragraph or line break when
     there is one), after a note saying how much is left out; the parts before are left out,
-    after a note saying how many. The last part is always drawn (a long message cut to
-    `max_chars`).
+    after a note saying how many. The last part is always drawn: a long message cut to
+    `max_chars` (its images and files left out), another part longer than that as a stand-in
+    (a tool's card without its output, an error's start, else a note). The top-level text,
+    thoughts and plan go: they would stand in for the parts left out.
 
     For the redraws of a turn nobody can watch closely (a headless run): each redraw sends what
     it draws, so a long answer, or a turn of many tool calls, re-sent whole every redraw costs
     the square of its length. The record at the end is drawn from the whole transcript. Mask
     before clipping: a key cut in two would no longer be found. Work is proportional to the
-    parts kept: a part's size is its text's length (a message) or its JSON's, counted up to
-    what is left."""
+    parts kept: a part's size is its text's length and its blocks' JSON (a message) or its
+    JSON's, counted up to what is left."""
     parts = transcript.get("parts")
     if not isinstance(parts, list):
         return transcript
-    kept: list[Any] = []
-    room = max_chars
+    kept: list[Any] = []  # what is drawn, last first
+    room, taken = max_chars, 0  # characters left; the turn's parts drawn or stood in for
     for part in reversed(parts):
-        size = _message_chars(part)
+        size = _message_chars(part, room)
         if size < 0:
             size = count(part, room)
+            if not kept and size > room:  # the last part alone is too long: its stand-in
+                kept, taken = _stand_in(part, room), 1
+                break
         elif size > room and (not kept or room >= max_chars // 4):
             kept.append(_tail_part(part, room))
+            taken += 1
             break
         if kept and size > room:
             break
         kept.append(part)
-        room -= size
-    left_out = len(parts) - len(kept)
-    if left_out == 0 and all(k is p for k, p in zip(kept, reversed(parts), strict=True)):
-        return transcript
+        room, taken = room - size, taken + 1
+    left_out = len(parts) - taken
+    if left_out == 0 and len(kept) == taken:  # nothing cut, nothing stood in for: unchanged
+        if all(k is p for k, p in zip(kept, reversed(parts), strict=True)):
+            return transcript
     if left_out:
         note = f"[… {left_out:,} earlier parts: all of them are in the record when the turn ends]"
         kept.append({"type": "message", "id": "live-earlier", "role": "agent", "text": note})
-    return {**transcript, "parts": kept[::-1]}
+    # The top-level text, thoughts and plan are the parts' own, joined: a reader draws them
+    # where the parts lack them (`read_turn`), so the thoughts and plan left out with their
+    # parts were drawn whole at every redraw (a turn's thoughts may be 4 MB).
+    return {**transcript, "parts": kept[::-1], "text": "", "thoughts": "", "plan": []}
 
 
-def _message_chars(part: Any) -> int:
-    """The length of a message part's text, -1 for another part."""
+#: Characters of a tool's title a stand-in card keeps.
+_STAND_IN_TITLE = 200
+
+
+def _stand_in(part: Any, max_chars: int) -> list[Any]:
+    """What a redraw draws of a last part longer than `max_chars` that is not a message (last
+    first, as `live_tail` lists them): a tool call's card with its kind, status and the start of
+    its title, then a note; an error's first `max_chars` characters; else a note of what it is."""
+    end = "all of it is in the record when the turn ends]"
+    kind = part.get("type") if isinstance(part, dict) else None
+    if kind == "tool_call":
+        keys = ("type", "id", "toolCallId", "kind", "status")
+        card = {k: part[k] for k in keys if isinstance(part.get(k), str)}
+        title = part.get("title")
+        if isinstance(title, str):
+            card["title"] = title[:_STAND_IN_TITLE]
+        text = f"[… this tool call's output is too long to redraw: {end}"
+        return [_note(text), card]
+    message = part.get("message") if isinstance(part, dict) else None
+    if kind == "error" and isinstance(message, str):  # a failure shows now: its start
+        return [{**part, "message": f"{message[:max_chars]}… [{end}"}]
+    what = kind if isinstance(kind, str) and kind.isidentifier() else "part"
+    return [_note(f"[… the last part ({what[:40]}) is too long to redraw: {end}")]
+
+
+def _note(text: str) -> dict[str, Any]:
+    return {"type": "message", "id": "live-note", "role": "agent", "text": text}
+
+
+def _message_chars(part: Any, room: int) -> int:
+    """The size of a message part, -1 for another part: its text's length, and its blocks'
+    JSON (an image, a file) counted up to `room`."""
     if (
         isinstance(part, dict)
         and part.get("type") == "message"
         and isinstance(part.get("text"), str)
     ):
-        return len(part["text"])
+        blocks = part.get("blocks")
+        return len(part["text"]) + (count(blocks, room) if blocks else 0)
     return -1
 
 
@@ -152,5 +193,10 @@ def _tail_part(part: dict[str, Any], max_chars: int) -> dict[str, Any]:
             window = window[at + len(brk) :]
             break
     left_out = len(text) - len(window)
-    note = f"[… {left_out:,} earlier characters: all of them are in the record when the turn ends]"
-    return {**part, "text": f"{note}\n\n{window}"}
+    blocks = part.get("blocks")
+    what = [f"{left_out:,} earlier characters"] if left_out else []
+    if blocks:  # drawn after the text: an image may alone be longer than a redraw may draw
+        n = len(blocks) if isinstance(blocks, list) else 1
+        what.append(f"{n:,} image{'s' if n != 1 else ''} or file{'s' if n != 1 else ''}")
+    note = f"[… {' and '.join(what)}: all of them are in the record when the turn ends]"
+    return {**part, "text": f"{note}\n\n{window}", "blocks": []}

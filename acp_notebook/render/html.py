@@ -135,9 +135,11 @@ def _plan(out: list[str], entries: list[PlanEntry]) -> None:
                 f" <span class='acpnb-prio acpnb-prio-{css_class(e.priority)}' "
                 f"title=priority>{escape(e.priority)}</span>"
             )
+        # The status's class only for ACP's three: `acpnb-` and any other word of the agent's
+        # could name one of the renderer's classes (acpnb-meter, acpnb-alert, acpnb-user).
+        cls = f" class=acpnb-{e.status}" if e.status in labels.PLAN_STATUS else ""
         out.append(
-            f"<li class=acpnb-{css_class(e.status)}><span title={attr(word)}>{glyph}"
-            f"</span> {inline(e.content)}{prio}</li>"
+            f"<li{cls}><span title={attr(word)}>{glyph}</span> {inline(e.content)}{prio}</li>"
         )
     out.append("</ul></div>")
 

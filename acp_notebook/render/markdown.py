@@ -115,12 +115,14 @@ def _tool_call(call: ToolCallPart, turn: Transcript) -> list[str]:
     if diffs:
         extra = f" (+{sum(d.added for d in diffs)} −{sum(d.removed for d in diffs)})"
     lines = [f"- {glyph} {labels.kind_icon(call.tool_kind)} {title} — {word}{extra}"]
+    terminals: set[str] = set()  # drawn here: each once, in its first card (`cards.py`)
     for c in content:
         if isinstance(c, DiffContent):
             lines.extend(_diff_block(c.path, c.old, c.new))
-        elif isinstance(c, TerminalContent):
+        elif isinstance(c, TerminalContent) and c.terminal_id not in terminals:
+            terminals.add(c.terminal_id)
             term = turn.terminals.get(c.terminal_id)
-            if term is not None:
+            if term is not None and turn.draws_terminal(call, c.terminal_id):
                 lines.extend(_terminal_block(term, turn.live))
     return lines
 
