@@ -12,6 +12,7 @@ README's picture) is written by test_readme_picture.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import shutil
 import time
@@ -338,12 +339,16 @@ def test_readme_picture(page, lab) -> None:
 def test_messages_per_second_and_bytes_per_turn(page, lab) -> None:
     """The view's traffic, read off the page's websocket: messages a second, bytes a turn."""
     frames: list[tuple[float, int]] = []
+    everything: dict[str, int] = {}  # every frame the page received meanwhile, by message type
 
     def on_socket(ws: Any) -> None:
         def seen(payload: Any) -> None:
             raw = payload if isinstance(payload, bytes) else payload.encode()
             if b'"comm_msg"' in raw and b'"ops"' in raw:
                 frames.append((time.monotonic(), len(raw)))
+            kind = re.search(rb'"msg_type": ?"(\w+)"', raw)
+            name = kind.group(1).decode() if kind else "other"
+            everything[name] = everything.get(name, 0) + len(raw)
 
         ws.on("framereceived", seen)
 
@@ -363,5 +368,11 @@ def test_messages_per_second_and_bytes_per_turn(page, lab) -> None:
         f"view: {len(frames)} messages in {span:.2f} s ({rate:.1f}/s), {sent} bytes "
         f"for a {transcript}-byte transcript ({sent / transcript:.2f}x)"
     )
+    # Not only the view's differences reach the page: the views' opening state (each turn view
+    # carries its module and stylesheet, ~47 KB), the record at the end (its HTML, text and
+    # transcript), and a status pair for each message of the kernel. Printed, not asserted: all
+    # told this is over issue 12's 2x (the README says by how much).
+    total = sum(everything.values())
+    print(f"page: {total} bytes in all ({total / transcript:.2f}x), by type: {everything}")
     assert rate <= 27  # 25 a second, and the clocks of two processes
     assert sent <= 2 * transcript
