@@ -254,6 +254,23 @@ async def test_a_fifo_a_device_or_a_huge_file_is_refused_before_it_is_read(agent
 
 
 @pytest.mark.timeout(30)
+async def test_a_prompts_files_together_are_bounded(agent: Agent, monkeypatch) -> None:
+    """Each file under the limit, all of them over the prompt's: refused, nothing sent."""
+    from acp_notebook.client import attachments
+
+    monkeypatch.setattr(attachments, "MAX_PROMPT_ATTACHMENT_BYTES", 5_000)
+    for i in range(3):
+        (agent.cwd / f"part{i}.txt").write_text("x" * 2_000)
+    files = [{"type": "file", "url": str(agent.cwd / f"part{i}.txt")} for i in range(3)]
+    with anyio.fail_after(20):
+        async with agent.client() as client:
+            session = await client.new_session()
+            with pytest.raises(PromptError, match="over the limit of 5,000 for one prompt"):
+                await session.prompt([{"type": "text", "text": "x"}, *files])
+    assert agent.sent("session/prompt") == []
+
+
+@pytest.mark.timeout(30)
 async def test_remote_urls_are_resource_links(agent: Agent) -> None:
     blocks = await sent_blocks(
         agent,

@@ -87,7 +87,10 @@ def test_live_updates_send_a_share_of_the_transcript_whatever_the_pace(
     first = sent - sum(cost for _, cost in redraws)
     # The first display aside (it is shown before anything is held), a share of the turn.
     assert sent - first <= LIVE_SHARE * 2 * len(chunk) * chunks, (sent, redraws)
-    assert sent <= LIVE_SHARE * transcript or not redraws, (sent, transcript)
+    if chunk == "hi":  # what it holds pays for no redraw: only the first display was sent
+        assert redraws == [] and sent == first, redraws
+    else:
+        assert redraws and sent <= LIVE_SHARE * transcript, (sent, transcript)
 
 
 @pytest.mark.timeout(60)
@@ -133,6 +136,41 @@ def _tool(i: int) -> dict[str, Any]:
     content = [{"type": "content", "content": {"type": "text", "text": f"line {i} <of> it\n" * 20}}]
     update = {"sessionUpdate": "tool_call", "toolCallId": f"c{i}", "title": f"Read file_{i}.txt"}
     return {**update, "kind": "read", "status": "completed", "content": content}
+
+
+@pytest.mark.parametrize("output", [3_000, 30_000])
+def test_a_redraw_counts_the_terminal_output_its_cards_draw(output: int) -> None:
+    """A tool's card draws its terminal's output (its last 20,000 characters), which the part's
+    JSON does not hold: 30 cards of a terminal each drew 18,520 characters for a tail of 500,
+    182,000 for one of 16,000 (a headless view then refused every redraw it drew)."""
+    parts, terminals = [], []
+    for i in range(30):
+        content = [{"type": "terminal", "terminalId": f"t{i}"}]
+        parts.append(
+            {
+                "type": "tool_call",
+                "id": f"c{i}",
+                "toolCallId": f"c{i}",
+                "kind": "execute",
+                "title": f"make {i}",
+                "status": "completed",
+                "content": content,
+            }
+        )
+        terminals.append(
+            {
+                "terminalId": f"t{i}",
+                "command": "make",
+                "output": f"line {i}\n" * (output // 7),
+                "truncated": False,
+                "exitStatus": {"exitCode": 0, "signal": None},
+            }
+        )
+    turn = {"turnId": "t1", "parts": parts, "terminals": terminals}
+    for tail in (500, 2_000, 16_000):
+        bundle = publish.turn(turn, live=True, formats=LIVE_FORMATS, tail=tail)
+        # Drawn twice (HTML and text) with its markup: about 2.6 characters sent per character.
+        assert chars(bundle) <= 3 * tail + 2_000, (tail, chars(bundle))
 
 
 def test_a_redraw_draws_the_last_parts_of_a_turn_of_many() -> None:

@@ -18,12 +18,16 @@ from .safe_fs import kind
 #: The largest local file a prompt attaches. It goes to the agent whole, in one message (base64
 #: for images and blobs); a model's context holds far less, and the kernel holds it twice.
 MAX_ATTACHMENT_BYTES = 32 * 1024 * 1024
+#: And all the local files of one prompt together (ten files of 32 MiB, in base64 and held
+#: twice, were close to a gigabyte).
+MAX_PROMPT_ATTACHMENT_BYTES = 64 * 1024 * 1024
 
 
 async def load_parts(
     parts: list[content.Part], caps: content.PromptCaps, cwd: str, attachment_dir: Path
 ) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
+    total = 0
     for part in parts:
         if not isinstance(part, content.FilePart):
             blocks.append(part)
@@ -31,6 +35,12 @@ async def load_parts(
             blocks.append(content.link_block(part.url, part.media_type, part.filename))
         else:
             path, data, mime = await _read(part, cwd, attachment_dir)
+            total += len(data)
+            if total > MAX_PROMPT_ATTACHMENT_BYTES:
+                raise PromptError(
+                    f"the prompt's attached files are {total:,} bytes or more, over the limit "
+                    f"of {MAX_PROMPT_ATTACHMENT_BYTES:,} for one prompt"
+                )
             # A stored data URL is named by its path relative to the workspace root.
             name = part.filename or (_relative(path, cwd) if part.is_data_url else None)
             blocks.append(content.file_block(path, data, mime, caps, name))
@@ -62,11 +72,13 @@ def _read_regular(path: Path) -> bytes:
     Opened without blocking and checked on its descriptor before a byte is read: a FIFO named in
     a prompt blocked the read for good (a thread no interrupt reaches: the cell never ended),
     and /dev/zero or a huge log filled the kernel's memory."""
+    # Looked at before it is opened: opening a device can act (a serial port's open resets the
+    # board on it); and again on the descriptor, in case another file took its place meanwhile.
+    _require_regular(os.stat(path), path)
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise PromptError(f"attached path is {kind(st.st_mode)}, not a regular file: {path}")
+        _require_regular(st, path)
         if st.st_size > MAX_ATTACHMENT_BYTES:
             raise PromptError(_too_big(path, st.st_size))
         file = os.fdopen(fd, "rb")
@@ -78,6 +90,13 @@ def _read_regular(path: Path) -> bytes:
     if len(data) > MAX_ATTACHMENT_BYTES:
         raise PromptError(_too_big(path, len(data)))
     return data
+
+
+def _require_regular(st: os.stat_result, path: Path) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        what = kind(st.st_mode)
+        what = "" if what == "not a regular file" else f"{what}, "
+        raise PromptError(f"attached path is {what}not a regular file: {path}")
 
 
 def _too_big(path: Path, size: int) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 from ..errors import CapabilityError, ClientClosedError, RequestError
 from ..protocol import content, methods

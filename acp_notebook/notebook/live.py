@@ -11,7 +11,8 @@ length times its redraws (a 400 KB answer was re-sent whole, as HTML and as text
 2.3 MB). The record at the end holds all of it. And the live updates' bytes are a share of the
 turn's (`live_meter.py`): a redraw that does not fit draws less, or waits, so a turn of any pace
 sends under 2 times its transcript's bytes (a slow answer, redrawn 25 times a second, sent 300
-times).
+times), but for the few small redraws of a view that could draw nothing for a while (about
+log2 of the turn's seconds of them) and the first display: a tiny turn's is over 2 times.
 """
 
 from __future__ import annotations

@@ -112,10 +112,14 @@ def live_tail(transcript: dict[str, Any], max_chars: int) -> dict[str, Any]:
         return transcript
     kept: list[Any] = []  # what is drawn, last first
     room, taken = max_chars, 0  # characters left; the turn's parts drawn or stood in for
+    drawn_terms = _TerminalSizes(transcript.get("terminals"))
     for part in reversed(parts):
         size = _message_chars(part, room)
         if size < 0:
-            size = count(part, room)
+            # A tool's card draws its terminals' output too (up to `MAX_CHARS` each, once in
+            # the turn), which its JSON does not hold: 30 cards of a terminal each drew 18,520
+            # characters for a tail of 500.
+            size = count(part, room) + drawn_terms.added_by(part)
             if not kept and size > room:  # the last part alone is too long: its stand-in
                 kept, taken = _stand_in(part, room), 1
                 break
@@ -138,6 +142,34 @@ def live_tail(transcript: dict[str, Any], max_chars: int) -> dict[str, Any]:
     # where the parts lack them (`read_turn`), so the thoughts and plan left out with their
     # parts were drawn whole at every redraw (a turn's thoughts may be 4 MB).
     return {**transcript, "parts": kept[::-1], "text": "", "thoughts": "", "plan": []}
+
+
+class _TerminalSizes:
+    """How much of the terminals' output the cards kept so far draw: each terminal once, its
+    last `MAX_CHARS` characters at most (`cards._terminal_html` draws its tail)."""
+
+    def __init__(self, terminals: Any) -> None:
+        self.sizes: dict[str, int] = {}
+        if isinstance(terminals, list):
+            for term in terminals:
+                if isinstance(term, dict) and isinstance(term.get("terminalId"), str):
+                    output = term.get("output")
+                    size = len(output) if isinstance(output, str) else 0
+                    self.sizes[term["terminalId"]] = min(size, MAX_CHARS)
+        self.counted: set[str] = set()
+
+    def added_by(self, part: Any) -> int:
+        """The terminal output a kept `part` adds (its terminals not counted yet)."""
+        content = part.get("content") if isinstance(part, dict) else None
+        if not self.sizes or not isinstance(content, list):
+            return 0
+        added = 0
+        for item in content:
+            tid = item.get("terminalId") if isinstance(item, dict) else None
+            if isinstance(tid, str) and tid not in self.counted:
+                self.counted.add(tid)
+                added += self.sizes.get(tid, 0)
+        return added
 
 
 #: Characters of a tool's title a stand-in card keeps.
