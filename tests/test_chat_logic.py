@@ -410,11 +410,15 @@ def test_a_message_whose_files_were_read_during_stop_is_given_back_not_sent(
             stopping = asyncio.create_task(chat.stop())
             if stopped_turn_ended:
                 await stopping
+                await asyncio.sleep(0)  # the stopped turn's send ends its `finally`
+                assert first.done and not chat.stop_button.disabled  # a message still loading
             else:  # the agent got the cancel and is still at it
                 assert await asyncio.to_thread(agent_reads.wait, 20)
             still_stopping = not first.done
             let_read.set()
             assert await late is None  # not sent: given back
+            if stopped_turn_ended:
+                assert chat.stop_button.disabled  # nothing running, nothing loading
             assert chat.input.value == "a draft\n\nand read this"
             assert to_page == [{"event": "attach", "files": ["late.txt"]}]
             assert list(chat.views) == [first.id] and len(chat.log.children) == 1

@@ -151,7 +151,7 @@ class ChatWidget:
         try:
             result = await turn.finished
         finally:
-            self.stop_button.disabled = self.session.running is None
+            self._set_stop()
             self._set_status()
             self.unsent.pop(turn.id, None)
         if turn.id in self._withdrawn:  # never sent: its text is back in the input box
@@ -176,13 +176,18 @@ class ChatWidget:
         # cancels this scope, so the message is not sent after the Stop (`stop`), but given back.
         loading = anyio.CancelScope()
         self._loading.add(loading)
+        self.stop_button.disabled = False  # with no turn running, Stop takes this one back
         try:
             with loading:
                 return await self.session.prompt([text, *attached])
         finally:
             self._loading.discard(loading)
+            self._set_stop()
         self._give_back([(text, list(files))])  # reached only when Stop cancelled the scope
         return None
+
+    def _set_stop(self) -> None:
+        self.stop_button.disabled = self.session.running is None and not self._loading
 
     def _show_past(self, turns: list[PastTurn]) -> None:
         self.past_views = [PastView(t) for t in turns]
