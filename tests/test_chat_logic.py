@@ -439,3 +439,48 @@ def test_a_message_whose_files_were_read_during_stop_is_given_back_not_sent(
     again = json_of(prompts[1]["params"]["prompt"])
     assert "a draft" in again and "and read this" in again and "late.txt" in again
     assert len(chat.records) == 2 and len(chat.log.children) == 2
+
+
+@pytest.mark.scripted_agent("in_process")
+def test_turns_started_elsewhere_on_the_session_are_shown_and_recorded_once(agent: Any) -> None:
+    """A turn prompted on the session itself (as a `%%agent -s` cell does) shows in the chat
+    open on it, with the user's message, and is recorded once; a chat opened while it runs
+    shows it too; the chat's own turn has one view, in both chats; Stop in a chat stops it."""
+    from acp_notebook.widgets.chat import ChatWidget
+    from acp_notebook.widgets.chat_past import past_turns
+    from tests.agents.script import script
+    from tests.client_helpers import Watcher, tool_call
+
+    async def settled(*chats: ChatWidget) -> None:
+        # The chats record a followed turn in a task of their own once it ends: wait for those.
+        for chat in chats:
+            await asyncio.gather(*tuple(chat.kernel._tasks))
+
+    async def main() -> tuple[ChatWidget, ChatWidget, Any, Any, list[str]]:
+        async with agent.client() as client:
+            session = await client.new_session()
+            first = ChatWidget(session)
+            watcher = Watcher(session)
+            slow = script({"update": tool_call("c1")}, {"wait_cancel": True})
+            theirs = await session.prompt([slow, "a question from a cell"])
+            await watcher.tool_call("c1")
+            assert list(first.views) == [theirs.id] and len(first.log.children) == 1
+            assert theirs.permission_handler is None  # its asker keeps its requests
+            second = ChatWidget(session)  # opened while the turn runs
+            assert list(second.views) == [theirs.id] and len(second.log.children) == 1
+            await first.stop()  # the chat's Stop stops a turn it did not start
+            assert theirs.result is not None and theirs.result.stop_reason == "cancelled"
+            await settled(first, second)
+            own = await second.send("the chat's own message")
+            assert own is not None
+            await settled(first, second)
+            return first, second, theirs, own, [t.turn_id for t in past_turns(session)]
+
+    first, second, theirs, own, past = asyncio.run(main())
+    for chat in (first, second):
+        assert list(chat.views) == [theirs.id, own.id] and len(chat.log.children) == 2
+        assert len(chat.records) == 2
+        theirs_shown, own_shown = (r["text/html"] for r in chat.records)
+        assert "a question from a cell" in theirs_shown and "cancelled" in theirs_shown
+        assert own_shown.count("the chat's own message") == 2  # said, and echoed
+    assert past == [theirs.id, own.id]  # the next chat gets each turn once

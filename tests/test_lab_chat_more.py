@@ -17,6 +17,7 @@ import pytest
 from acp_notebook.widgets.chat import UNDRAWN
 from tests.test_lab import POLL, READY, command, shoot
 from tests.test_lab_chat import RECORD, idle, open_nb, run_cell, session_id
+from tests.test_lab_view import AGENT
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -195,6 +196,40 @@ def test_the_chat_run_again_shows_the_conversation_so_far(page: Any, lab: Any) -
         if "acpnb-chat-record" in o.get("data", {}).get("text/html", "")
     ]
     assert html.index("the first words") < html.index("the second words"), html[:2000]
+
+
+def test_a_cells_turn_on_the_chats_session_shows_in_the_chat(page: Any, lab: Any) -> None:
+    """A `%%agent -s X` cell run while a chat on X is open: its turn shows in the chat's log as
+    the chat's own do (the user's message, the answer), and the chat goes on in that session."""
+    open_nb(
+        page,
+        lab,
+        "chat-cell.ipynb",
+        f"%agent chat --agent {AGENT} -s shared",
+        f"%%agent --agent {AGENT} --session shared\nhello from the cell",
+    )
+    run_cell(page, 0)
+    chat = page.locator(".acpnb-chat")
+    box = chat.locator("textarea.acpnb-chat-text")
+    box.wait_for()
+    before = session_id(chat)
+    turns = chat.locator(".acpnb-chat-log .acpnb-turn")
+    run_cell(page, 1)
+    first = turns.nth(0)
+    first.locator(".acpnb-answer", has_text="echo: hello from the cell").wait_for(timeout=60_000)
+    assert "hello from the cell" in first.locator(".acpnb-user").inner_text()
+    idle(page)
+    box.type("and now from the chat")
+    box.press("Enter")
+    turns.nth(1).locator(".acpnb-answer", has_text="echo: and now from the chat").wait_for(
+        timeout=60_000
+    )
+    assert turns.count() == 2 and session_id(chat) == before
+    # Both in the chat's record, the cell's turn once.
+    page.wait_for_function(
+        polling=POLL, expression=f"() => ({RECORD})()?.turns === 2", timeout=30_000
+    )
+    shoot(page, "chat-cell-turn")
 
 
 SHUT_DOWN = "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.shutdown()"

@@ -9,7 +9,9 @@ menus (`chat_pickers.py`) follow the session. Clicks and messages are handled on
 loop, whatever thread they arrive in (`loop.py`). A message sent while a turn runs waits behind
 it; Stop gives such a message back to the input box (`stop`), and one whose @files are still
 being read too. A new chat on a session that had one (`%agent chat -s X` run again) opens with
-the conversation so far (`chat_past.py`).
+the conversation so far (`chat_past.py`). A turn started elsewhere on the session while the chat
+is open (a `%%agent -s X` cell, another chat) is shown and recorded too (`_follow`, on the
+session's `TurnStarted`), so the chat holds the session's whole conversation, as Zed's thread.
 
 The chat's output is followed by its static record (`chat_record.py`), which gets each turn as it
 ends (`chat_keep.py`: by the page when it can, so a turn costs what it adds): the live page hides
@@ -32,8 +34,9 @@ from ..client.session import Session
 from ..client.turn import TurnHandle
 from ..notebook import publish
 from ..notebook.views import Code, Strong, Value, html_span, money, number, percent, text
-from ..protocol.mutations import Mutation, SessionChanged
+from ..protocol.mutations import Mutation, SessionChanged, TurnStarted
 from ..protocol.redact import Redactor
+from ..protocol.result import TurnResult
 from ..protocol.state import Usage
 from ..protocol.turnstate import TurnState
 from .chat_files import list_files, resolve_in
@@ -91,6 +94,9 @@ class ChatWidget:
         self._closed = False
         self._handle: DisplayHandle | None = None
         self._unsubscribe = session.subscribe(self._on_mutation)
+        if session.running is not None and self.kernel.loop is not None:
+            # A turn started elsewhere (a cell, another chat): shown live from here on.
+            self._follow(session.running)
         self.input.on_submit(
             lambda text, files: self.kernel.spawn(lambda: self._send_clicked(text, files))
         )
@@ -161,13 +167,45 @@ class ChatWidget:
             self.log.children = tuple(c for c in self.log.children if c is not view.widget)
             view.widget.close()
             return turn
+        self._keep(view, result)
+        return turn
+
+    def _keep(self, view: ChatTurnView, result: TurnResult) -> None:
         # Even in a chat closed meanwhile: the view stops listening, the record gets the turn.
         view.finish(result)
         self.records.append(view.record())
         self.keeper.add(self.records[-1])
         if view.final is not None:  # the next chat on the session shows the turn too
-            remember(self.session, PastTurn(turn.id, view.final, dict(view.head), self.records[-1]))
-        return turn
+            past = PastTurn(view.turn.id, view.final, dict(view.head), self.records[-1])
+            remember(self.session, past)
+
+    def _follow(self, turn: TurnHandle) -> None:
+        """Show a turn the chat did not send (a `%%agent -s` cell's, another chat's) as its own
+        are, and record it when it ends. Its asker keeps its permission buttons (`answers`);
+        Stop here stops it all the same: it is the session's running turn."""
+        if self._closed or turn.id in self.views or turn.done:
+            return  # one view a turn: the chat's own is made in `send`, before the turn starts
+        view = ChatTurnView(
+            self.session,
+            turn,
+            on_stop=lambda: self.kernel.spawn(lambda: self.stop(turn)),
+            max_rate=self.max_rate,
+            redactor=self.redactor,
+        )
+        view.answers = False
+        self.views[turn.id] = view
+        self.log.children = (*self.log.children, view.widget)
+        view.start()
+        self.stop_button.disabled = False
+        self.kernel.spawn(lambda: self._followed(view))
+
+    async def _followed(self, view: ChatTurnView) -> None:
+        try:
+            result = await view.turn.finished
+        finally:
+            self.stop_button.disabled = self.session.running is None
+            self._set_status()
+        self._keep(view, result)
 
     async def _prompt(
         self, text: str, files: Sequence[str], attached: list[dict[str, str]]
@@ -245,7 +283,15 @@ class ChatWidget:
         return self.keeper.bundle()
 
     def _on_mutation(self, mutation: Mutation) -> None:
-        if not isinstance(mutation, SessionChanged) or self._closed:
+        if self._closed:
+            return
+        if isinstance(mutation, TurnStarted):  # the session runs one turn at a time: this one
+            running = self.session.running
+            if running is not None and running.id == mutation.turn_id:
+                self._follow(running)
+            self._set_status()
+            return
+        if not isinstance(mutation, SessionChanged):
             return
         if mutation.field in ("mode", "config_options"):
             self.pickers.refresh()

@@ -7,7 +7,8 @@ view's last state) and its record bundle; a new chat draws those turns in its lo
 the same front-end as a live turn, with nothing left to click but copy and show-all) and starts
 its static record with them, so the notebook keeps the whole conversation too.
 
-Only the chats' own turns: a cell's turn on the session is shown and recorded in its cell.
+Every turn a chat showed, its own or one a cell or another chat started on the session while it
+was open (each once, by turn id).
 Kept for the session's life in this kernel (weakly: a closed and dropped session goes), the last
 `KEPT` turns only: each new chat draws and records all it is given, so an unbounded list would
 make every chat cell on a long session heavier than the last.
@@ -50,6 +51,8 @@ def past_turns(session: Session) -> list[PastTurn]:
 def remember(session: Session, turn: PastTurn) -> None:
     """A chat's turn ended: the next chat on `session` shows it (the oldest beyond `KEPT` go)."""
     turns = past_turns(session)
+    if any(t.turn_id == turn.turn_id for t in turns):
+        return  # two chats open on the session both saw the turn: it is one turn
     turns.append(turn)
     del turns[:-KEPT]
 

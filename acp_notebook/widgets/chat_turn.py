@@ -28,10 +28,15 @@ class ChatTurnView(TurnView):
 
     #: The final transcript (masked, the user's message first), once the turn ended.
     recorded: dict[str, Any] | None = None
+    #: Whether the agent's permission requests and questions are asked here. Not in a turn
+    #: another cell or chat started: that one shows its own buttons, and taking its handler
+    #: away would leave its view with a request nobody there can answer.
+    answers: bool = True
 
     def start(self) -> None:
-        self.turn.permission_handler = self._ask
-        self.turn.elicitation_handler = self.forms.ask
+        if self.answers:
+            self.turn.permission_handler = self._ask
+            self.turn.elicitation_handler = self.forms.ask
         self.loop = asyncio.get_running_loop()
         self._task = self.loop.create_task(self._render_loop())
 
