@@ -454,7 +454,7 @@ def test_turns_started_elsewhere_on_the_session_are_shown_and_recorded_once(agen
     async def settled(*chats: ChatWidget) -> None:
         # The chats record a followed turn in a task of their own once it ends: wait for those.
         for chat in chats:
-            await asyncio.gather(*tuple(chat.kernel._tasks))
+            await chat.kernel.settled()
 
     async def main() -> tuple[ChatWidget, ChatWidget, Any, Any, list[str]]:
         async with agent.client() as client:

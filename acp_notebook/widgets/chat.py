@@ -203,7 +203,7 @@ class ChatWidget:
         try:
             result = await view.turn.finished
         finally:
-            self.stop_button.disabled = self.session.running is None
+            self._set_stop()
             self._set_status()
         self._keep(view, result)
 

@@ -45,6 +45,11 @@ class KernelLoop:
         caller to raise to: it goes to the log (which reaches the cell's stderr, masked)."""
         self.call(self._start, make)
 
+    async def settled(self) -> None:
+        """Wait for the tasks spawned so far (and those they spawn) to end, on the loop."""
+        while self._tasks:
+            await asyncio.gather(*tuple(self._tasks), return_exceptions=True)
+
     def _start(self, make: Callable[[], Coroutine[Any, Any, Any]]) -> None:
         task = asyncio.get_running_loop().create_task(make())  # on the kernel's loop: see call
         self._tasks.add(task)
