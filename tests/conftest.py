@@ -43,6 +43,11 @@ _JUPYTER_LAB = (
     "import sys; sys.modules['rfc3987_syntax'] = None; sys.argv[0] = 'jupyter-lab'; "
     "from jupyterlab.labapp import main; sys.exit(main())"
 )
+# JupyterLab's page asks its server at each load whether the app needs a rebuild: the server
+# hashes the installed extensions and runs node to check its version, ~0.4 s of CPU a load
+# (measured: 10 GETs of /lab/api/build, 4 s), and the browser tests load JupyterLab ~30 times.
+# No test builds JupyterLab; its labconfig/page_config.json turns the check (and the offer) off.
+_PAGE_CONFIG = {"buildCheck": False, "buildAvailable": False}
 #: A JupyterLab server: its URL, token and root directory.
 Lab = tuple[str, str, Path]
 
@@ -120,6 +125,9 @@ def lab_server(browser_ok: None, tmp_path_factory: pytest.TempPathFactory) -> It
     (settings / "notification.jupyterlab-settings").write_text(
         '{"fetchNews": "false", "checkForUpdates": false}'
     )
+    labconfig = root / ".c/labconfig"
+    labconfig.mkdir(parents=True)
+    (labconfig / "page_config.json").write_text(json.dumps(_PAGE_CONFIG))
     log = open(root / "lab.log", "w")  # closed in the teardown
     proc = subprocess.Popen(
         dies_with_parent(  # a killed worker runs no teardown; the server must not outlive it
