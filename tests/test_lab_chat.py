@@ -340,7 +340,7 @@ def test_a_turn_sends_what_it_adds_and_the_chat_reopens_without_its_kernel(
     for n in range(1, 4):
         assert sent[n] <= 1.5 * added[n] + 2_000, (sent, added)
     assert sent[3] <= 1.3 * sent[1], sent
-    page.remove_listener("websocket", on_socket)  # the page goes on to the module's next test
+    page.remove_listener("websocket", on_socket)  # the page goes on to other tests
     idle(page)
 
     # Saved while the chat is live: the widget's output and the record are in the file.

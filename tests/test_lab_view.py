@@ -363,5 +363,6 @@ def test_messages_per_second_and_bytes_per_turn(page, lab) -> None:
         f"view: {len(frames)} messages in {span:.2f} s ({rate:.1f}/s), {sent} bytes "
         f"for a {transcript}-byte transcript ({sent / transcript:.2f}x)"
     )
+    page.remove_listener("websocket", on_socket)  # the page goes on to other tests
     assert rate <= 27  # 25 a second, and the clocks of two processes
     assert sent <= 2 * transcript
