@@ -2,8 +2,8 @@
 
 Per test session (per xdist worker): one JupyterLab server (`lab_server`; `lab` leaves it clean
 for the next module) and one Chromium (`browser`), in which each test's `page` gets a browser
-context of its own, or the tests of a module marked `shared_page` share one. The server dies
-with the worker even if it is SIGKILLed.
+context of its own, or the tests of the modules marked `shared_page` share one page. The server
+dies with the worker even if it is SIGKILLed.
 
 Without /usr/bin/chromium (or the playwright package) the browser tests skip, except in CI (env
 CI set), where a missing browser is a failure.
@@ -43,6 +43,11 @@ _JUPYTER_LAB = (
     "import sys; sys.modules['rfc3987_syntax'] = None; sys.argv[0] = 'jupyter-lab'; "
     "from jupyterlab.labapp import main; sys.exit(main())"
 )
+# JupyterLab's page asks its server at each load whether the app needs a rebuild: the server
+# hashes the installed extensions and runs node to check its version, ~0.4 s of CPU a load
+# (measured: 10 GETs of /lab/api/build, 4 s), and the browser tests load JupyterLab ~30 times.
+# No test builds JupyterLab; its labconfig/page_config.json turns the check (and the offer) off.
+_PAGE_CONFIG = {"buildCheck": False, "buildAvailable": False}
 #: A JupyterLab server: its URL, token and root directory.
 Lab = tuple[str, str, Path]
 
@@ -120,6 +125,9 @@ def lab_server(browser_ok: None, tmp_path_factory: pytest.TempPathFactory) -> It
     (settings / "notification.jupyterlab-settings").write_text(
         '{"fetchNews": "false", "checkForUpdates": false}'
     )
+    labconfig = root / ".c/labconfig"
+    labconfig.mkdir(parents=True)
+    (labconfig / "page_config.json").write_text(json.dumps(_PAGE_CONFIG))
     log = open(root / "lab.log", "w")  # closed in the teardown
     proc = subprocess.Popen(
         dies_with_parent(  # a killed worker runs no teardown; the server must not outlive it
@@ -243,9 +251,8 @@ def browser(browser_ok: None) -> Iterator[Any]:
     _playwright_loop.clear()
 
 
-@pytest.fixture(scope="module")
-def lab_page(browser: Any) -> Iterator[Any]:
-    """The one page of a module marked `pytest.mark.shared_page`, made as `page` makes one."""
+@pytest.fixture(scope="session")
+def _session_lab_page(browser: Any) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1200, "height": 900})
     page = context.new_page()
     page.set_default_timeout(30_000)
@@ -253,12 +260,27 @@ def lab_page(browser: Any) -> Iterator[Any]:
     context.close()
 
 
+@pytest.fixture(scope="module")
+def lab_page(_session_lab_page: Any, lab: Lab) -> Iterator[Any]:
+    """The page of the modules marked `pytest.mark.shared_page`, made as `page` makes one: one
+    per test session, so that a module opens its first notebook in the JupyterLab a previous
+    module loaded (~4 s of CPU less a module). Each module leaves it with no document open
+    (their kernels shut down, before `lab` checks that none runs); a listener a test adds to it
+    is removed by that test."""
+    from tests.test_lab import CLOSE_ALL
+
+    yield _session_lab_page
+    base = lab[0]
+    if _session_lab_page.url.startswith(f"{base}/") and not _session_lab_page.evaluate(CLOSE_ALL):
+        _session_lab_page.goto("about:blank")  # could not close: the next module loads afresh
+
+
 @pytest.fixture
 def page(request: pytest.FixtureRequest, browser: Any) -> Iterator[Any]:
     """A fresh page (1200x900, 30 s default timeout) in a browser context of its own: no
     cookies, storage or cache shared with another test.
 
-    In a module marked `pytest.mark.shared_page`, the module's one page instead (`lab_page`):
+    In a module marked `pytest.mark.shared_page`, the session's one page instead (`lab_page`):
     its tests open their notebooks with tests/test_lab.py's `open_notebook`, which closes the
     previous one (its kernel shut down) and opens the next in the JupyterLab booted there, ~4 s
     of CPU less a test. For tests whose subject is the notebook, not a fresh browser."""

@@ -18,9 +18,11 @@ import nbformat
 import pytest
 
 from tests.nb_util import new_nb
-from tests.test_lab import POLL, READY, command, shoot
+from tests.test_lab import POLL, READY, command, open_notebook, shoot
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+# What these tests check is in the notebook each opens, not in a fresh browser context (each
+# test loads JupyterLab again where its subject is a reopened notebook).
+pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]
 
 RUN_CELL = """(index) => { const panel = window.jupyterapp.shell.currentWidget;
   panel.content.activeCellIndex = index;
@@ -32,10 +34,8 @@ FROM_BOTTOM = """() => { const log = document.querySelector('.acpnb-chat-log');
 
 
 def open_nb(page: Any, lab: Any, name: str, *cells: str) -> None:
-    base, token, root = lab
-    nbformat.write(new_nb(*cells), root / name)
-    page.goto(f"{base}/doc/tree/{name}?token={token}&reset")
-    page.wait_for_function(polling=POLL, expression=READY, timeout=60_000)
+    nbformat.write(new_nb(*cells), lab[2] / name)
+    open_notebook(page, lab, name)
 
 
 def run_cell(page: Any, index: int) -> None:
@@ -340,6 +340,7 @@ def test_a_turn_sends_what_it_adds_and_the_chat_reopens_without_its_kernel(
     for n in range(1, 4):
         assert sent[n] <= 1.5 * added[n] + 2_000, (sent, added)
     assert sent[3] <= 1.3 * sent[1], sent
+    page.remove_listener("websocket", on_socket)  # the page goes on to other tests
     idle(page)
 
     # Saved while the chat is live: the widget's output and the record are in the file.

@@ -19,7 +19,8 @@ from tests.test_lab import POLL, READY, command, shoot
 from tests.test_lab_chat import RECORD, idle, open_nb, run_cell, session_id
 from tests.test_lab_view import AGENT
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+# What these tests check is in the notebook each opens, not in a fresh browser context.
+pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]
 
 BOX_VALUE = "() => document.querySelector('.acpnb-chat textarea.acpnb-chat-text').value"
 

@@ -16,7 +16,8 @@ from tests.agents.script import script
 from tests.test_lab import output
 from tests.test_lab_view import AGENT, done, run, shoot
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+# What this test checks is in the notebook it opens, not in a fresh browser context.
+pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]
 
 
 def test_run_code_asks_in_its_card_and_runs_after_allow(page: Any, lab: Any) -> None:

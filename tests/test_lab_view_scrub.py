@@ -19,7 +19,8 @@ import pytest
 from tests.test_lab import POLL, READY, output
 from tests.test_lab_view import run, save, shoot
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+# What this test checks is in the notebook it opens, not in a fresh browser context.
+pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]
 
 HOSTILE = """
 <script>window.__pwned = 'script'</script>
