@@ -142,17 +142,7 @@ class ChatWidget:
         if view is not None:  # the text joined a turn that is queued: its view is there
             await turn.finished
             return turn
-        view = ChatTurnView(
-            self.session,
-            turn,
-            on_stop=lambda: self.kernel.spawn(lambda: self.stop(turn)),
-            max_rate=self.max_rate,
-            redactor=self.redactor,
-        )
-        self.views[turn.id] = view
-        self.log.children = (*self.log.children, view.widget)
-        view.start()
-        self.stop_button.disabled = False
+        view = self._open_view(turn)
         self._set_status()
         try:
             result = await turn.finished
@@ -185,6 +175,11 @@ class ChatWidget:
         Stop here stops it all the same: it is the session's running turn."""
         if self._closed or turn.id in self.views or turn.done:
             return  # one view a turn: the chat's own is made in `send`, before the turn starts
+        view = self._open_view(turn, answers=False)
+        self.kernel.spawn(lambda: self._followed(view))
+
+    def _open_view(self, turn: TurnHandle, *, answers: bool = True) -> ChatTurnView:
+        """A live view of `turn` at the end of the log (its Stop stops it)."""
         view = ChatTurnView(
             self.session,
             turn,
@@ -192,12 +187,12 @@ class ChatWidget:
             max_rate=self.max_rate,
             redactor=self.redactor,
         )
-        view.answers = False
+        view.answers = answers
         self.views[turn.id] = view
         self.log.children = (*self.log.children, view.widget)
         view.start()
         self.stop_button.disabled = False
-        self.kernel.spawn(lambda: self._followed(view))
+        return view
 
     async def _followed(self, view: ChatTurnView) -> None:
         try:
