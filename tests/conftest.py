@@ -245,10 +245,18 @@ def browser(browser_ok: None) -> Iterator[Any]:
 
         _playwright_loop[:] = [asyncio._get_running_loop()]
         yield browser
-        # Torn down after the session's last test, which may not have used the browser.
-        asyncio._set_running_loop(_playwright_loop[0])
+        _mark_for_teardown()
         browser.close()
     _playwright_loop.clear()
+
+
+def _mark_for_teardown() -> None:
+    """A session fixture of the browser's is torn down after the session's last test, which may
+    not have used the browser (its phases left Playwright's loop unmarked): mark it again."""
+    import asyncio
+
+    if _playwright_loop:
+        asyncio._set_running_loop(_playwright_loop[0])
 
 
 @pytest.fixture(scope="session")
@@ -257,6 +265,7 @@ def _session_lab_page(browser: Any) -> Iterator[Any]:
     page = context.new_page()
     page.set_default_timeout(30_000)
     yield page
+    _mark_for_teardown()
     context.close()
 
 

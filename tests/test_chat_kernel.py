@@ -59,6 +59,7 @@ def test_chat_stop_and_send_over_a_subshell_keep_the_session(tmp_path: Path) -> 
         WAIT.format("chat.session.running is None and len(chat.records) == 1"),
         WAIT.format("len(chat.records) == 2 and chat.session.running is None"),
         "%%agent --session c --out after\n/plan from a cell",
+        WAIT.format("len(chat.records) == 3"),  # the chat shows the cell's turn too (_follow)
         "print(json.dumps({'chat': chat.session.id, 'cell': after.session_id,\n"
         "    'closed': chat.session.closed, 'views': [r['text/html'] for r in chat.records],\n"
         "    'log': len(chat.log.children),\n"
@@ -89,28 +90,30 @@ def test_chat_stop_and_send_over_a_subshell_keep_the_session(tmp_path: Path) -> 
             again = {"method": "custom", "content": {"event": "submit", "text": "/plan again"}}
             comm_msg(client, shell, box, again)
             await client.async_execute_cell(nb.cells[4], 4)
-            for index in (5, 6, 7):
+            for index in (5, 6, 7, 8):
                 await client.async_execute_cell(nb.cells[index], index)
 
     asyncio.run(main())
-    said = json.loads(text(nb.cells[6]).strip().splitlines()[-1])
+    said = json.loads(text(nb.cells[7]).strip().splitlines()[-1])
     session_id = text(nb.cells[1]).split()[-1]
     # Stop cancelled the turn cleanly; the next message and the next cell continue the session.
     assert said["chat"] == session_id == said["cell"], said
-    assert not said["closed"] and said["log"] == 2
-    first, second = said["views"]
+    assert not said["closed"] and said["log"] == 3
+    first, second, from_cell = said["views"]
+    assert "from a cell" in from_cell
     assert "Cancelled" in first and "a long story" in first
     assert "different event loop" not in first + second + said["status"]
     assert "again" in second and "Demo turn 2" in second, second
     assert "different event loop" not in "".join(text(c) for c in nb.cells)
     # Closed, the chat's output is a line and its record after it holds the conversation: the
-    # user's messages and both turns, one stylesheet, no widget left to be "not found".
+    # user's messages and the three turns, one stylesheet, no widget left to be "not found".
     shown, record = (o["data"] for o in nb.cells[0].outputs)
     assert list(shown) == ["text/plain"] and "closed" in shown["text/plain"]
     html = record["text/html"]
     assert html.count("<style>") == 1 and "a long story" in html and "Demo turn 2" in html
     assert "You: /plan again" in record["text/plain"]
-    assert len(record["application/vnd.acp-notebook.chat+json"]["turns"]) == 2
+    assert "You: /plan from a cell" in record["text/plain"]
+    assert len(record["application/vnd.acp-notebook.chat+json"]["turns"]) == 3
 
 
 def test_a_cells_stop_and_permission_buttons_work_over_a_subshell(tmp_path: Path) -> None:
