@@ -77,6 +77,8 @@ INTERNAL_RAISES = {
     "acp_notebook/run/params.py: ValueError": "the same",
     "acp_notebook/notebook/kernel_server_mcp.py: TypeError": "a tool argument of the agent's: "
     "answered as a tool error",
+    "acp_notebook/client/regular_file.py: OSError": "a path in a setting that is not a regular "
+    "file: config.py makes it a ConfigError, recording.py a ReplayError",
     "acp_notebook/notebook/stored_sessions.py: OSError": "caught in _write, kept as a problem",
     "acp_notebook/widgets/elicit_form.py: TimeoutError": "a handler's timeout: the client "
     "declines the request (client/elicit.py)",
