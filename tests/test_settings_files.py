@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from acp_notebook.config import MAX_AGENTS_FILE_BYTES, ConfigError, Registry, read_agents_file
+from acp_notebook.errors import ReplayError
+from acp_notebook.notebook import recording
 
 
 def _bounded(call: Callable[[], object], fifo: Path) -> BaseException | None:
@@ -69,3 +71,16 @@ def test_a_hostile_agents_file_is_a_config_error(tmp_path: Path, text: bytes, me
     path.write_bytes(text)
     with pytest.raises(ConfigError, match=message):
         read_agents_file(path)
+
+
+@pytest.mark.timeout(60)
+def test_a_recording_that_is_no_small_regular_file_is_a_replay_error(tmp_path: Path) -> None:
+    fifo = tmp_path / "recorded.ipynb"
+    os.mkfifo(fifo)
+    exc = _bounded(lambda: recording.load(str(fifo)), fifo)
+    assert isinstance(exc, ReplayError) and "a FIFO, not a regular file" in str(exc)
+    with pytest.raises(ReplayError, match="a character device, not a regular file"):
+        recording.load("/dev/zero")
+    huge = _huge(tmp_path / "huge.ipynb", recording.MAX_NOTEBOOK_BYTES + 1)
+    with pytest.raises(ReplayError, match=f"over the limit of {recording.MAX_NOTEBOOK_BYTES:,}"):
+        recording.load(str(huge))
