@@ -6,6 +6,8 @@ import asyncio
 import time
 from typing import Any
 
+import pytest
+
 from acp_notebook.notebook import kernel_tools
 from acp_notebook.notebook.kernel_tools_run import CellGate, run_code
 
@@ -102,3 +104,19 @@ def test_the_gate_lets_code_run_only_outside_other_cells() -> None:
         assert events.callbacks == {"pre_run_cell": [], "post_run_cell": []}
 
     asyncio.run(main())
+
+
+@pytest.mark.timeout(60)
+def test_a_wide_frame_is_inspected_without_describing_every_column() -> None:
+    """`inspect_variable` of a DataFrame of 100,000 columns ran `describe()` over all of them
+    (17 s for 20,000 columns, the kernel blocked while the agent waited) to show 30."""
+    pd = pytest.importorskip("pandas")
+    np = pytest.importorskip("numpy")
+
+    frame = pd.DataFrame(np.ones((12, 100_000))).add_prefix("c")
+    started = time.monotonic()
+    out = kernel_tools.inspect_variable({"wide": frame}, "wide")
+    took = time.monotonic() - started
+    assert not out.error and "shape (12, 100000)" in out.text
+    assert "describe() of the first 30 of 100,000 columns" in out.text and "mean" in out.text
+    assert took < 15, f"{took:.1f} s to inspect a wide frame"

@@ -21,6 +21,8 @@ LIST_REPR = 120  # characters of each variable's repr in the list
 INSPECT_REPR = 8_000
 MAX_LISTED = 500
 HEAD_ROWS = 10
+DESCRIBE_COLS = 30  # columns `describe()` summarises (as many as a table shows)
+DESCRIBE_ROWS = 1_000_000  # rows it reads: its quantiles sort each column
 SAMPLE = 20  # elements of an array shown
 MAX_PNG = 4 * 1024 * 1024
 # IPython's own names, present in every namespace: not the user's variables.
@@ -161,10 +163,28 @@ def _describe_frame(frame: Any) -> list[str]:
         dtypes = frame.dtypes
         out += ["schema (column: dtype):", clip(table_text(dtypes), 4_000)]
         out += [f"first {HEAD_ROWS} rows:", clip(table_text(frame.head(HEAD_ROWS)), 6_000)]
-        out += ["describe():", clip(table_text(frame.describe()), 6_000)]
+        out += _describe(frame)
     except Exception as exc:  # a frame-like object that is not quite one: say so, go on
         out.append(f"(could not describe it all: {type(exc).__name__}: {clip(str(exc), 300)})")
     return out
+
+
+def _describe(frame: Any) -> list[str]:
+    """`describe()` of the first `DESCRIBE_COLS` columns and `DESCRIBE_ROWS` rows: of all of a
+    frame of 100,000 columns it took minutes, with the kernel blocked, to show 30 of them."""
+    shape = tuple(frame.shape)  # a Series' is (rows,)
+    rows, cols = shape[0], shape[1] if len(shape) > 1 else 1
+    of = []
+    if cols > DESCRIBE_COLS:
+        of.append(f"{DESCRIBE_COLS} of {cols:,} columns")
+    if rows > DESCRIBE_ROWS:
+        of.append(f"{DESCRIBE_ROWS:,} of {rows:,} rows")
+    title = "describe()"
+    if of and getattr(frame, "iloc", None) is not None:
+        cut = (slice(DESCRIBE_ROWS), slice(DESCRIBE_COLS))
+        frame = frame.iloc[cut[: len(shape)]]
+        title = f"describe() of the first {' and the first '.join(of)}"
+    return [f"{title}:", clip(table_text(frame.describe()), 6_000)]
 
 
 def table_text(table: Any) -> str:
