@@ -150,3 +150,11 @@ def test_a_big_dict_or_set_is_not_sorted_to_show_twenty_items() -> None:
     assert compared == 0, f"{compared} comparisons to show 20 items"
     small = kernel_tools.bounded_repr({"b": 1, "a": 2})
     assert small == "{'a': 2, 'b': 1}"  # a small one is still sorted, as reprlib does
+
+
+def test_bytes_written_to_stdout_fail_the_agents_code_not_the_tool() -> None:
+    """`sys.stdout.write(b"x")` in the agent's code was accepted, then failed the tool outside
+    the code (its card stayed "in progress" for good); a real text stream refuses it at once."""
+    out = run_code("import sys\nprint('before')\nsys.stdout.write(b'x')", {}, str)
+    assert out.stdout == "before\n"
+    assert out.error is not None and "TypeError" in out.error and "bytes" in out.error

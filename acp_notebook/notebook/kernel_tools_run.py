@@ -43,6 +43,8 @@ class BoundedWriter(io.TextIOBase):
         return True
 
     def write(self, text: str) -> int:
+        if not isinstance(text, str):  # as a real text stream: kept, it broke getvalue() later
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
         room = self.limit - self.kept
         if room > 0:
             self.parts.append(text[:room])
