@@ -162,6 +162,32 @@ def test_recent_cells_from_history_are_bounded_and_masked(tmp_path: Path) -> Non
     assert len(kc.recent_cells(many, 10_000)) == snapshots.MAX_CELLS
 
 
+def test_a_big_dict_output_is_not_sorted_to_show_four_keys() -> None:
+    """`Out[n]` a dict of 3,000,000 keys: reprlib sorted it whole (5 s, the kernel blocked) for
+    each `--cells` or each time the agent read the cells."""
+    compared = 0
+
+    class Key:
+        def __init__(self, n: int) -> None:
+            self.n = n
+
+        def __hash__(self) -> int:
+            return self.n
+
+        def __lt__(self, other: Key) -> bool:
+            nonlocal compared
+            compared += 1
+            return self.n < other.n
+
+        def __repr__(self) -> str:
+            return f"k{self.n}"
+
+    shell = FakeShell(["d", "%%agent --cells 1"], outs={1: dict.fromkeys(map(Key, range(50_000)))})
+    [cell] = kc.recent_cells(shell, 1)
+    assert "k0" in cell.outputs[0] and "..." in cell.outputs[0]
+    assert compared == 0, f"{compared} comparisons to show a few keys"
+
+
 def test_a_broken_notebook_file_or_repr_does_not_fail(tmp_path: Path) -> None:
     bad = tmp_path / "bad.ipynb"
     bad.write_text("{ not json")

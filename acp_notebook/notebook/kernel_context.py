@@ -18,11 +18,11 @@ Used by `%%agent --error / --cells` (`notebook/context.py`) and by the kernel's 
 from __future__ import annotations
 
 import os
-import reprlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import cell_errors
+from .kernel_tools import ShortRepr
 from .snapshots import (
     MAX_CELLS,
     MESSAGE_CHARS,
@@ -191,7 +191,7 @@ def _cells_from_history(shell: Any, inputs: Sequence[str], count: int) -> list[C
     return cells
 
 
-_REPR = reprlib.Repr()
+_REPR = ShortRepr()  # not reprlib's: it sorted a big dict whole to show four keys
 _REPR.maxstring = _REPR.maxother = OUTPUT_CHARS
 _REPR.maxlevel = 3
 

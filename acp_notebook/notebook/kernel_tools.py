@@ -47,7 +47,7 @@ def clip(text: str, limit: int = MAX_TEXT) -> str:
     return text[:limit] + f"\n… ({len(text) - limit:,} more characters not shown)"
 
 
-class _Repr(reprlib.Repr):
+class ShortRepr(reprlib.Repr):
     """reprlib's, without sorting a big dict or set whole to show its first items (5 s for
     3,000,000 keys, each time the agent listed the variables): past `SORTED` items they are
     shown in their own order, as Python's repr does."""
@@ -80,7 +80,7 @@ class _Repr(reprlib.Repr):
 
 
 def _reprlib(limit: int) -> reprlib.Repr:
-    short = _Repr()
+    short = ShortRepr()
     short.maxlevel = 3
     short.maxstring = max(limit, 20)
     short.maxother = max(limit, 20)
