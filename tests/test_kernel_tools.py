@@ -158,3 +158,20 @@ def test_bytes_written_to_stdout_fail_the_agents_code_not_the_tool() -> None:
     out = run_code("import sys\nprint('before')\nsys.stdout.write(b'x')", {}, str)
     assert out.stdout == "before\n"
     assert out.error is not None and "TypeError" in out.error and "bytes" in out.error
+
+
+def test_the_agents_code_cannot_wait_for_input() -> None:
+    """`input()` in the agent's code waited on the user (an input box in the cell, the kernel's
+    loop blocked meanwhile) or, in a turn of the chat, on the kernel's own stdin (a terminal:
+    for good); `getpass` on /dev/tty. Each is an error of that code now, at once."""
+    import builtins
+    import getpass
+    import sys
+
+    before = (builtins.input, getpass.getpass, sys.stdin)
+    for code in ("input('name? ')", "import getpass\ngetpass.getpass()"):
+        out = run_code(code, {}, str)
+        assert out.error is not None and "cannot wait for input" in out.error, out.error
+    out = run_code("import sys\nsys.stdin.read()", {}, str)
+    assert out.error is None and out.result == "''"
+    assert (builtins.input, getpass.getpass, sys.stdin) == before  # put back
