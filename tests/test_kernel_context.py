@@ -188,6 +188,35 @@ def test_a_big_dict_output_is_not_sorted_to_show_four_keys() -> None:
     assert compared == 0, f"{compared} comparisons to show a few keys"
 
 
+@pytest.mark.timeout(120)
+def test_a_notebook_of_many_cells_is_read_without_validating_it(tmp_path: Path) -> None:
+    """A notebook file of 200,000 small cells (under the size bound): nbformat read and
+    validated it, cell by cell (15 s of a blocked kernel, more for the bound's 20 MB), for each
+    `--cells` and each time the agent read the cells; the cells above are all that is used."""
+    import json
+    import time
+
+    running = "%%agent --cells 2\nhi"
+    cells = [
+        {"cell_type": "markdown", "id": f"c{i}", "metadata": {}, "source": f"m{i}"}
+        for i in range(200_000)
+    ]
+    cells.append(
+        {"cell_type": "code", "id": "run", "metadata": {}, "source": running, "outputs": []}
+    )
+    nb = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "many.ipynb"
+    path.write_text(json.dumps(nb))
+    assert path.stat().st_size < kc.MAX_NOTEBOOK_BYTES
+    shell = FakeShell(["x = 1", running])
+    shell.user_ns["__vsc_ipynb_file__"] = str(path)
+    started = time.monotonic()
+    found = kc.recent_cells(shell, 2)
+    took = time.monotonic() - started
+    assert [c.source for c in found] == ["m199998", "m199999"]
+    assert took < 6, f"{took:.1f} s to read the cells above"
+
+
 def test_a_broken_notebook_file_or_repr_does_not_fail(tmp_path: Path) -> None:
     bad = tmp_path / "bad.ipynb"
     bad.write_text("{ not json")
