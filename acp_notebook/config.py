@@ -22,11 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from .client.mcp_config import McpServerSpec, parse_mcp_entry
+from .client.regular_file import read_regular
 from .errors import ConfigError as ConfigError  # defined in errors.py; still importable here
 
 DEMO = "demo"
 ENV_DEFAULT = "ACP_NOTEBOOK_AGENT"
 ENV_AGENTS_FILE = "ACP_NOTEBOOK_AGENTS_FILE"
+#: The largest agents file read: a few agent and MCP tables take kilobytes.
+MAX_AGENTS_FILE_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -133,13 +136,23 @@ def default_agents_file() -> Path:
 
 
 def read_agents_file(path: Path) -> dict[str, Any]:
-    """The TOML file as data (nothing if it does not exist)."""
+    """The TOML file as data (nothing if it does not exist).
+
+    Read with `read_regular`: a FIFO named as the agents file blocked the extension's load for
+    good, and /dev/zero filled the kernel's memory. Deep nesting (`a = [[[[...`) made tomllib
+    raise RecursionError, a traceback instead of a ConfigError naming the file."""
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = read_regular(path, MAX_AGENTS_FILE_BYTES)
     except FileNotFoundError:
         return {}
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"cannot read {path}: its tables or arrays nest too deeply") from None
 
 
 def load_agents_file(

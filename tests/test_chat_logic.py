@@ -484,3 +484,42 @@ def test_turns_started_elsewhere_on_the_session_are_shown_and_recorded_once(agen
         assert "a question from a cell" in theirs_shown and "cancelled" in theirs_shown
         assert own_shown.count("the chat's own message") == 2  # said, and echoed
     assert past == [theirs.id, own.id]  # the next chat gets each turn once
+
+
+def test_a_huge_folder_is_not_read_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`@` completion read every entry of a folder, then sorted them, to keep `limit * 4`: a
+    folder of millions of files (an agent's shell makes one in seconds) held them all."""
+    from acp_notebook.widgets import chat_files
+
+    read = 0
+
+    class Entry:
+        def __init__(self, n: int) -> None:
+            self.name = f"f{n:07}.txt"
+            self.path = str(tmp_path / self.name)
+
+        def is_symlink(self) -> bool:
+            return False
+
+        def is_dir(self, follow_symlinks: bool = True) -> bool:
+            return False
+
+        def is_file(self, follow_symlinks: bool = True) -> bool:
+            return True
+
+    class Folder:
+        def __enter__(self) -> Any:
+            def entries() -> Any:
+                nonlocal read
+                for n in range(1_000_000):
+                    read += 1
+                    yield Entry(n)
+
+            return entries()
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+    monkeypatch.setattr(chat_files.os, "scandir", lambda folder: Folder())
+    assert len(list_files(tmp_path, limit=10)) == 10
+    assert read <= 10 * 4 + 1, f"{read:,} entries read to list 10 files"

@@ -84,3 +84,44 @@ def test_with_sends_variables_before_the_prompt(tmp_path: Path) -> None:
     assert answer.startswith("echo: <variable>name: data") and "&lt;b&gt;&amp;" in answer
     shown = text(nb.cells[3])  # a usage error: one line, no traceback
     assert "UsageError" in shown and "no variable 'missing'" in shown, shown
+
+
+def test_a_big_containers_repr_is_bounded_before_it_is_made() -> None:
+    """`--with xs` of a list of 10^8 items formatted all of it (gigabytes, minutes) before
+    cutting it to MAX_CHARS; a repr that raised failed the cell with a traceback."""
+    made = 0
+
+    class Item:
+        def __repr__(self) -> str:
+            nonlocal made
+            made += 1
+            return "item"
+
+    [part] = variable_parts("xs", [Item() for _ in range(100_000)])
+    assert made <= 1_000, f"{made} items formatted for a context of {MAX_CHARS} characters"
+    assert "item" in part["context"] and len(part["context"]) < MAX_CHARS + 200
+
+    class Broken:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr today")
+
+    [broken] = variable_parts("b", Broken())
+    assert "Broken" in broken["context"]
+
+
+@pytest.mark.timeout(60)
+def test_a_wide_frame_is_described_without_formatting_every_column() -> None:
+    """A DataFrame of 100,000 columns: `head(10).to_string()` formatted them all (7.7 MB, 33 s
+    of a blocked kernel) and the dtypes listed them all, before both were cut."""
+    pd = pytest.importorskip("pandas")
+    np = pytest.importorskip("numpy")
+    import time
+
+    frame = pd.DataFrame(np.zeros((12, 100_000))).add_prefix("c")
+    started = time.monotonic()
+    [part] = variable_parts("wide", frame)
+    took = time.monotonic() - started
+    body = part["context"]
+    assert "shape: (12, 100000)" in body and "c0" in body and "..." in body
+    assert len(body) < 3 * MAX_CHARS
+    assert took < 15, f"{took:.1f} s to describe a wide frame"

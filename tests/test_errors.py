@@ -75,8 +75,14 @@ INTERNAL_RAISES = {
     "structured.py makes it a re-ask or the turn's error, notebook/replay.py a ReplayError",
     "acp_notebook/run/cli.py: ValueError": "a bad command line: main() prints it, exits 2",
     "acp_notebook/run/params.py: ValueError": "the same",
+    "acp_notebook/notebook/kernel_tools_run.py: EOFError": "input() in the agent's code, as "
+    "at the end of its input: run_code reports it as that code's error",
+    "acp_notebook/notebook/kernel_tools_run.py: TypeError": "bytes written to stdout by the "
+    "agent's code, as a text stream refuses them: run_code reports it as that code's error",
     "acp_notebook/notebook/kernel_server_mcp.py: TypeError": "a tool argument of the agent's: "
     "answered as a tool error",
+    "acp_notebook/client/regular_file.py: OSError": "a path in a setting that is not a regular "
+    "file: config.py makes it a ConfigError, recording.py a ReplayError",
     "acp_notebook/notebook/stored_sessions.py: OSError": "caught in _write, kept as a problem",
     "acp_notebook/widgets/elicit_form.py: TimeoutError": "a handler's timeout: the client "
     "declines the request (client/elicit.py)",

@@ -162,6 +162,61 @@ def test_recent_cells_from_history_are_bounded_and_masked(tmp_path: Path) -> Non
     assert len(kc.recent_cells(many, 10_000)) == snapshots.MAX_CELLS
 
 
+def test_a_big_dict_output_is_not_sorted_to_show_four_keys() -> None:
+    """`Out[n]` a dict of 3,000,000 keys: reprlib sorted it whole (5 s, the kernel blocked) for
+    each `--cells` or each time the agent read the cells."""
+    compared = 0
+
+    class Key:
+        def __init__(self, n: int) -> None:
+            self.n = n
+
+        def __hash__(self) -> int:
+            return self.n
+
+        def __lt__(self, other: Key) -> bool:
+            nonlocal compared
+            compared += 1
+            return self.n < other.n
+
+        def __repr__(self) -> str:
+            return f"k{self.n}"
+
+    shell = FakeShell(["d", "%%agent --cells 1"], outs={1: dict.fromkeys(map(Key, range(50_000)))})
+    [cell] = kc.recent_cells(shell, 1)
+    assert "k0" in cell.outputs[0] and "..." in cell.outputs[0]
+    assert compared == 0, f"{compared} comparisons to show a few keys"
+
+
+@pytest.mark.timeout(120)
+def test_a_notebook_of_many_cells_is_read_without_validating_it(tmp_path: Path) -> None:
+    """A notebook file of 200,000 small cells (under the size bound): nbformat read and
+    validated it, cell by cell (15 s of a blocked kernel, more for the bound's 20 MB), for each
+    `--cells` and each time the agent read the cells; the cells above are all that is used."""
+    import json
+    import time
+
+    running = "%%agent --cells 2\nhi"
+    cells = [
+        {"cell_type": "markdown", "id": f"c{i}", "metadata": {}, "source": f"m{i}"}
+        for i in range(200_000)
+    ]
+    cells.append(
+        {"cell_type": "code", "id": "run", "metadata": {}, "source": running, "outputs": []}
+    )
+    nb = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "many.ipynb"
+    path.write_text(json.dumps(nb))
+    assert path.stat().st_size < kc.MAX_NOTEBOOK_BYTES
+    shell = FakeShell(["x = 1", running])
+    shell.user_ns["__vsc_ipynb_file__"] = str(path)
+    started = time.monotonic()
+    found = kc.recent_cells(shell, 2)
+    took = time.monotonic() - started
+    assert [c.source for c in found] == ["m199998", "m199999"]
+    assert took < 6, f"{took:.1f} s to read the cells above"
+
+
 def test_a_broken_notebook_file_or_repr_does_not_fail(tmp_path: Path) -> None:
     bad = tmp_path / "bad.ipynb"
     bad.write_text("{ not json")

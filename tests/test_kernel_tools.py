@@ -6,6 +6,8 @@ import asyncio
 import time
 from typing import Any
 
+import pytest
+
 from acp_notebook.notebook import kernel_tools
 from acp_notebook.notebook.kernel_tools_run import CellGate, run_code
 
@@ -102,3 +104,74 @@ def test_the_gate_lets_code_run_only_outside_other_cells() -> None:
         assert events.callbacks == {"pre_run_cell": [], "post_run_cell": []}
 
     asyncio.run(main())
+
+
+@pytest.mark.timeout(60)
+def test_a_wide_frame_is_inspected_without_describing_every_column() -> None:
+    """`inspect_variable` of a DataFrame of 100,000 columns ran `describe()` over all of them
+    (17 s for 20,000 columns, the kernel blocked while the agent waited) to show 30."""
+    pd = pytest.importorskip("pandas")
+    np = pytest.importorskip("numpy")
+
+    frame = pd.DataFrame(np.ones((12, 100_000))).add_prefix("c")
+    started = time.monotonic()
+    out = kernel_tools.inspect_variable({"wide": frame}, "wide")
+    took = time.monotonic() - started
+    assert not out.error and "shape (12, 100000)" in out.text
+    assert "describe() of the first 30 of 100,000 columns" in out.text and "mean" in out.text
+    assert took < 15, f"{took:.1f} s to inspect a wide frame"
+
+
+def test_a_big_dict_or_set_is_not_sorted_to_show_twenty_items() -> None:
+    """reprlib sorts a whole dict or set to show its first 20: 5 s for 3,000,000 keys, each
+    time the agent listed the kernel's variables or inspected one, the kernel blocked."""
+    compared = 0
+
+    class Key:
+        def __init__(self, n: int) -> None:
+            self.n = n
+
+        def __hash__(self) -> int:
+            return self.n
+
+        def __lt__(self, other: Key) -> bool:
+            nonlocal compared
+            compared += 1
+            return self.n < other.n
+
+        def __repr__(self) -> str:
+            return f"k{self.n}"
+
+    keys = [Key(n) for n in range(100_000)]
+    mapping = dict.fromkeys(keys, 0)
+    for value in (mapping, set(keys), frozenset(keys)):
+        text = kernel_tools.bounded_repr(value, 200)
+        assert "k0" in text and "..." in text
+    assert compared == 0, f"{compared} comparisons to show 20 items"
+    small = kernel_tools.bounded_repr({"b": 1, "a": 2})
+    assert small == "{'a': 2, 'b': 1}"  # a small one is still sorted, as reprlib does
+
+
+def test_bytes_written_to_stdout_fail_the_agents_code_not_the_tool() -> None:
+    """`sys.stdout.write(b"x")` in the agent's code was accepted, then failed the tool outside
+    the code (its card stayed "in progress" for good); a real text stream refuses it at once."""
+    out = run_code("import sys\nprint('before')\nsys.stdout.write(b'x')", {}, str)
+    assert out.stdout == "before\n"
+    assert out.error is not None and "TypeError" in out.error and "bytes" in out.error
+
+
+def test_the_agents_code_cannot_wait_for_input() -> None:
+    """`input()` in the agent's code waited on the user (an input box in the cell, the kernel's
+    loop blocked meanwhile) or, in a turn of the chat, on the kernel's own stdin (a terminal:
+    for good); `getpass` on /dev/tty. Each is an error of that code now, at once."""
+    import builtins
+    import getpass
+    import sys
+
+    before = (builtins.input, getpass.getpass, sys.stdin)
+    for code in ("input('name? ')", "import getpass\ngetpass.getpass()"):
+        out = run_code(code, {}, str)
+        assert out.error is not None and "cannot wait for input" in out.error, out.error
+    out = run_code("import sys\nsys.stdin.read()", {}, str)
+    assert out.error is None and out.result == "''"
+    assert (builtins.input, getpass.getpass, sys.stdin) == before  # put back

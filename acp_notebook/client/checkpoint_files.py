@@ -109,10 +109,15 @@ def append_line(roots: Sequence[Root], path: str, line: bytes) -> None:
     """Append one line to `path` (the index), creating it with mode 0600."""
     spot = locate(roots, path, make_dirs=True)
     try:
+        if spot.st is not None:
+            require_regular(spot.st, path)
         check_inside(roots, spot.dir_fd, path)
+        # O_NONBLOCK, then fstat: the index is in the workspace, where the agent's shell can
+        # put a FIFO; its open blocked this thread (and the agent's write, the turn) for good.
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(spot.name, flags, 0o600, dir_fd=spot.dir_fd)
+        fd = os.open(spot.name, flags | os.O_NONBLOCK, 0o600, dir_fd=spot.dir_fd)
         try:
+            require_regular(os.fstat(fd), path)
             os.write(fd, line)
         finally:
             os.close(fd)

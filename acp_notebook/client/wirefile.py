@@ -18,6 +18,8 @@ from typing import IO, Any
 from ..protocol.redact import Redactor
 from ..protocol.wirelog import WireEntry, WireLog
 
+_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
 
 class JsonLinesLog:
     """A `WireLog` sink writing to `path`; `close()` when the agent process ends."""
@@ -46,7 +48,10 @@ class JsonLinesLog:
         try:
             if self._file is None:
                 # 0600: the log holds prompts and files the agent read, only its owner may read.
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                # O_NONBLOCK: this runs on the kernel's loop, and a FIFO with no reader blocked
+                # the open for good, one whose reader stopped blocked a write once it was full;
+                # now either is an OSError (ENXIO, EAGAIN): a failed log. A file is unchanged.
+                fd = os.open(self.path, _FLAGS, 0o600)
                 self._file = open(fd, "a", encoding="utf-8", buffering=1)
             self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
         except OSError as exc:

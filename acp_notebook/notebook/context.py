@@ -24,6 +24,7 @@ from .kernel_context import (
     notebook_path,
     recent_cells,
 )
+from .kernel_tools import bounded_repr, table_text
 
 MAX_CHARS = 8000
 HEAD_ROWS = 10
@@ -53,7 +54,13 @@ def variable_parts(name: str, value: Any, shell: Any = None) -> list[dict[str, A
         lines += _describe_frame(value)
     else:
         lines.append("value:")
-        lines.append(_bounded(repr(value)))
+        # Not repr(): a list of 10^8 items was formatted whole (minutes, gigabytes) before
+        # it was cut, and a repr that raised failed the cell with a traceback.
+        if isinstance(value, str | bytes | bytearray) and len(value) > MAX_CHARS:
+            text = repr(value[:MAX_CHARS])[:MAX_CHARS]  # cut before repr, as reprlib would
+            lines.append(f"{text}\n… ({len(value) - MAX_CHARS:,} more characters)")
+        else:
+            lines.append(bounded_repr(value, MAX_CHARS))
     return [{"type": "context", "tag": "variable", "context": "\n".join(lines)}, *parts]
 
 
@@ -62,11 +69,9 @@ def _is_frame(value: Any) -> bool:
 
 
 def _describe_frame(frame: Any) -> list[str]:
-    try:
-        dtypes = (
-            frame.dtypes.to_string() if hasattr(frame.dtypes, "to_string") else str(frame.dtypes)
-        )
-        head = frame.head(HEAD_ROWS).to_string()
+    try:  # bounded as they are made: a frame of 100,000 columns took 33 s to format whole
+        dtypes = table_text(frame.dtypes)
+        head = table_text(frame.head(HEAD_ROWS))
     except Exception as exc:  # a frame-like object that is not quite one: say so, go on
         return [f"shape: {getattr(frame, 'shape', '?')}", f"(could not describe it: {exc})"]
     return [

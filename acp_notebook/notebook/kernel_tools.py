@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import io
+import itertools
 import reprlib
 import types
 from collections.abc import Iterable, Mapping
@@ -21,7 +22,10 @@ LIST_REPR = 120  # characters of each variable's repr in the list
 INSPECT_REPR = 8_000
 MAX_LISTED = 500
 HEAD_ROWS = 10
+DESCRIBE_COLS = 30  # columns `describe()` summarises (as many as a table shows)
+DESCRIBE_ROWS = 1_000_000  # rows it reads: its quantiles sort each column
 SAMPLE = 20  # elements of an array shown
+SORTED = 1_000  # a dict or set up to this size is shown sorted, as reprlib does
 MAX_PNG = 4 * 1024 * 1024
 # IPython's own names, present in every namespace: not the user's variables.
 _IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython", "open"})
@@ -43,8 +47,40 @@ def clip(text: str, limit: int = MAX_TEXT) -> str:
     return text[:limit] + f"\n… ({len(text) - limit:,} more characters not shown)"
 
 
+class ShortRepr(reprlib.Repr):
+    """reprlib's, without sorting a big dict or set whole to show its first items (5 s for
+    3,000,000 keys, each time the agent listed the variables): past `SORTED` items they are
+    shown in their own order, as Python's repr does."""
+
+    def repr_dict(self, x: dict[Any, Any], level: int) -> str:
+        if len(x) <= SORTED or level <= 0:
+            return super().repr_dict(x, level)
+        pieces = (
+            f"{self.repr1(k, level - 1)}: {self.repr1(v, level - 1)}"
+            for k, v in itertools.islice(x.items(), self.maxdict)
+        )
+        return self._unsorted(pieces, "{", "}")
+
+    def repr_set(self, x: set[Any], level: int) -> str:
+        if len(x) <= SORTED or level <= 0:
+            return super().repr_set(x, level)
+        pieces = (self.repr1(e, level - 1) for e in itertools.islice(x, self.maxset))
+        return self._unsorted(pieces, "{", "}")
+
+    def repr_frozenset(self, x: frozenset[Any], level: int) -> str:
+        if len(x) <= SORTED or level <= 0:
+            return super().repr_frozenset(x, level)
+        pieces = (self.repr1(e, level - 1) for e in itertools.islice(x, self.maxfrozenset))
+        return self._unsorted(pieces, "frozenset({", "})")
+
+    def _unsorted(self, pieces: Iterable[str], left: str, right: str) -> str:
+        return (
+            left + ", ".join([*pieces, self.fillvalue]) + right
+        )  # always more than shown (over SORTED)
+
+
 def _reprlib(limit: int) -> reprlib.Repr:
-    short = reprlib.Repr()
+    short = ShortRepr()
     short.maxlevel = 3
     short.maxstring = max(limit, 20)
     short.maxother = max(limit, 20)
@@ -159,21 +195,44 @@ def _describe_frame(frame: Any) -> list[str]:
     out: list[str] = []
     try:
         dtypes = frame.dtypes
-        out += ["schema (column: dtype):", clip(_text(dtypes), 4_000)]
-        out += [f"first {HEAD_ROWS} rows:", clip(_text(frame.head(HEAD_ROWS)), 6_000)]
-        out += ["describe():", clip(_text(frame.describe()), 6_000)]
+        out += ["schema (column: dtype):", clip(table_text(dtypes), 4_000)]
+        out += [f"first {HEAD_ROWS} rows:", clip(table_text(frame.head(HEAD_ROWS)), 6_000)]
+        out += _describe(frame)
     except Exception as exc:  # a frame-like object that is not quite one: say so, go on
         out.append(f"(could not describe it all: {type(exc).__name__}: {clip(str(exc), 300)})")
     return out
 
 
-def _text(table: Any) -> str:
+def _describe(frame: Any) -> list[str]:
+    """`describe()` of the first `DESCRIBE_COLS` columns and `DESCRIBE_ROWS` rows: of all of a
+    frame of 100,000 columns it took minutes, with the kernel blocked, to show 30 of them."""
+    shape = tuple(frame.shape)  # a Series' is (rows,)
+    rows, cols = shape[0], shape[1] if len(shape) > 1 else 1
+    of = []
+    if cols > DESCRIBE_COLS:
+        of.append(f"{DESCRIBE_COLS} of {cols:,} columns")
+    if rows > DESCRIBE_ROWS:
+        of.append(f"{DESCRIBE_ROWS:,} of {rows:,} rows")
+    title = "describe()"
+    if of and getattr(frame, "iloc", None) is not None:
+        cut = (slice(DESCRIBE_ROWS), slice(DESCRIBE_COLS))
+        frame = frame.iloc[cut[: len(shape)]]
+        title = f"describe() of the first {' and the first '.join(of)}"
+    return [f"{title}:", clip(table_text(frame.describe()), 6_000)]
+
+
+def table_text(table: Any) -> str:
+    """A DataFrame's or Series' `to_string`, told its bounds: unbounded, a frame of 100,000
+    columns took 33 s to format (every column, though only the first were kept)."""
     to_string = getattr(table, "to_string", None)
     if callable(to_string):
         try:
             return str(to_string(max_rows=60, max_cols=30, max_colwidth=60))
         except TypeError:  # a Series' to_string takes no max_cols
-            return str(to_string(max_rows=60))
+            try:
+                return str(to_string(max_rows=60))
+            except TypeError:  # a frame-like object's, which takes no bounds
+                return str(to_string())
     return bounded_repr(table, 6_000)
 
 

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import builtins
 import contextlib
+import getpass
 import io
+import sys
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +46,8 @@ class BoundedWriter(io.TextIOBase):
         return True
 
     def write(self, text: str) -> int:
+        if not isinstance(text, str):  # as a real text stream: kept, it broke getvalue() later
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
         room = self.limit - self.kept
         if room > 0:
             self.parts.append(text[:room])
@@ -85,7 +90,7 @@ def run_code(code: str, ns: dict[str, Any], mask: Callable[[str], str]) -> RunOu
     error: str | None = None
     try:
         body, last = _compile(code)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _no_input():
             exec(body, ns)
             if last is not None:
                 value = eval(last, ns)
@@ -103,6 +108,25 @@ def run_code(code: str, ns: dict[str, Any], mask: Callable[[str], str]) -> RunOu
         mask(result) if result is not None else None,
         mask(error) if error is not None else None,
     )
+
+
+def _refuse_input(*args: object, **kwargs: object) -> str:
+    raise EOFError(  # what input() raises at the end of its input
+        "the agent's code cannot wait for input: nobody answers it (use a variable or a file)"
+    )
+
+
+@contextlib.contextmanager
+def _no_input() -> Iterator[None]:
+    """`input()`, `getpass` and stdin refused while the agent's code runs: they waited on the
+    user (an input box in the cell, the kernel's loop blocked meanwhile) or, in a turn of the
+    chat, on the kernel's own stdin or /dev/tty (a terminal: for good)."""
+    saved = builtins.input, getpass.getpass, sys.stdin
+    builtins.input, getpass.getpass, sys.stdin = _refuse_input, _refuse_input, io.StringIO()
+    try:
+        yield
+    finally:
+        builtins.input, getpass.getpass, sys.stdin = saved
 
 
 def _compile(code: str) -> tuple[Any, Any]:

@@ -17,11 +17,11 @@ has it in a display output.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from ..client.regular_file import read_regular
 from ..errors import ReplayError
 from ..render import MIME_TRANSCRIPT
 from . import views
@@ -71,18 +71,10 @@ class Recording:
 def load(path: str) -> Recording:
     """Read the recorded notebook at `path`; `ReplayError` when it is not one."""
     where = f"the recorded notebook {path!r} (ACP_NOTEBOOK_REPLAY)"
-    try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size > MAX_NOTEBOOK_BYTES:
-                raise ReplayError(
-                    f"{where} is {size} bytes, over the limit of {MAX_NOTEBOOK_BYTES}"
-                )
-            raw = f.read(MAX_NOTEBOOK_BYTES + 1)
+    try:  # not open(): a FIFO as the recording blocked the first %%agent cell for good
+        raw = read_regular(path, MAX_NOTEBOOK_BYTES)
     except OSError as exc:
         raise ReplayError(f"cannot read {where}: {exc.strerror or exc}") from None
-    if len(raw) > MAX_NOTEBOOK_BYTES:  # it grew while being read
-        raise ReplayError(f"{where} is over the limit of {MAX_NOTEBOOK_BYTES} bytes")
     try:
         nb = json.loads(raw)
     except (ValueError, RecursionError) as exc:

@@ -27,10 +27,25 @@ def parse(items: list[str]) -> dict[str, Any]:
         if not sep or not name.isidentifier():
             raise ValueError(f"-p {item!r}: expected NAME=VALUE with NAME a Python identifier")
         try:
-            values[name] = ast.literal_eval(raw)
+            value = ast.literal_eval(raw)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            values[name] = raw
+            value = raw
+        if not _writable(value):  # `1e999` was injected as `x = inf`: a NameError in the kernel
+            raise ValueError(
+                f"-p {item!r}: the value is not finite (no Python literal writes it); "
+                "pass a finite number, or quote it to pass a string"
+            )
+        values[name] = value
     return values
+
+
+def _writable(value: Any) -> bool:
+    """Whether `repr(value)`, the injected source, reads back as a literal."""
+    try:
+        ast.literal_eval(repr(value))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+    return True
 
 
 def inject(nb: NotebookNode, values: dict[str, Any]) -> None:

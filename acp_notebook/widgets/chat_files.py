@@ -9,6 +9,7 @@ names a regular file inside the workspace once every link is resolved.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections import deque
 from pathlib import Path
@@ -27,7 +28,8 @@ MAX_PATH_CHARS = 1000
 
 def list_files(root: str | Path, *, limit: int = LIMIT, depth: int = DEPTH) -> list[str]:
     """Up to `limit` files under `root` (relative, with `/`), at most `depth` folders down and
-    `FOLDERS` folders read, shallow ones first, each folder's entries by name."""
+    `FOLDERS` folders read, shallow ones first, the first `limit * 4` entries of each folder by
+    name."""
     found: list[str] = []
     queue: deque[tuple[Path, int]] = deque([(Path(root), 0)])
     read = 0
@@ -36,7 +38,9 @@ def list_files(root: str | Path, *, limit: int = LIMIT, depth: int = DEPTH) -> l
         read += 1
         try:
             with os.scandir(folder) as entries:
-                items = sorted(entries, key=lambda e: e.name)[: limit * 4]
+                # At most `limit * 4` entries read (in the folder's order), then sorted: all
+                # of a folder of millions of files were held and sorted to keep as many.
+                items = sorted(itertools.islice(entries, limit * 4), key=lambda e: e.name)
         except OSError:  # unreadable or vanished: the rest is still listed
             continue
         for entry in items:

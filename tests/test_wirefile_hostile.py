@@ -1,0 +1,82 @@
+"""The protocol log file (`ACP_NOTEBOOK_LOG`, `c.AcpNotebook.log_file`) named as a FIFO.
+
+It is written on the kernel's event loop, as each message is read or sent: a FIFO with no reader
+blocked its `open` for good, and one whose reader stopped reading blocked a write once the pipe
+was full (64 KiB), the kernel hung either way. Now each is a failed log, reported, never fatal."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from acp_notebook.client.wirefile import JsonLinesLog
+from acp_notebook.protocol.redact import Redactor
+from acp_notebook.protocol.wirelog import WireEntry
+
+
+def _entry(seq: int, text: str) -> WireEntry:
+    return WireEntry(seq, time.time(), "in", text, len(text))
+
+
+def _bounded(call: Callable[[], object], release: Callable[[], None]) -> None:
+    """Run `call` in a thread; if it is still blocked after a while, `release` it and fail."""
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    thread.join(10)
+    if thread.is_alive():
+        release()
+        thread.join(10)
+        pytest.fail(f"{call} blocked on a FIFO")
+
+
+@pytest.mark.timeout(60)
+def test_a_fifo_nobody_reads_is_a_failed_log_not_a_hung_kernel(tmp_path: Path) -> None:
+    fifo = tmp_path / "wire.jsonl"
+    os.mkfifo(fifo)
+    log = JsonLinesLog(fifo, agent="a", pid=1, redactor=Redactor())
+
+    def release() -> None:
+        os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))  # the blocked open returns
+
+    _bounded(lambda: log(_entry(1, '{"jsonrpc": "2.0"}')), release)
+    assert log.error is not None
+    log.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_fifo_whose_reader_stopped_is_a_failed_log_not_a_hung_kernel(tmp_path: Path) -> None:
+    fifo = tmp_path / "wire.jsonl"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # there, and never reads
+    log = JsonLinesLog(fifo, agent="a", pid=1, redactor=Redactor())
+    line = '"' + "x" * 10_000 + '"'
+
+    def write_many() -> None:
+        for seq in range(100):  # about 1 MB: far more than a pipe holds
+            log(_entry(seq, line))
+
+    def release() -> None:
+        while os.read(reader, 1 << 20):
+            pass
+
+    try:
+        _bounded(write_many, release)
+        assert log.error is not None
+    finally:
+        log.close()
+        os.close(reader)
+
+
+def test_a_regular_file_is_still_written(tmp_path: Path) -> None:
+    path = tmp_path / "wire.jsonl"
+    log = JsonLinesLog(path, agent="a", pid=1, redactor=Redactor())
+    for seq in range(3):
+        log(_entry(seq, f'{{"id": {seq}}}'))
+    log.close()
+    assert log.error is None and len(path.read_text().splitlines()) == 3
+    assert path.stat().st_mode & 0o777 == 0o600
