@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import mimetypes
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +11,7 @@ import anyio
 
 from ..errors import PromptError
 from ..protocol import content
-from .safe_fs import kind
+from .regular_file import read_regular
 
 #: The largest local file a prompt attaches. It goes to the agent whole, in one message (base64
 #: for images and blobs); a model's context holds far less, and the kernel holds it twice.
@@ -62,48 +60,15 @@ async def _read(part: content.FilePart, cwd: str, attachment_dir: Path) -> tuple
     except FileNotFoundError:
         raise PromptError(f"attached file not found: {path}") from None
     except OSError as exc:
-        raise PromptError(f"cannot read attached file {path}: {exc}") from None
+        raise PromptError(f"cannot read attached file {path}: {exc.strerror or exc}") from None
     return path.resolve(), data, content.guess_type(path.name, part.media_type)
 
 
 def _read_regular(path: Path) -> bytes:
-    """The bytes of a regular file of at most `MAX_ATTACHMENT_BYTES`.
-
-    Opened without blocking and checked on its descriptor before a byte is read: a FIFO named in
-    a prompt blocked the read for good (a thread no interrupt reaches: the cell never ended),
-    and /dev/zero or a huge log filled the kernel's memory."""
-    # Looked at before it is opened: opening a device can act (a serial port's open resets the
-    # board on it); and again on the descriptor, in case another file took its place meanwhile.
-    _require_regular(os.stat(path), path)
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    try:
-        st = os.fstat(fd)
-        _require_regular(st, path)
-        if st.st_size > MAX_ATTACHMENT_BYTES:
-            raise PromptError(_too_big(path, st.st_size))
-        file = os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-    with file:
-        data = file.read(MAX_ATTACHMENT_BYTES + 1)  # it may have grown since fstat
-    if len(data) > MAX_ATTACHMENT_BYTES:
-        raise PromptError(_too_big(path, len(data)))
-    return data
-
-
-def _require_regular(st: os.stat_result, path: Path) -> None:
-    if not stat.S_ISREG(st.st_mode):
-        what = kind(st.st_mode)
-        what = "" if what == "not a regular file" else f"{what}, "
-        raise PromptError(f"attached path is {what}not a regular file: {path}")
-
-
-def _too_big(path: Path, size: int) -> str:
-    return (
-        f"attached file is {size:,} bytes or more, over the limit of {MAX_ATTACHMENT_BYTES:,}: "
-        f"{path}"
-    )
+    """The bytes of a regular file of at most `MAX_ATTACHMENT_BYTES` (`regular_file`): a FIFO
+    named in a prompt blocked the read for good (a thread no interrupt reaches: the cell never
+    ended), and /dev/zero or a huge log filled the kernel's memory."""
+    return read_regular(path, MAX_ATTACHMENT_BYTES)
 
 
 async def store_attachment(
