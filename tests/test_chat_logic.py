@@ -410,7 +410,7 @@ def test_a_message_whose_files_were_read_during_stop_is_given_back_not_sent(
             stopping = asyncio.create_task(chat.stop())
             if stopped_turn_ended:
                 await stopping
-                await asyncio.sleep(0)  # the stopped turn's send ends its `finally`
+                await running  # the stopped turn's send, its `finally` run
                 assert first.done and not chat.stop_button.disabled  # a message still loading
             else:  # the agent got the cancel and is still at it
                 assert await asyncio.to_thread(agent_reads.wait, 20)

@@ -6,7 +6,6 @@ Now a FIFO (or any file that is not regular) there is an error the caller logs, 
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ import pytest
 from acp_notebook.client import checkpoint_files as files
 from acp_notebook.client.safe_fs import Root
 from acp_notebook.errors import RpcError
+from tests.blocking import open_fifo_ends, raised_within
 
 
 @pytest.mark.timeout(60)
@@ -21,23 +21,11 @@ def test_appending_to_a_fifo_index_fails_at_once(tmp_path: Path) -> None:
     index = tmp_path / "checkpoints" / "index.jsonl"
     index.parent.mkdir()
     os.mkfifo(index)
-    raised: list[BaseException] = []
-
-    def append() -> None:
-        try:
-            files.append_line([Root.of(tmp_path)], str(index), b"{}\n")
-        except BaseException as exc:
-            raised.append(exc)
-
-    thread = threading.Thread(target=append, daemon=True)
-    thread.start()
-    thread.join(10)
-    if thread.is_alive():
-        os.close(os.open(index, os.O_RDONLY | os.O_NONBLOCK))  # the blocked open returns
-        thread.join(10)
-        pytest.fail("append_line blocked on a FIFO")
-    assert raised and isinstance(raised[0], RpcError), raised
-    assert "a FIFO, not a regular file" in str(raised[0])
+    exc = raised_within(
+        lambda: files.append_line([Root.of(tmp_path)], str(index), b"{}\n"), open_fifo_ends(index)
+    )
+    assert isinstance(exc, RpcError), exc
+    assert "a FIFO, not a regular file" in str(exc)
 
 
 def test_a_regular_index_is_appended(tmp_path: Path) -> None:

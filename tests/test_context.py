@@ -113,9 +113,10 @@ def test_a_big_containers_repr_is_bounded_before_it_is_made() -> None:
 def test_a_wide_frame_is_described_without_formatting_every_column() -> None:
     """A DataFrame of 100,000 columns: `head(10).to_string()` formatted them all (7.7 MB, 33 s
     of a blocked kernel) and the dtypes listed them all, before both were cut."""
-    pd = pytest.importorskip("pandas")
-    np = pytest.importorskip("numpy")
     import time
+
+    import numpy as np
+    import pandas as pd
 
     frame = pd.DataFrame(np.zeros((12, 100_000))).add_prefix("c")
     started = time.monotonic()

@@ -10,6 +10,7 @@ import pytest
 
 from acp_notebook.notebook import kernel_tools
 from acp_notebook.notebook.kernel_tools_run import CellGate, run_code
+from tests.blocking import CountedKey
 
 
 class Events:
@@ -110,8 +111,8 @@ def test_the_gate_lets_code_run_only_outside_other_cells() -> None:
 def test_a_wide_frame_is_inspected_without_describing_every_column() -> None:
     """`inspect_variable` of a DataFrame of 100,000 columns ran `describe()` over all of them
     (17 s for 20,000 columns, the kernel blocked while the agent waited) to show 30."""
-    pd = pytest.importorskip("pandas")
-    np = pytest.importorskip("numpy")
+    import numpy as np
+    import pandas as pd
 
     frame = pd.DataFrame(np.ones((12, 100_000))).add_prefix("c")
     started = time.monotonic()
@@ -125,29 +126,14 @@ def test_a_wide_frame_is_inspected_without_describing_every_column() -> None:
 def test_a_big_dict_or_set_is_not_sorted_to_show_twenty_items() -> None:
     """reprlib sorts a whole dict or set to show its first 20: 5 s for 3,000,000 keys, each
     time the agent listed the kernel's variables or inspected one, the kernel blocked."""
-    compared = 0
+    CountedKey.compared = 0
 
-    class Key:
-        def __init__(self, n: int) -> None:
-            self.n = n
-
-        def __hash__(self) -> int:
-            return self.n
-
-        def __lt__(self, other: Key) -> bool:
-            nonlocal compared
-            compared += 1
-            return self.n < other.n
-
-        def __repr__(self) -> str:
-            return f"k{self.n}"
-
-    keys = [Key(n) for n in range(100_000)]
+    keys = [CountedKey(n) for n in range(100_000)]
     mapping = dict.fromkeys(keys, 0)
     for value in (mapping, set(keys), frozenset(keys)):
         text = kernel_tools.bounded_repr(value, 200)
         assert "k0" in text and "..." in text
-    assert compared == 0, f"{compared} comparisons to show 20 items"
+    assert CountedKey.compared == 0, f"{CountedKey.compared} comparisons to show 20 items"
     small = kernel_tools.bounded_repr({"b": 1, "a": 2})
     assert small == "{'a': 2, 'b': 1}"  # a small one is still sorted, as reprlib does
 

@@ -5,7 +5,6 @@ device or a huge file filled its memory. Each is now a clear error, at once."""
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,28 +13,11 @@ import pytest
 from acp_notebook.config import MAX_AGENTS_FILE_BYTES, ConfigError, Registry, read_agents_file
 from acp_notebook.errors import ReplayError
 from acp_notebook.notebook import recording
+from tests.blocking import open_fifo_ends, raised_within
 
 
 def _bounded(call: Callable[[], object], fifo: Path) -> BaseException | None:
-    """Run `call` in a thread; what it raised. If it is still blocked after a while (on the
-    FIFO's open), a writer is opened to release it, and the test fails."""
-    raised: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            call()
-        except BaseException as exc:
-            raised.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(10)
-    if thread.is_alive():
-        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)  # the blocked open returns
-        os.close(fd)
-        thread.join(10)
-        pytest.fail(f"{call} blocked on a FIFO")
-    return raised[0] if raised else None
+    return raised_within(call, open_fifo_ends(fifo))
 
 
 def _huge(path: Path, size: int) -> Path:

@@ -7,9 +7,7 @@ was full (64 KiB), the kernel hung either way. Now each is a failed log, reporte
 from __future__ import annotations
 
 import os
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,21 +15,11 @@ import pytest
 from acp_notebook.client.wirefile import JsonLinesLog
 from acp_notebook.protocol.redact import Redactor
 from acp_notebook.protocol.wirelog import WireEntry
+from tests.blocking import open_fifo_ends, raised_within
 
 
 def _entry(seq: int, text: str) -> WireEntry:
     return WireEntry(seq, time.time(), "in", text, len(text))
-
-
-def _bounded(call: Callable[[], object], release: Callable[[], None]) -> None:
-    """Run `call` in a thread; if it is still blocked after a while, `release` it and fail."""
-    thread = threading.Thread(target=call, daemon=True)
-    thread.start()
-    thread.join(10)
-    if thread.is_alive():
-        release()
-        thread.join(10)
-        pytest.fail(f"{call} blocked on a FIFO")
 
 
 @pytest.mark.timeout(60)
@@ -40,10 +28,7 @@ def test_a_fifo_nobody_reads_is_a_failed_log_not_a_hung_kernel(tmp_path: Path) -
     os.mkfifo(fifo)
     log = JsonLinesLog(fifo, agent="a", pid=1, redactor=Redactor())
 
-    def release() -> None:
-        os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))  # the blocked open returns
-
-    _bounded(lambda: log(_entry(1, '{"jsonrpc": "2.0"}')), release)
+    raised_within(lambda: log(_entry(1, '{"jsonrpc": "2.0"}')), open_fifo_ends(fifo))
     assert log.error is not None
     log.close()
 
@@ -65,7 +50,7 @@ def test_a_fifo_whose_reader_stopped_is_a_failed_log_not_a_hung_kernel(tmp_path:
             pass
 
     try:
-        _bounded(write_many, release)
+        raised_within(write_many, release)
         assert log.error is not None
     finally:
         log.close()

@@ -101,13 +101,16 @@ class LiveView:
             isinstance(mutation, SessionChanged)
             or getattr(mutation, "turn_id", None) == self.turn.id
         ):
-            self._due = True
-            self._dirty.set()
-            # The redraw reads the whole state: until it does, no mutation can tell the view
-            # more. Unsubscribed meanwhile, the session builds and delivers nothing per chunk
-            # for it (with no other subscriber, not even the `Delta`): 0.4 us a chunk, 8 ms of
-            # CPU in a 20,000-chunk turn, an eighth of it (`bench/bench_kernel.py`).
-            self._unsubscribe()
+            self._mark_due()
+
+    def _mark_due(self) -> None:
+        self._due = True
+        self._dirty.set()
+        # The redraw reads the whole state: until it does, no mutation can tell the view more.
+        # Unsubscribed meanwhile, the session builds and delivers nothing per chunk for it (with
+        # no other subscriber, not even the `Delta`): 0.4 us a chunk, 8 ms of CPU in a
+        # 20,000-chunk turn, an eighth of it (`bench/bench_kernel.py`).
+        self._unsubscribe()
 
     def _unsubscribe(self) -> None:
         if self._subscription is not None:
@@ -158,28 +161,25 @@ class LiveView:
             self._redraw()
             await asyncio.sleep(self._pause(time.perf_counter() - started))
 
-    def _redraw(self) -> bool:
+    def _redraw(self) -> None:
         """Draw the turn, if its share of bytes allows (`live_meter.py`): as much of each long
-        message's end as it allows. False: not drawn, still due (and unsubscribed: there is
-        nothing to hear until it is drawn); looked at again a pause later, when the turn may
-        have grown enough. O(1) when nothing fits: no drawing."""
+        message's end as it allows. Else it stays due (and unsubscribed: there is nothing to
+        hear until it is drawn), looked at again a pause later, when the turn may have grown
+        enough. O(1) when nothing fits: no drawing."""
         record = self._record()
         tail = self.meter.tail(record)
         if not tail:
-            return False
+            return
         self._redrawing()
         bundle = self._bundle(tail)
         if not self.meter.spend(bundle, tail, record):
             # Drawn, but over: not sent, so still due (the next, sized by what this one cost,
-            # waits for the turn to grow), and deaf until it is drawn, as `_on_mutation` left it.
-            self._due = True
-            self._dirty.set()
-            self._unsubscribe()
-            return False
+            # waits for the turn to grow).
+            self._mark_due()
+            return
         assert self._handle is not None
         publish.update(self._handle, bundle)
         self.updates += 1
-        return True
 
     def finish(self, result: TurnResult, *, keep_record: bool) -> None:
         """Final update: the static record, in the live display's place when there is one.
