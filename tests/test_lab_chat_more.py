@@ -66,14 +66,19 @@ def test_stop_gives_a_queued_message_back_to_the_input_box(page: Any, lab: Any) 
     shoot(page, "chat-queue-given-back")
 
     # Sent again: it reaches the agent (its second turn: the queued one never did), file and all.
+    sent_again(page, box, turns, "queued-attach.txt")
+    assert page.evaluate(BOX_VALUE) == ""
+
+
+def sent_again(page: Any, box: Any, turns: Any, attached: str) -> None:
+    """What was given back, sent again: the session's second turn, the draft and the file."""
     box.press("Enter")
     answer = turns.nth(1).locator(".acpnb-answer", has_text="Demo turn 2")
     answer.wait_for(timeout=60_000)
     idle(page)
-    assert "Attached: queued-attach.txt" in answer.inner_text()
+    assert f"Attached: {attached}" in answer.inner_text()
     mine = turns.nth(1).locator(".acpnb-user").inner_text()
-    assert "my draft" in mine and "📎 queued-attach.txt" in mine, mine
-    assert page.evaluate(BOX_VALUE) == ""
+    assert "my draft" in mine and f"📎 {attached}" in mine, mine
 
 
 # Run before the message: the chat's @file reads wait until the release cell lets them go.
@@ -83,11 +88,12 @@ reading, release = threading.Event(), threading.Event()
 unheld = attachments._read_regular
 def held(path):
     reading.set()
-    release.wait(120)
+    release.wait(30)  # a failed test's held read ends soon
     return unheld(path)
 attachments._read_regular = held
 print('reads held')"""
 READING = "import asyncio\nprint('reading', await asyncio.to_thread(reading.wait, 60))"
+STOP_DISABLED = "() => document.querySelector('button.acpnb-chat-stop').disabled"
 RELEASE = "attachments._read_regular = unheld\nrelease.set()\nprint('released')"
 
 
@@ -125,6 +131,8 @@ def test_stop_gives_back_a_message_whose_file_was_still_being_read(page: Any, la
     chat.locator("button.acpnb-chat-stop").click()
     first.locator(".acpnb-alert", has_text="Cancelled").wait_for(timeout=20_000)
     idle(page)
+    # No turn runs, but a message is loading: Stop can still take it back.
+    page.wait_for_function(polling=POLL, expression=f"() => !({STOP_DISABLED})()")
     # The stopped turn is over: read now, the message would start a turn at once. It is back.
     run(3, "released")
     page.wait_for_function(
@@ -136,16 +144,11 @@ def test_stop_gives_back_a_message_whose_file_was_still_being_read(page: Any, la
     assert turns.count() == 1
     idle(page)
     assert turns.count() == 1
+    page.wait_for_function(polling=POLL, expression=STOP_DISABLED)  # nothing runs or loads
     shoot(page, "chat-held-given-back")
 
     # Sent again: the session's second turn (the held message never reached the agent).
-    box.press("Enter")
-    answer = turns.nth(1).locator(".acpnb-answer", has_text="Demo turn 2")
-    answer.wait_for(timeout=60_000)
-    idle(page)
-    assert "Attached: held-attach.txt" in answer.inner_text()
-    mine = turns.nth(1).locator(".acpnb-user").inner_text()
-    assert "my draft" in mine and "📎 held-attach.txt" in mine, mine
+    sent_again(page, box, turns, "held-attach.txt")
     assert turns.count() == 2 and session_id(chat) == started_in
 
 
