@@ -1,0 +1,97 @@
+"""The README and the documentation site (docs/) say what the code does.
+
+Each test reads a page and the code it describes, and fails when they part: a configuration
+option, a public name or a line of the quickstart's output that the docs lack or misstate, a
+link to a file that is gone. The site itself is built by `.ci/run` (`sphinx-build -W`), which
+fails on a broken cross-reference or a docstring it cannot read.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import acp_notebook
+from acp_notebook.magics import AcpNotebook
+from tests.test_run_cli import SNAPSHOT, normalise
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = REPO / "docs"
+
+
+def read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def test_the_readme_is_short_and_opens_with_what_to_run() -> None:
+    readme = read(REPO / "README.md")
+    lines = readme.splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines: move reference text to docs/"
+    first_screen = "\n".join(lines[:60])
+    for what in (
+        "docs/turn-view.png",
+        ".venv/bin/acp-notebook run notebooks/quickstart.ipynb",
+        "bash .ci/run",
+        "pip install jupyterlab",
+        "jupyter lab notebooks/quickstart.ipynb",
+    ):
+        assert what in first_screen, f"README.md's first 60 lines lack {what!r}"
+
+
+def test_the_readme_shows_the_quickstart_as_it_prints() -> None:
+    # tests/test_run_cli.py holds the quickstart's whole output to SNAPSHOT; the README shows an
+    # excerpt of it ("…" for lines left out), run from the checkout's root.
+    readme = read(REPO / "README.md")
+    block = re.search(r"```text\n(\[1/6\] .*?)```", readme, re.S)
+    assert block, "README.md has no ```text block of the quickstart's output"
+    printed = SNAPSHOT.read_text(encoding="utf-8").splitlines()
+    at = 0
+    for line in block[1].splitlines():
+        if line.strip() == "…":
+            continue
+        wanted = normalise(line.replace("notebooks/quickstart.out", "quickstart.out"), REPO)
+        assert wanted in printed[at:], f"not printed by the quickstart (in this order): {line}"
+        at = printed.index(wanted, at) + 1
+
+
+def test_the_configuration_page_names_every_option_in_order() -> None:
+    page = read(DOCS / "configuration.md")
+    table = page.split("## `c.AcpNotebook` options", 1)[1].split("\n## ", 1)[0]
+    shown = re.findall(r"^\| `(\w+)` \|", table, re.M)
+    options = AcpNotebook.class_traits(config=True)  # sorted by name: the class has the order
+    declared = [name for name in vars(AcpNotebook) if name in options]
+    assert shown == declared, "docs/configuration.md's table differs from AcpNotebook's options"
+    for name, trait in options.items():
+        default = trait.default()
+        row = next(r for r in table.splitlines() if r.startswith(f"| `{name}` |"))
+        assert _default_shown(default) in row, f"{name}: the default {default!r} is not shown"
+
+
+def _default_shown(value: object) -> str:
+    if isinstance(value, str):
+        return f'`"{value}"`'
+    if isinstance(value, float) and value.is_integer():
+        return f"`{int(value)}`"
+    return f"`{value}`"
+
+
+def test_the_api_reference_documents_every_public_name() -> None:
+    page = read(DOCS / "api.md")
+    documented = set(re.findall(r"^\.\. auto\w+:: acp_notebook\.(\w+)$", page, re.M))
+    public = set(acp_notebook.__all__) - {"__version__"}
+    assert public - documented == set(), "docs/api.md lacks these public names"
+
+
+def test_every_relative_link_leads_to_a_file() -> None:
+    pages = [REPO / "README.md", REPO / "CONTRIBUTING.md", REPO / "bench" / "README.md"]
+    pages += sorted(DOCS.glob("*.md"))
+    broken = []
+    for page in pages:
+        prose = re.sub(r"```.*?```|`[^`\n]*`", "", read(page), flags=re.S)  # not code
+        for target in re.findall(r"\]\(([^)\s]+)\)", prose):
+            path = target.split("#", 1)[0]
+            if not path or re.match(r"[a-z]+:", path):
+                continue
+            if not (page.parent / path).exists():
+                broken.append(f"{page.relative_to(REPO)}: {target}")
+    assert broken == []
