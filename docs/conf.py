@@ -18,7 +18,7 @@ author = "acp_notebook contributors"
 copyright = "acp_notebook contributors"  # noqa: A001 (Sphinx's name)
 release = version = __version__
 
-extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon"]
+extensions = ["myst_parser", "sphinx.ext.autodoc"]
 source_suffix = {".md": "markdown"}
 exclude_patterns = ["_build"]
 root_doc = "index"
@@ -30,10 +30,8 @@ myst_enable_extensions = ["colon_fence", "deflist"]
 # Docstrings write `name` for code, as the Markdown pages do.
 default_role = "code"
 autodoc_member_order = "bysource"
-autodoc_typehints = "description"
-autodoc_class_signature = "separated"
-napoleon_google_docstring = True
-napoleon_numpy_docstring = False
+autodoc_typehints = "signature"
+autodoc_class_signature = "mixed"
 
 html_theme = "pydata_sphinx_theme"
 html_title = "acp_notebook"

@@ -85,6 +85,7 @@ class PermissionPolicy:
         object.__setattr__(self, "default", default)
 
     def decide(self, tool_kind: str) -> Decision:
+        """`"allow"`, `"reject"` or `"ask"` for a tool kind, by the lists alone (deny first)."""
         # Deny wins over allow: a kind named in both is refused.
         if tool_kind in self.deny or "*" in self.deny:
             return "reject"
@@ -294,6 +295,7 @@ class PermissionRequest:
 
     @property
     def options(self) -> list[dict[str, Any]]:
+        """The options the agent offered, as it sent them (`optionId`, `name`, `kind`)."""
         return self.part.options
 
 

@@ -22,6 +22,9 @@ Channel = Literal["text", "thought", "user", "tool_input", "terminal"]
 # build. Treat it as read-only all the same.
 @dataclass(slots=True)
 class Delta:
+    """Text appended to a part: the answer (`text`), a thought, the user's own message, a tool
+    call's raw input or a terminal's output, by `channel`."""
+
     turn_id: str | None
     part_id: str
     channel: Channel
@@ -30,17 +33,24 @@ class Delta:
 
 @dataclass(frozen=True, slots=True)
 class PartUpdated:
+    """The complete new state of one part of a turn (a message, tool call, plan, permission
+    request, question or unknown update)."""
+
     turn_id: str | None
     part: Part
 
 
 @dataclass(frozen=True, slots=True)
 class TurnStarted:
+    """A turn began to run: its input is about to go to the agent as `session/prompt`."""
+
     turn_id: str
 
 
 @dataclass(frozen=True, slots=True)
 class TurnFinished:
+    """A turn ended with this `result` (the same as `await turn.finished`)."""
+
     turn_id: str
     result: TurnResult
 

@@ -121,6 +121,7 @@ class TurnResult:
 
     @property
     def cancelled(self) -> bool:
+        """Whether the turn ended because it was cancelled (Stop, an interrupt, `stop()`)."""
         return self.stop_reason == "cancelled"
 
     def to_json(self) -> dict[str, Any]:

@@ -219,6 +219,9 @@ class PermissionPart:
 
 @dataclass(slots=True, frozen=True)
 class PlanEntry:
+    """One step of the agent's plan: its text, `priority` (high, medium, low) and `status`
+    (pending, in_progress, completed), as the agent last sent them."""
+
     content: str
     priority: str = "medium"
     status: str = "pending"
