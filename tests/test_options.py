@@ -138,3 +138,8 @@ def test_the_docs_synopsis_names_every_option_in_order() -> None:
     shown = re.findall(r"\[(--[a-z-]+)", block[1])
     declared = [f.metadata["flags"][0] for f in dataclasses.fields(CellOptions)]
     assert shown == declared, "docs/cells.md's %%agent synopsis differs from notebook/options.py"
+    # And the table under it: a row per option, its first cell every flag of the option.
+    rows = re.findall(r"^\| (`--.*?) \|", page, re.M)
+    tabled = [re.findall(r"`(-[-\w]+)", row) for row in rows]
+    flags = [list(f.metadata["flags"]) for f in dataclasses.fields(CellOptions)]
+    assert tabled == flags, "docs/cells.md's table of options differs from notebook/options.py"
