@@ -12,8 +12,12 @@ import re
 import typing
 from pathlib import Path
 
+import pytest
+
 import acp_notebook
 from acp_notebook.magics import AcpNotebook
+from acp_notebook.notebook.commands import USAGE
+from acp_notebook.run import cli
 from tests.test_run_cli import SNAPSHOT, normalise
 
 REPO = Path(__file__).resolve().parents[1]
@@ -102,3 +106,24 @@ def test_every_relative_link_leads_to_a_file() -> None:
             if not (page.parent / path).exists():
                 broken.append(f"{page.relative_to(REPO)}: {target}")
     assert broken == []
+
+
+def test_the_command_line_page_names_every_option_in_order(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--help"])
+    usage = capsys.readouterr().out.split("\n\n", 1)[0]
+    declared = [flag for flag in re.findall(r"\[(-[-\w]+)", usage) if flag != "-h"]
+    page = read(DOCS / "command-line.md")
+    block = re.search(r"```\n(acp-notebook run .*?)```", page, re.S)
+    assert block, "docs/command-line.md has no synopsis of acp-notebook run"
+    shown = re.findall(r"\[(-[-\w]+)", block[1])
+    assert shown == declared, "docs/command-line.md's synopsis differs from run/cli.py"
+
+
+def test_the_line_magic_page_shows_its_help() -> None:
+    page = read(DOCS / "line-magic.md")
+    block = re.search(r"```\n(%agent list .*?)```", page, re.S)
+    assert block, "docs/line-magic.md has no list of %agent commands"
+    assert block[1] == USAGE, "docs/line-magic.md's list differs from `%agent --help`"
