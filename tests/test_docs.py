@@ -8,6 +8,7 @@ fails on a broken cross-reference or a docstring it cannot read.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import typing
 from pathlib import Path
@@ -127,3 +128,12 @@ def test_the_line_magic_page_shows_its_help() -> None:
     block = re.search(r"```\n(%agent list .*?)```", page, re.S)
     assert block, "docs/line-magic.md has no list of %agent commands"
     assert block[1] == USAGE, "docs/line-magic.md's list differs from `%agent --help`"
+
+
+def test_the_python_api_page_names_every_connect_option_in_order() -> None:
+    page = read(DOCS / "python-api.md")
+    bullet = re.search(r"^- `connect\(\)` options(.*?)(?=^- |\Z)", page, re.S | re.M)
+    assert bullet, "docs/python-api.md has no bullet of connect()'s options"
+    fields = [f.name for f in dataclasses.fields(acp_notebook.ClientOptions)]
+    shown = [name for name in re.findall(r"`(\w+)`", bullet[1]) if name != "ClientOptions"]
+    assert shown == fields, "docs/python-api.md's connect() options differ from ClientOptions"
