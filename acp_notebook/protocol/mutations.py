@@ -66,11 +66,16 @@ class SessionChanged:
 class RequestWarning:
     """A failed request to the agent (kind `model_request` for a turn's attempt)."""
 
+    #: What failed, as the error says it.
     message: str
+    #: What kind of request failed (`model_request`: an attempt at a turn).
     kind: str = "model_request"
+    #: The turn of the attempt, if any.
     turn_id: str | None = None
+    #: This attempt's number, from 1, and how many the turn may make.
     attempt: int = 0
     max_attempts: int = 0
+    #: Whether another attempt follows.
     will_retry: bool = False
 
 
