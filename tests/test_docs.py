@@ -9,6 +9,7 @@ fails on a broken cross-reference or a docstring it cannot read.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import re
 import typing
 from pathlib import Path
@@ -92,6 +93,24 @@ def test_the_api_reference_documents_every_public_name() -> None:
     assert union, "docs/api.md does not describe acp_notebook.Mutation"
     named = re.findall(r"\b([A-Z]\w+)\b", union[1].split("``", 1)[1])
     assert named == [m.__name__ for m in members], "docs/api.md's Mutation is not the union"
+
+
+def test_every_field_of_a_public_dataclass_has_a_doc_comment() -> None:
+    # autodoc lists a field only with a `#:` comment above it (or a docstring below): one
+    # without is left out of the API reference, silently.
+    undocumented = []
+    for name in acp_notebook.__all__:
+        cls = getattr(acp_notebook, name)
+        if not dataclasses.is_dataclass(cls):
+            continue
+        lines, _ = inspect.getsourcelines(cls)
+        for at, line in enumerate(lines):
+            field = re.match(r"    (\w+): ", line)
+            if field and field[1] in {f.name for f in dataclasses.fields(cls)}:
+                above = lines[at - 1].strip()
+                if not above.startswith("#:"):
+                    undocumented.append(f"{name}.{field[1]}")
+    assert undocumented == [], "give these fields a #: comment (docs/api.md shows none)"
 
 
 def test_every_relative_link_leads_to_a_file() -> None:

@@ -134,6 +134,7 @@ class TurnResult:
     #: The validated answer of a structured turn (`output_type=`, `--schema`): a model instance
     #: or a JSON value; None otherwise. `output_json` is its JSON form, what the transcript keeps.
     output: Any = field(default=None, compare=False)
+    #: `output` as JSON (what the transcript keeps, and a replayed turn has); None otherwise.
     output_json: Any = None
     #: The turn was stopped because its cost passed its budget (`max_cost`, `--max-cost`).
     over_budget: bool = False

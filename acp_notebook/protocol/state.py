@@ -222,8 +222,11 @@ class PlanEntry:
     """One step of the agent's plan: its text, `priority` (high, medium, low) and `status`
     (pending, in_progress, completed), as the agent last sent them."""
 
+    #: What the step is, in the agent's words.
     content: str
+    #: `high`, `medium` or `low`.
     priority: str = "medium"
+    #: `pending`, `in_progress` or `completed`.
     status: str = "pending"
 
     def to_json(self) -> dict[str, Any]:
