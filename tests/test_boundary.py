@@ -185,7 +185,7 @@ def test_boundary_terminal_secrets_and_permissions_in_a_headless_run(tmp_path: P
     assert [code(a) for a in answers[6:12]] == [INVALID_PARAMS] * 6  # notebooks and escapes
     assert all("notebook" in a["error"]["message"] for a in answers[6:10]), answers[6:10]
     assert answers[12] == {"result": {}}
-    assert code(answers[13]) is None  # reading the notebook is allowed (see the README)
+    assert code(answers[13]) is None  # reading the notebook is allowed (see docs/security.md)
     assert code(answers[14]) == METHOD_NOT_FOUND  # terminal off unless enabled
     assert p["new"].read_text() == "written"
     assert p["outside"].read_text() == "outside secret"

@@ -299,8 +299,8 @@ def test_a_reopened_notebook_shows_the_record_once(page, lab) -> None:
     assert sum("text/html" in b for b in bundles) == 1
     assert "widgets" not in nb["metadata"] or not nb["metadata"]["widgets"]
     # The record once: the saved outputs are one record bundle (drawn again from its own
-    # transcript), nothing more (the cell's value, empty, is not sent). Sizes printed for the
-    # README.
+    # transcript), nothing more (the cell's value, empty, is not sent). Sizes printed for
+    # bench/README.md.
     assert len(outputs) == 1, outputs
     record = next(b for b in bundles if MIME_TURN in b)
     one = render_bundle(record[MIME_TURN], formats=RECORD_FORMATS)
@@ -358,8 +358,9 @@ def test_messages_per_second_and_bytes_per_turn(page, lab) -> None:
     done(page)
     nb = save(page, lab, "rate.ipynb")
     record = next(o["data"] for o in nb["cells"][0]["outputs"] if MIME_TURN in o.get("data", {}))
-    # The turn's transcript as `TurnResult.to_json()` writes it, the measure of the README's
-    # figures: the record saves it less the answer its parts also hold (`transcript.compact`).
+    # The turn's transcript as `TurnResult.to_json()` writes it, the measure of
+    # bench/README.md's figures: the record saves it less the answer its parts also hold
+    # (`transcript.compact`).
     transcript = len(json.dumps(TurnResult.from_json(record[MIME_TURN]).to_json()))
     sent = sum(n for _, n in frames)
     span = frames[-1][0] - frames[0][0]
@@ -371,7 +372,7 @@ def test_messages_per_second_and_bytes_per_turn(page, lab) -> None:
     # Not only the view's differences reach the page: the views' opening state (each turn view
     # carries its module and stylesheet, ~47 KB), the record at the end (its HTML, text and
     # transcript), and a status pair for each message of the kernel. Printed, not asserted: all
-    # told this is over issue 12's 2x (the README says by how much).
+    # told this is over issue 12's 2x (bench/README.md says by how much).
     total = sum(everything.values())
     print(f"page: {total} bytes in all ({total / transcript:.2f}x), by type: {everything}")
     page.remove_listener("websocket", on_socket)  # the page goes on to other tests

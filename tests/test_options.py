@@ -129,12 +129,17 @@ def test_check_refuses_what_argparse_cannot(opts: CellOptions, message: str) -> 
         opts.check()
 
 
-def test_the_readme_synopsis_names_every_option_in_order() -> None:
-    # CONTRIBUTING.md's recipe "Add a %%agent option" ends with the README's synopsis of
-    # "Agent cells": an option declared here but missing there is a recipe half done.
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"## Agent cells\n```\n(%%agent .*?)```", readme, re.S)
-    assert block, "README.md has no synopsis block under '## Agent cells'"
+def test_the_docs_synopsis_names_every_option_in_order() -> None:
+    # CONTRIBUTING.md's recipe "Add a %%agent option" ends with the synopsis that opens
+    # docs/cells.md: an option declared here but missing there is a recipe half done.
+    page = (Path(__file__).resolve().parents[1] / "docs" / "cells.md").read_text(encoding="utf-8")
+    block = re.search(r"\A# `%%agent` cells\n\n```\n(%%agent .*?)```", page, re.S)
+    assert block, "docs/cells.md does not open with the %%agent synopsis block"
     shown = re.findall(r"\[(--[a-z-]+)", block[1])
     declared = [f.metadata["flags"][0] for f in dataclasses.fields(CellOptions)]
-    assert shown == declared, "README.md's %%agent synopsis differs from notebook/options.py"
+    assert shown == declared, "docs/cells.md's %%agent synopsis differs from notebook/options.py"
+    # And the table under it: a row per option, its first cell every flag of the option.
+    rows = re.findall(r"^\| (`--.*?) \|", page, re.M)
+    tabled = [re.findall(r"`(-[-\w]+)", row) for row in rows]
+    flags = [list(f.metadata["flags"]) for f in dataclasses.fields(CellOptions)]
+    assert tabled == flags, "docs/cells.md's table of options differs from notebook/options.py"

@@ -11,7 +11,7 @@ Issue 12 allows one transcript (`MIME_TURN`) per turn. The output's fixed JSON e
 computed here with nbformat) is there to carry the transcript too, so it counts with the
 transcript, as the turn's allowance. The ratio is then the bytes `text/plain` and `text/html`
 add to the file as nbformat writes them (each line a JSON string of its own), against the
-visible bytes. Every figure is printed (`pytest -s`) for the README: with and without the
+visible bytes. Every figure is printed (`pytest -s`) for bench/README.md: with and without the
 envelope, and the ratio the same record would have with HTML of no markup at all.
 
 Issue 12 asks for at most 3x. The long turn gets there (2.96x when measured); the short one

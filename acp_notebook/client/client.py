@@ -100,6 +100,7 @@ class Client:
         return await self._tg.__aexit__(*exc_info)
 
     async def aclose(self) -> None:
+        """Close every session and stop the agent process (what leaving `async with` does)."""
         await self._shutdown()
 
     async def _shutdown(self) -> None:
@@ -122,15 +123,18 @@ class Client:
 
     @property
     def closed(self) -> bool:
+        """Whether `aclose()` ran: a closed client opens no session and sends nothing."""
         return self._closed
 
     @property
     def agent_name(self) -> str:
+        """The agent as people call it: its title, else its name, else its command."""
         info = self.agent_info
         return str(info.get("title") or info.get("name") or Path(self.command[0]).name)
 
     @property
     def session_capabilities(self) -> dict[str, Any]:
+        """The agent's `sessionCapabilities` (list, resume, close…), `{}` when it sent none."""
         caps = self.agent_capabilities.get("sessionCapabilities")
         return caps if isinstance(caps, dict) else {}
 
@@ -141,10 +145,12 @@ class Client:
 
     @property
     def pid(self) -> int | None:
+        """The agent process's id; None in process (`in_process`) or before it started."""
         return self._process.pid if self._process else None
 
     @property
     def stderr_tail(self) -> str:
+        """The last 64 KiB the agent wrote to stderr (older output is dropped), for errors."""
         return self._process.stderr.text() if self._process else ""
 
     def mask(self, secrets: Iterable[str]) -> None:
@@ -300,6 +306,7 @@ class Client:
 
     @property
     def sessions(self) -> list[Session]:
+        """The sessions this client opened and has not closed."""
         return self.registry.all()
 
     # -- sessions --------------------------------------------------------------------------------

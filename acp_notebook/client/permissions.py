@@ -68,8 +68,11 @@ class PermissionPolicy:
     stands for all of them.
     """
 
+    #: Kinds allowed without asking.
     allow: frozenset[str] = field(default_factory=frozenset)
+    #: Kinds always rejected; deny wins over allow.
     deny: frozenset[str] = field(default_factory=frozenset)
+    #: Every other kind: `"ask"`, `"allow"` or `"reject"`.
     default: Decision = "ask"
 
     def __init__(
@@ -85,6 +88,7 @@ class PermissionPolicy:
         object.__setattr__(self, "default", default)
 
     def decide(self, tool_kind: str) -> Decision:
+        """`"allow"`, `"reject"` or `"ask"` for a tool kind, by the lists alone (deny first)."""
         # Deny wins over allow: a kind named in both is refused.
         if tool_kind in self.deny or "*" in self.deny:
             return "reject"
@@ -286,14 +290,20 @@ class PermissionRequest:
     disagree, "unknown"); `problems` says why the policy did not decide (empty if it could have).
     """
 
+    #: The request as the turn records it (title, options, and later its outcome).
     part: PermissionPart
+    #: The assessed kind of the tool call.
     tool_kind: str
+    #: The tool call the request is about, as the agent described it.
     tool_call: dict[str, Any]
+    #: The session the request came from.
     session_id: str | None
+    #: Why the policy did not decide (empty if it could have).
     problems: tuple[str, ...] = ()
 
     @property
     def options(self) -> list[dict[str, Any]]:
+        """The options the agent offered, as it sent them (`optionId`, `name`, `kind`)."""
         return self.part.options
 
 

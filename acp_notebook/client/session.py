@@ -112,18 +112,22 @@ class Session(SessionState):
 
     @property
     def client(self) -> SessionHost:
+        """The client this session belongs to."""
         return self._client
 
     @property
     def running(self) -> TurnHandle | None:
+        """The turn running now, None between turns."""
         return self._runner.running
 
     @property
     def closed(self) -> bool:
+        """Whether the session was closed (`close()`, or its client closed)."""
         return self._closed
 
     @property
     def terminal_views(self) -> dict[str, TerminalView]:
+        """The client terminals of this session by terminal id, for the views that draw them."""
         return self.terminals.views if self.terminals else {}
 
     # -- subscribers -----------------------------------------------------------------------------
@@ -311,6 +315,7 @@ class Session(SessionState):
         self._fold.begin_replay()
 
     def end_replay(self) -> None:
+        """A `session/load` replay is over: updates from now on belong to live turns."""
         self._fold.end_replay()
 
     def discard(self) -> None:

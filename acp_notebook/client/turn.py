@@ -74,10 +74,12 @@ class TurnHandle:
 
     @property
     def state(self) -> TurnState:
+        """Where the turn is: queued, running, cancelling, completed, failed or cancelled."""
         return self.machine.state
 
     @property
     def result(self) -> TurnResult | None:
+        """The `TurnResult` once the turn ended, None before."""
         return self.machine.result
 
     @property
@@ -103,13 +105,17 @@ class TurnHandle:
 
     @property
     def done(self) -> bool:
+        """Whether the turn ended (its `result` is set)."""
         return self.machine.ended
 
     @property
     def finished(self) -> _Finished:
+        """An awaitable of the `TurnResult`: `await turn.finished` (as `wait()`)."""
         return _Finished(self)
 
     async def wait(self) -> TurnResult:
+        """Wait for the turn's end and return its `TurnResult`; cancelling this wait cancels
+        the turn (the agent gets `session/cancel`)."""
         try:
             await self._ended.wait()
         except BaseException:

@@ -49,12 +49,14 @@ class Limits:
     #: Items of a session-wide list (commands, config options, modes) and of `session/list`.
     list_items: int = 1_000
     #: Updates kept for a session whose id is not known yet (while a session is being opened,
-    #: its first updates may come before the answer is handled), and their characters; updates
-    #: for unknown ids at any other time are dropped and counted.
+    #: its first updates may come before the answer is handled); updates for unknown ids at any
+    #: other time are dropped and counted.
     orphan_updates: int = 1_000
+    #: The characters of those updates, in all.
     orphan_chars: int = 4 * 1024 * 1024
-    #: `session/list`: pages requested at most, and sessions kept at most.
+    #: `session/list`: pages requested at most.
     list_pages: int = 100
+    #: `session/list`: sessions kept at most.
     listed_sessions: int = 10_000
 
 

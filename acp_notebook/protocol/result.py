@@ -88,31 +88,53 @@ class TurnResult:
     timeout) resolves too, with `error` saying why and `stop_reason` set when the agent gave one.
     """
 
+    #: The turn's id in its session (the live view and the record find it by this id).
     turn_id: str
+    #: The agent finished the work: no error, and it stopped with `end_turn`.
     success: bool
+    #: The answer: the agent's messages of this turn, joined by blank lines (Markdown).
     text: str
+    #: Why the turn did not succeed (agent exit, protocol error, timeout, refusal, budget), or None.
     error: str | None = None
+    #: What the agent answered the prompt with (`end_turn`, `cancelled`, `refusal`,
+    #: `max_tokens`…), None when it never answered.
     stop_reason: str | None = None
+    #: Context use and the session's cumulative cost, as of the turn's last `usage_update`.
     usage: Usage | None = None
-    cost: float | None = None  # this turn's share of the cumulative cost, when the agent sent it
+    #: This turn's share of the cumulative cost, when the agent sent it.
+    cost: float | None = None
+    #: The agent's plan as the turn ended.
     plan: tuple[PlanEntry, ...] = ()
+    #: The turn's tool calls, in the order they started, each in its last state.
     tool_calls: tuple[ToolCallPart, ...] = ()
+    #: The agent's thoughts, joined as `text` is.
     thoughts: str = ""
+    #: The permission requests of the turn and how each was answered.
     permissions: tuple[PermissionPart, ...] = ()
+    #: Updates of kinds this client does not know, kept as they came.
     unknown_updates: tuple[RawPart, ...] = ()
+    #: The error and warning parts' messages (bad lines from the agent, failed attempts…).
     errors: tuple[str, ...] = ()
+    #: The agent's session id the turn ran in.
     session_id: str | None = None
+    #: The agent, as people call it (`Client.agent_name`).
     agent: str | None = None
+    #: The ACP content blocks sent as the prompt.
     prompt: tuple[dict[str, Any], ...] = ()
+    #: Everything the turn produced, in arrival order: what every view draws.
     parts: tuple[Part, ...] = ()
+    #: Seconds from the turn's start to its end.
     duration: float = 0.0
-    tokens: dict[str, Any] | None = None  # PromptResponse.usage (unstable), when sent
-    terminals: tuple[dict[str, Any], ...] = ()  # what each client terminal printed
+    #: `PromptResponse.usage` (an unstable part of ACP: token counts), when the agent sent it.
+    tokens: dict[str, Any] | None = None
+    #: What each client terminal of the turn printed.
+    terminals: tuple[dict[str, Any], ...] = ()
     #: What the client's limits left out of this turn, by kind (`Limits`); empty when nothing.
     dropped: dict[str, int] = field(default_factory=dict)
     #: The validated answer of a structured turn (`output_type=`, `--schema`): a model instance
     #: or a JSON value; None otherwise. `output_json` is its JSON form, what the transcript keeps.
     output: Any = field(default=None, compare=False)
+    #: `output` as JSON (what the transcript keeps, and a replayed turn has); None otherwise.
     output_json: Any = None
     #: The turn was stopped because its cost passed its budget (`max_cost`, `--max-cost`).
     over_budget: bool = False
@@ -121,6 +143,7 @@ class TurnResult:
 
     @property
     def cancelled(self) -> bool:
+        """Whether the turn ended because it was cancelled (Stop, an interrupt, `stop()`)."""
         return self.stop_reason == "cancelled"
 
     def to_json(self) -> dict[str, Any]:

@@ -219,8 +219,14 @@ class PermissionPart:
 
 @dataclass(slots=True, frozen=True)
 class PlanEntry:
+    """One step of the agent's plan: its text, `priority` (high, medium, low) and `status`
+    (pending, in_progress, completed), as the agent last sent them."""
+
+    #: What the step is, in the agent's words.
     content: str
+    #: `high`, `medium` or `low`.
     priority: str = "medium"
+    #: `pending`, `in_progress` or `completed`.
     status: str = "pending"
 
     def to_json(self) -> dict[str, Any]:
@@ -344,13 +350,18 @@ class Usage:
     `used` and `size` are always set by the fold; only a transcript read back may lack them.
     """
 
+    #: Tokens of the context window in use.
     used: int | None
+    #: The context window's size, in tokens.
     size: int | None
+    #: The session's cumulative cost so far, in `cost_currency`.
     cost_amount: float | None = None
+    #: The cost's currency as the agent names it (`USD`…); budgets count only USD.
     cost_currency: str | None = None
 
     @property
     def fraction(self) -> float | None:
+        """`used / size`, None when either is unknown."""
         if self.used is None or not self.size or self.size <= 0:
             return None
         return max(0.0, self.used / self.size)
