@@ -283,6 +283,19 @@ def test_the_stderr_tail_keeps_its_size_after_a_small_last_read() -> None:
     assert tail.total == sum(map(len, reads)) and tail._size < 1000 + 1200
 
 
+def test_the_stderr_tail_since_a_mark_holds_only_what_came_after() -> None:
+    tail = StderrTail(limit=1000)
+    tail.feed(b"agent ready (pid 1)\n")
+    mark = tail.total
+    assert tail.text(since=mark) == ""
+    tail.feed(b"turn: upstream said 500\n")
+    assert tail.text(since=mark) == "turn: upstream said 500"
+    assert "agent ready" in tail.text()  # the whole tail, as before
+    tail.feed(b"x" * 5000)  # the mark's bytes have left the tail: what is kept, all after it
+    assert tail.text(since=mark, max_chars=5000) == "x" * 1000
+    assert tail.text(since=tail.total + 10) == tail.text()  # a mark of an earlier process
+
+
 @pytest.mark.timeout(120)
 async def test_a_50_megabyte_garbage_line_mid_turn(agent: Agent) -> None:
     size = 50 * 1024 * 1024

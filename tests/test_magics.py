@@ -304,6 +304,8 @@ def test_failed_demo_turn_raises_one_clear_message(tmp_path: Path, kernel: Share
     message = str(exc)
     assert_one_paragraph(message)
     assert "'demo'" in message and "-32603" in message and "demo failure" in message
+    # The demo agent's start-up line is not this turn's: a failure quotes the turn's stderr only.
+    assert "ready (pid" not in message and "stderr" not in message
     record = only_transcript(cell)  # the failed turn keeps its record in the cell
     assert record["success"] is False
 

@@ -153,6 +153,15 @@ class Client:
         """The last 64 KiB the agent wrote to stderr (older output is dropped), for errors."""
         return self._process.stderr.text() if self._process else ""
 
+    @property
+    def stderr_mark(self) -> int:
+        """How much the agent has written to stderr so far: `stderr_since`'s argument."""
+        return self._process.stderr.total if self._process else 0
+
+    def stderr_since(self, mark: int) -> str:
+        """The tail of what the agent wrote to stderr after `stderr_mark` read `mark`."""
+        return self._process.stderr.text(since=mark) if self._process else ""
+
     def mask(self, secrets: Iterable[str]) -> None:
         """Mask these values too wherever this client logs or quotes its agent (the protocol
         log file, stderr in errors), for this process and the ones restarted after it: the

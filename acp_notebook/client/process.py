@@ -41,8 +41,13 @@ class StderrTail:
         while len(self._chunks) > 1 and self._size - len(self._chunks[0]) >= self.limit:
             self._size -= len(self._chunks.popleft())
 
-    def text(self, max_chars: int = 2000) -> str:
+    def text(self, max_chars: int = 2000, since: int = 0) -> str:
+        """The tail as text, masked; only what was written after `since` bytes in all (a
+        `total` read earlier), so a turn's failure quotes that turn's lines, not the banner
+        the agent printed when it started."""
         data = b"".join(self._chunks)[-self.limit :]
+        if 0 < since <= self.total:  # a mark of an earlier process (a restart) counts as none
+            data = data[max(len(data) - (self.total - since), 0) :]
         text = data.decode("utf-8", "replace").strip()
         if len(text) > max_chars:
             text = "…" + text[-max_chars:]

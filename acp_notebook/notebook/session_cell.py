@@ -74,6 +74,7 @@ async def run(host: Host, opts: CellOptions, body: str) -> Any:
             return None  # stopped before the agent or its session was ready
         session = shown
     mcp_servers.check_reused(session, opts.session or spec.name, servers)
+    stderr_mark = session.client.stderr_mark
     try:
         turn = await session.prompt(
             prompt,
@@ -100,7 +101,7 @@ async def run(host: Host, opts: CellOptions, body: str) -> Any:
         _bind(host, opts, turn)  # for good: `NAME.result` holds the result once the turn ends
         _spawn(_finish_later(host, opts, turn, view, left, timeout))
         return turn
-    return await _finish(host, opts, spec, session, turn, view, left, timeout)
+    return await _finish(host, opts, spec, session, turn, view, left, timeout, stderr_mark)
 
 
 def _resolve(host: Host, opts: CellOptions) -> tuple[AgentSpec, str]:
@@ -212,6 +213,7 @@ async def _finish(
     view: LiveView,
     left: float | None,
     timeout: float | None,
+    stderr_mark: int,
 ) -> TurnResult:
     try:
         result, timed_out = await wait_turn(turn, left, host.cancel_grace, timeout)
@@ -229,7 +231,8 @@ async def _finish(
     view.finish(result, keep_record=failed)
     await view.aclose()
     if failed:
-        message = failure_message(result, spec, session.client.stderr_tail)
+        # What the agent wrote during this turn: its start-up banner says nothing of the failure.
+        message = failure_message(result, spec, session.client.stderr_since(stderr_mark))
         raise TurnFailed(_agent_text(host, message), result)
     return result
 

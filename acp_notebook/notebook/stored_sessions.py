@@ -238,7 +238,8 @@ class Memory:
         if session_id is None:
             return None
         session, how = await _reopen(client, session_id, mcp_servers)
-        publish.show(views.message(*how, mask=runtime.redactor.text))
+        if how:
+            publish.show(views.message(*how, mask=runtime.redactor.text))
         return session
 
     def keep(
@@ -277,22 +278,21 @@ async def _reopen(
     before = " from before the restart"
     resume = client.session_capabilities.get("resume") is not None
     load = bool(client.agent_capabilities.get("loadSession"))
-    if not resume and not load:
-        return None, [
-            f"Agent {client.agent_name} can neither resume nor load sessions: session ",
-            sid,
-            f"{before} is not continued; this is a new session.",
-        ]
+    if not resume and not load:  # nothing to try: nothing to say (a new session is the norm)
+        log.debug("acp_notebook: agent %s cannot reopen session %s", client.agent_name, session_id)
+        return None, []
     try:
         if resume:
             session = await client.resume_session(session_id, mcp_servers=mcp_servers)
             return session, ["Resumed session ", sid, f"{before}."]
         session = await client.load_session(session_id, mcp_servers=mcp_servers)
     except (RequestError, CapabilityError, ProtocolError) as exc:
+        # One sentence in the cell; the agent's answer is in the kernel's log and `%agent log`.
+        log.debug("acp_notebook: could not reopen session %s: %s", session_id, exc)
         return None, [
-            "Could not resume session ",
+            "Session ",
             sid,
-            f"{before} (the agent answered: {views.text(str(exc), 160)}); this is a new session.",
+            f"{before} could not be continued: this is a new one (`%agent log` has the details).",
         ]
     turns = len(session.history)
     return session, ["Reloaded session ", sid, f"{before} ({turns} earlier turns replayed)."]
