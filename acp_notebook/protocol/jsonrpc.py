@@ -211,7 +211,13 @@ def _error(value: Any) -> dict[str, Any] | None:
 
 def _dumps(obj: dict[str, Any]) -> bytes:
     # Compact, and never an embedded newline: json escapes control characters in strings.
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    try:
+        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    except UnicodeEncodeError:
+        # A lone surrogate (the agent's `"\ud800"`, echoed in an id or an option id, or one in
+        # a prompt) has no UTF-8 form: raw, it raised here and the error killed the client's
+        # task group. As a \u escape it is valid JSON in UTF-8, the very text the agent sent.
+        return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
 
 
 def encode_request(rid: int, method: str, params: Any) -> bytes:

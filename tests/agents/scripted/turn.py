@@ -390,3 +390,7 @@ class Turn:
         "after_turn": _after_turn,
         "next_prompt": _next_prompt,
     }
+
+
+#: Every step a script may use (its action key): tests that cover them all enumerate these.
+STEP_NAMES = frozenset(Turn._STEPS)

@@ -1,0 +1,307 @@
+"""Conformance of ACP frames to the official schema: the models of the SDK the project pins.
+
+`acp.schema` is generated from the spec's `schema.json` (`acp/meta.py` names the schema tag).
+Its pydantic models are lenient on purpose (an invalid optional field falls back to its default,
+an invalid list item is skipped: `salvage_on_error`, `skip_invalid_items`), so validating with
+them would accept what the spec does not. This module validates with the models' JSON schema
+(`TypeAdapter(...).json_schema()`) and `jsonschema` instead: the types and required fields of the
+spec, with no salvage. Extension fields (`_meta`, vendor keys) stay allowed, as the spec says.
+
+`Tap` records the bytes each way of every connection a client makes (a `TransportFactory`
+around another one); `check_frames` validates what one side sent: the JSON-RPC 2.0 envelope,
+each request's and notification's params by method, each response's result by the method of the
+request it answers, each error's shape.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, Literal, Union
+
+import anyio.abc
+import jsonschema
+from pydantic import TypeAdapter
+
+from acp_notebook.client.process import StderrTail
+from acp_notebook.client.transport import AgentTransport, TransportFactory
+from acp_notebook.protocol import methods
+from acp_notebook.protocol.redact import Redactor
+
+Side = Literal["client", "agent"]
+
+# method -> (params model, result model): names in `acp.schema` ("A|B" is a union).
+CLIENT_REQUESTS: dict[str, tuple[str, str]] = {
+    methods.INITIALIZE: ("InitializeRequest", "InitializeResponse"),
+    methods.AUTHENTICATE: ("AuthenticateRequest", "AuthenticateResponse"),
+    methods.LOGOUT: ("LogoutRequest", "LogoutResponse"),
+    methods.SESSION_NEW: ("NewSessionRequest", "NewSessionResponse"),
+    methods.SESSION_LOAD: ("LoadSessionRequest", "LoadSessionResponse"),
+    methods.SESSION_RESUME: ("ResumeSessionRequest", "ResumeSessionResponse"),
+    methods.SESSION_LIST: ("ListSessionsRequest", "ListSessionsResponse"),
+    methods.SESSION_CLOSE: ("CloseSessionRequest", "CloseSessionResponse"),
+    methods.SESSION_DELETE: ("DeleteSessionRequest", "DeleteSessionResponse"),
+    methods.SESSION_PROMPT: ("PromptRequest", "PromptResponse"),
+    methods.SESSION_SET_MODE: ("SetSessionModeRequest", "SetSessionModeResponse"),
+    methods.SESSION_SET_CONFIG_OPTION: (
+        "SetSessionConfigOptionBooleanRequest|SetSessionConfigOptionSelectRequest",
+        "SetSessionConfigOptionResponse",
+    ),
+}
+AGENT_REQUESTS: dict[str, tuple[str, str]] = {
+    methods.REQUEST_PERMISSION: ("RequestPermissionRequest", "RequestPermissionResponse"),
+    methods.FS_READ_TEXT_FILE: ("ReadTextFileRequest", "ReadTextFileResponse"),
+    methods.FS_WRITE_TEXT_FILE: ("WriteTextFileRequest", "WriteTextFileResponse"),
+    methods.TERMINAL_CREATE: ("CreateTerminalRequest", "CreateTerminalResponse"),
+    methods.TERMINAL_OUTPUT: ("TerminalOutputRequest", "TerminalOutputResponse"),
+    methods.TERMINAL_RELEASE: ("ReleaseTerminalRequest", "ReleaseTerminalResponse"),
+    methods.TERMINAL_WAIT_FOR_EXIT: ("WaitForTerminalExitRequest", "WaitForTerminalExitResponse"),
+    methods.TERMINAL_KILL: ("KillTerminalRequest", "KillTerminalResponse"),
+    methods.ELICITATION_CREATE: (
+        "CreateFormSessionElicitationRequest|CreateFormRequestElicitationRequest"
+        "|CreateUrlSessionElicitationRequest|CreateUrlRequestElicitationRequest",
+        "AcceptElicitationResponse|DeclineElicitationResponse|CancelElicitationResponse",
+    ),
+}
+CLIENT_NOTIFICATIONS: dict[str, str] = {
+    methods.SESSION_CANCEL: "CancelNotification",
+    methods.CANCEL_REQUEST: "CancelRequestNotification",
+}
+AGENT_NOTIFICATIONS: dict[str, str] = {
+    methods.SESSION_UPDATE: "SessionNotification",
+    methods.CANCEL_REQUEST: "CancelRequestNotification",
+}
+
+# JSON-RPC 2.0 (https://www.jsonrpc.org/specification), as ACP uses it: params are objects.
+_ID = {"type": ["integer", "string"]}
+_ERROR = {
+    "type": "object",
+    "required": ["code", "message"],
+    "properties": {"code": {"type": "integer"}, "message": {"type": "string"}, "data": {}},
+    "additionalProperties": False,
+}
+ENVELOPE: dict[str, Any] = {
+    "oneOf": [
+        {  # a request: an id (a sender's own requests never use null)
+            "type": "object",
+            "required": ["jsonrpc", "id", "method"],
+            "properties": {
+                "jsonrpc": {"const": "2.0"},
+                "id": _ID,
+                "method": {"type": "string"},
+                "params": {"type": "object"},
+            },
+            "additionalProperties": False,
+        },
+        {  # a notification: no id at all
+            "type": "object",
+            "required": ["jsonrpc", "method"],
+            "properties": {
+                "jsonrpc": {"const": "2.0"},
+                "method": {"type": "string"},
+                "params": {"type": "object"},
+            },
+            "additionalProperties": False,
+        },
+        {  # a response: the id it answers (null only when it could not be read), result XOR error
+            "type": "object",
+            "required": ["jsonrpc", "id"],
+            "properties": {
+                "jsonrpc": {"const": "2.0"},
+                "id": {"type": ["integer", "string", "null"]},
+                "result": {},
+                "error": _ERROR,
+            },
+            "oneOf": [{"required": ["result"]}, {"required": ["error"]}],
+            "additionalProperties": False,
+        },
+    ]
+}
+
+
+@cache
+def _validator(names: str) -> jsonschema.protocols.Validator:
+    import acp.schema
+
+    models = [getattr(acp.schema, name) for name in names.split("|")]
+    target: Any = models[0] if len(models) == 1 else Union[tuple(models)]  # noqa: UP007
+    schema = TypeAdapter(target).json_schema(by_alias=True)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema)  # type: ignore[no-any-return]
+
+
+def schema_errors(names: str, value: Any) -> list[str]:
+    """What is wrong with `value` as the `acp.schema` model(s) `names` ("A|B": either)."""
+    return [
+        f"{'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message[:300]}"
+        for e in _validator(names).iter_errors(value)
+    ]
+
+
+def _strict_loads(text: str) -> Any:
+    def refuse(token: str) -> Any:
+        raise ValueError(f"{token} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@dataclass
+class Stream:
+    """The bytes of one connection, each way: `to_agent` as the client wrote them."""
+
+    to_agent: bytearray = field(default_factory=bytearray)
+    from_agent: bytearray = field(default_factory=bytearray)
+
+
+def lines(data: bytes) -> list[bytes]:
+    return [line for line in bytes(data).split(b"\n") if line.strip()]
+
+
+def check_frames(stream: Stream, side: Side) -> tuple[list[str], set[str]]:
+    """Problems with what `side` sent on this connection, and the methods (and `x result`,
+    `x error`) it covered. The other side's requests name the results that answer them."""
+    own, other = (
+        (stream.to_agent, stream.from_agent)
+        if side == "client"
+        else (stream.from_agent, stream.to_agent)
+    )
+    requests, notifications = (
+        (CLIENT_REQUESTS, CLIENT_NOTIFICATIONS)
+        if side == "client"
+        else (AGENT_REQUESTS, AGENT_NOTIFICATIONS)
+    )
+    answered = AGENT_REQUESTS if side == "client" else CLIENT_REQUESTS
+    asked: dict[str, str] = {}  # the other side's request ids (JSON text) -> method
+    for line in lines(other):
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(msg, dict) and isinstance(msg.get("method"), str) and "id" in msg:
+            asked[json.dumps(msg["id"])] = msg["method"]
+    problems: list[str] = []
+    seen: set[str] = set()
+    for raw in lines(own):
+        where = raw[:160].decode("utf-8", "replace")
+        try:
+            msg = _strict_loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            problems.append(f"not JSON ({exc}): {where}")
+            continue
+        bad = [e.message[:200] for e in jsonschema.Draft202012Validator(ENVELOPE).iter_errors(msg)]
+        if bad:
+            problems.append(f"not a JSON-RPC 2.0 message ({'; '.join(bad)}): {where}")
+            continue
+        method = msg.get("method")
+        if method is not None and "id" in msg:
+            models = requests.get(method)
+            seen.add(method)
+            if models is None and not method.startswith("_"):
+                problems.append(f"{method} is no {side} request of ACP: {where}")
+            elif models is not None:
+                problems += [
+                    f"{method} params {p}" for p in schema_errors(models[0], msg.get("params"))
+                ]
+        elif method is not None:
+            model = notifications.get(method)
+            seen.add(method)
+            if model is None and not method.startswith("_"):
+                problems.append(f"{method} is no {side} notification of ACP: {where}")
+            elif model is not None:
+                problems += [
+                    f"{method} params {p}" for p in schema_errors(model, msg.get("params"))
+                ]
+        else:
+            of = asked.get(json.dumps(msg["id"]))
+            kind = "error" if "error" in msg else "result"
+            seen.add(f"{of} {kind}")
+            if of is None and kind == "result":
+                problems.append(f"a result for a request never made: {where}")
+            elif kind == "result" and of in answered:
+                problems += [
+                    f"{of} result {p}" for p in schema_errors(answered[of][1], msg["result"])
+                ]
+    return problems, seen
+
+
+class _Tapped:
+    """A transport whose bytes each way are also appended to a `Stream`."""
+
+    def __init__(self, inner: AgentTransport, stream: Stream) -> None:
+        self._inner = inner
+        self._stream = stream
+
+    @property
+    def stderr(self) -> StderrTail:
+        return self._inner.stderr
+
+    @property
+    def redactor(self) -> Redactor:
+        return self._inner.redactor
+
+    @property
+    def killed_by_us(self) -> bool:
+        return self._inner.killed_by_us
+
+    @property
+    def display(self) -> str:
+        return self._inner.display
+
+    @property
+    def pid(self) -> int | None:
+        return self._inner.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._inner.returncode
+
+    async def start(self, task_group: anyio.abc.TaskGroup) -> None:
+        await self._inner.start(task_group)
+
+    async def send(self, data: bytes) -> None:
+        self._stream.to_agent += data
+        await self._inner.send(data)
+
+    async def receive(self) -> bytes:
+        data = await self._inner.receive()
+        self._stream.from_agent += data
+        return data
+
+    async def wait(self, timeout: float) -> int | None:
+        return await self._inner.wait(timeout)
+
+    async def wait_exit(self) -> int | None:
+        return await self._inner.wait_exit()
+
+    def kill(self) -> None:
+        self._inner.kill()
+
+    async def aclose(self, grace: float = 2.0) -> None:
+        await self._inner.aclose(grace)
+
+
+class Tap:
+    """Records every connection a client makes through `factory(inner)`, one `Stream` each."""
+
+    def __init__(self) -> None:
+        self.streams: list[Stream] = []
+
+    def factory(self, inner: TransportFactory) -> TransportFactory:
+        def start(
+            command: Sequence[str], env: Mapping[str, str | None], cwd: str, stderr_limit: int
+        ) -> AgentTransport:
+            self.streams.append(Stream())
+            return _Tapped(inner(command, env, cwd, stderr_limit), self.streams[-1])
+
+        return start
+
+    def check(self, side: Side) -> tuple[list[str], set[str]]:
+        problems: list[str] = []
+        seen: set[str] = set()
+        for stream in self.streams:
+            found, covered = check_frames(stream, side)
+            problems += found
+            seen |= covered
+        return problems, seen
