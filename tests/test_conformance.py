@@ -11,6 +11,8 @@ must make the client send every request, notification and result it can.
 
 from __future__ import annotations
 
+import json
+import math
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -26,14 +28,24 @@ from acp_notebook.client.transport import AgentStreams, in_process
 from acp_notebook.demo_agent.agent import DemoAgent
 from acp_notebook.demo_agent.wire import Wire
 from acp_notebook.errors import AuthRequiredError, RequestTimeoutError
+from acp_notebook.protocol import jsonrpc as rpc
 from acp_notebook.protocol import methods
+from acp_notebook.protocol.elicitation import ElicitationPart
 from acp_notebook.protocol.mutations import PartUpdated
 from tests.agents.script import in_process as scripted_in_process
 from tests.agents.script import script
 from tests.agents.scripted import parse_args
 from tests.agents.scripted.turn import STEP_NAMES
 from tests.client_helpers import Agent, Watcher, run_script, tool_call
-from tests.conformance import AGENT_REQUESTS, CLIENT_NOTIFICATIONS, CLIENT_REQUESTS, Tap
+from tests.conformance import (
+    AGENT_REQUESTS,
+    CLIENT_NOTIFICATIONS,
+    CLIENT_REQUESTS,
+    Stream,
+    Tap,
+    check_frames,
+    lines,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -242,6 +254,41 @@ async def agent_requests(client: Client, agent: Agent) -> None:
             "permission": {"toolCallId": "c3", "title": "T"},
             "options": [{"optionId": "x" + SURROGATE, "name": "Allow", "kind": "allow_once"}],
         },
+    )
+
+
+async def fill_form(part: ElicitationPart) -> Any:
+    """What a user may type: "1e999" parses as a float, to infinity."""
+    if part.mode == "url":
+        return "accept"
+    return {"name": "Ada", "size": "1e999", "count": "7", "ok": "true", "tags": ["a"]}
+
+
+FORM = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "size": {"type": "number"},
+        "count": {"type": "integer"},
+        "ok": {"type": "boolean"},
+        "tags": {"type": "array", "items": {"enum": ["a", "b"]}},
+    },
+}
+
+
+@scenario("request", elicitation_handler=fill_form, sends=(f"{methods.ELICITATION_CREATE} result",))
+async def answered_elicitations(client: Client, agent: Agent) -> None:
+    session = await client.new_session()
+    await run_script(
+        session,
+        req(methods.ELICITATION_CREATE, message="Form", mode="form", requestedSchema=FORM),
+        req(
+            methods.ELICITATION_CREATE,
+            message="Go",
+            mode="url",
+            url="https://example.com/x",
+            elicitationId="e1",
+        ),
     )
 
 
@@ -457,6 +504,29 @@ def test_the_scenarios_make_the_client_send_every_request_notification_and_answe
     )
     declared = set().union(*(s.sends for s in SCENARIOS.values()))
     assert every - declared == set(), "add a scenario that makes the client send these"
+
+
+def test_every_frame_the_client_encodes_is_json_in_utf8() -> None:
+    """What the client writes is built from agent data (ids, option ids) and the user's (form
+    answers): a lone surrogate or a non-finite float in it used to make a frame that is not
+    JSON (`Infinity`) or raise before it was written (and kill the client's task group)."""
+    frames = [
+        rpc.encode_result(SURROGATE, {"outcome": {"outcome": "selected", "optionId": "x\udfff"}}),
+        rpc.encode_result(1, {"content": {"size": math.inf, "n": [math.nan, -math.inf, 1.5]}}),
+        rpc.encode_error(SURROGATE, rpc.INTERNAL_ERROR, "bad", {"v": math.nan}),
+        rpc.encode_request(2, "session/prompt", {"prompt": [{"type": "text", "text": "\ud83d"}]}),
+    ]
+    stream = Stream()
+    for frame in frames:
+        stream.to_agent += frame
+    decoded = [json.loads(line.decode("utf-8")) for line in lines(bytes(stream.to_agent))]
+    assert (
+        decoded[0]["id"] == SURROGATE and decoded[0]["result"]["outcome"]["optionId"] == "x\udfff"
+    )
+    assert decoded[1]["result"] == {"content": {"size": None, "n": [None, None, 1.5]}}
+    assert decoded[2]["error"]["data"] == {"v": None}
+    problems, _ = check_frames(stream, "client")
+    assert [p for p in problems if "not JSON" in p] == []
 
 
 # -- the demo agent: its frames and the client's, both ways --------------------------------------

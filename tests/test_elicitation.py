@@ -74,6 +74,14 @@ def test_an_answer_that_does_not_fit_says_which_field_and_why(content: Any, prob
         check_answer(read_request(form(), "e1"), content)
 
 
+@pytest.mark.parametrize("typed", ["1e999", "-inf", "nan", float("inf")])
+def test_a_number_that_is_no_json_number_is_refused(typed: Any) -> None:
+    # float() reads these; the answer carried Infinity or NaN, which no JSON reader accepts.
+    schema = {"type": "object", "properties": {"size": {"type": "number"}}}
+    with pytest.raises(ElicitationError, match="finite number"):
+        check_answer(read_request(form(schema=schema), "e1"), {"size": typed})
+
+
 @pytest.mark.parametrize(
     ("params", "problem"),
     [

@@ -10,6 +10,7 @@ Python handler, gives the agent the types its schema asked for.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -243,8 +244,9 @@ def _convert(f: Field, value: Any) -> Any:
         except (TypeError, ValueError):
             what = "a number" if f.type == "number" else "a whole number"
             raise ElicitationError(f"{label} must be {what}") from None
-        if isinstance(value, bool) or number != number:  # NaN
-            raise ElicitationError(f"{label} must be a number")
+        # NaN and the infinities ("1e999" parses to inf) are no JSON number: not an answer.
+        if isinstance(value, bool) or not math.isfinite(number):
+            raise ElicitationError(f"{label} must be a finite number")
         if f.minimum is not None and number < f.minimum:
             raise ElicitationError(f"{label} must be at least {f.minimum:g}")
         if f.maximum is not None and number > f.maximum:

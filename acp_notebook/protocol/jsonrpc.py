@@ -209,10 +209,29 @@ def _error(value: Any) -> dict[str, Any] | None:
     return error
 
 
+def _finite(value: Any) -> Any:
+    """`value` with NaN and the infinities as null (as JSON.stringify makes them)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
+
+
 def _dumps(obj: dict[str, Any]) -> bytes:
     # Compact, and never an embedded newline: json escapes control characters in strings.
     try:
-        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+        text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        # NaN or an infinity (a form's number typed as "1e999" parsed to inf): json wrote them
+        # as NaN / Infinity, which are not JSON (RFC 8259), and the agent got a frame it cannot
+        # parse. Null instead, as the reader makes them of the agent's own (`_float_or_null`).
+        obj = _finite(obj)
+        text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return text.encode() + b"\n"
     except UnicodeEncodeError:
         # A lone surrogate (the agent's `"\ud800"`, echoed in an id or an option id, or one in
         # a prompt) has no UTF-8 form: raw, it raised here and the error killed the client's
