@@ -217,8 +217,10 @@ def check_frames(stream: Stream, side: Side) -> tuple[list[str], set[str]]:
             of = asked.get(json.dumps(msg["id"]))
             kind = "error" if "error" in msg else "result"
             seen.add(f"{of} {kind}")
-            if of is None and kind == "result":
-                problems.append(f"a result for a request never made: {where}")
+            if of is None and (kind == "result" or msg["id"] is not None):
+                # JSON-RPC: the id of the request answered; null only for an error about a
+                # request whose id could not be read.
+                problems.append(f"an answer to a request never made: {where}")
             elif kind == "result" and of in answered:
                 problems += [
                     f"{of} result {p}" for p in schema_errors(answered[of][1], msg["result"])

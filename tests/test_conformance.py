@@ -162,6 +162,9 @@ async def garbage_from_the_agent(client: Client, agent: Agent) -> None:
         {"raw": "not json"},
         {"raw": '{"jsonrpc":"2.0","id":[1],"method":"fs/read_text_file","params":{}}'},
         {"raw": '{"jsonrpc":"2.0","id":7,"method":"_x/odd","params":[1]}'},
+        # An id beyond 64 bits (ACP's ids are int64): the client cannot echo it.
+        {"raw": '{"jsonrpc":"2.0","id":18446744073709551616,"method":"_x/big","params":{}}'},
+        {"raw": '{"jsonrpc":"2.0","id":1.5,"method":"_x/float","params":{}}'},
         {"raw_hex": "ff fe 00"},
         {"respond_id": 999},
     )
@@ -527,6 +530,19 @@ def test_every_frame_the_client_encodes_is_json_in_utf8() -> None:
     assert decoded[2]["error"]["data"] == {"v": None}
     problems, _ = check_frames(stream, "client")
     assert [p for p in problems if "not JSON" in p] == []
+
+
+def test_a_request_whose_id_cannot_be_echoed_is_not_served() -> None:
+    """ACP's ids are int64 (or strings): one beyond 64 bits was read as null, served (a file
+    written, a permission asked) and answered with id null, which answers nothing."""
+    big = b'{"jsonrpc":"2.0","id":18446744073709551616,"method":"fs/write_text_file","params":{}}'
+    frame = rpc.decode(big)
+    assert isinstance(frame, rpc.Malformed) and "invalid request id" in frame.reason
+    assert isinstance(
+        rpc.classify(json.loads(big.replace(b"18446744073709551616", b"null"))), rpc.Request
+    )
+    null = rpc.decode(b'{"jsonrpc":"2.0","id":null,"method":"fs/write_text_file","params":{}}')
+    assert isinstance(null, rpc.Request) and null.id is None  # null itself is a valid id
 
 
 # -- the demo agent: its frames and the client's, both ways --------------------------------------

@@ -182,11 +182,26 @@ def classify(obj: Any, line: bytes | str = b"") -> Frame:
             rid = obj["id"]
             if (rid is not None and not isinstance(rid, int | str)) or isinstance(rid, bool):
                 return Malformed("invalid request id", excerpt(line or repr(obj)))
+            if rid is None and line and _id_lost(line):
+                return Malformed("invalid request id (not a 64-bit integer)", excerpt(line))
             return Request(rid, method, obj.get("params"))
         return Notification(method, obj.get("params"))
     if "id" in obj and ("result" in obj or "error" in obj):
         return Response(obj["id"], obj.get("result"), _error(obj.get("error")))
     return Malformed("neither request, notification nor response", excerpt(line or repr(obj)))
+
+
+def _id_lost(line: bytes | str) -> bool:
+    """Whether a request read with a null id had another one: an integer beyond 64 bits, which
+    `loads` reads as null. Answered, it was served and answered with id null, an answer the
+    agent cannot match to its request (JSON-RPC: the id of the request, always). Rare: only
+    requests with a null id are read again."""
+    try:
+        text = line.decode("utf-8") if isinstance(line, bytes) else line
+        real = json.loads(text)
+    except (ValueError, RecursionError):  # 4300 digits and more: int() refuses them
+        return True
+    return isinstance(real, dict) and real.get("id") is not None
 
 
 # An error's message becomes the turn's error, shown and saved several times: an excerpt is
