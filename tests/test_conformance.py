@@ -23,6 +23,7 @@ import anyio
 import pytest
 
 from acp_notebook.client.client import Client, connect
+from acp_notebook.client.mcp_config import McpServerSpec
 from acp_notebook.client.permissions import PermissionPolicy, PermissionRequest
 from acp_notebook.client.transport import AgentStreams, in_process
 from acp_notebook.demo_agent.agent import DemoAgent
@@ -387,6 +388,7 @@ async def endless_list(client: Client, agent: Agent) -> None:
         methods.SESSION_SET_MODE,
         methods.SESSION_SET_CONFIG_OPTION,
     ),
+    trace=True,  # a `_meta.traceparent` in every request
 )
 async def settings(client: Client, agent: Agent) -> None:
     session = await client.new_session()
@@ -406,7 +408,12 @@ async def odd_config_options(client: Client, agent: Agent) -> None:
     flags=("--prompt-capabilities", "image,audio,embedded", "--mcp-transports", "http,sse"),
 )
 async def rich_prompts(client: Client, agent: Agent) -> None:
-    session = await client.new_session()
+    servers = [
+        McpServerSpec("web", "http", url="https://mcp.example.com/", headers={"A": "b"}),
+        McpServerSpec("events", "sse", url="https://mcp.example.com/sse"),
+        McpServerSpec("local", "stdio", command=(sys.executable, "-V"), env={"K": "v"}),
+    ]
+    session = await client.new_session(mcp_servers=[server.to_acp() for server in servers])
     image = agent.cwd / "dot.png"
     image.write_bytes(bytes.fromhex("89504e470d0a1a0a"))
     notes = agent.cwd / "notes.md"
