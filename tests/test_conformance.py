@@ -155,6 +155,23 @@ async def failing_turns(client: Client, agent: Agent) -> None:
     await run_script(session, {"kill_self": True})
 
 
+@scenario(
+    "exit",
+    "resume",
+    "load_session",
+    "modes",
+    "state_dir",
+    flags=("--resume", "--load-session", "--modes", "--state-dir", "{tmp}/state"),
+    sends=(methods.SESSION_RESUME, methods.SESSION_SET_MODE),
+)
+async def sessions_after_a_restart(client: Client, agent: Agent) -> None:
+    """A session comes back on a fresh agent: resumed, its mode set again."""
+    session = await client.new_session()
+    await session.set_mode("code")
+    await client.restart_agent()
+    await run_script(session, {"say": "back"})
+
+
 @scenario("raw", "raw_hex", "respond_id", sends=("_x/odd error",))
 async def garbage_from_the_agent(client: Client, agent: Agent) -> None:
     session = await client.new_session()
@@ -619,3 +636,24 @@ async def test_every_frame_of_the_demo_agent_and_its_client_conforms(
     assert updates <= agent_sent, agent_sent
     if terminal:
         assert {methods.TERMINAL_CREATE, methods.TERMINAL_RELEASE} <= agent_sent
+    kinds = {
+        message["params"]["update"]["sessionUpdate"]
+        for stream in tap.streams
+        for line in lines(bytes(stream.from_agent))
+        if (message := json.loads(line)).get("method") == methods.SESSION_UPDATE
+    }
+    assert kinds == DEMO_UPDATES  # every kind the demo agent sends, each validated above
+
+
+DEMO_UPDATES = {
+    "agent_thought_chunk",
+    "agent_message_chunk",
+    "user_message_chunk",  # the replay of session/load
+    "plan",
+    "tool_call",
+    "tool_call_update",
+    "usage_update",
+    "session_info_update",
+    "available_commands_update",
+    "current_mode_update",
+}
