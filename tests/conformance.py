@@ -174,6 +174,7 @@ def check_frames(stream: Stream, side: Side) -> tuple[list[str], set[str]]:
     )
     answered = AGENT_REQUESTS if side == "client" else CLIENT_REQUESTS
     asked: dict[str, str] = {}  # the other side's request ids (JSON text) -> method
+    params_of: dict[str, Any] = {}  # and -> its params
     for line in lines(other):
         try:
             msg = json.loads(line)
@@ -181,6 +182,7 @@ def check_frames(stream: Stream, side: Side) -> tuple[list[str], set[str]]:
             continue
         if isinstance(msg, dict) and isinstance(msg.get("method"), str) and "id" in msg:
             asked[json.dumps(msg["id"])] = msg["method"]
+            params_of[json.dumps(msg["id"])] = msg.get("params")
     problems: list[str] = []
     seen: set[str] = set()
     for raw in lines(own):
@@ -225,7 +227,39 @@ def check_frames(stream: Stream, side: Side) -> tuple[list[str], set[str]]:
                 problems += [
                     f"{of} result {p}" for p in schema_errors(answered[of][1], msg["result"])
                 ]
+                asked_params = params_of.get(json.dumps(msg["id"]))
+                problems += [
+                    f"{of} result {p}" for p in answer_errors(of, asked_params, msg["result"])
+                ]
     return problems, seen
+
+
+def answer_errors(method: str, params: Any, result: Any) -> list[str]:
+    """What the spec's text asks of an answer beyond its schema: a permission outcome picks one
+    of the options offered; accepted form content matches the requested schema."""
+    if not isinstance(params, dict) or not isinstance(result, dict):
+        return []
+    if method == methods.REQUEST_PERMISSION:
+        outcome = result.get("outcome")
+        picked = outcome.get("optionId") if isinstance(outcome, dict) else None
+        offered = [o.get("optionId") for o in params.get("options") or [] if isinstance(o, dict)]
+        if (
+            isinstance(outcome, dict)
+            and outcome.get("outcome") == "selected"
+            and picked not in offered
+        ):
+            return [f"optionId {picked!r} is none of the options offered, {offered}"]
+    if method == methods.ELICITATION_CREATE and result.get("action") == "accept":
+        schema = params.get("requestedSchema")
+        if isinstance(schema, dict) and "content" in result:
+            try:
+                validator = jsonschema.Draft202012Validator(schema)
+                return [
+                    f"content {e.message[:200]}" for e in validator.iter_errors(result["content"])
+                ]
+            except jsonschema.SchemaError:
+                return []  # the agent's schema is no schema: nothing to match
+    return []
 
 
 class _Tapped:

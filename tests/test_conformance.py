@@ -282,7 +282,8 @@ async def fill_form(part: ElicitationPart) -> Any:
     """What a user may type: "1e999" parses as a float, to infinity."""
     if part.mode == "url":
         return "accept"
-    return {"name": "Ada", "size": "1e999", "count": "7", "ok": "true", "tags": ["a"]}
+    size = "1e999" if part.message == "Form" else "2.5"
+    return {"name": "Ada", "size": size, "count": "7", "ok": "true", "tags": ["a"]}
 
 
 FORM = {
@@ -303,6 +304,7 @@ async def answered_elicitations(client: Client, agent: Agent) -> None:
     await run_script(
         session,
         req(methods.ELICITATION_CREATE, message="Form", mode="form", requestedSchema=FORM),
+        req(methods.ELICITATION_CREATE, message="Again", mode="form", requestedSchema=FORM),
         req(
             methods.ELICITATION_CREATE,
             message="Go",
