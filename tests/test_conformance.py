@@ -28,7 +28,7 @@ from acp_notebook.client.permissions import PermissionPolicy, PermissionRequest
 from acp_notebook.client.transport import AgentStreams, in_process
 from acp_notebook.demo_agent.agent import DemoAgent
 from acp_notebook.demo_agent.wire import Wire
-from acp_notebook.errors import AuthRequiredError, RequestTimeoutError
+from acp_notebook.errors import AcpError, AuthRequiredError, RequestTimeoutError
 from acp_notebook.protocol import jsonrpc as rpc
 from acp_notebook.protocol import methods
 from acp_notebook.protocol.elicitation import ElicitationPart
@@ -492,11 +492,21 @@ async def unanswered_requests(client: Client, agent: Agent) -> None:
 OPTIONS_OF_STEPS = {"cancel_after", "quiet", "after_cancel", "auth_method"}
 
 # Flags whose frames a scenario does not change, and why.
-NOT_FRAMES = {
-    "ignore_sigterm": "process only: no signal reaches an in-process agent",
-    "protocol_version": "the client refuses another version right after initialize",
-    "exit_during_initialize": "the client sends initialize only",
-}
+NOT_FRAMES = {"ignore_sigterm": "process only: no signal reaches an in-process agent"}
+
+
+# The client refuses these agents as it starts them (`connect` raises): initialize only.
+@scenario("protocol_version", flags=("--protocol-version", "2"), sends=(methods.INITIALIZE,))
+async def another_protocol_version(client: Client, agent: Agent) -> None:
+    raise AssertionError("connect() accepted protocol version 2")
+
+
+@scenario("exit_during_initialize", flags=("--exit-during-initialize", "3"))
+async def gone_during_initialize(client: Client, agent: Agent) -> None:
+    raise AssertionError("connect() accepted an agent that exited")
+
+
+REFUSED_AT_START = {"another_protocol_version", "gone_during_initialize"}
 
 
 def test_every_step_and_flag_of_the_scripted_agent_has_a_scenario() -> None:
@@ -514,12 +524,17 @@ async def test_every_frame_the_client_sends_conforms(name: str, tmp_path: Path) 
     tap = Tap()
     options = dict(case.options)
     with anyio.fail_after(40):
-        async with agent.client(
+        connecting = agent.client(
             *(flag.replace("{tmp}", str(tmp_path)) for flag in case.flags),
             transport=tap.factory(scripted_in_process()),
             **options,
-        ) as client:
-            await case.drive(client, agent)
+        )
+        if name in REFUSED_AT_START:
+            with pytest.raises(AcpError):
+                await connecting.__aenter__()
+        else:
+            async with connecting as client:
+                await case.drive(client, agent)
     problems, sent = tap.check("client")
     assert problems == []
     assert case.sends <= sent, f"the client never sent {sorted(case.sends - sent)}"
