@@ -262,6 +262,82 @@ def answer_errors(method: str, params: Any, result: Any) -> list[str]:
     return []
 
 
+def _messages(data: bytes) -> list[dict[str, Any]]:
+    out = []
+    for line in lines(data):
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(msg, dict):
+            out.append(msg)
+    return out
+
+
+def _initialize(stream: Stream) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The client's capabilities and the agent's, from this connection's initialize."""
+    sent = _messages(bytes(stream.to_agent))
+    request = next((m for m in sent if m.get("method") == methods.INITIALIZE), {})
+    params = request.get("params") or {}
+    answer = next(
+        (
+            m
+            for m in _messages(bytes(stream.from_agent))
+            if "method" not in m and m.get("id") == request.get("id") and "result" in m
+        ),
+        {},
+    )
+    result = answer.get("result") or {}
+    return params.get("clientCapabilities") or {}, result.get("agentCapabilities") or {}
+
+
+# What a side may send only if the other advertised it (the spec: "MUST NOT" otherwise).
+_BLOCK_NEEDS = {"image": "image", "audio": "audio", "resource": "embeddedContext"}
+_SESSION_METHOD_NEEDS = {
+    methods.SESSION_RESUME: "resume",
+    methods.SESSION_LIST: "list",
+    methods.SESSION_CLOSE: "close",
+    methods.SESSION_DELETE: "delete",
+}
+
+
+def capability_errors(stream: Stream, side: Side) -> list[str]:
+    """Requests of `side` that the other side's capabilities do not allow."""
+    client_caps, agent_caps = _initialize(stream)
+    problems = []
+    if side == "client":
+        prompt_caps = agent_caps.get("promptCapabilities") or {}
+        session_caps = agent_caps.get("sessionCapabilities") or {}
+        for msg in _messages(bytes(stream.to_agent)):
+            method, params = msg.get("method"), msg.get("params") or {}
+            if method == methods.SESSION_PROMPT:
+                for block in params.get("prompt") or []:
+                    need = _BLOCK_NEEDS.get(block.get("type"))
+                    if need is not None and prompt_caps.get(need) is not True:
+                        problems.append(f"an {block['type']} block, but no {need} capability")
+            if method == methods.SESSION_LOAD and agent_caps.get("loadSession") is not True:
+                problems.append("session/load, but no loadSession capability")
+            need = _SESSION_METHOD_NEEDS.get(str(method))
+            if need is not None and session_caps.get(need) is None:
+                problems.append(f"{method}, but no sessionCapabilities.{need}")
+            if (
+                params.get("additionalDirectories")
+                and session_caps.get("additionalDirectories") is None
+            ):
+                problems.append(f"{method} with additionalDirectories, not advertised")
+    else:
+        fs = client_caps.get("fs") or {}
+        for msg in _messages(bytes(stream.from_agent)):
+            method = msg.get("method")
+            if method == methods.FS_READ_TEXT_FILE and fs.get("readTextFile") is not True:
+                problems.append("fs/read_text_file, but no fs.readTextFile capability")
+            if method == methods.FS_WRITE_TEXT_FILE and fs.get("writeTextFile") is not True:
+                problems.append("fs/write_text_file, but no fs.writeTextFile capability")
+            if method in methods.TERMINAL_METHODS and client_caps.get("terminal") is not True:
+                problems.append(f"{method}, but no terminal capability")
+    return problems
+
+
 class _Tapped:
     """A transport whose bytes each way are also appended to a `Stream`."""
 
@@ -338,6 +414,6 @@ class Tap:
         seen: set[str] = set()
         for stream in self.streams:
             found, covered = check_frames(stream, side)
-            problems += found
+            problems += found + capability_errors(stream, side)
             seen |= covered
         return problems, seen

@@ -450,6 +450,18 @@ async def rich_prompts(client: Client, agent: Agent) -> None:
     ).finished
 
 
+@scenario(sends=(methods.SESSION_PROMPT,))
+async def prompts_beyond_the_agents_capabilities(client: Client, agent: Agent) -> None:
+    """Files the agent cannot take as blocks (no prompt capabilities advertised)."""
+    session = await client.new_session()
+    image = agent.cwd / "dot.png"
+    image.write_bytes(bytes.fromhex("89504e470d0a1a0a"))
+    notes = agent.cwd / "notes.md"
+    notes.write_text("# notes\n")
+    parts = ["look", {"type": "file", "url": str(image)}, {"type": "file", "url": str(notes)}]
+    await (await session.prompt(parts)).finished
+
+
 @scenario(
     "auth_required",
     "auth_method",
