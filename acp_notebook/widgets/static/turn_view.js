@@ -522,8 +522,12 @@ function render({ model, el }) {
       const box = node("div", "acpnb-tv-form");
       box.dataset.request = id;
       if (form.mode === "url") {
-        const where = node("div", "", `Opens ${form.host || "?"}: `);
-        if (/^https?:\/\//i.test(form.url)) {
+        // The host the browser will open (the kernel's WHATWG reading of the link), and an
+        // internationalised one in Unicode too: a homograph shows as two different names.
+        const where = node("div", "", "Opens ");
+        if (form.unicodeHost) where.append(`${form.unicodeHost}, punycode `);
+        where.append(node("code", "acpnb-tv-host", form.host || "?"), ": ");
+        if (form.host && /^https?:\/\//i.test(form.url)) {
           const a = node("a", "", form.url);
           a.href = form.url;
           a.target = "_blank";
