@@ -63,6 +63,22 @@ const CLASS = /^(acpnb-[a-z0-9_-]+|language-[A-Za-z0-9_+-]+|mathjax_ignore|tex2j
 // Browsers drop these from a URL (and ignore its case) before they read its scheme.
 const compact = (v) => v.replace(/[\s\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028\u2029\ufeff]/g, "").toLowerCase();
 
+// A link as the browser reads it: http(s) without user info (`https://google.com@evil.example`
+// looks like one host and opens another), mailto, or relative on this page's own host (not
+// `//evil.example` or `/\evil.example`, which a browser reads as another host).
+const BASE = new URL("https://base.acpnb.invalid/dir/page");
+function linkAllowed(value) {
+  const scheme = SCHEME.exec(compact(value));
+  if (scheme && !["http", "https", "mailto"].includes(scheme[1])) return false;
+  if (scheme && scheme[1] === "mailto") return true;
+  let url;
+  try { url = new URL(value, BASE); } catch (_e) { return false; }
+  if (url.username || url.password) return false;
+  // Empty user info (`https://@evil.example`) the parser drops: refused all the same.
+  if (scheme && /^[a-z]+:[/\\]*[^/\\?#]*@/.test(compact(value))) return false;
+  return scheme ? /^https?:$/.test(url.protocol) : url.host === BASE.host;
+}
+
 function allowed(tag, name, value) {
   switch (name) {
     case "class": case "title": case "data-turn-id": return true;
@@ -74,10 +90,7 @@ function allowed(tag, name, value) {
     case "start": return tag === "ol" && /^\d{1,9}$/.test(value);
     case "alt": return tag === "img";
     case "src": return tag === "img" && IMAGE.test(value.replace(/\s/g, ""));
-    case "href": {
-      const scheme = SCHEME.exec(compact(value));
-      return tag === "a" && (!scheme || ["http", "https", "mailto"].includes(scheme[1]));
-    }
+    case "href": return tag === "a" && linkAllowed(value);
     default: return false; // target and rel of a link are set below
   }
 }
