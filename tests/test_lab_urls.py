@@ -91,3 +91,16 @@ def test_a_link_card_shows_the_host_chromium_opens_and_refused_ones_are_no_link(
     expected = [h for _, _, h in MD_TABLE if h is not None]
     assert [a["browser"] for a in links] == expected
     assert all(a["browser"] in a["note"] for a in links), links
+
+
+def test_the_link_of_the_issue_is_refused_live_not_shown_as_google(page: Any, lab: Any) -> None:
+    url = "https://evil.example\\@accounts.google.com/oauth"
+    run(page, lab, "issue-url.ipynb", cell({"request": "elicitation/create", "params": link(url)}))
+    card = page.locator(".jp-Notebook .jp-Cell").first.locator(".acpnb-elicit")
+    # Either it is asked (a form: the bug) or it was declined without asking.
+    card.locator(".acpnb-tv-form").or_(card.filter(has_text="declined")).first.wait_for()
+    assert card.locator(".acpnb-tv-form").count() == 0
+    done(page)
+    assert "link refused (it has a user name before its host" in card.inner_text()
+    assert "Opens accounts.google.com" not in card.inner_text()
+    assert card.locator("a").count() == 0
