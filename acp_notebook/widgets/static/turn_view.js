@@ -48,8 +48,9 @@ function node(tag, cls, text) {
 // Defence in depth: the kernel escapes every byte of the agent's, and what it sends is its own
 // renderer's markup (render/html.py, agentmd.py). So only that vocabulary stays: any other
 // element goes with its content (script, style, iframe, svg, math, form...), any other attribute
-// goes (on*, xlink:href, formaction...), a link only to http(s), mailto or a relative target, an
-// image only as inline raster data, a style only as one of the renderer's few declarations.
+// goes (on*, xlink:href, formaction...), a link only to http(s) without user info, mailto or a
+// target on the page's own host, an image only as inline raster data, a style only as one of
+// the renderer's few declarations.
 // What stays is saved in the notebook (snapshots, the chat's record), trusted when reopened.
 const HTML_NS = "http://www.w3.org/1999/xhtml";
 const TAGS = new Set(("a b blockquote br code del details div em footer h1 h2 h3 h4 h5 h6 hr i img li " +
@@ -77,6 +78,13 @@ function linkAllowed(value) {
   // Empty user info (`https://@evil.example`) the parser drops: refused all the same.
   if (scheme && /^[a-z]+:[/\\]*[^/\\?#]*@/.test(compact(value))) return false;
   return scheme ? /^https?:$/.test(url.protocol) : url.host === BASE.host;
+}
+
+function opensHost(href, host) {
+  try {
+    const url = new URL(href);
+    return url.host === host && !url.username && !url.password && /^https?:$/.test(url.protocol);
+  } catch (_e) { return false; }
 }
 
 function allowed(tag, name, value) {
@@ -540,7 +548,8 @@ function render({ model, el }) {
         const where = node("div", "", "Opens ");
         if (form.unicodeHost) where.append(`${form.unicodeHost}, punycode `);
         where.append(node("code", "acpnb-tv-host", form.host || "?"), ": ");
-        if (form.host && /^https?:\/\//i.test(form.url)) {
+        // A link only when this browser opens the very host shown (and no user info).
+        if (form.host && /^https?:\/\//i.test(form.url) && opensHost(form.url, form.host)) {
           const a = node("a", "", form.url);
           a.href = form.url;
           a.target = "_blank";
