@@ -262,3 +262,24 @@ def test_a_relative_link_that_a_browser_reads_as_another_host_is_no_link(relativ
 
 def test_a_relative_link_to_a_file_stays_a_link() -> None:
     assert anchors(to_html("[notes](docs/notes.md)")) == [("docs/notes.md", "")]
+
+
+@pytest.mark.parametrize(
+    ("url", "host"),
+    [
+        ("https://login.example.com\x00.evil.example/", "login.example.com.evil.example"),
+        ("https://login.example.com/\x00@evil.example", "login.example.com"),
+    ],
+)
+def test_a_nul_is_dropped_before_the_link_is_read_live_and_in_the_record(
+    url: str, host: str
+) -> None:
+    """ada reads C strings (it would see the link cut at a NUL): NULs go first, as the saved
+    record drops them, so the host decided on live is the one the record shows."""
+    part = part_for(url)
+    assert part is not None and part.host == host
+    assert f"(host {host})" in views(part)[2]
+    again = ElicitationPart.from_json(part.to_json())
+    assert again.host == host
+    ((href, note),) = anchors(block({"type": "resource_link", "uri": url, "name": "x"}))
+    assert browser_host(href) == host and host in note

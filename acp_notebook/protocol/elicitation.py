@@ -152,7 +152,10 @@ def read_request(params: Any, part_id: str) -> ElicitationPart:
         # would mislead (user info, read differently by browsers), is shown refused in the card.
         if urlsplit(url).scheme not in ("https", "http") or len(url) > MAX_TEXT:
             raise ElicitationError("the elicitation url must be an http(s) URL")
-        return ElicitationPart(part_id, "url", message, [], url, _clip(eid, 200), tool_call_id)
+        # NULs dropped as the saved record drops them: the link read live is the one it keeps.
+        return ElicitationPart(
+            part_id, "url", message, [], text(url), _clip(eid, 200), tool_call_id
+        )
     if mode != "form":
         raise ElicitationError(f"unsupported elicitation mode {text(mode)[:40]!r}")
     schema = params.get("requestedSchema")

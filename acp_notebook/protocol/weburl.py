@@ -78,6 +78,8 @@ def web_link(url: str) -> WebLink:
     """`url` read as the browser will, or refused with the reason (see the module's doc)."""
     if len(url) > MAX_URL:
         return _refuse(f"the link is longer than {MAX_URL} characters")
+    if "\x00" in url:  # ada reads a C string: it would see the link cut at the NUL
+        return _refuse("a browser cannot read this link as a web address")
     try:
         parsed = ada_url.URL(url)
     except ValueError:
@@ -121,7 +123,8 @@ def _agreed(url: str, parsed: ada_url.URL, scheme: str) -> WebLink:
     ):
         other = their_host or (theirs.hostname if theirs is not None else None) or "nothing"
         return _refuse(
-            f"browsers read its host as {parsed.host[:100]} and other programs as {other[:100]}"
+            f"browsers read its host as {visible(parsed.host, 100)} and other programs as "
+            f"{visible(other, 100)}"
         )
     unicode_host = ada_url.idna_to_unicode(host)
     shown = unicode_host + (f":{port}" if port else "") if unicode_host != host else ""
