@@ -16,6 +16,7 @@ import ada_url
 import anyio
 import pytest
 
+from acp_notebook.client import auth
 from acp_notebook.protocol.elicitation import ElicitationPart, read_request
 from acp_notebook.protocol.transcript import read_turn
 from acp_notebook.render import mdsafe, render_html, render_markdown, render_text
@@ -283,3 +284,27 @@ def test_a_nul_is_dropped_before_the_link_is_read_live_and_in_the_record(
     assert again.host == host
     ((href, note),) = anchors(block({"type": "resource_link", "uri": url, "name": "x"}))
     assert browser_host(href) == host and host in note
+
+
+# -- an auth method's link ---------------------------------------------------------------------
+
+
+class _Methods:
+    """What `auth.how_to` reads of a client: the agent's auth methods."""
+
+    def __init__(self, *methods: dict[str, Any]) -> None:
+        self.auth_methods = list(methods)
+
+
+@pytest.mark.parametrize(("name", "url", "host"), HOSTILE, ids=ids)
+def test_an_auth_methods_link_is_shown_as_text_with_the_host_the_browser_opens(
+    name: str, url: str, host: str | None
+) -> None:
+    method = {"id": "key", "name": "API key", "type": "env_var", "vars": [], "link": url}
+    ((_, _, line),) = auth.how_to(_Methods(method))  # type: ignore[arg-type]
+    if host is None:
+        assert "credentials link is refused (" in line and "credentials at" not in line
+    else:
+        found = re.search(r"credentials at (\S+) \(host (.*)\)$", line)
+        assert found is not None, line
+        assert browser_host(found.group(1)) == host and host in found.group(2)
