@@ -73,11 +73,15 @@ def _refuse(why: str) -> WebLink:
     return WebLink(refused=why)
 
 
-@lru_cache(maxsize=1024)
 def web_link(url: str) -> WebLink:
     """`url` read as the browser will, or refused with the reason (see the module's doc)."""
-    if len(url) > MAX_URL:
+    if len(url) > MAX_URL:  # before the cache, which would keep the long string
         return _refuse(f"the link is longer than {MAX_URL} characters")
+    return _read(url)
+
+
+@lru_cache(maxsize=1024)
+def _read(url: str) -> WebLink:
     if "\x00" in url:  # ada reads a C string: it would see the link cut at the NUL
         return _refuse("a browser cannot read this link as a web address")
     try:
