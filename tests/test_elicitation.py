@@ -106,7 +106,7 @@ def test_a_url_is_drawn_as_text_with_its_host_never_as_a_link() -> None:
     part = read_request(link(), "e1")
     assert part.host == "login.example.com"
     html = render_html(read_turn({"turnId": "t", "parts": [part.to_json()]}))
-    assert "host login.example.com" in html and "<a " not in html
+    assert "(host <code class=acpnb-host>login.example.com</code>)" in html and "<a " not in html
 
 
 # -- answered by the client ----------------------------------------------------------------------

@@ -26,6 +26,7 @@ import anyio
 
 from ..errors import AuthFailedError, CapabilityError, NotOfferedError
 from ..protocol import methods
+from ..protocol.weburl import web_link
 from .process import child_env
 
 
@@ -171,6 +172,18 @@ def how_to(client: Client) -> list[tuple[str, str, str]]:
         elif what == "agent":
             line = ""
         else:
-            line = f"(type {what!r}: not one this client can use)"
+            line = f"(type {what!r}: not one this client can use)" + _credentials_page(each)
         out.append((method_id, name, line))
     return out
+
+
+def _credentials_page(auth_method: dict[str, Any]) -> str:
+    """An `env_var` method's `link` (where to get the credentials), as text with the host the
+    browser opens for it (`weburl`), never as the agent spelled it; a misleading one refused."""
+    url = auth_method.get("link")
+    if not isinstance(url, str) or not url:
+        return ""
+    page = web_link(url)
+    if not page.ok:
+        return f"; its credentials link is refused ({page.refused})"
+    return f"; credentials at {page.href} (host {page.shown_host})"

@@ -215,6 +215,10 @@ class AgentRequests:
         handler = (
             running.elicitation_handler if running is not None else None
         ) or self._owner.elicitation_handler
+        if part.mode == "url" and not part.link.ok:
+            # Nobody is asked to follow a link that would mislead; the card says why.
+            self._fold.resolve_elicitation(part, "decline", None, "refused")
+            return {"action": part.outcome}
         if handler is None or (running is not None and running.cancel_requested):
             by = "nobody to answer" if handler is None else "cancel"
             self._fold.resolve_elicitation(
