@@ -266,6 +266,27 @@ def locate(
         walk.close()
 
 
+def within(roots: Sequence[Root], path: str) -> bool:
+    """Whether absolute `path` names a place beneath one of `roots` by its names alone (`..`
+    applied to the names, as the walk applies it), whatever is on disk."""
+    names = parts(os.path.normpath(path))
+    return any(tuple(names[: len(s)]) == s for r in roots for s in r.spellings)
+
+
+def store(roots: Sequence[Root], path: str, data: bytes) -> None:
+    """Put `data` at `path`, one of the kernel's own files in the workspace (a stored
+    attachment): walked without following any link, its folders made, the file replaced by a
+    rename (nothing planted at the name is written into)."""
+    spot = locate(roots, path, make_dirs=True, follow=False)
+    try:
+        if spot.st is not None:
+            require_regular(spot.st, path)
+        check_inside(roots, spot.dir_fd, path)
+        write_replace(spot, data)
+    finally:
+        os.close(spot.dir_fd)
+
+
 def fd_path(fd: int) -> str | None:
     """The descriptor's current real path, where the OS tells it (Linux's /proc)."""
     try:
