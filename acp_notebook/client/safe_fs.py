@@ -193,7 +193,9 @@ class _Walk:
     def through(self, name: str, rest: list[str], shown: str) -> list[str]:
         """The components to walk after replacing symlink `name` by its target."""
         if not self.follow:
-            raise denied(f"{shown}: {self.real(name)} is a symbolic link, which is not followed")
+            where = self.real(name)
+            also = f" (on the way to {shown})" if rest else ""
+            raise denied(f"{where} is a symbolic link, which is not followed{also}")
         self.hops += 1
         if self.hops > MAX_LINKS:
             raise denied(f"too many symbolic links (or a path that keeps changing): {shown}")
