@@ -54,15 +54,16 @@ def test_revert_after_planted_links_refuses_and_leaves_the_victims(page, lab) ->
         "%agent revert --force",
         "print('actions', sorted(f.action for f in _agent_revert.files))",
     )
-    output(page, 5).filter(has_text="actions").wait_for(timeout=120_000)
-    for index in (2, 4):
+    for index in (2, 4):  # each revert as the person sees it, in turn
         shown = output(page, index).filter(has_text="Revert of turn")
-        shown.wait_for()
+        shown.wait_for(timeout=120_000)
         text = shown.inner_text()
         assert "a.py: refused" in text and "b.txt: refused" in text, text
         assert text.count("symbolic link") >= 2, text
         assert "deleted" not in text and "restored" not in text, text
-    assert "['refused', 'refused']" in output(page, 5).inner_text()
+    actions = output(page, 5).filter(has_text="actions")
+    actions.wait_for()
+    assert "['refused', 'refused']" in actions.inner_text()
     shoot(page, "revert-refused")
     assert (work / "victim.py").read_text() == VICTIM
     assert (work / "keep.py").read_text() == KEEP
