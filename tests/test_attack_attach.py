@@ -123,3 +123,23 @@ def test_a_data_url_is_not_stored_through_a_planted_link(agent: Agent) -> None:
 
     asyncio.run(asyncio.wait_for(main(), 60))
     assert list(outside.iterdir()) == []
+
+
+@pytest.mark.scripted_agent("process")
+def test_a_cells_file_through_a_link_out_is_refused(tmp_path: Path) -> None:
+    """`%%agent --file escape.txt` in a kernel: the link out of the workspace is refused with a
+    clear error, and the agent is sent nothing of the file."""
+    from tests.nb_util import execute, scripted, text
+
+    secret = tmp_path.parent / f"{tmp_path.name}-secret.txt"
+    secret.write_text(SECRET)
+    (tmp_path / "escape.txt").symlink_to(secret)
+    record = tmp_path / "agent.jsonl"
+    nb = execute(
+        [f"%%agent --agent {scripted('--record', str(record))} --file escape.txt\nread it"],
+        tmp_path,
+        allow_errors=True,
+    )
+    shown = text(nb.cells[0])
+    assert "outside the session's workspace" in shown and SECRET not in shown, shown
+    assert not record.exists() or SECRET not in record.read_text()
