@@ -32,12 +32,15 @@ SECRET = "SECRET from outside the workspace"
 
 
 def swapping(notes: Path, secret: Path, stop: threading.Event, swaps: list[int]) -> None:
-    """Replace `notes` by a link to `secret` and back, atomically (rename), until `stop`."""
+    """Replace `notes` by a link to `secret` and back, atomically (rename), until `stop`; each
+    state made alike (a new name, then a rename), so each lasts about as long."""
     link, real = notes.with_name(".notes-link"), notes.with_name(".notes-real")
+    keeper = notes.with_name(".notes-kept")
+    keeper.write_text("the workspace's notes")
     while not stop.is_set():
         os.symlink(secret, link)
         os.replace(link, notes)
-        real.write_text("the workspace's notes")
+        os.link(keeper, real)
         os.replace(real, notes)
         swaps[0] += 1
 
