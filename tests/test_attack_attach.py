@@ -146,3 +146,24 @@ def test_a_cells_file_through_a_link_out_is_refused(tmp_path: Path) -> None:
     shown = text(nb.cells[0])
     assert "outside the session's workspace" in shown and SECRET not in shown, shown
     assert not record.exists() or SECRET not in record.read_text()
+
+
+def test_the_protected_notebook_is_attached_only_by_its_own_name(agent: Agent) -> None:
+    """A link or a hard link to the protected notebook in a file's place is refused (the
+    agent's own reads of it are); the person naming the notebook itself attaches it."""
+    notebook = agent.cwd / "analysis.ipynb"
+    notebook.write_text('{"cells": [], "note": "the notebook"}')
+    (agent.cwd / "notes.txt").symlink_to(notebook)
+    os.link(notebook, agent.cwd / "hard.txt")
+
+    async def main() -> None:
+        async with agent.client(*EMBEDDED, protected_paths=[notebook]) as client:
+            session = await client.new_session()
+            for url in ("notes.txt", "hard.txt"):
+                with pytest.raises(PromptError, match=r"analysis\.ipynb, which is protected"):
+                    await session.prompt(["x", {"type": "file", "url": url}])
+            await (await session.prompt(["x", {"type": "file", "url": "analysis.ipynb"}])).finished
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+    prompts = [json.dumps(p) for p in agent.sent("session/prompt")]
+    assert len(prompts) == 1 and "the notebook" in prompts[0]

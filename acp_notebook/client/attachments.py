@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import mimetypes
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -40,9 +40,12 @@ async def load_parts(
     cwd: str,
     attachment_dir: Path,
     workspace: Sequence[str] = (),
+    protected: Iterable[Path] = (),
 ) -> list[dict[str, Any]]:
-    """The prompt's blocks; `workspace`: the session's roots (default: `cwd`)."""
+    """The prompt's blocks; `workspace`: the session's roots (default: `cwd`); `protected`:
+    files (the notebook) attached only when named, never through another name."""
     roots = [Root.of(r) for r in (workspace or [cwd])]
+    guarded = tuple(protected)
     blocks: list[dict[str, Any]] = []
     total = 0
     for part in parts:
@@ -51,7 +54,7 @@ async def load_parts(
         elif part.is_remote:
             blocks.append(content.link_block(part.url, part.media_type, part.filename))
         else:
-            path, data, mime = await _read(part, cwd, attachment_dir, roots)
+            path, data, mime = await _read(part, cwd, attachment_dir, roots, guarded)
             total += len(data)
             if total > MAX_PROMPT_ATTACHMENT_BYTES:
                 raise PromptError(
@@ -65,7 +68,11 @@ async def load_parts(
 
 
 async def _read(
-    part: content.FilePart, cwd: str, attachment_dir: Path, roots: Sequence[Root]
+    part: content.FilePart,
+    cwd: str,
+    attachment_dir: Path,
+    roots: Sequence[Root],
+    protected: tuple[Path, ...],
 ) -> tuple[Path, bytes, str]:
     if part.is_data_url:
         data, mime = content.decode_data_url(part.url)
@@ -77,7 +84,7 @@ async def _read(
     if not path.is_absolute():
         path = Path(cwd) / path
     try:
-        real, data = await anyio.to_thread.run_sync(_read_regular, path, roots)
+        real, data = await anyio.to_thread.run_sync(_read_regular, path, roots, protected)
     except FileNotFoundError:
         raise PromptError(f"attached file not found: {path}") from None
     except OSError as exc:
@@ -93,7 +100,9 @@ async def _read(
     return Path(real), data, content.guess_type(path.name, part.media_type)
 
 
-def _read_regular(path: Path, roots: Sequence[Root]) -> tuple[str, bytes]:
+def _read_regular(
+    path: Path, roots: Sequence[Root], protected: tuple[Path, ...] = ()
+) -> tuple[str, bytes]:
     """The real path and bytes of a regular file of at most `MAX_ATTACHMENT_BYTES`
     (`regular_file`): a FIFO named in a prompt blocked the read for good (a thread no interrupt
     reaches: the cell never ended), and /dev/zero or a huge log filled the kernel's memory. A
@@ -101,7 +110,7 @@ def _read_regular(path: Path, roots: Sequence[Root]) -> tuple[str, bytes]:
     `notes.txt` and then read it by path, and an agent swapping it for a link to a file
     outside got that file (5 and 15 sends of 60)."""
     if within(roots, str(path)):
-        return read_within(roots, os.path.normpath(path), MAX_ATTACHMENT_BYTES)
+        return read_within(roots, os.path.normpath(path), MAX_ATTACHMENT_BYTES, protected)
     data = read_regular(path, MAX_ATTACHMENT_BYTES)
     return str(path.resolve()), data
 

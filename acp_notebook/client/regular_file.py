@@ -17,9 +17,10 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 
-from .safe_fs import Root, check_inside, kind, locate, open_read
+from .safe_fs import Root, check_inside, denied, kind, locate, named, open_read
 
 
 def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
@@ -43,10 +44,14 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
     return data
 
 
-def read_within(roots: Sequence[Root], path: str, limit: int) -> tuple[str, bytes]:
+def read_within(
+    roots: Sequence[Root], path: str, limit: int, protected: Iterable[Path] = ()
+) -> tuple[str, bytes]:
     """The real path and the bytes of the regular file at `path` beneath `roots`, links
-    followed only while they stay inside. `RpcError` for a path led outside, missing, or not a
-    regular file; `OSError` (EFBIG) past `limit` bytes."""
+    followed only while they stay inside. `RpcError` for a path led outside, missing, not a
+    regular file, or one of the `protected` files (by inode) that `path` does not name itself
+    (a link or hard link to the notebook put in a file's place); `OSError` (EFBIG) past
+    `limit` bytes."""
     spot = locate(roots, path)
     try:
         fd = open_read(spot, path)
@@ -54,13 +59,27 @@ def read_within(roots: Sequence[Root], path: str, limit: int) -> tuple[str, byte
         os.close(spot.dir_fd)
     with open(fd, "rb", closefd=True) as file:
         check_inside(roots, fd, path)  # the descriptor is what counts
-        size = os.fstat(fd).st_size
-        if size > limit:
-            raise _too_big(size, limit)
+        st = os.fstat(fd)
+        _refuse_protected(roots, path, st, protected)
+        if st.st_size > limit:
+            raise _too_big(st.st_size, limit)
         data = file.read(limit + 1)
     if len(data) > limit:
         raise _too_big(len(data), limit)
     return spot.real, data
+
+
+def _refuse_protected(
+    roots: Sequence[Root], path: str, st: os.stat_result, protected: Iterable[Path]
+) -> None:
+    for each in protected:
+        try:
+            other = os.stat(each)
+        except OSError:
+            continue
+        same = (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino)
+        if same and named(roots, path) != str(each):
+            raise denied(f"access denied: {path} leads to {each.name}, which is protected")
 
 
 def _require_regular(st: os.stat_result) -> None:

@@ -268,11 +268,21 @@ def locate(
         walk.close()
 
 
-def within(roots: Sequence[Root], path: str) -> bool:
-    """Whether absolute `path` names a place beneath one of `roots` by its names alone (`..`
-    applied to the names, as the walk applies it), whatever is on disk."""
+def named(roots: Sequence[Root], path: str) -> str | None:
+    """The real path absolute `path` names beneath one of `roots` by its names alone (`..`
+    applied to the names, as the walk applies it; the root's spelling replaced by its real
+    path), whatever is on disk; None when it names no place beneath them."""
     names = parts(os.path.normpath(path))
-    return any(tuple(names[: len(s)]) == s for r in roots for s in r.spellings)
+    for root in roots:
+        for spelling in root.spellings:
+            if tuple(names[: len(spelling)]) == spelling:
+                return "/".join([root.real.rstrip("/"), *names[len(spelling) :]]) or "/"
+    return None
+
+
+def within(roots: Sequence[Root], path: str) -> bool:
+    """Whether absolute `path` names a place beneath one of `roots` by its names alone."""
+    return named(roots, path) is not None
 
 
 def store(roots: Sequence[Root], path: str, data: bytes) -> None:

@@ -201,6 +201,7 @@ class Session(SessionState):
             self.cwd,
             self._state_dir("attachments"),
             [self.cwd, *self.additional_directories],
+            self.workspace.protected,
         )
         # A file is read in a thread, which a cancellation waits for; the code after it runs on
         # without a checkpoint. A caller cancelled meanwhile (the chat's Stop, an interrupt) must
