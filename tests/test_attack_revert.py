@@ -107,3 +107,22 @@ async def test_revert_restores_only_the_file_the_turn_wrote(agent: Agent) -> Non
             assert "protected" in forced.files[1].reason
     assert (cwd / "keep.py").read_text() == KEEP and not (cwd / "b.txt").exists()
     assert notebook.read_text() == NOTEBOOK and (cwd / "a.py").read_text() == NOTEBOOK
+
+
+@pytest.mark.timeout(60)
+async def test_a_link_inside_at_the_write_still_reverts(agent: Agent) -> None:
+    """A write through a link that stays inside (there before the turn) landed in its target:
+    the revert goes back to where it landed, without following anything."""
+    cwd = agent.cwd
+    (cwd / "real").mkdir()
+    (cwd / "alias").symlink_to(cwd / "real")
+    (cwd / "real" / "a.py").write_text("before\n")
+    with anyio.fail_after(40):
+        async with agent.client() as client:
+            session = await client.new_session()
+            await turn(session, write(cwd / "alias" / "a.py", "after\n"))
+            [record] = session.checkpoints[0].files
+            assert record.real == str(cwd / "real" / "a.py")
+            result = await session.revert()
+    assert result.paths("restored") == [str(cwd / "alias" / "a.py")]
+    assert (cwd / "real" / "a.py").read_text() == "before\n"
