@@ -95,6 +95,22 @@ def test_quickstart_prints_every_turn_and_saves_its_outputs(tmp_path: Path) -> N
 
 
 @pytest.mark.timeout(120)
+def test_a_link_planted_at_the_output_is_replaced_not_written_through(tmp_path: Path) -> None:
+    """The run wrote the executed notebook by opening its name: a link the agent's shell put
+    there during the run (here: a cell) had the file it led to truncated and overwritten. Now
+    the notebook is a new file renamed over the name, and the link's target is untouched."""
+    victim = tmp_path / "outside" / "victim.txt"
+    victim.parent.mkdir()
+    victim.write_text("the victim's data\n")
+    notebook(tmp_path / "x.ipynb", f"import os\nos.symlink({str(victim)!r}, 'x.out.ipynb')")
+    done = run_cli(tmp_path, "x.ipynb")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert victim.read_text() == "the victim's data\n"
+    saved = tmp_path / "x.out.ipynb"
+    assert not saved.is_symlink() and "os.symlink" in nbformat.read(saved, 4).cells[0].source
+
+
+@pytest.mark.timeout(120)
 def test_a_failed_turn_exits_1_with_its_turnfailed_paragraph(tmp_path: Path) -> None:
     # --quiet: no live display, only the failed turn's record, shown when it ends.
     notebook(tmp_path / "fails.ipynb", "%%agent --quiet\n/fail on purpose", "print('not reached')")

@@ -12,6 +12,7 @@ import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 from jupyter_core.utils import run_sync
@@ -205,6 +206,37 @@ def test_symlinks_are_not_followed(tmp_path: Path) -> None:
     link_file.mkdir(parents=True)
     os.symlink(outside / "sessions.json", link_file / "sessions.json")
     assert SessionStore(tmp_path / "w2").get("nb", "r", "a") is None
+
+
+@pytest.mark.timeout(60)
+def test_the_folder_swapped_for_a_link_while_writing_is_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store checked that `.acp_notebook` was no link, then wrote and renamed in it by
+    path: swapped for a link meanwhile (here: at the temporary file's open), the kernel wrote
+    its file where the link led. Now it holds the folder's descriptor, opened without
+    following a link, and works beneath it."""
+    from acp_notebook.notebook import stored_sessions
+
+    outside, work = tmp_path / "outside", tmp_path / "work"
+    outside.mkdir()
+    folder = work / ".acp_notebook"
+    folder.mkdir(parents=True)
+    real_open, swapped = os.open, []
+
+    def swap_then_open(path: Any, *args: Any, **kwargs: Any) -> int:
+        if str(path).endswith(".tmp") and not swapped:  # the agent's shell, at that moment
+            folder.rename(work / ".held")
+            folder.symlink_to(outside)
+            swapped.append(path)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(stored_sessions.os, "open", swap_then_open)
+    SessionStore(work).put("nb", "r", "a", "id")
+    monkeypatch.undo()
+    assert swapped and list(outside.iterdir()) == [], "the kernel wrote outside the workspace"
+    assert SessionStore(work).get("nb", "r", "a") is None  # the link is not read either
+    assert "id" in (work / ".held" / "sessions.json").read_text()  # written where it was
 
 
 def test_agent_resume_names_the_session_for_later_restarts(tmp_path: Path) -> None:

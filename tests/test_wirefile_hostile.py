@@ -65,3 +65,16 @@ def test_a_regular_file_is_still_written(tmp_path: Path) -> None:
     log.close()
     assert log.error is None and len(path.read_text().splitlines()) == 3
     assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_link_at_the_name_is_a_failed_log_not_written_through(tmp_path: Path) -> None:
+    """The agent's shell replaced the log by a link to another file: nothing is appended to
+    that file (the log fails, reported once)."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the victim's data\n")
+    path = tmp_path / "wire.jsonl"
+    path.symlink_to(victim)
+    log = JsonLinesLog(path, agent="a", pid=1, redactor=Redactor())
+    log(_entry(1, '{"id": 1}'))
+    log.close()
+    assert log.error is not None and victim.read_text() == "the victim's data\n"

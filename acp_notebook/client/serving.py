@@ -8,7 +8,6 @@ commands through its `Terminals`. What happens is recorded in the session's fold
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from functools import partial
 from typing import Any, Protocol
 
 import anyio
@@ -80,11 +79,10 @@ class AgentRequests:
         if method == methods.FS_WRITE_TEXT_FILE and self._fs():
             # A turn that changed something must not be re-sent by a retry: it would act twice.
             self._fold.visible_output = True
-            write = partial(self._workspace.write, params)
             if self.checkpoints is None:
-                return await write()
+                return await self._workspace.write(params)
             running = self._owner.running  # the previous content is kept first (revert)
-            return await self.checkpoints.around(params, running.id if running else None, write)
+            return await self.checkpoints.around(params, running.id if running else None)
         if method in methods.TERMINAL_METHODS and self._terminals is not None:
             return await self._terminal(self._terminals, method, params)
         raise RpcError(rpc.METHOD_NOT_FOUND, f"method not found: {method}")

@@ -199,7 +199,14 @@ class Session(SessionState):
         caps = content.PromptCaps.from_wire(
             (self._client.agent_capabilities or {}).get("promptCapabilities")
         )
-        blocks = await load_parts(parts, caps, self.cwd, self._state_dir("attachments"))
+        blocks = await load_parts(
+            parts,
+            caps,
+            self.cwd,
+            self._state_dir("attachments"),
+            [self.cwd, *self.additional_directories],
+            self.workspace.protected,
+        )
         # A file is read in a thread, which a cancellation waits for; the code after it runs on
         # without a checkpoint. A caller cancelled meanwhile (the chat's Stop, an interrupt) must
         # get the cancellation here, before its input joins a turn it no longer wants.

@@ -18,7 +18,18 @@ from typing import IO, Any
 from ..protocol.redact import Redactor
 from ..protocol.wirelog import WireEntry, WireLog
 
-_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+# O_NOFOLLOW: the log often sits in the workspace, where the agent's shell can put a link at
+# its name; followed, the kernel appended the protocol (prompts, files read) to the file it
+# led to, anywhere. A link there is a failed log (ELOOP), reported like any other.
+_FLAGS = (
+    os.O_WRONLY
+    | os.O_APPEND
+    | os.O_CREAT
+    | os.O_NONBLOCK
+    | os.O_NOCTTY
+    | os.O_NOFOLLOW
+    | os.O_CLOEXEC
+)
 
 
 class JsonLinesLog:

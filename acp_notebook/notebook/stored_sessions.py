@@ -7,12 +7,16 @@ it is read as hostile input. A file that is too large, not JSON, of the wrong sh
 not a regular file gives one clear warning and is started afresh; an entry that is not well
 formed is dropped. It never raises into a cell. Writes go to a temporary file (mode 0600,
 `O_EXCL|O_NOFOLLOW`) renamed over the old one, so a crash or a concurrent reader never sees half
-a file. At most `MAX_ENTRIES` entries are kept (the most recently used).
+a file. At most `MAX_ENTRIES` entries are kept (the most recently used). Everything happens
+beneath one descriptor of `.acp_notebook`, opened without following a link: checked to be no
+link and then used by path, the folder swapped for a link meanwhile had the kernel write its
+file where the link led.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -44,6 +48,7 @@ MAX_FILE_BYTES = 1024 * 1024
 MAX_ENTRIES = 500
 MAX_FIELD = 1000  # characters of a notebook path, session name, agent name or session id
 _VERSION = 1
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @dataclass(frozen=True)
@@ -148,12 +153,36 @@ class SessionStore:
         )
         return []
 
+    def _folder(self, create: bool) -> int | None:
+        """`.acp_notebook`'s descriptor, opened (made, with `create`) beneath the workspace's
+        without following a link; None when there is none. OSError when it is a link or no
+        folder."""
+        top = os.open(self.directory.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(DIRNAME, 0o700, dir_fd=top)
+            try:
+                return os.open(DIRNAME, _DIR_FLAGS, dir_fd=top)
+            except FileNotFoundError:
+                return None
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise OSError(exc.errno, f"{DIRNAME} is a symlink or not a folder") from None
+                raise
+        finally:
+            os.close(top)
+
     def _read(self) -> bytes | None:
         try:
-            if self.directory.is_symlink():
-                self._bad(f"{DIRNAME} is a symlink")
+            folder = self._folder(create=False)
+            if folder is None:
                 return None
-            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            try:
+                flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+                fd = os.open(FILENAME, flags, dir_fd=folder)
+            finally:
+                os.close(folder)
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -174,23 +203,28 @@ class SessionStore:
         body = json.dumps(
             {"version": _VERSION, "sessions": [e.to_json() for e in entries]}, indent=1
         ).encode("utf-8")
-        tmp = self.directory / f".sessions.{secrets.token_hex(8)}.tmp"
+        tmp = f".sessions.{secrets.token_hex(8)}.tmp"
+        folder = None
         try:
-            self.directory.mkdir(mode=0o700, exist_ok=True)
-            if self.directory.is_symlink() or not self.directory.is_dir():
-                raise OSError(f"{self.directory} is not a directory of ours")
+            folder = self._folder(create=True)
+            if folder is None:
+                raise OSError(errno.ENOENT, f"{self.directory} vanished")
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-            fd = os.open(tmp, flags, 0o600)
+            fd = os.open(tmp, flags, 0o600, dir_fd=folder)
             with open(fd, "wb", closefd=True) as file:
                 file.write(body)
                 file.flush()
                 os.fsync(file.fileno())
-            os.replace(tmp, self.path)
+            os.replace(tmp, FILENAME, src_dir_fd=folder, dst_dir_fd=folder)
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
+            if folder is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp, dir_fd=folder)
             self.problems.append(f"could not save {self.path}: {exc}")
             log.warning("acp_notebook: could not save %s: %s", self.path, exc)
+        finally:
+            if folder is not None:
+                os.close(folder)
 
 
 # -- the kernel's side: resume a stored session on the first use of its name ------------------

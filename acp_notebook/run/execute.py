@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from nbformat import NotebookNode
 
+from ..client import safe_fs
 from ..protocol.redact import Redactor
 from ..render import MIME_TRANSCRIPT
 from . import params
@@ -224,11 +226,29 @@ async def run_notebook(path: Path, output: Path, settings: Settings, out: Tagged
             outcome.failed_cell = f"cell {view.ordinal} of {code_cells}"
         out.line(f"✗ {outcome.error}", "fail")
     finally:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(nb, output)
+        save(nb, output)
         outcome.totals = view.totals
         outcome.seconds = time.monotonic() - started
     return outcome
+
+
+def save(nb: NotebookNode, output: Path) -> None:
+    """Write the executed notebook at `output` as a new file renamed over the name, in its
+    folder's descriptor. The folder is often where the notebook's agent works: nbformat.write
+    opened the name, so a link planted there was written through, truncating what it led to
+    (a rename replaces the link itself)."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    text = nbformat.writes(nb)
+    data = (text if text.endswith("\n") else text + "\n").encode("utf-8")
+    folder = os.open(output.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        st = safe_fs.lstat(output.name, folder)
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(f"{output} is a directory")
+        regular = st if st is not None and stat.S_ISREG(st.st_mode) else None  # its mode kept
+        safe_fs.write_replace(safe_fs.Spot(folder, output.name, str(output), regular), data)
+    finally:
+        os.close(folder)
 
 
 async def run_all(
