@@ -215,6 +215,37 @@ def test_replay_serves_values_without_the_agent_and_fails_a_changed_cell(
 
 
 @pytest.mark.timeout(240)
+def test_the_recorded_notebook_edited_then_replayed_fails_the_edited_cell(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
+    # Record, edit a cell of that same notebook (its outputs, the record, stay), replay it: what
+    # the cell is compared with is what its turn was asked, not the edited source.
+    log = tmp_path / "agent.jsonl"
+    recorded = record(tmp_path, CELLS, log, kernel=kernel)
+    edited = nbformat.read(recorded, as_version=4)
+    edited.cells[2].source = "%%agent --agent rec --out b --quiet\nsecond question, edited"
+    edited.cells[0].source = "%%agent --agent rec --out a --deny edit\nfirst question"
+    nbformat.write(edited, recorded)
+    nb = execute(
+        edited,
+        tmp_path,
+        env=replay_env(tmp_path, recorded, no_agent(tmp_path)),
+        allow_errors=True,
+        kernel=kernel,
+    )
+    [error] = [o for o in outputs(nb.cells[0]) if o.output_type == "error"]
+    assert error.ename == "ReplayError" and "%%agent cell #1" in error.evalue
+    assert "--deny (recorded [], now ['edit'])" in error.evalue
+    [error] = [o for o in outputs(nb.cells[2]) if o.output_type == "error"]
+    assert error.ename == "ReplayError" and "%%agent cell #2" in error.evalue
+    assert (
+        "the prompt (line 1: recorded 'second question', now 'second question, edited')"
+        in error.evalue
+    )
+    assert prompts(log) == ["first question", "second question"]
+
+
+@pytest.mark.timeout(240)
 def test_fill_runs_the_agent_for_the_changed_cell_only(
     tmp_path: Path, kernel: SharedKernel
 ) -> None:
@@ -492,7 +523,8 @@ def test_a_cell_that_ended_otherwise_than_with_a_turn_is_not_replayed(tmp_path: 
     from nbformat.v4 import new_output
 
     nb = new_nb("%%agent\ninterrupted", "%%agent\nanswered")
-    turn = {"success": True, "text": "fine"}
+    asked = {"cellOptions": "", "prompt": [{"type": "text", "text": "answered"}]}
+    turn = {"success": True, "text": "fine", **asked}
     nb.cells[0].outputs = [
         new_output("display_data", data={MIME_TURN: {**turn, "success": False}}),
         new_output("error", ename="KeyboardInterrupt", evalue="", traceback=[]),
@@ -506,3 +538,20 @@ def test_a_cell_that_ended_otherwise_than_with_a_turn_is_not_replayed(tmp_path: 
         first.problem == "its recorded run ended with KeyboardInterrupt, not with a turn's result"
     )
     assert second.problem == "" and second.is_value and second.transcript == turn
+
+
+def test_a_record_that_does_not_say_what_it_was_asked_is_not_replayed(tmp_path: Path) -> None:
+    from nbformat.v4 import new_output
+
+    nb = new_nb("%%agent\nold record", "%%agent\nno prompt")
+    records = [
+        {"success": True, "prompt": [{"type": "text", "text": "old record"}]},  # no cellOptions
+        {"success": True, "cellOptions": "", "prompt": [{"type": "context", "tag": "x"}]},
+    ]
+    for cell, turn in zip(nb.cells, records, strict=True):
+        cell.outputs = [new_output("execute_result", data={MIME_TURN: turn}, execution_count=1)]
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nb, path)
+    old, no_prompt = load(str(path)).cells
+    assert old.transcript is None and "which %%agent options" in old.problem
+    assert no_prompt.transcript is None and "no prompt to compare" in no_prompt.problem

@@ -8,11 +8,12 @@ again with the recorded `TurnFailed` paragraph; a line above the record says it 
 
 Matching: by the cell id the front-end sends with the execute request (JupyterLab does; nbclient
 0.11 does not), else by order: the n-th `%%agent` cell the kernel runs is the recording's n-th.
-The cell must ask what the recorded one asked: the same prompt (trailing whitespace aside) and
-the same options, except those that do not change what the agent is asked (`--out`, `--quiet`,
-`--timeout`, `--background`). A cell that changed, or has no usable recording, fails with
-`ReplayError` naming it, unless the mode is `fill` (`ACP_NOTEBOOK_REPLAY_MODE=fill`): then the
-agent runs for that cell, as without replay.
+The cell must ask what the recorded one asked, as the turn's record says it was asked (its
+prompt and `cellOptions`, not the recorded cell's source, which may have been edited since): the
+same prompt (trailing whitespace aside) and the same options, except those that do not change
+what the agent is asked (`--out`, `--quiet`, `--timeout`, `--background`). A cell that
+changed, or has no usable recording, fails with `ReplayError` naming it, unless the mode is
+`fill` (`ACP_NOTEBOOK_REPLAY_MODE=fill`): then the agent runs for that cell, as without replay.
 
 Sessions: a replayed turn opens no session, so `--session`/`--new` are only compared. In `fill`
 mode an agent that runs starts a fresh session: it has not seen the replayed turns before it.
@@ -106,7 +107,8 @@ def serve(host: Host, opts: CellOptions, body: str) -> Any:
     if recorded is None:
         why = _unmatched(recording, cell_id, ordinal)
     else:
-        why = difference(recorded, opts, body)
+        # The record keeps the prompt masked: so is the body it is compared with.
+        why = difference(recorded, opts, host.runtime.redactor.text(body))
     if why:
         if mode == "fill":
             line = f"Not replayed ({why}): the agent runs for this cell."
