@@ -218,7 +218,8 @@ async def interrupted(turn: TurnHandle, view: LiveView | None, grace: float) -> 
             view.finish(turn.result, keep_record=True)
             await view.aclose()
     raise TurnInterrupted(
-        "the turn was cancelled by the kernel's interrupt (the agent was sent session/cancel)"
+        "the turn was cancelled by the kernel's interrupt (the agent was sent session/cancel)",
+        turn.result,
     ) from None
 
 
