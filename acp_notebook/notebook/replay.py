@@ -3,8 +3,10 @@
 With `ACP_NOTEBOOK_REPLAY=PATH` in the kernel's environment (or `c.AcpNotebook.replay`), every
 `%%agent` cell is matched to a cell of the notebook at PATH (`recording`) and answered from the
 turn recorded there: no agent process, no key, no network. The cell's value is the recorded
-`TurnResult` (`TurnResult.from_json`), bound to `--out` as a run would; a turn that failed fails
-again with the recorded `TurnFailed` paragraph; a line above the record says it was replayed.
+`TurnResult`, folded again within the live limits (`protocol/refold.py`: the recording is hostile
+input, and is drawn as a live turn would be), bound to `--out` as a run would; a turn that
+failed fails again with the recorded `TurnFailed` paragraph; a line above the record says it was
+replayed.
 
 Matching: by the cell id the front-end sends with the execute request (JupyterLab does; nbclient
 0.11 does not), else by order: the n-th `%%agent` cell the kernel runs is the recording's n-th.
@@ -32,6 +34,7 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from ..errors import ReplayError, TurnFailed
+from ..protocol.refold import refold
 from ..protocol.result import TurnResult
 from ..protocol.structured import OutputSpec
 from ..render import mdsafe
@@ -125,7 +128,10 @@ def serve(host: Host, opts: CellOptions, body: str) -> Any:
 def _replayed(
     host: Host, opts: CellOptions, recorded: RecordedCell, transcript: dict[str, Any]
 ) -> Any:
-    result = TurnResult.from_json(transcript)
+    # Folded again within the live limits, and drawn from that: the recording is hostile input,
+    # and 200,000 recorded parts drawn as read made a 72.5 MB output.
+    result = refold(transcript)
+    transcript = result.to_json()
     if opts.schema and result.output_json is not None:
         result = _with_output(host, opts.schema, result)
     if opts.out:
