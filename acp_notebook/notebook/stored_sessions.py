@@ -44,8 +44,9 @@ DIRNAME = ".acp_notebook"
 FILENAME = "sessions.json"
 #: The lock held around each read-modify-write of `FILENAME` (its content is never read).
 LOCKNAME = "sessions.lock"
-#: How long a write waits for another process's lock before it gives up, saying so.
-LOCK_WAIT = 10.0
+#: How long a write waits for another process's lock before it gives up, saying so. A write
+#: holds it milliseconds; the wait blocks the kernel's loop, and the agent can take the lock too.
+LOCK_WAIT = 2.0
 NO_NOTEBOOK = "(no notebook)"
 MAX_FILE_BYTES = 1024 * 1024
 MAX_ENTRIES = 500
