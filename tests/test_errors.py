@@ -45,7 +45,8 @@ def test_errors_module_holds_the_whole_family() -> None:
 
 @pytest.mark.parametrize("cls", PUBLIC, ids=lambda cls: cls.__name__)
 def test_every_exception_is_exported_and_an_acp_error(cls: type[BaseException]) -> None:
-    assert issubclass(cls, errors.AcpError)
+    # But the interrupt: an AcpError is an Exception, which `except Exception` would swallow.
+    assert issubclass(cls, errors.AcpError) != (cls is errors.TurnInterrupted)
     assert cls.__name__ in acp_notebook.__all__
     assert getattr(acp_notebook, cls.__name__) is cls
 
@@ -176,6 +177,17 @@ def test_errors_keep_the_builtin_meaning(cls: type[BaseException], builtin: type
 def test_turn_failed_shows_one_paragraph_in_ipython() -> None:
     exc = errors.TurnFailed("the agent exited", result=None)
     assert exc._render_traceback_() == ["\x1b[31mTurnFailed\x1b[0m: the agent exited"]
+
+
+def test_turn_interrupted_is_an_interrupt_only_and_carries_the_result() -> None:
+    result = object()
+    with pytest.raises(KeyboardInterrupt) as caught:
+        try:
+            raise errors.TurnInterrupted("the turn was cancelled", result)
+        except Exception:  # a person's catch-all around a turn: not their interrupt
+            pytest.fail("except Exception caught TurnInterrupted")
+    assert isinstance(caught.value, errors.TurnInterrupted) and caught.value.result is result
+    assert errors.TurnInterrupted("before any turn").result is None
 
 
 def test_turn_interrupted_shows_one_line_in_ipython() -> None:

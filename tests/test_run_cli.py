@@ -265,6 +265,33 @@ def test_quiet_prints_only_failures_and_the_summary(tmp_path: Path) -> None:
     assert not any(x.lstrip().startswith(("▸", "✓ read", "Plan", "[1/2]")) for x in lines)
 
 
+@pytest.mark.timeout(150)
+def test_a_failed_cells_reason_is_printed_escaped_and_bounded(tmp_path: Path) -> None:
+    # A usage error shows no error output (IPython prints it to stderr): the runner said only
+    # "failed 0.3 s". Its text is printed, as every failed cell's reason is, fit for a terminal.
+    notebook(tmp_path / "unknown.ipynb", "%%agent --agent unknown-name\nhello")
+    hostile = "\\x1b]0;pwned\\x07\\x1b[2Jbad\\rcell" + "x" * 100_000 + "\\n" * 10_000
+    notebook(
+        tmp_path / "hostile.ipynb",
+        f"from IPython.core.error import UsageError\nraise UsageError('{hostile}')",
+    )
+    done = run_cli(tmp_path, "unknown.ipynb", "hostile.ipynb")
+    assert done.returncode == 1, done.stdout + done.stderr
+    out = done.stdout
+    assert re.search(
+        r"\[1/1\] %%agent --agent unknown-name … failed .*\n"
+        r"  UsageError: unknown agent 'unknown-name'\. Known agents: ",
+        out,
+    ), out
+    [failed] = [x for x in out.splitlines() if "[1/1] from IPython" in x]
+    reason = out.split(failed, 1)[1].splitlines()[1:]
+    # The escapes gone, the carriage return a line break, the long line cut; 10,000 lines not.
+    assert reason[0] == "  UsageError: bad", reason[:2]
+    assert reason[1].startswith("  cellxxx") and reason[1].endswith("…") and len(reason[1]) == 1002
+    assert len(out) < 5_000, len(out)
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", out), repr(out[:2000])
+
+
 @pytest.mark.parametrize(
     "args",
     [

@@ -301,7 +301,8 @@ def test_an_auth_methods_link_is_shown_as_text_with_the_host_the_browser_opens(
     name: str, url: str, host: str | None
 ) -> None:
     method = {"id": "key", "name": "API key", "type": "env_var", "vars": [], "link": url}
-    ((_, _, line),) = auth.how_to(_Methods(method))  # type: ignore[arg-type]
+    (offered,) = auth.how_to(_Methods(method))  # type: ignore[arg-type]
+    line = offered.note
     if host is None:
         assert "credentials link is refused (" in line and "credentials at" not in line
     else:

@@ -7,16 +7,18 @@ it is read as hostile input. A file that is too large, not JSON, of the wrong sh
 not a regular file gives one clear warning and is started afresh; an entry that is not well
 formed is dropped. It never raises into a cell. Writes go to a temporary file (mode 0600,
 `O_EXCL|O_NOFOLLOW`) renamed over the old one, so a crash or a concurrent reader never sees half
-a file. At most `MAX_ENTRIES` entries are kept (the most recently used). Everything happens
-beneath one descriptor of `.acp_notebook`, opened without following a link: checked to be no
-link and then used by path, the folder swapped for a link meanwhile had the kernel write its
-file where the link led.
+a file; each read-modify-write holds `sessions.lock` (`flock`), so two kernels of one workspace
+writing at once keep both their entries. At most `MAX_ENTRIES` entries are kept (the most
+recently used). Everything happens beneath one descriptor of `.acp_notebook`, opened without
+following a link: checked to be no link and then used by path, the folder swapped for a link
+meanwhile had the kernel write its file where the link led.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import json
 import logging
 import os
@@ -24,7 +26,7 @@ import secrets
 import stat
 import time
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +45,11 @@ log = logging.getLogger("acp_notebook")
 
 DIRNAME = ".acp_notebook"
 FILENAME = "sessions.json"
+#: The lock held around each read-modify-write of `FILENAME` (its content is never read).
+LOCKNAME = "sessions.lock"
+#: How long a write waits for another process's lock before it gives up, saying so. A write
+#: holds it milliseconds; the wait blocks the kernel's loop, and the agent can take the lock too.
+LOCK_WAIT = 2.0
 NO_NOTEBOOK = "(no notebook)"
 MAX_FILE_BYTES = 1024 * 1024
 MAX_ENTRIES = 500
@@ -141,9 +148,14 @@ class SessionStore:
         if not entry.session_id or len(entry.session_id) > MAX_FIELD:
             return  # an id we could not read back is not worth keeping
         key = (entry.notebook, entry.name, entry.agent)
-        kept = [e for e in self.entries() if (e.notebook, e.name, e.agent) != key]
-        kept.sort(key=lambda e: e.updated, reverse=True)
-        self._write([entry, *kept[: MAX_ENTRIES - 1]])
+        # Read, change and replace under the workspace's lock: two kernels of one workspace
+        # writing at once each replaced the file with their own reading of it (230 of 300 kept).
+        with self._locked() as locked:
+            if not locked:
+                return
+            kept = [e for e in self.entries() if (e.notebook, e.name, e.agent) != key]
+            kept.sort(key=lambda e: e.updated, reverse=True)
+            self._write([entry, *kept[: MAX_ENTRIES - 1]])
 
     # -- the file --------------------------------------------------------------------------------
 
@@ -198,6 +210,61 @@ class SessionStore:
             self._bad(f"it is larger than {MAX_FILE_BYTES} bytes")
             return None
         return data
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[bool]:
+        """Hold the workspace's lock on the file (`LOCKNAME`, `flock`), waiting at most
+        `LOCK_WAIT` seconds; yields False, the problem noted, when it cannot be had.
+
+        The lock file is opened inside the directory (opened without following a symlink), not
+        following a symlink itself, and only if it is a regular file: the agent can write here.
+        A holder that dies releases it (the kernel closes its descriptors)."""
+        fd = -1
+        try:
+            fd = self._open_lock()
+            deadline = time.monotonic() + LOCK_WAIT
+            pause = 0.001
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    # flock has no timeout: poll, backing off; a holder keeps it milliseconds.
+                    if time.monotonic() >= deadline:
+                        raise OSError(f"another process has held it for {LOCK_WAIT:g} s") from None
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.05)
+        except OSError as exc:
+            if fd >= 0:
+                os.close(fd)
+            why = exc.strerror or str(exc)
+            self.problems.append(
+                f"could not save {self.path}: cannot lock {self.directory / LOCKNAME} ({why})"
+            )
+            log.warning("acp_notebook: cannot lock %s: %s", self.directory / LOCKNAME, why)
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            os.close(fd)  # releases the lock
+
+    def _open_lock(self) -> int:
+        try:
+            directory = self._folder(create=True)
+        except OSError as exc:
+            raise OSError(f"{self.directory} is not a directory of ours ({exc.strerror})") from None
+        if directory is None:
+            raise OSError(errno.ENOENT, f"{self.directory} vanished")
+        try:
+            flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+            fd = os.open(LOCKNAME, flags, 0o600, dir_fd=directory)
+        finally:
+            os.close(directory)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(f"{LOCKNAME} is not a regular file")
+        return fd
 
     def _write(self, entries: list[Stored]) -> None:
         body = json.dumps(

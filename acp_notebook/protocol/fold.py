@@ -300,6 +300,14 @@ class SessionFold(FoldCore):
         self._add_asked(record, part, "elicitations")
         return part
 
+    def add_recorded_elicitation(self, part: ElicitationPart) -> None:
+        """An elicitation read back from a transcript (a replay): bounded as one asked now."""
+        record = self.target
+        part.message = part.message[: self.limits.value_chars]
+        part.url = part.url[: self.limits.value_chars]
+        part.content = self.keep.bounded(record, part.content)
+        self._add_asked(record, part, "elicitations")
+
     def resolve_elicitation(
         self, part: ElicitationPart, action: str, content: dict[str, Any] | None, by: str
     ) -> None:

@@ -124,6 +124,10 @@ class FoldCore:
         self._updated(part)
         return part
 
+    def add_raw(self, kind: str, update: Any, problem: str | None = None) -> None:
+        """Keep what could not be folded as a `RawPart`, bounded (a recorded one, read again)."""
+        self._raw(kind, update, problem)
+
     def _raw(self, kind: str, update: Any, problem: str | None) -> None:
         record = self.target
         if record.budget.parts <= 0:

@@ -32,6 +32,8 @@ from .summary import Totals, seconds
 
 #: Lines of a failed cell's error shown (the `TurnFailed` paragraph is far shorter).
 ERROR_LINES = 40
+#: Characters of each of those lines (escapes and control characters removed, masked).
+ERROR_WIDTH = 1000
 LIVE_ENV = "ACP_NOTEBOOK_LIVE_TRANSCRIPT"
 REPLAY_ENV = "ACP_NOTEBOOK_REPLAY"
 REPLAY_MODE_ENV = "ACP_NOTEBOOK_REPLAY_MODE"
@@ -117,7 +119,14 @@ class NotebookView:
             self.out.line(label, "bold")
         return label
 
-    def end(self, label: str, ok: bool, elapsed: float) -> None:
+    def end(
+        self, label: str, ok: bool, elapsed: float, reply: tuple[str, str] | None = None
+    ) -> None:
+        """The cell's last line; a failed cell's reason under it: its error output's, else the
+        execute reply's `reply` (a usage error shows no error output: IPython prints it to
+        stderr, so "failed 0.3 s" was all a `%%agent --agent unknown-name` said)."""
+        if self.error is None:
+            self.error = reply
         if ok and not self.quiet:
             self.out.line(f"{label} … ok {seconds(elapsed)}", "dim")
         elif not ok:
@@ -129,9 +138,10 @@ class NotebookView:
         if self.error is None:
             return []
         ename, evalue = self.error
-        text = evalue if ename == "TurnFailed" else f"{ename}: {evalue}"
-        lines = text.splitlines()[:ERROR_LINES] or [ename]
-        return [Line("  " + safe(x, self.redactor, limit=1000), "fail") for x in lines]
+        text = evalue if ename == "TurnFailed" else f"{ename}: {evalue}" if evalue else ename
+        # Bounded before it is split: a message of a million newlines is not split whole.
+        lines = text[: ERROR_LINES * ERROR_WIDTH].splitlines()[:ERROR_LINES] or [ename]
+        return [Line("  " + safe(x, self.redactor, limit=ERROR_WIDTH), "fail") for x in lines]
 
     def message(self, msg: dict[str, Any]) -> None:
         kind = msg.get("msg_type")
@@ -184,7 +194,10 @@ class RunClient(NotebookClient):
         started = time.monotonic()
         try:
             result = await run
-        except BaseException:  # a failed cell, or the kernel gone (an interrupt, a crash)
+        except CellExecutionError as exc:  # the reply's reason: ename and evalue
+            self.view.end(label, False, time.monotonic() - started, (exc.ename, exc.evalue))
+            raise
+        except BaseException:  # the kernel gone (an interrupt, a crash): run_notebook says so
             self.view.end(label, False, time.monotonic() - started)
             raise
         self.view.end(label, True, time.monotonic() - started)
