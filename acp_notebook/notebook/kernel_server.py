@@ -30,7 +30,6 @@ import sys
 import tempfile
 import time
 import weakref
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -98,7 +97,7 @@ class KernelServer:
             self._socket.close()
             shutil.rmtree(self.directory, ignore_errors=True)
             raise
-        self.gate = CellGate(shell.events, self._running_turns)
+        self.gate = CellGate(shell.events)
         self._task = asyncio.get_running_loop().create_task(self._serve(), name="acpnb kernel mcp")
         atexit.register(shutil.rmtree, self.directory, True)
 
@@ -149,11 +148,6 @@ class KernelServer:
         for key, grant in list(self._grants.items()):
             if not self.alive(grant):
                 del self._grants[key]
-
-    def _running_turns(self) -> Iterator[object]:
-        for named in list(self.runtime.sessions.values()):
-            if named.session.running is not None:
-                yield named.session.running
 
     # -- serving ---------------------------------------------------------------------------------
 

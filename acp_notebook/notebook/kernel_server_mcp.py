@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     import weakref
 
     from ..client.session import Session
+    from ..client.turn import TurnHandle
     from .kernel_tools_run import CellGate
     from .runtime import Runtime
 
@@ -179,16 +180,26 @@ def _last_error(kernel: ToolHost) -> ToolOutput:
 
 
 async def _run(kernel: ToolHost, grant: Any, code: str) -> ToolOutput:
-    """Ask (card + permission), wait for the kernel to be free of the user's cells, run, show."""
+    """Ask (card + permission), wait for the kernel to be free of the user's cells, run, show.
+
+    The code runs only for the turn that asked, while it runs: a turn that ended meanwhile (its
+    Stop, the cell's interrupt) or whose --timeout passed gets a refusal. It is stopped by the
+    kernel's interrupt, which also cancels the turn, and by the turn's deadline."""
     session = kernel.session_of(grant)
     if session is None:
         return ToolOutput("the session is not open: code cannot run", error=True)
     if len(code) > MAX_CODE:
         return ToolOutput(f"the code is over {MAX_CODE:,} characters", error=True)
+    turn = session.running
     call_id = f"acpnb-kernel-run-{next(_CALL_IDS)}"
     title = _title(code)
     code_block = _fenced(code, "python")
-    session.receive(_update("tool_call", call_id, "pending", [code_block], title=title))
+
+    def show(status: str, *more: dict[str, Any], **extra: Any) -> None:
+        kind = "tool_call" if extra else "tool_call_update"
+        session.receive(_update(kind, call_id, status, [code_block, *more], **extra))
+
+    show("pending", title=title)
     answer = await session.handle(
         methods.REQUEST_PERMISSION,
         {
@@ -199,19 +210,58 @@ async def _run(kernel: ToolHost, grant: Any, code: str) -> ToolOutput:
     )
     outcome = answer.get("outcome", {}) if isinstance(answer, dict) else {}
     if outcome.get("optionId") != "allow":
-        note = _text("Not run: the permission was not given.")
-        session.receive(_update("tool_call_update", call_id, "failed", [code_block, note]))
+        show("failed", _text("Not run: the permission was not given."))
         return ToolOutput("the user (or the permission policy) did not allow running this code")
-    session.receive(_update("tool_call_update", call_id, "in_progress", [code_block]))
-    if not await kernel.gate.wait(lambda: _turn(session), GATE_TIMEOUT):
-        note = _text("Not run: a cell of the user's kept the kernel busy.")
-        session.receive(_update("tool_call_update", call_id, "failed", [code_block, note]))
-        return ToolOutput("the kernel is busy running the user's cell; try again later", error=True)
-    outcome_ = run_code(code, kernel.shell.user_ns, kernel.runtime.redactor.text)
-    status = "failed" if outcome_.error is not None else "completed"
-    shown = _fenced(outcome_.to_text(), "text")
-    session.receive(_update("tool_call_update", call_id, status, [code_block, shown]))
-    return ToolOutput(outcome_.to_text(), error=outcome_.error is not None)
+    if not kernel.gate.may_run(turn):  # the chat's turn while a cell of the user's runs
+        show("pending", _text(WAITING))
+    free = await _wait_for_kernel(kernel.gate, turn)
+    if free is not None:
+        show("failed", _text(f"Not run: {free}."))
+        return ToolOutput(f"the code was not run: {free}", error=True)
+    show("in_progress")
+    left = None if turn is None or turn.deadline is None else turn.deadline - anyio.current_time()
+    ran = run_code(code, kernel.shell.user_ns, kernel.runtime.redactor.text, left)
+    status = "failed" if ran.error is not None else "completed"
+    show(status, _fenced(ran.to_text(), "text"))
+    if ran.stopped == "interrupted" and turn is not None:
+        # The user interrupted the kernel: the turn ends too, as after a Stop. (A cell's
+        # interrupt also cancels the cell, which cancels it again: a no-op.) Not awaited here:
+        # the agent must first get this answer to end its turn.
+        session.client.task_group.start_soon(_cancel, turn)
+    return ToolOutput(ran.to_text(), error=ran.error is not None)
+
+
+WAITING = "Waiting for the running cell to finish: the code runs after it."
+
+
+async def _wait_for_kernel(gate: CellGate, turn: TurnHandle | None) -> str | None:
+    """Wait until the code may run (`CellGate`) for `turn`; None once it may, else why not."""
+    limit = GATE_TIMEOUT
+    if turn is not None and turn.deadline is not None:
+        limit = min(limit, turn.deadline - anyio.current_time())
+    free = False
+    with anyio.move_on_after(max(limit, 0)):
+        async with anyio.create_task_group() as group:
+            if turn is not None:  # the turn ends meanwhile: stop waiting for the cell
+
+                async def ended() -> None:
+                    await turn.wait_ended()
+                    group.cancel_scope.cancel()
+
+                group.start_soon(ended)
+            free = await gate.wait(lambda: turn, max(limit, 0))
+            group.cancel_scope.cancel()
+    if turn is not None and (turn.done or turn.cancelling()):
+        return "the turn that asked for it has ended"
+    if turn is not None and turn.deadline is not None and anyio.current_time() >= turn.deadline:
+        return "the turn's time limit (--timeout) has passed"
+    if not free:
+        return "a cell of the user's kept the kernel busy"
+    return None
+
+
+async def _cancel(turn: TurnHandle) -> None:
+    await turn.cancel()
 
 
 def _title(code: str) -> str:
@@ -221,10 +271,6 @@ def _title(code: str) -> str:
     first = lines[0] if len(lines[0]) <= 60 else lines[0][:59] + "…"
     more = f" (+{len(lines) - 1} more lines)" if len(lines) > 1 else ""
     return f"Run code in the kernel: {first}{more}"
-
-
-def _turn(session: Session) -> object | None:
-    return session.running
 
 
 def _update(
