@@ -294,3 +294,37 @@ def test_without_a_socket_there_are_no_tools_and_the_cell_still_runs(tmp_path: P
         assert (await kernel.run()).strip().splitlines()[-1] == "[]"
 
     in_kernel(tmp_path, cells, body, XDG_RUNTIME_DIR=str(deep))
+
+
+@pytest.mark.timeout(60)
+def test_the_relays_token_is_not_left_in_its_proc_environ(tmp_path: Path) -> None:
+    """The relay popped its token from `os.environ`, which only drops the C pointer to it: the
+    bytes stayed in its environment block, which `/proc/<pid>/environ` shows to any process of
+    the same user (another agent's terminal, say) for as long as the relay runs."""
+    path = str(tmp_path / "kernel.sock")
+    token = "t0ken-" + "x" * 40
+    entry = {
+        "command": sys.executable,
+        "args": ["-P", "-m", "acp_notebook.kernel_mcp", "--socket", path],
+        "env": [{"name": kernel_mcp.TOKEN_ENV, "value": token}, {"name": "MARK", "value": "kept"}],
+    }
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(path)
+        listener.listen(1)
+        listener.settimeout(30)
+        proc = relay(entry)
+        try:
+            conn, _ = listener.accept()
+            with conn:
+                conn.settimeout(30)
+                hello = conn.recv(1024)  # it has read its token and is past the start
+                assert hello == kernel_mcp.HELLO + b" " + token.encode() + b"\n"
+                environ = Path(f"/proc/{proc.pid}/environ").read_bytes()
+                assert token.encode() not in environ
+                assert b"\0MARK=kept\0" in environ  # the rest of the block is intact
+                conn.sendall(kernel_mcp.OK + b"\n")
+            proc.stdin.close()  # type: ignore[union-attr]
+            assert proc.wait(timeout=30) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()

@@ -9,7 +9,9 @@ the tools need the user's namespace and must run the agent's code on the kernel'
 Who may connect: the socket lives in a directory made by `mkdtemp` (mode 0700) and is chmod
 0600, so only this user's processes reach it; and each session gets its own random token (32
 bytes, compared by its SHA-256 digest, never kept in argv: the relay takes it from its
-environment). A token belongs to the session whose `mcpServers` carries it; once that session is
+environment, and blanks it there at once, so `/proc/<pid>/environ` shows it only for the first
+moment of the relay's life; the agent that starts the relay has it, in its memory). A token
+belongs to the session whose `mcpServers` carries it; once that session is
 closed, or was never opened, the token is refused and its open connections are closed, which
 ends their relays. When the kernel exits, the socket goes and so do the relays; the directory is
 removed at a clean exit (a kernel killed outright leaves it, with a socket nobody listens on).
