@@ -328,3 +328,40 @@ def test_the_relays_token_is_not_left_in_its_proc_environ(tmp_path: Path) -> Non
         finally:
             if proc.poll() is None:
                 proc.kill()
+
+
+SECRET = "sk-test-" + "q7Zr2Lx9" * 4
+KEYED = """\
+import os
+key = os.environ["ACPNB_TEST_API_KEY"]
+config = {"key": key, "model": "m-1"}
+"""
+
+
+def test_every_tool_masks_a_secret_alike(tmp_path: Path) -> None:
+    """`inspect_variable` (and `list_variables`) handed the agent a variable holding a key as it
+    was, while `run_code`'s `print(key)` was masked: one rule now, every answer masked."""
+    cells = [
+        KEYED,
+        "%config AcpNotebook.allow = ['execute']",
+        open_session("m"),
+        ENTRY.format(name="m"),
+    ]
+
+    async def body(kernel: Kernel) -> None:
+        await kernel.run(3)
+        entry = await kernel.entry()
+        async with Client(params(entry)) as mcp:
+            answers = {
+                "inspect": texts(await mcp.call_tool("inspect_variable", {"name": "key"})),
+                "inspect a dict": texts(
+                    await mcp.call_tool("inspect_variable", {"name": "config"})
+                ),
+                "list": texts(await mcp.call_tool("list_variables", {})),
+                "run": texts(await mcp.call_tool("run_code", {"code": "print(key)\nconfig"})),
+            }
+        for tool, said in answers.items():
+            assert SECRET[:16] not in said and "[redacted]" in said, (tool, said)
+        assert "'model': 'm-1'" in answers["inspect a dict"]
+
+    in_kernel(tmp_path, cells, body, ACPNB_TEST_API_KEY=SECRET)

@@ -7,7 +7,10 @@ policy and buttons as the agent's own (`Session.handle`, `session/request_permis
 it is rejected unless `--allow execute`, and `--deny execute` rejects it.
 
 Every frame the agent sends is bounded (`MAX_MESSAGE` per line); answers are bounded by the
-tools (`kernel_tools`).
+tools (`kernel_tools`) and every answer's text is masked by the kernel's redactor (the values of
+secret-looking environment variables and of the agents' secrets, `protocol.redact`), whichever
+tool gave it: the one rule for what the agent reads from the kernel, as for `%%agent --with`,
+`--error` and `--cells`.
 """
 
 from __future__ import annotations
@@ -125,7 +128,11 @@ def build(kernel: ToolHost, grant: Any) -> Server[Any]:
             output = ToolOutput(
                 f"bad arguments for {params.name}: {clip(str(exc), 500)}", error=True
             )
-        return _result(output)
+        # One rule for every answer: masked by the kernel's redactor, as every output is. A
+        # variable holding a key (`key = os.environ["OPENAI_API_KEY"]`) was handed over as it
+        # is by inspect_variable and list_variables, while run_code's print(key) was masked.
+        mask = kernel.runtime.redactor.text
+        return _result(ToolOutput(mask(output.text), output.images, output.error))
 
     return Server(
         "acp_notebook kernel",
@@ -167,7 +174,7 @@ def _cells(kernel: ToolHost, count: int) -> ToolOutput:
     from .kernel_context import cells_text, recent_cells
 
     text = cells_text(recent_cells(kernel.shell, count)) or "(no cells above this one yet)"
-    return ToolOutput(clip(kernel.runtime.redactor.text(text)))
+    return ToolOutput(clip(text))  # masked field by field (snapshots.safe), then as a whole
 
 
 def _last_error(kernel: ToolHost) -> ToolOutput:
@@ -176,7 +183,7 @@ def _last_error(kernel: ToolHost) -> ToolOutput:
     error = last_error(kernel.shell)
     if error is None:
         return ToolOutput("no exception has been raised in this kernel yet")
-    return ToolOutput(clip(kernel.runtime.redactor.text(error.to_text())))
+    return ToolOutput(clip(error.to_text()))  # masked field by field, then as a whole
 
 
 async def _run(kernel: ToolHost, grant: Any, code: str) -> ToolOutput:
