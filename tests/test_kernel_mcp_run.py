@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.client import Client
 
 from tests.agents.script import script
 from tests.nb_util import kernel_env, make_client, new_nb, scripted, text
 from tests.test_chat_kernel import comm_msg, model_of, subshell
-from tests.test_kernel_mcp import Kernel, wait_for
+from tests.test_kernel_mcp import ENTRY, Kernel, open_session, params, texts, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -74,6 +75,33 @@ def test_the_kernels_interrupt_stops_the_agents_code_and_the_next_cell_answers(
     print(f"[run-code-interrupt] the cell ended {took[0]:.2f} s after the interrupt")
     error = error_of(kernel.nb.cells[0])
     assert error["ename"] == "TurnInterrupted", error
+
+
+def test_an_interrupt_stops_the_agents_code_while_no_cell_runs(tmp_path: Path) -> None:
+    """Between cells (a turn of the chat, say) the kernel ignores SIGINT: the agent's code is
+    stopped all the same, the agent is told, and the kernel runs the next cell."""
+    mark = tmp_path / "running"
+    cells = [
+        "%config AcpNotebook.allow = ['execute']",
+        open_session("i"),
+        ENTRY.format(name="i"),
+        "print('the kernel', 'answers')",
+    ]
+
+    async def body(kernel: Kernel) -> None:
+        await kernel.run(2)
+        entry = await kernel.entry()
+        async with Client(params(entry)) as mcp:
+            call = asyncio.create_task(mcp.call_tool("run_code", {"code": spin(mark)}))
+            await wait_for(mark.exists, 60, "the agent's code to run")
+            await kernel.client.km.interrupt_kernel()
+            done, _ = await asyncio.wait({call}, timeout=30)
+            assert done, "the agent's code ran on 30 s after the kernel's interrupt"
+            result = call.result()
+            assert result.is_error and "KeyboardInterrupt" in texts(result), texts(result)
+        assert "the kernel answers" in await asyncio.wait_for(kernel.run(), 30)
+
+    in_kernel(tmp_path, cells, body)
 
 
 def test_the_turns_timeout_stops_the_agents_code(tmp_path: Path) -> None:
