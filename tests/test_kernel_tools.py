@@ -14,7 +14,7 @@ import pytest
 
 from acp_notebook.client.turn import TurnHandle
 from acp_notebook.notebook import kernel_tools
-from acp_notebook.notebook.kernel_tools_run import CellGate, run_code
+from acp_notebook.notebook.kernel_tools_run import CellGate, run_code, stoppable
 from tests.blocking import CountedKey
 
 
@@ -232,3 +232,23 @@ def test_the_agents_code_cannot_wait_for_input() -> None:
     out = run_code("import sys\nsys.stdin.read()", {}, str)
     assert out.error is None and out.result == "''"
     assert (builtins.input, getpass.getpass, sys.stdin) == before  # put back
+
+
+@pytest.mark.timeout(30)
+def test_a_read_tool_stuck_in_a_users_repr_is_stopped_too() -> None:
+    """`inspect_variable` runs the value's own `__repr__` on the kernel's loop: one that hangs
+    (a lazy object that calls the network, say) blocked the kernel as the agent's code did."""
+
+    class Hangs:
+        def __repr__(self) -> str:
+            while True:
+                pass
+
+    ns = {"h": Hangs(), "n": 1}
+    output, stopped = stoppable(lambda: kernel_tools.inspect_variable(ns, "h"), 0.3)
+    assert output is None and stopped == "timed out"
+    listed, stopped = stoppable(lambda: kernel_tools.list_variables(ns), 0.3)
+    assert listed is None and stopped == "timed out"
+    fine, stopped = stoppable(lambda: kernel_tools.inspect_variable(ns, "n"), 5)
+    assert fine is not None and "value:\n1" in fine.text and stopped is None
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import itertools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -30,7 +31,7 @@ from .._version import __version__
 from ..protocol import methods
 from . import kernel_tools
 from .kernel_tools import ToolOutput, clip
-from .kernel_tools_run import run_code
+from .kernel_tools_run import run_code, stoppable
 
 if TYPE_CHECKING:
     import weakref
@@ -153,21 +154,49 @@ def _arg(args: dict[str, Any], name: str, kind: type, default: Any = None) -> An
 
 
 async def _call(kernel: ToolHost, grant: Any, name: str, args: dict[str, Any]) -> ToolOutput:
+    if name == "run_code":
+        return await _run(kernel, grant, _arg(args, "code", str))
+    read = _reader(kernel, name, args)
+    if read is None:
+        return ToolOutput(f"no tool {clip(name, 100)!r}", error=True)
+    # A read runs the user's objects' code (a __repr__, describe()) on the kernel's loop, which
+    # no interrupt reached either (a repr that hangs on the network): stoppable as run_code is.
+    session = kernel.session_of(grant)
+    turn = session.running if session is not None else None
+    output, stopped = stoppable(read, _time_left(turn))
+    if output is not None:
+        return output
+    if stopped == "interrupted" and session is not None and turn is not None:
+        session.client.task_group.start_soon(_cancel, turn)
+    why = (
+        "the user interrupted the kernel" if stopped == "interrupted" else "the turn's time ran out"
+    )
+    return ToolOutput(f"{name} was stopped: {why} while it ran", error=True)
+
+
+def _reader(kernel: ToolHost, name: str, args: dict[str, Any]) -> Callable[[], ToolOutput] | None:
+    """The read tool `name` with its arguments checked (TypeError for a bad one), to call."""
     ns = kernel.shell.user_ns
     if name == "list_variables":
         hidden = getattr(kernel.shell, "user_ns_hidden", {})
         include = _arg(args, "include_hidden", bool, False)
-        return kernel_tools.list_variables(ns, hidden, include)
+        return lambda: kernel_tools.list_variables(ns, hidden, include)
     if name == "inspect_variable":
-        return kernel_tools.inspect_variable(ns, _arg(args, "name", str))
+        variable = _arg(args, "name", str)
+        return lambda: kernel_tools.inspect_variable(ns, variable)
     if name == "notebook_cells":
         count = max(1, min(_arg(args, "count", int, 10), 100))
-        return _cells(kernel, count)
+        return lambda: _cells(kernel, count)
     if name == "last_error":
-        return _last_error(kernel)
-    if name == "run_code":
-        return await _run(kernel, grant, _arg(args, "code", str))
-    return ToolOutput(f"no tool {clip(name, 100)!r}", error=True)
+        return lambda: _last_error(kernel)
+    return None
+
+
+def _time_left(turn: TurnHandle | None) -> float | None:
+    """Seconds until the turn's deadline, if it has one."""
+    if turn is None or turn.deadline is None:
+        return None
+    return turn.deadline - anyio.current_time()
 
 
 def _cells(kernel: ToolHost, count: int) -> ToolOutput:
@@ -226,8 +255,7 @@ async def _run(kernel: ToolHost, grant: Any, code: str) -> ToolOutput:
         show("failed", _text(f"Not run: {free}."))
         return ToolOutput(f"the code was not run: {free}", error=True)
     show("in_progress")
-    left = None if turn is None or turn.deadline is None else turn.deadline - anyio.current_time()
-    ran = run_code(code, kernel.shell.user_ns, kernel.runtime.redactor.text, left)
+    ran = run_code(code, kernel.shell.user_ns, kernel.runtime.redactor.text, _time_left(turn))
     status = "failed" if ran.error is not None else "completed"
     show(status, _fenced(ran.to_text(), "text"))
     if ran.stopped == "interrupted" and turn is not None:
@@ -243,9 +271,8 @@ WAITING = "Waiting for the running cell to finish: the code runs after it."
 
 async def _wait_for_kernel(gate: CellGate, turn: TurnHandle | None) -> str | None:
     """Wait until the code may run (`CellGate`) for `turn`; None once it may, else why not."""
-    limit = GATE_TIMEOUT
-    if turn is not None and turn.deadline is not None:
-        limit = min(limit, turn.deadline - anyio.current_time())
+    left = _time_left(turn)
+    limit = GATE_TIMEOUT if left is None else min(GATE_TIMEOUT, left)
     free = False
     with anyio.move_on_after(max(limit, 0)):
         async with anyio.create_task_group() as group:

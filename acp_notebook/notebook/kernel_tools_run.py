@@ -39,7 +39,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import FrameType, TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..client.turn import PROMPT_ORIGIN
 from .kernel_tools import bounded_repr, clip
@@ -53,6 +53,7 @@ MAX_TRACEBACK = 8_000
 FILENAME = "<agent code>"
 STOP_AGAIN = 1.0  # seconds between two stops of code that runs on past its deadline
 INTERRUPTED = "KeyboardInterrupt: the user interrupted the kernel while this code ran"
+T = TypeVar("T")
 TIMED_OUT = (
     "CodeTimedOut: the turn's time limit (--timeout) came while this code ran: it was stopped"
 )
@@ -142,6 +143,19 @@ def run_code(
         mask(error) if error is not None else None,
         stopper.stopped,
     )
+
+
+def stoppable(read: Callable[[], T], time_limit: float | None) -> tuple[T | None, str | None]:
+    """`read()` under a `Stopper`: its value and None, or None and "interrupted" or "timed out"
+    (a read tool runs the user's objects' code: a __repr__ that hangs)."""
+    stopper = Stopper(time_limit)
+    try:
+        with stopper:
+            return read(), None
+    except KeyboardInterrupt:
+        return None, "interrupted"
+    except CodeTimedOut:
+        return None, "timed out"
 
 
 class CodeTimedOut(BaseException):
