@@ -199,3 +199,39 @@ def test_a_chat_turns_code_waits_for_the_running_cell(tmp_path: Path) -> None:
     assert said["waited"], "the chat's card never said the code waits for the cell"
     assert xs[-1] == -999 and xs[:-1] == list(range(len(xs) - 1)), xs
     assert "xs.append(-999)" in said["views"]
+
+
+def test_an_interrupt_stops_a_chat_turns_code_and_ends_the_turn(tmp_path: Path) -> None:
+    """The chat's turn runs its code while no cell runs: the kernel's interrupt stops the code
+    and cancels the turn, as the chat's Stop does; the next cell answers."""
+    mark = tmp_path / "running"
+    cells = [
+        "%config AcpNotebook.allow = ['execute']",
+        f"%agent chat -s c --agent {scripted()}",
+        "import asyncio, json\nchat = _",
+        WAIT.format("len(chat.records) == 1 and chat.session.running is None"),
+        "print(json.dumps(chat.records[0]['text/html']))",
+    ]
+    nb = new_nb(*cells)
+    client = make_client(nb, tmp_path)
+    code = spin(mark)
+    prompt = script({"mcp": "kernel", "calls": [{"name": "run_code", "arguments": {"code": code}}]})
+
+    async def main() -> None:
+        async with client.async_setup_kernel(env=kernel_env(tmp_path)):
+            for index in range(3):
+                await client.async_execute_cell(nb.cells[index], index)
+            shell = await subshell(client)
+            box = model_of(
+                client, "AnyModel", _anywidget_id="acp_notebook.widgets.chat_input.ChatInput"
+            )
+            submit = {"method": "custom", "content": {"event": "submit", "text": prompt}}
+            comm_msg(client, shell, box, submit)
+            await wait_for(mark.exists, 60, "the agent's code to run")
+            await client.km.interrupt_kernel()
+            for index in (3, 4):
+                await asyncio.wait_for(client.async_execute_cell(nb.cells[index], index), 30)
+
+    asyncio.run(main())
+    html = json.loads(text(nb.cells[4]).strip().splitlines()[-1])
+    assert "Cancelled" in html and "KeyboardInterrupt" in html, html[-3000:]

@@ -16,6 +16,7 @@ tool gave it: the one rule for what the agent reads from the kernel, as for `%%a
 from __future__ import annotations
 
 import base64
+import contextlib
 import itertools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -167,7 +168,7 @@ async def _call(kernel: ToolHost, grant: Any, name: str, args: dict[str, Any]) -
     if output is not None:
         return output
     if stopped == "interrupted" and session is not None and turn is not None:
-        session.client.task_group.start_soon(_cancel, turn)
+        _cancel_soon(session, turn)
     why = (
         "the user interrupted the kernel" if stopped == "interrupted" else "the turn's time ran out"
     )
@@ -262,7 +263,7 @@ async def _run(kernel: ToolHost, grant: Any, code: str) -> ToolOutput:
         # The user interrupted the kernel: the turn ends too, as after a Stop. (A cell's
         # interrupt also cancels the cell, which cancels it again: a no-op.) Not awaited here:
         # the agent must first get this answer to end its turn.
-        session.client.task_group.start_soon(_cancel, turn)
+        _cancel_soon(session, turn)
     return ToolOutput(ran.to_text(), error=ran.error is not None)
 
 
@@ -294,8 +295,15 @@ async def _wait_for_kernel(gate: CellGate, turn: TurnHandle | None) -> str | Non
     return None
 
 
-async def _cancel(turn: TurnHandle) -> None:
-    await turn.cancel()
+def _cancel_soon(session: Session, turn: TurnHandle) -> None:
+    """Cancel the turn as Stop does, in the session's client (not awaited: the agent must first
+    get the tool's answer to end its turn)."""
+
+    async def cancel() -> None:
+        await turn.cancel()
+
+    with contextlib.suppress(RuntimeError):  # the client is closing: its turns end with it
+        session.client.task_group.start_soon(cancel)
 
 
 def _title(code: str) -> str:
