@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from acp_notebook.client.turn import TurnHandle
-from acp_notebook.notebook import kernel_tools
+from acp_notebook.notebook import kernel_tools, kernel_tools_run
 from acp_notebook.notebook.kernel_tools_run import CellGate, run_code, stoppable
 from tests.blocking import CountedKey
 
@@ -176,6 +176,27 @@ def test_the_agents_code_is_stopped_by_its_time_limit_and_by_an_interrupt() -> N
     stopped = run_code("running.set()\nwhile True: pass", {"running": running}, str)
     assert stopped.stopped == "interrupted" and "KeyboardInterrupt" in (stopped.error or "")
     assert run_code("1 + 1", {}, str, time_limit=5).result == "2"
+    own = run_code("raise KeyboardInterrupt('mine')", {}, str)  # the code's own: not a stop
+    assert own.stopped is None and "KeyboardInterrupt: mine" in (own.error or "")
+
+
+@pytest.mark.timeout(30)
+def test_a_stop_as_the_code_ends_does_not_escape_into_the_kernel() -> None:
+    """A SIGINT that lands after the code returned (in the machinery that puts stdout and the
+    handler back) is not raised there: raised there, it left our handler and the captured
+    stdout in place for good."""
+    import sys
+
+    stdout = sys.stdout
+    main = threading.main_thread().ident or 0
+    # The code returns at once; the signal lands in `call`'s own frame or after it.
+    stopper = kernel_tools_run.Stopper(None)
+    with stopper:
+        stopper.call(lambda: None)
+        signal.pthread_kill(main, signal.SIGINT)  # handled here, outside the code: not raised
+    assert stopper.stopped is None
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert sys.stdout is stdout
 
 
 @pytest.mark.timeout(60)

@@ -121,15 +121,11 @@ def run_code(
     stopper = Stopper(time_limit)
     try:
         body, last = _compile(code)
-        with stopper, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            with _no_input():
-                exec(body, ns)
-                if last is not None:
-                    value = eval(last, ns)
-                    if value is not None:
-                        result = bounded_repr(value, MAX_RESULT)
-    except KeyboardInterrupt:
-        error = INTERRUPTED
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _no_input():
+            with stopper:  # innermost: nothing of the machinery runs under it
+                result = stopper.call(lambda: _execute(body, last, ns))
+    except KeyboardInterrupt as exc:  # ours, or the code's own `raise KeyboardInterrupt`
+        error = INTERRUPTED if stopper.stopped == "interrupted" else _traceback(exc)
     except CodeTimedOut:
         error = TIMED_OUT
     except SyntaxError as exc:
@@ -145,13 +141,22 @@ def run_code(
     )
 
 
+def _execute(body: Any, last: Any, ns: dict[str, Any]) -> str | None:
+    exec(body, ns)
+    if last is not None:
+        value = eval(last, ns)
+        if value is not None:
+            return bounded_repr(value, MAX_RESULT)  # its __repr__ is code to stop too
+    return None
+
+
 def stoppable(read: Callable[[], T], time_limit: float | None) -> tuple[T | None, str | None]:
     """`read()` under a `Stopper`: its value and None, or None and "interrupted" or "timed out"
     (a read tool runs the user's objects' code: a __repr__ that hangs)."""
     stopper = Stopper(time_limit)
     try:
         with stopper:
-            return read(), None
+            return stopper.call(read), None
     except KeyboardInterrupt:
         return None, "interrupted"
     except CodeTimedOut:
@@ -166,6 +171,9 @@ class CodeTimedOut(BaseException):
 class Stopper:
     """While the agent's code runs: SIGINT raises in it, and the deadline too (module doc).
 
+    The code is what runs under `call`: the handler raises only there, never in the machinery
+    around it (a KeyboardInterrupt raised as the code ended, in `__exit__` or in the exit of a
+    `redirect_stdout`, would have left our handler, or the captured stdout, in place for good).
     Only on the main thread, where Python runs signal handlers (the kernel's loop runs there);
     elsewhere (a loop in another thread, outside a kernel) it does nothing. `stopped` says
     whether the code was interrupted or timed out."""
@@ -203,17 +211,23 @@ class Stopper:
                 signal.pthread_kill(main, signal.SIGINT)
             limit = STOP_AGAIN
 
+    def call(self, code: Callable[[], T]) -> T:
+        """Run `code`: the frames below this one are those the handler stops."""
+        return code()
+
     def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
-        if self._over.is_set():
-            return  # a signal that came as the code ended: nothing left to stop
+        in_code = not self._over.is_set() and _under_call(frame)
         if self._time_up:
-            self.stopped = "timed out"
-            raise CodeTimedOut
-        self.stopped = "interrupted"
+            if in_code:
+                self.stopped = "timed out"
+                raise CodeTimedOut
+            return  # the code has not started or has ended: nothing to stop
         previous = self._previous
         if callable(previous) and previous is not signal.default_int_handler:
             previous(signum, frame)  # a cell's handler: the cell is cancelled as by any interrupt
-        raise KeyboardInterrupt
+        if in_code:
+            self.stopped = "interrupted"
+            raise KeyboardInterrupt
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -233,6 +247,21 @@ class Stopper:
             signal.signal(signal.SIGINT, self._previous)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _under_call(frame: FrameType | None) -> bool:
+    """Whether `frame` runs below `Stopper.call` (in the code), not in `call` itself (the code
+    not started yet, or returned) nor outside it."""
+    if frame is None or frame.f_code is _CALL:
+        return False
+    while frame is not None:
+        if frame.f_code is _CALL:
+            return True
+        frame = frame.f_back
+    return False
+
+
+_CALL = Stopper.call.__code__
 
 
 def _refuse_input(*args: object, **kwargs: object) -> str:
