@@ -304,7 +304,8 @@ def _traceback(exc: BaseException) -> str:
 
 
 class CellGate:
-    """Whether a user's cell runs now, and a lock so that the agent's runs take turns.
+    """Whether a user's cell runs now. (The agent's runs need no lock to take turns: each runs
+    in one go, the loop blocked.)
 
     A cell is "waiting for the agent" when a prompt of the calling session's turn was made in
     it: at each cell's start the gate sets `PROMPT_ORIGIN` to a new mark, in the cell's context
@@ -317,7 +318,6 @@ class CellGate:
         self.cell_running = True
         self._cell: object | None = self._mark()
         self._idle = asyncio.Event()
-        self.lock = asyncio.Lock()
         self._events = events
         events.register("pre_run_cell", self._pre)
         events.register("post_run_cell", self._post)
