@@ -60,6 +60,8 @@ BUILTIN_EXCEPTIONS = {
 # Exception classes outside errors.py: internal signals that never leave their module.
 INTERNAL_CLASSES = {
     "acp_notebook/client/safe_fs.py: Cancelled": "a worker thread's stop; workspace.py catches it",
+    "acp_notebook/notebook/kernel_tools_run.py: CodeTimedOut": "raised in the agent's code at its "
+    "turn's deadline; run_code catches it and reports it as that code's error",
 }
 
 # Where the package raises a built-in exception itself, by "file: exception". Each is an

@@ -7,13 +7,18 @@ policy and buttons as the agent's own (`Session.handle`, `session/request_permis
 it is rejected unless `--allow execute`, and `--deny execute` rejects it.
 
 Every frame the agent sends is bounded (`MAX_MESSAGE` per line); answers are bounded by the
-tools (`kernel_tools`).
+tools (`kernel_tools`) and every answer's text is masked by the kernel's redactor (the values of
+secret-looking environment variables and of the agents' secrets, `protocol.redact`), whichever
+tool gave it: the one rule for what the agent reads from the kernel, as for `%%agent --with`,
+`--error` and `--cells`.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import itertools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -27,12 +32,13 @@ from .._version import __version__
 from ..protocol import methods
 from . import kernel_tools
 from .kernel_tools import ToolOutput, clip
-from .kernel_tools_run import run_code
+from .kernel_tools_run import run_code, stoppable
 
 if TYPE_CHECKING:
     import weakref
 
     from ..client.session import Session
+    from ..client.turn import TurnHandle
     from .kernel_tools_run import CellGate
     from .runtime import Runtime
 
@@ -124,7 +130,11 @@ def build(kernel: ToolHost, grant: Any) -> Server[Any]:
             output = ToolOutput(
                 f"bad arguments for {params.name}: {clip(str(exc), 500)}", error=True
             )
-        return _result(output)
+        # One rule for every answer: masked by the kernel's redactor, as every output is. A
+        # variable holding a key (`key = os.environ["OPENAI_API_KEY"]`) was handed over as it
+        # is by inspect_variable and list_variables, while run_code's print(key) was masked.
+        mask = kernel.runtime.redactor.text
+        return _result(ToolOutput(mask(output.text), output.images, output.error))
 
     return Server(
         "acp_notebook kernel",
@@ -145,28 +155,56 @@ def _arg(args: dict[str, Any], name: str, kind: type, default: Any = None) -> An
 
 
 async def _call(kernel: ToolHost, grant: Any, name: str, args: dict[str, Any]) -> ToolOutput:
+    if name == "run_code":
+        return await _run(kernel, grant, _arg(args, "code", str))
+    read = _reader(kernel, name, args)
+    if read is None:
+        return ToolOutput(f"no tool {clip(name, 100)!r}", error=True)
+    # A read runs the user's objects' code (a __repr__, describe()) on the kernel's loop, which
+    # no interrupt reached either (a repr that hangs on the network): stoppable as run_code is.
+    session = kernel.session_of(grant)
+    turn = session.running if session is not None else None
+    output, stopped = stoppable(read, _time_left(turn))
+    if output is not None:
+        return output
+    if stopped == "interrupted" and session is not None and turn is not None:
+        _cancel_soon(session, turn)
+    why = (
+        "the user interrupted the kernel" if stopped == "interrupted" else "the turn's time ran out"
+    )
+    return ToolOutput(f"{name} was stopped: {why} while it ran", error=True)
+
+
+def _reader(kernel: ToolHost, name: str, args: dict[str, Any]) -> Callable[[], ToolOutput] | None:
+    """The read tool `name` with its arguments checked (TypeError for a bad one), to call."""
     ns = kernel.shell.user_ns
     if name == "list_variables":
         hidden = getattr(kernel.shell, "user_ns_hidden", {})
         include = _arg(args, "include_hidden", bool, False)
-        return kernel_tools.list_variables(ns, hidden, include)
+        return lambda: kernel_tools.list_variables(ns, hidden, include)
     if name == "inspect_variable":
-        return kernel_tools.inspect_variable(ns, _arg(args, "name", str))
+        variable = _arg(args, "name", str)
+        return lambda: kernel_tools.inspect_variable(ns, variable)
     if name == "notebook_cells":
         count = max(1, min(_arg(args, "count", int, 10), 100))
-        return _cells(kernel, count)
+        return lambda: _cells(kernel, count)
     if name == "last_error":
-        return _last_error(kernel)
-    if name == "run_code":
-        return await _run(kernel, grant, _arg(args, "code", str))
-    return ToolOutput(f"no tool {clip(name, 100)!r}", error=True)
+        return lambda: _last_error(kernel)
+    return None
+
+
+def _time_left(turn: TurnHandle | None) -> float | None:
+    """Seconds until the turn's deadline, if it has one."""
+    if turn is None or turn.deadline is None:
+        return None
+    return turn.deadline - anyio.current_time()
 
 
 def _cells(kernel: ToolHost, count: int) -> ToolOutput:
     from .kernel_context import cells_text, recent_cells
 
     text = cells_text(recent_cells(kernel.shell, count)) or "(no cells above this one yet)"
-    return ToolOutput(clip(kernel.runtime.redactor.text(text)))
+    return ToolOutput(clip(text))  # masked field by field (snapshots.safe), then as a whole
 
 
 def _last_error(kernel: ToolHost) -> ToolOutput:
@@ -175,20 +213,30 @@ def _last_error(kernel: ToolHost) -> ToolOutput:
     error = last_error(kernel.shell)
     if error is None:
         return ToolOutput("no exception has been raised in this kernel yet")
-    return ToolOutput(clip(kernel.runtime.redactor.text(error.to_text())))
+    return ToolOutput(clip(error.to_text()))  # masked field by field, then as a whole
 
 
 async def _run(kernel: ToolHost, grant: Any, code: str) -> ToolOutput:
-    """Ask (card + permission), wait for the kernel to be free of the user's cells, run, show."""
+    """Ask (card + permission), wait for the kernel to be free of the user's cells, run, show.
+
+    The code runs only for the turn that asked, while it runs: a turn that ended meanwhile (its
+    Stop, the cell's interrupt) or whose --timeout passed gets a refusal. It is stopped by the
+    kernel's interrupt, which also cancels the turn, and by the turn's deadline."""
     session = kernel.session_of(grant)
     if session is None:
         return ToolOutput("the session is not open: code cannot run", error=True)
     if len(code) > MAX_CODE:
         return ToolOutput(f"the code is over {MAX_CODE:,} characters", error=True)
+    turn = session.running
     call_id = f"acpnb-kernel-run-{next(_CALL_IDS)}"
     title = _title(code)
     code_block = _fenced(code, "python")
-    session.receive(_update("tool_call", call_id, "pending", [code_block], title=title))
+
+    def show(status: str, *more: dict[str, Any], **extra: Any) -> None:
+        kind = "tool_call" if extra else "tool_call_update"
+        session.receive(_update(kind, call_id, status, [code_block, *more], **extra))
+
+    show("pending", title=title)
     answer = await session.handle(
         methods.REQUEST_PERMISSION,
         {
@@ -199,19 +247,63 @@ async def _run(kernel: ToolHost, grant: Any, code: str) -> ToolOutput:
     )
     outcome = answer.get("outcome", {}) if isinstance(answer, dict) else {}
     if outcome.get("optionId") != "allow":
-        note = _text("Not run: the permission was not given.")
-        session.receive(_update("tool_call_update", call_id, "failed", [code_block, note]))
+        show("failed", _text("Not run: the permission was not given."))
         return ToolOutput("the user (or the permission policy) did not allow running this code")
-    session.receive(_update("tool_call_update", call_id, "in_progress", [code_block]))
-    if not await kernel.gate.wait(lambda: _turn(session), GATE_TIMEOUT):
-        note = _text("Not run: a cell of the user's kept the kernel busy.")
-        session.receive(_update("tool_call_update", call_id, "failed", [code_block, note]))
-        return ToolOutput("the kernel is busy running the user's cell; try again later", error=True)
-    outcome_ = run_code(code, kernel.shell.user_ns, kernel.runtime.redactor.text)
-    status = "failed" if outcome_.error is not None else "completed"
-    shown = _fenced(outcome_.to_text(), "text")
-    session.receive(_update("tool_call_update", call_id, status, [code_block, shown]))
-    return ToolOutput(outcome_.to_text(), error=outcome_.error is not None)
+    if not kernel.gate.may_run(turn):  # the chat's turn while a cell of the user's runs
+        show("pending", _text(WAITING))
+    free = await _wait_for_kernel(kernel.gate, turn)
+    if free is not None:
+        show("failed", _text(f"Not run: {free}."))
+        return ToolOutput(f"the code was not run: {free}", error=True)
+    show("in_progress")
+    ran = run_code(code, kernel.shell.user_ns, kernel.runtime.redactor.text, _time_left(turn))
+    status = "failed" if ran.error is not None else "completed"
+    show(status, _fenced(ran.to_text(), "text"))
+    if ran.stopped == "interrupted" and turn is not None:
+        # The user interrupted the kernel: the turn ends too, as after a Stop. (A cell's
+        # interrupt also cancels the cell, which cancels it again: a no-op.) Not awaited here:
+        # the agent must first get this answer to end its turn.
+        _cancel_soon(session, turn)
+    return ToolOutput(ran.to_text(), error=ran.error is not None)
+
+
+WAITING = "Waiting for the running cell to finish: the code runs after it."
+
+
+async def _wait_for_kernel(gate: CellGate, turn: TurnHandle | None) -> str | None:
+    """Wait until the code may run (`CellGate`) for `turn`; None once it may, else why not."""
+    left = _time_left(turn)
+    limit = GATE_TIMEOUT if left is None else min(GATE_TIMEOUT, left)
+    free = False
+    with anyio.move_on_after(max(limit, 0)):
+        async with anyio.create_task_group() as group:
+            if turn is not None:  # the turn ends meanwhile: stop waiting for the cell
+
+                async def ended() -> None:
+                    await turn.wait_ended()
+                    group.cancel_scope.cancel()
+
+                group.start_soon(ended)
+            free = await gate.wait(lambda: turn, max(limit, 0))
+            group.cancel_scope.cancel()
+    if turn is not None and (turn.done or turn.cancelling()):
+        return "the turn that asked for it has ended"
+    if turn is not None and turn.deadline is not None and anyio.current_time() >= turn.deadline:
+        return "the turn's time limit (--timeout) has passed"
+    if not free:
+        return "a cell of the user's kept the kernel busy"
+    return None
+
+
+def _cancel_soon(session: Session, turn: TurnHandle) -> None:
+    """Cancel the turn as Stop does, in the session's client (not awaited: the agent must first
+    get the tool's answer to end its turn)."""
+
+    async def cancel() -> None:
+        await turn.cancel()
+
+    with contextlib.suppress(RuntimeError):  # the client is closing: its turns end with it
+        session.client.task_group.start_soon(cancel)
 
 
 def _title(code: str) -> str:
@@ -221,10 +313,6 @@ def _title(code: str) -> str:
     first = lines[0] if len(lines[0]) <= 60 else lines[0][:59] + "…"
     more = f" (+{len(lines) - 1} more lines)" if len(lines) > 1 else ""
     return f"Run code in the kernel: {first}{more}"
-
-
-def _turn(session: Session) -> object | None:
-    return session.running
 
 
 def _update(

@@ -91,10 +91,7 @@ async def run(host: Host, opts: CellOptions, body: str, line: str = "") -> Any:
             schema = "--schema: " if isinstance(exc, SchemaError) else ""
             raise UsageError(f"{schema}{exc}") from None
         raise
-    if opts.no_kernel_tools:  # a session that has the kernel tools: they refuse this turn
-        from .kernel_server import refuse_turn
-
-        refuse_turn(host.runtime, turn)
+    _kernel_tools_terms(host, opts, turn, deadline)
     host.runtime.ledger.watch(turn, session, spec.name, host.execution_count)
     view = _live_view(host, spec, session, turn, opts, starting)
     view.start()
@@ -104,6 +101,17 @@ async def run(host: Host, opts: CellOptions, body: str, line: str = "") -> Any:
         _spawn(_finish_later(host, opts, turn, view, left, timeout, line))
         return turn
     return await _finish(host, opts, spec, session, turn, view, left, timeout, line, stderr_mark)
+
+
+def _kernel_tools_terms(host: Host, opts: CellOptions, turn: TurnHandle, deadline: float) -> None:
+    """What the kernel tools hold this turn to: the cell's deadline stops the agent's code run
+    for it too; `--no-kernel-tools` in a session that has them makes them refuse its calls."""
+    if deadline != math.inf:
+        turn.bound(deadline)
+    if opts.no_kernel_tools:
+        from .kernel_server import refuse_turn
+
+        refuse_turn(host.runtime, turn)
 
 
 def _resolve(host: Host, opts: CellOptions) -> tuple[AgentSpec, str]:
