@@ -1,10 +1,12 @@
 """The kernel's MCP tools, served on one relay connection with the `mcp` SDK's low-level `Server`.
 
 Tools: `list_variables`, `inspect_variable`, `notebook_cells`, `last_error` (read only) and
-`run_code`. Running code is a client-side tool call of the session: a card of kind `execute` in
-the running turn (the code, then what it printed), and a permission request through the same
-policy and buttons as the agent's own (`Session.handle`, `session/request_permission`): headless
-it is rejected unless `--allow execute`, and `--deny execute` rejects it.
+`run_code`. Running code is a tool call of the client's own in the session: a card of kind
+`execute` in the running turn (the code, then what it printed), and a permission request through
+the same policy and buttons as the agent's own (`Session.client_call`, `Session.ask_for`):
+headless it is rejected unless `--allow execute`, and `--deny execute` rejects it. The agent
+cannot change that card (the fold refuses its updates for it), and the code must be one the
+card shows whole and in the order it runs: the person is asked about exactly what runs.
 
 Every frame the agent sends is bounded (`MAX_MESSAGE` per line); answers are bounded by the
 tools (`kernel_tools`).
@@ -13,7 +15,7 @@ tools (`kernel_tools`).
 from __future__ import annotations
 
 import base64
-import itertools
+import re
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -24,7 +26,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.message import SessionMessage
 
 from .._version import __version__
-from ..protocol import methods
+from ..render import clip as card_clip
 from . import kernel_tools
 from .kernel_tools import ToolOutput, clip
 from .kernel_tools_run import run_code
@@ -51,9 +53,12 @@ class ToolHost(Protocol):
 
 
 MAX_MESSAGE = 4 * 1024 * 1024  # bytes of one JSON-RPC line from the agent
-MAX_CODE = 100_000  # characters of code run_code takes
+#: Characters of code run_code takes: what its card shows whole (render/clip.py's head of a
+#: text, which is also at most `TEXT_LINES` lines), less its fence.
+MAX_CODE = card_clip.MAX_CHARS - 100
+#: Bidirectional controls: text around them is shown in another order than it is read (and run).
+_REORDERING = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 GATE_TIMEOUT = 300.0  # seconds run_code waits for a user's cell to end
-_CALL_IDS = itertools.count(1)
 _OPTIONS = [
     {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
     {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
@@ -179,39 +184,57 @@ def _last_error(kernel: ToolHost) -> ToolOutput:
 
 
 async def _run(kernel: ToolHost, grant: Any, code: str) -> ToolOutput:
-    """Ask (card + permission), wait for the kernel to be free of the user's cells, run, show."""
+    """Ask (card + permission), wait for the kernel to be free of the user's cells, run, show.
+
+    The card is the client's own (`Session.client_call`): the agent cannot change it, so what
+    the person is asked about is `code`, which is what runs, never read back from the card."""
     session = kernel.session_of(grant)
     if session is None:
         return ToolOutput("the session is not open: code cannot run", error=True)
-    if len(code) > MAX_CODE:
-        return ToolOutput(f"the code is over {MAX_CODE:,} characters", error=True)
-    call_id = f"acpnb-kernel-run-{next(_CALL_IDS)}"
-    title = _title(code)
+    refused = _unshowable(code)
+    if refused is not None:
+        return ToolOutput(refused, error=True)
     code_block = _fenced(code, "python")
-    session.receive(_update("tool_call", call_id, "pending", [code_block], title=title))
-    answer = await session.handle(
-        methods.REQUEST_PERMISSION,
-        {
-            "sessionId": session.id,
-            "toolCall": {"toolCallId": call_id, "kind": "execute", "title": title},
-            "options": _OPTIONS,
-        },
-    )
+    call = session.client_call("execute", _title(code), [code_block])
+    if call is None:
+        return ToolOutput(
+            "the turn is past its size limits: the code could not be shown, so it was not run",
+            error=True,
+        )
+    answer = await session.ask_for(call, _OPTIONS)
     outcome = answer.get("outcome", {}) if isinstance(answer, dict) else {}
     if outcome.get("optionId") != "allow":
         note = _text("Not run: the permission was not given.")
-        session.receive(_update("tool_call_update", call_id, "failed", [code_block, note]))
+        session.client_update(call, "failed", [code_block, note])
         return ToolOutput("the user (or the permission policy) did not allow running this code")
-    session.receive(_update("tool_call_update", call_id, "in_progress", [code_block]))
+    session.client_update(call, "in_progress", [code_block])
     if not await kernel.gate.wait(lambda: _turn(session), GATE_TIMEOUT):
         note = _text("Not run: a cell of the user's kept the kernel busy.")
-        session.receive(_update("tool_call_update", call_id, "failed", [code_block, note]))
+        session.client_update(call, "failed", [code_block, note])
         return ToolOutput("the kernel is busy running the user's cell; try again later", error=True)
     outcome_ = run_code(code, kernel.shell.user_ns, kernel.runtime.redactor.text)
     status = "failed" if outcome_.error is not None else "completed"
     shown = _fenced(outcome_.to_text(), "text")
-    session.receive(_update("tool_call_update", call_id, status, [code_block, shown]))
+    session.client_update(call, status, [code_block, shown])
     return ToolOutput(outcome_.to_text(), error=outcome_.error is not None)
+
+
+def _unshowable(code: str) -> str | None:
+    """Why `code` cannot be shown to the person asked exactly as it would run (None if it can):
+    the card shows the head of a long text only, and bidirectional controls reorder what is
+    shown (a line that reads one way and runs another)."""
+    text = _fenced(code, "python")["content"]["text"] if len(code) <= MAX_CODE else ""
+    if not text or card_clip.head(text, card_clip.TEXT_LINES).note:
+        return (
+            f"the code is longer than its card shows whole (at most {card_clip.TEXT_LINES - 2} "
+            f"lines and {MAX_CODE:,} characters): run it in smaller pieces"
+        )
+    if _REORDERING.search(code):
+        return (
+            "the code holds bidirectional control characters, which would show it to the user "
+            "in another order than it runs: write them as escapes (\\u202e) instead"
+        )
+    return None
 
 
 def _title(code: str) -> str:
@@ -225,15 +248,6 @@ def _title(code: str) -> str:
 
 def _turn(session: Session) -> object | None:
     return session.running
-
-
-def _update(
-    kind: str, call_id: str, status: str, content: list[dict[str, Any]], **extra: Any
-) -> dict[str, Any]:
-    update = {"sessionUpdate": kind, "toolCallId": call_id, "status": status, "content": content}
-    if kind == "tool_call":
-        update["kind"] = "execute"
-    return {**update, **extra}
 
 
 def _text(text: str) -> dict[str, Any]:
