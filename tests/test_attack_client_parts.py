@@ -213,3 +213,44 @@ def test_the_agent_cannot_rewrite_the_run_code_card_while_it_is_asked(tmp_path: 
     theirs = [p for p in record["parts"] if p.get("type") == "tool_call" and p is not card]
     assert {p["toolCallId"] for p in theirs} == set(GUESSES)
     assert not any(p.get("byClient") for p in theirs)
+
+
+def test_no_card_past_the_turns_limits() -> None:
+    """The turn cannot keep the card and its request whole: no card (the client asks nobody
+    about what it could not show)."""
+    from acp_notebook.protocol.limits import Limits
+
+    fold = SessionFold(limits=Limits(parts=3, turn_chars=10_000))
+    fold.begin_turn("turn-1", [])
+    fold.apply({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "a"}})
+    assert fold.client_call("execute", "Run", [fenced("x = 1")]) is not None
+    assert fold.client_call("execute", "Run", [fenced("y = 2")]) is None  # one part left
+    fold.begin_turn("turn-2", [])
+    assert fold.client_call("execute", "Run", [fenced("z" * 20_000)]) is None  # too big
+
+
+def test_code_the_card_cannot_show_as_it_runs_is_not_run(tmp_path: Path) -> None:
+    """Code longer than the card shows whole, or that bidirectional controls show in another
+    order than it runs: refused before anyone is asked, even when execute is allowed."""
+    long = "\n".join(f"x{i} = {i}" for i in range(250)) + "\nlong_ran = True"
+    wide = f"wide_ran = '{'x' * 30_000}'"
+    reordered = "reordered_ran = True  # \u202e } \u2066"
+    calls = [{"name": "run_code", "arguments": {"code": c}} for c in (long, wide, reordered)]
+    steps = script({"mcp": "kernel", "calls": calls})
+    nb = execute(
+        [
+            f"%%agent --agent {scripted()} --allow execute\n{steps}",
+            "print([n for n in ('long_ran', 'wide_ran', 'reordered_ran') if n in globals()])",
+        ],
+        tmp_path,
+        timeout=150,
+    )
+    (record,) = transcripts(nb.cells[0])
+    said = "".join(p["text"] for p in record["parts"] if p.get("type") == "message")
+    *results, _closed = json.loads(said.removeprefix("MCP "))
+    assert [r["isError"] for r in results] == [True, True, True]
+    assert "longer than its card shows whole" in results[0]["text"]
+    assert "longer than its card shows whole" in results[1]["text"]
+    assert "bidirectional" in results[2]["text"]
+    assert not [p for p in record["parts"] if p.get("type") in ("tool_call", "permission")]
+    assert text(nb.cells[1]).strip() == "[]"
