@@ -142,6 +142,7 @@ def read_request(params: Any, part_id: str) -> ElicitationPart:
             raise ElicitationError("a url elicitation needs url and elicitationId strings")
         if urlsplit(url).scheme not in ("https", "http") or len(url) > MAX_TEXT:
             raise ElicitationError("the elicitation url must be an http(s) URL")
+        _check_host(url)
         return ElicitationPart(part_id, "url", message, [], url, _clip(eid, 200), tool_call_id)
     if mode != "form":
         raise ElicitationError(f"unsupported elicitation mode {text(mode)[:40]!r}")
@@ -158,6 +159,28 @@ def read_request(params: Any, part_id: str) -> ElicitationPart:
     return ElicitationPart(
         part_id, "form", message, [f for f in fields if f is not None], tool_call_id=tool_call_id
     )
+
+
+#: What a browser reads otherwise than `urlsplit` does: a backslash is a slash to it
+#: (`https://evil.example\\@good.example/` is evil.example, urlsplit says good.example), it drops
+#: tabs and line breaks, and it decodes a host's %-escapes and maps its non-ASCII letters.
+_AMBIGUOUS = re.compile(r"[\\\x00-\x20\x7f-\x9f]")
+_PLAIN_HOST = re.compile(r"[a-z0-9.-]+|[0-9a-f:.]+", re.ASCII)  # a name, or an IP address
+
+
+def _check_host(url: str) -> None:
+    """Refuse a URL whose host, shown to the user before they open it, may not be the host the
+    browser opens: only the parts both read alike (ASCII host names, written out)."""
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        host = ""
+    if _AMBIGUOUS.search(url) or not _PLAIN_HOST.fullmatch(host):
+        raise ElicitationError(
+            "the elicitation url's host cannot be shown as a browser would read it: no "
+            "backslashes, spaces or control characters, and the host in ASCII (xn-- for a "
+            "non-ASCII name), without %-escapes"
+        )
 
 
 def _clip(value: Any, n: int = MAX_TEXT) -> str:
