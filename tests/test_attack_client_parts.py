@@ -203,7 +203,7 @@ def test_the_agent_cannot_rewrite_the_run_code_card_while_it_is_asked(tmp_path: 
     # What the person was shown when they allowed it: the code, still waiting.
     assert "hello" not in shown(seen), seen
     assert seen["status"] == "pending" and seen["content"] == card["content"][:1]
-    assert card["title"] == "Run code in the kernel: from pathlib import Path (+2 more lines)"
+    assert card["title"] == "Run code in the kernel: `from pathlib import Path` (+2 more lines)"
     assert REAL in card["content"][0]["content"]["text"]
     assert "hello" not in shown(card) and "rawInput" not in card and "rawOutput" not in card
     assert card.get("byClient") is True and card["status"] == "completed"
@@ -230,17 +230,20 @@ def test_no_card_past_the_turns_limits() -> None:
 
 
 def test_code_the_card_cannot_show_as_it_runs_is_not_run(tmp_path: Path) -> None:
-    """Code longer than the card shows whole, or that bidirectional controls show in another
-    order than it runs: refused before anyone is asked, even when execute is allowed."""
+    """Code longer than the card shows whole, or with characters that show it otherwise than it
+    runs (bidirectional controls, a zero-width space in a string): refused before anyone is
+    asked, even when execute is allowed."""
     long = "\n".join(f"x{i} = {i}" for i in range(250)) + "\nlong_ran = True"
     wide = f"wide_ran = '{'x' * 30_000}'"
     reordered = "reordered_ran = True  # \u202e } \u2066"
-    calls = [{"name": "run_code", "arguments": {"code": c}} for c in (long, wide, reordered)]
+    hidden = "hidden_ran = 'admin\u200b'"
+    codes = (long, wide, reordered, hidden)
+    calls = [{"name": "run_code", "arguments": {"code": c}} for c in codes]
     steps = script({"mcp": "kernel", "calls": calls})
     nb = execute(
         [
             f"%%agent --agent {scripted()} --allow execute\n{steps}",
-            "print([n for n in ('long_ran', 'wide_ran', 'reordered_ran') if n in globals()])",
+            "print([n for n in globals() if n.endswith('_ran')])",
         ],
         tmp_path,
         timeout=150,
@@ -248,9 +251,32 @@ def test_code_the_card_cannot_show_as_it_runs_is_not_run(tmp_path: Path) -> None
     (record,) = transcripts(nb.cells[0])
     said = "".join(p["text"] for p in record["parts"] if p.get("type") == "message")
     *results, _closed = json.loads(said.removeprefix("MCP "))
-    assert [r["isError"] for r in results] == [True, True, True]
+    assert [r["isError"] for r in results] == [True, True, True, True]
     assert "longer than its card shows whole" in results[0]["text"]
     assert "longer than its card shows whole" in results[1]["text"]
-    assert "bidirectional" in results[2]["text"]
+    assert "U+202E, U+2066" in results[2]["text"] and "would not see" in results[2]["text"]
+    assert "U+200B" in results[3]["text"]
     assert not [p for p in record["parts"] if p.get("type") in ("tool_call", "permission")]
     assert text(nb.cells[1]).strip() == "[]"
+
+
+def test_the_clients_card_is_marked_open_and_its_title_literal() -> None:
+    """Drawn, the client's card is open (its code is what the person is asked about), marked as
+    the client's, which no card of the agent's can be; its title shows the code's first line as
+    it is (a code span: `__dict__` is not bold, a backslash stays)."""
+    from acp_notebook.notebook.kernel_server_mcp import _title
+    from acp_notebook.protocol.transcript import read_turn
+    from acp_notebook.render.html import render_html
+
+    fold = SessionFold()
+    fold.begin_turn("turn-1", [])
+    code = "obj.__dict__.update(x)  \\\nprint(1)"
+    assert fold.client_call("execute", _title(code), [fenced(code)]) is not None
+    fold.apply(spoof("c1", "tool_call"))
+    record = fold.end_turn()
+    assert record is not None
+    html = render_html(read_turn({"turnId": "t", "parts": [p.to_json() for p in record.parts]}))
+    mine, theirs = html.split("<details")[1:3]
+    assert mine.startswith(" class='acpnb-tool acpnb-own' open>") and "acp_notebook's own" in mine
+    assert "<code>obj.__dict__.update(x) \\</code> (+1 more lines)" in mine
+    assert theirs.startswith(" class=acpnb-tool>") and "acp_notebook's own" not in theirs

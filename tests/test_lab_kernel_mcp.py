@@ -43,11 +43,11 @@ def test_run_code_asks_in_its_card_and_runs_after_allow(page: Any, lab: Any) -> 
         "Reject",
     ]
     # The code, before anything runs: its first line in the card's title and next to the
-    # buttons, all of it in the card once opened.
+    # buttons, all of it in the card, open, marked as the client's own.
     asked = out.locator(".acpnb-perm").first.inner_text()
     assert "Run code in the kernel: lab_answer = 6 * 7 (+1 more lines)" in asked
-    card.first.locator("summary").click()
     card.first.get_by_text("print('set by the agent:', lab_answer)").wait_for(timeout=30_000)
+    assert "acp_notebook's own" in card.first.locator("summary").inner_text()
     shoot(page, "kernel-run-code")
     allow.first.click()
     done(page)

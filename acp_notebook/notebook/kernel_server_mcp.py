@@ -15,8 +15,8 @@ tools (`kernel_tools`).
 from __future__ import annotations
 
 import base64
-import re
 from typing import TYPE_CHECKING, Any, Protocol
+from unicodedata import category
 
 import anyio
 import mcp_types as types
@@ -56,8 +56,10 @@ MAX_MESSAGE = 4 * 1024 * 1024  # bytes of one JSON-RPC line from the agent
 #: Characters of code run_code takes: what its card shows whole (render/clip.py's head of a
 #: text, which is also at most `TEXT_LINES` lines), less its fence.
 MAX_CODE = card_clip.MAX_CHARS - 100
-#: Bidirectional controls: text around them is shown in another order than it is read (and run).
-_REORDERING = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+#: Characters that show code otherwise than it runs: controls (but tab and line ends), format
+#: characters (bidirectional controls reorder the text around them, zero-width ones hide in a
+#: string or a name) and Unicode's line separators (a line end to the page, not to Python).
+_UNSEEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
 GATE_TIMEOUT = 300.0  # seconds run_code waits for a user's cell to end
 _OPTIONS = [
     {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
@@ -229,21 +231,33 @@ def _unshowable(code: str) -> str | None:
             f"the code is longer than its card shows whole (at most {card_clip.TEXT_LINES - 2} "
             f"lines and {MAX_CODE:,} characters): run it in smaller pieces"
         )
-    if _REORDERING.search(code):
+    unseen = sorted({c for c in code if c not in "\t\n\r" and category(c) in _UNSEEN_CATEGORIES})
+    if unseen:
+        names = ", ".join(f"U+{ord(c):04X}" for c in unseen[:5])
         return (
-            "the code holds bidirectional control characters, which would show it to the user "
-            "in another order than it runs: write them as escapes (\\u202e) instead"
+            f"the code holds characters the user would not see as they run ({names}: controls, "
+            "bidirectional or zero-width characters): write them as escapes (\\u202e) instead"
         )
     return None
 
 
 def _title(code: str) -> str:
-    """ "Run code in the kernel: <its first line>": the permission shows the title next to its
+    """ "Run code in the kernel: `<its first line>`": the permission shows the title next to its
     buttons, and the whole code is in the card."""
     lines = [line.strip() for line in code.strip().splitlines()] or [""]
     first = lines[0] if len(lines[0]) <= 60 else lines[0][:59] + "…"
     more = f" (+{len(lines) - 1} more lines)" if len(lines) > 1 else ""
-    return f"Run code in the kernel: {first}{more}"
+    return f"Run code in the kernel: {_code_span(first)}{more}"
+
+
+def _code_span(text: str) -> str:
+    """`text` as a Markdown code span: titles are drawn as Markdown, where `obj.__dict__` would
+    show as obj.**dict** and `x = 1 \\# y` lose its backslash; in a span, it shows as it is."""
+    if not text:
+        return ""
+    ticks = "`" * (_longest_backticks(text) + 1)
+    pad = " " if text[0] == "`" or text[-1] == "`" else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
 def _turn(session: Session) -> object | None:

@@ -24,6 +24,11 @@ _MARKDOWNISH = re.compile(
 )
 
 
+#: What marks a card of the client's own: no card of the agent's has it (the fold never makes
+#: one `by_client`), so a card that looks like the kernel's run but lacks it is the agent's.
+_OWN = " <span class=acpnb-muted>· acp_notebook's own</span>"
+
+
 def tool_call(out: list[str], call: ToolCallPart, turn: Transcript) -> None:
     """A collapsible card: kind icon, title, status badge; locations, content, raw input.
 
@@ -35,8 +40,11 @@ def tool_call(out: list[str], call: ToolCallPart, turn: Transcript) -> None:
     badge = "<b>" if call.status == "completed" else f"<b class=acpnb-st-{css_class(call.status)}>"
     content, locations, kind = call.content_items, call.location_items, call.tool_kind
     diffs = [c for c in content if isinstance(c, DiffContent)]
+    # The client's own call (a kernel tool's run) is open: it is what the person is asked
+    # about, and its code is shown whole, wrapped, unscrolled (`acpnb-own`, style.py).
     is_open = (
-        call.status == "failed"
+        call.by_client
+        or call.status == "failed"
         or bool(diffs)
         or any(isinstance(c, TerminalContent) for c in content)
     )
@@ -54,9 +62,11 @@ def tool_call(out: list[str], call: ToolCallPart, turn: Transcript) -> None:
     # generic one (a kind ACP does not list), 11 B a card less otherwise.
     icon = labels.kind_icon(kind)
     tip = f" title={attr(kind)}" if kind not in labels.KIND_ICONS else ""
+    cls, own = ("'acpnb-tool acpnb-own'", _OWN) if call.by_client else ("acpnb-tool", "")
     out.append(
-        f"<details class=acpnb-tool{' open' if is_open else ''}>"
-        f"<summary><i{tip}>{icon}</i> {title} {badge}{glyph} {escape(word)}</b>{stats}</summary>"
+        f"<details class={cls}{' open' if is_open else ''}>"
+        f"<summary><i{tip}>{icon}</i> {title} {badge}{glyph} {escape(word)}</b>{stats}{own}"
+        "</summary>"
     )
     if locations:
         locs = ", ".join(
