@@ -172,7 +172,7 @@ def _terminal_html(term: Terminal, live: bool) -> str:
     notes = [clipped.note] if clipped.note else []
     if term.truncated:
         notes.append("(the client kept only the end of the output)")
-    command = f"$ {term.command}\n" if term.command else ""
+    command = f"$ {clip.visible(term.command)}\n" if term.command else ""
     status = labels.exit_status(term, live=live)
     failed = term.signal is not None or (term.exit_code not in (None, 0))
     cls = "acpnb-st-failed" if failed else "acpnb-st-completed" if term.exited else ""
