@@ -22,6 +22,7 @@ from acp_notebook.protocol.fold import SessionFold
 from tests.agents.script import script
 from tests.client_helpers import Agent
 from tests.nb_util import execute, scripted, text, transcripts
+from tests.shared_kernel import SharedKernel
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -179,7 +180,9 @@ def shown(card: dict[str, Any]) -> str:
     )
 
 
-def test_the_agent_cannot_rewrite_the_run_code_card_while_it_is_asked(tmp_path: Path) -> None:
+def test_the_agent_cannot_rewrite_the_run_code_card_while_it_is_asked(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     fifo = tmp_path / "asked.fifo"
     os.mkfifo(fifo)
     during = [{"wait_fifo": str(fifo)}, *spoofs(GUESSES), {"say": "spoofed", "message_id": "mk"}]
@@ -194,6 +197,7 @@ def test_the_agent_cannot_rewrite_the_run_code_card_while_it_is_asked(tmp_path: 
         ],
         tmp_path,
         timeout=150,
+        kernel=kernel,
     )
     (record,) = transcripts(nb.cells[2])
     card = the_card(record)
@@ -229,7 +233,9 @@ def test_no_card_past_the_turns_limits() -> None:
     assert fold.client_call("execute", "Run", [fenced("z" * 20_000)]) is None  # too big
 
 
-def test_code_the_card_cannot_show_as_it_runs_is_not_run(tmp_path: Path) -> None:
+def test_code_the_card_cannot_show_as_it_runs_is_not_run(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     """Code longer than the card shows whole, or with characters that show it otherwise than it
     runs (bidirectional controls, a zero-width space in a string): refused before anyone is
     asked, even when execute is allowed."""
@@ -247,6 +253,7 @@ def test_code_the_card_cannot_show_as_it_runs_is_not_run(tmp_path: Path) -> None
         ],
         tmp_path,
         timeout=150,
+        kernel=kernel,
     )
     (record,) = transcripts(nb.cells[0])
     said = "".join(p["text"] for p in record["parts"] if p.get("type") == "message")
