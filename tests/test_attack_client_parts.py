@@ -156,6 +156,7 @@ async def person(request):
     await asyncio.to_thread(Path({fifo!r}).write_text, "asked")
     await asyncio.wait_for(spoofed.wait(), 60)  # its chunk came after its updates
     seen.update(cards[request.part.tool_call_id].to_json())  # what the person is shown
+    seen["asked"] = request.tool_call  # what a handler in Python is given
     return "allow"
 
 session.permission_handler = person
@@ -207,6 +208,7 @@ def test_the_agent_cannot_rewrite_the_run_code_card_while_it_is_asked(
     # What the person was shown when they allowed it: the code, still waiting.
     assert "hello" not in shown(seen), seen
     assert seen["status"] == "pending" and seen["content"] == card["content"][:1]
+    assert seen["asked"]["content"] == seen["content"] and seen["asked"]["kind"] == "execute"
     assert card["title"] == "Run code in the kernel: `from pathlib import Path` (+2 more lines)"
     assert REAL in card["content"][0]["content"]["text"]
     assert "hello" not in shown(card) and "rawInput" not in card and "rawOutput" not in card

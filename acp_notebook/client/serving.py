@@ -118,7 +118,13 @@ class AgentRequests:
         (`SessionFold.client_call`): the same assessment, policy, handler and buttons as the
         agent's requests, about the call as the client made it (nothing the agent sent is in
         it, nor can be: the fold refuses the agent's updates for the call)."""
-        tool_call = {"toolCallId": call.tool_call_id, "kind": call.tool_kind, "title": call.title}
+        # All of the call as it is shown (a handler in Python sees the code the person would).
+        tool_call = {
+            "toolCallId": call.tool_call_id,
+            "kind": call.tool_kind,
+            "title": call.title,
+            "content": list(call.content),
+        }
         params = {"sessionId": self._owner.id, "toolCall": tool_call, "options": options}
         return await self._request_permission(params, call)
 
