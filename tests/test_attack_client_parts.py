@@ -239,13 +239,14 @@ def test_code_the_card_cannot_show_as_it_runs_is_not_run(
     tmp_path: Path, kernel: SharedKernel
 ) -> None:
     """Code longer than the card shows whole, or with characters that show it otherwise than it
-    runs (bidirectional controls, a zero-width space in a string): refused before anyone is
-    asked, even when execute is allowed."""
+    runs (bidirectional controls, a zero-width space in a string, a name in Cyrillic that reads
+    as an ASCII one): refused before anyone is asked, even when execute is allowed."""
     long = "\n".join(f"x{i} = {i}" for i in range(250)) + "\nlong_ran = True"
     wide = f"wide_ran = '{'x' * 30_000}'"
     reordered = "reordered_ran = True  # \u202e } \u2066"
     hidden = "hidden_ran = 'admin\u200b'"
-    codes = (long, wide, reordered, hidden)
+    lookalike = "import os\n\u043es = os\nlookalike_ran = \u043es.name"  # a Cyrillic о
+    codes = (long, wide, reordered, hidden, lookalike)
     calls = [{"name": "run_code", "arguments": {"code": c}} for c in codes]
     steps = script({"mcp": "kernel", "calls": calls})
     nb = execute(
@@ -260,11 +261,12 @@ def test_code_the_card_cannot_show_as_it_runs_is_not_run(
     (record,) = transcripts(nb.cells[0])
     said = "".join(p["text"] for p in record["parts"] if p.get("type") == "message")
     *results, _closed = json.loads(said.removeprefix("MCP "))
-    assert [r["isError"] for r in results] == [True, True, True, True]
+    assert [r["isError"] for r in results] == [True] * 5
     assert "longer than its card shows whole" in results[0]["text"]
     assert "longer than its card shows whole" in results[1]["text"]
     assert "U+202E, U+2066" in results[2]["text"] and "would not see" in results[2]["text"]
     assert "U+200B" in results[3]["text"]
+    assert "names that are not ASCII ('\u043es')" in results[4]["text"]
     assert not [p for p in record["parts"] if p.get("type") in ("tool_call", "permission")]
     assert text(nb.cells[1]).strip() == "[]"
 

@@ -15,6 +15,8 @@ tools (`kernel_tools`).
 from __future__ import annotations
 
 import base64
+import io
+import tokenize
 from typing import TYPE_CHECKING, Any, Protocol
 from unicodedata import category
 
@@ -223,8 +225,9 @@ async def _run(kernel: ToolHost, grant: Any, code: str) -> ToolOutput:
 
 def _unshowable(code: str) -> str | None:
     """Why `code` cannot be shown to the person asked exactly as it would run (None if it can):
-    the card shows the head of a long text only, and bidirectional controls reorder what is
-    shown (a line that reads one way and runs another)."""
+    the card shows the head of a long text only; controls and format characters do not show or
+    reorder what is shown (a line that reads one way and runs another); a name in another
+    script reads as the ASCII one it looks like (a Cyrillic `оs` is not `os`)."""
     text = _fenced(code, "python")["content"]["text"] if len(code) <= MAX_CODE else ""
     if not text or card_clip.head(text, card_clip.TEXT_LINES).note:
         return (
@@ -238,7 +241,26 @@ def _unshowable(code: str) -> str | None:
             f"the code holds characters the user would not see as they run ({names}: controls, "
             "bidirectional or zero-width characters): write them as escapes (\\u202e) instead"
         )
+    lookalikes = sorted(_non_ascii_names(code))
+    if lookalikes:
+        return (
+            f"the code has names that are not ASCII ({', '.join(map(repr, lookalikes[:5]))}), "
+            "which the user could take for the ASCII names they look like: use ASCII names"
+        )
     return None
+
+
+def _non_ascii_names(code: str) -> set[str]:
+    """The names (identifiers, attributes, keywords) of `code` that are not ASCII; none if it
+    does not tokenize (it will not run either: the error says why)."""
+    names: set[str] = set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(code).readline):
+            if token.type == tokenize.NAME and not token.string.isascii():
+                names.add(token.string)
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return names
 
 
 def _title(code: str) -> str:
