@@ -87,6 +87,8 @@ INTERNAL_RAISES = {
     "acp_notebook/client/regular_file.py: OSError": "a path in a setting that is not a regular "
     "file: config.py makes it a ConfigError, recording.py a ReplayError",
     "acp_notebook/notebook/stored_sessions.py: OSError": "caught in _write, kept as a problem",
+    "acp_notebook/run/execute.py: OSError": "a folder at the output's name: run_notebook "
+    "reports the save's failure as that notebook's",
     "acp_notebook/widgets/elicit_form.py: TimeoutError": "a handler's timeout: the client "
     "declines the request (client/elicit.py)",
     "acp_notebook/widgets/turn_view.py: TimeoutError": "a permission handler's timeout: the "

@@ -265,6 +265,19 @@ def test_quiet_prints_only_failures_and_the_summary(tmp_path: Path) -> None:
     assert not any(x.lstrip().startswith(("▸", "✓ read", "Plan", "[1/2]")) for x in lines)
 
 
+def test_an_output_that_is_a_folder_fails_that_notebook_with_a_reason(tmp_path: Path) -> None:
+    # The agent of a run can make a folder at the output's name: the save failed with a
+    # traceback out of the command, and the summary never came.
+    notebook(tmp_path / "n.ipynb", "print('ran')")
+    (tmp_path / "n.out.ipynb").mkdir()
+    done = run_cli(tmp_path, "n.ipynb")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr + done.stdout, done.stderr
+    assert "✗ cannot save" in done.stdout and "it is a folder" in done.stdout, done.stdout
+    assert "✗ n.ipynb in" in done.stdout, done.stdout  # the summary line, failed
+    assert (tmp_path / "n.out.ipynb").is_dir()  # nothing written into or over it
+
+
 @pytest.mark.timeout(150)
 def test_a_failed_cells_reason_is_printed_escaped_and_bounded(tmp_path: Path) -> None:
     # A usage error shows no error output (IPython prints it to stderr): the runner said only

@@ -10,6 +10,7 @@ turn's transcript, which `RunClient.process_message` hands to a `TurnPrinter` pe
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import stat
 import time
@@ -239,7 +240,12 @@ async def run_notebook(path: Path, output: Path, settings: Settings, out: Tagged
             outcome.failed_cell = f"cell {view.ordinal} of {code_cells}"
         out.line(f"✗ {outcome.error}", "fail")
     finally:
-        save(nb, output)
+        try:
+            save(nb, output)
+        except OSError as exc:  # a folder or a device at the name (the agent can make one)
+            outcome.ok = False
+            outcome.error = safe(f"cannot save {output}: {exc.strerror or exc}", view.redactor)
+            out.line(f"✗ {outcome.error}", "fail")
         outcome.totals = view.totals
         outcome.seconds = time.monotonic() - started
     return outcome
@@ -257,7 +263,7 @@ def save(nb: NotebookNode, output: Path) -> None:
     try:
         st = safe_fs.lstat(output.name, folder)
         if st is not None and stat.S_ISDIR(st.st_mode):
-            raise IsADirectoryError(f"{output} is a directory")
+            raise OSError(errno.EISDIR, "it is a folder")
         regular = st if st is not None and stat.S_ISREG(st.st_mode) else None  # its mode kept
         safe_fs.write_replace(safe_fs.Spot(folder, output.name, str(output), regular), data)
     finally:
