@@ -78,3 +78,16 @@ def test_a_link_at_the_name_is_a_failed_log_not_written_through(tmp_path: Path) 
     log(_entry(1, '{"id": 1}'))
     log.close()
     assert log.error is not None and victim.read_text() == "the victim's data\n"
+
+
+def test_a_failed_log_says_so_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # It was kept as `error` and never said: the person believed the protocol was logged.
+    folder = tmp_path / "wire.jsonl"
+    folder.mkdir()
+    log = JsonLinesLog(folder, agent="a", pid=1, redactor=Redactor())
+    with caplog.at_level("WARNING", logger="acp_notebook"):
+        for seq in range(3):
+            log(_entry(seq, '{"jsonrpc": "2.0"}'))
+    said = [r.getMessage() for r in caplog.records if "protocol log" in r.getMessage()]
+    assert len(said) == 1 and str(folder) in said[0], said
+    log.close()
