@@ -4,10 +4,11 @@ A turn never raises these from `await turn.finished`: it resolves to a result wh
 the message. They are raised by calls that cannot give a result: connecting, creating or loading
 a session, a JSON-RPC request the agent answered with an error, bad input.
 
-Every exception of the package is here, and exported from `acp_notebook`. Where a built-in names
-the same condition (a bad value, a timeout), the class also subclasses it, so `except ValueError`
-or `except TimeoutError` catches it too. This module imports nothing of the package: any layer
-may import it.
+Every exception of the package is here, and exported from `acp_notebook`; each is an `AcpError`
+but `TurnInterrupted`, a `KeyboardInterrupt` only (`except Exception` must not catch the user's
+interrupt). Where a built-in names the same condition (a bad value, a timeout), the class also
+subclasses it, so `except ValueError` or `except TimeoutError` catches it too. This module
+imports nothing of the package: any layer may import it.
 """
 
 from __future__ import annotations
@@ -188,12 +189,20 @@ class ReplayError(AcpError, ValueError):
         return [f"\x1b[31mReplayError\x1b[0m: {self.args[0]}"]
 
 
-class TurnInterrupted(AcpError, KeyboardInterrupt):
+class TurnInterrupted(KeyboardInterrupt):
     """The kernel's interrupt stopped a `%%agent` cell; its turn was cancelled (`session/cancel`).
 
-    Also a `KeyboardInterrupt`, what the interrupt means: Run All and nbclient stop on it. IPython
-    shows it as one line, not a traceback through the extension's and anyio's frames.
+    A `KeyboardInterrupt` only, what the interrupt means: Run All and nbclient stop on it, and
+    a person's `except Exception:` around a turn does not swallow their own interrupt (it was an
+    `AcpError` too, so it did). The one class of this module that is not an `AcpError`, for
+    that reason. `result` is the cancelled turn's `TurnResult` when there was a turn (None when
+    the interrupt came before it). IPython shows it as one line, not a traceback through the
+    extension's and anyio's frames.
     """
+
+    def __init__(self, message: str, result: Any = None) -> None:
+        super().__init__(message)
+        self.result = result
 
     def _render_traceback_(self) -> list[str]:
         return [f"\x1b[31mTurnInterrupted\x1b[0m: {self.args[0]}"]

@@ -212,14 +212,14 @@ class AcpNotebook(Magics):
                 "Write the prompt under the %%agent line; for a command, use the line magic "
                 "(%agent help)."
             )
-        return self._run_cell(opts, cell)
+        return self._run_cell(opts, cell, line)
 
-    async def _run_cell(self, opts: CellOptions, body: str) -> Any:
+    async def _run_cell(self, opts: CellOptions, body: str, line: str) -> Any:
         from .notebook import session_cell
         from .notebook.publish import guarded
 
         # Errors quote the agent (its error message, its stderr): they leave masked.
-        return await guarded(session_cell.run(self, opts, body))
+        return await guarded(session_cell.run(self, opts, body, line))
 
     # -- %agent ----------------------------------------------------------------------------------
 

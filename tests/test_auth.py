@@ -4,6 +4,8 @@ advice in a real kernel."""
 
 from __future__ import annotations
 
+import json
+import shlex
 from pathlib import Path
 
 import anyio
@@ -11,7 +13,7 @@ import pytest
 
 from acp_notebook.errors import AuthFailedError, AuthRequiredError, CapabilityError
 from tests.client_helpers import Agent
-from tests.nb_util import execute, scripted, text
+from tests.nb_util import execute, kernel_env, scripted, text
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -124,6 +126,50 @@ def test_auth_commands_and_the_failing_cells_advice_in_a_kernel(tmp_path: Path) 
     assert "echo: hello" in ok and "Error" not in ok
     assert "Deleted session" in deleted
     assert "logged out" in logged_out and not token.exists()
+
+
+def test_a_terminal_logins_whole_command_line_is_shown_escaped_and_masked(
+    tmp_path: Path,
+) -> None:
+    # The method's variables come first, then the agent's command and the method's args: cut at
+    # 200 characters (300 in a cell's advice, without the variables), the end was hidden.
+    token = tmp_path / "logged-in"
+    agent = scripted("--auth-terminal", str(token))
+    command = shlex.split(shlex.split(agent)[0])  # `scripted` gives one quoted word
+    extra = {"LONG_VAR": "v" * 300, "ESC_VAR": "\x1b[2Jx\u202e", "LOGIN_TOKEN": "s3cr3t-v4lue-99"}
+    nb = execute(
+        [f"%%agent -a {agent}\nhello", f"%agent auth -a {agent}"],
+        tmp_path,
+        env=kernel_env(tmp_path, SCRIPTED_LOGIN_VARS=json.dumps(extra)),
+        allow_errors=True,
+    )
+    failed, listed = (text(c) for c in nb.cells)
+    whole = (
+        f"SCRIPTED_LOGIN=yes LONG_VAR={'v' * 300} ESC_VAR=$'\\x1b[2Jx\\u202e' "
+        "LOGIN_TOKEN=[redacted] "
+    )
+    for shown in (failed, listed):
+        assert whole in shown, shown
+        # Then the agent's command and the method's args, to the end (the login's file is
+        # masked: the agent's --auth-terminal names it, a secret-looking option).
+        rest = shown.split(whole, 1)[1]
+        runs = " ".join([*command[:-1], "[redacted]", "--login-to", "[redacted]"])
+        assert rest.startswith(runs), rest
+        assert "s3cr3t-v4lue-99" not in shown and "\x1b[2J" not in shown and "\u202e" not in shown
+
+
+def test_a_login_line_that_would_read_otherwise_is_not_run() -> None:
+    from acp_notebook.client.auth import MAX_LINE_CHARS, login_line
+
+    terminal = {"type": "terminal", "args": ["--login"]}
+    assert (
+        login_line(["agent"], {**terminal, "env": {"A": "it's"}}) == "A='it'\"'\"'s' agent --login"
+    )
+    with pytest.raises(CapabilityError, match="not a name"):
+        login_line(["agent"], {**terminal, "env": {"X=1 rm -rf ~;": "y"}})
+    long = {**terminal, "env": {f"V{i}": "\x1b" * 1000 for i in range(20)}}  # 4x when escaped
+    with pytest.raises(CapabilityError, match=f"longer than {MAX_LINE_CHARS:,}"):
+        login_line(["agent"], long)
 
 
 async def test_a_login_that_never_ends_is_killed_with_what_it_started(tmp_path: Path) -> None:

@@ -65,13 +65,14 @@ def test_a_chosen_path_is_confined_to_the_workspace(tmp_path: Path) -> None:
     outside = tmp_path.parent / f"{tmp_path.name}-out.txt"
     outside.write_text("secret")
     os.symlink(outside, tmp_path / "escape.txt")
-    assert resolve_in(tmp_path, "sub/ok.txt") == (tmp_path / "sub" / "ok.txt").resolve()
+    assert resolve_in(tmp_path, "sub/ok.txt") == tmp_path / "sub" / "ok.txt"
+    # Names only: a link out (escape.txt), a folder, a missing file are refused where the file
+    # is read, on the descriptor read (tests/test_attack_attach.py).
+    assert resolve_in(tmp_path, "escape.txt") == tmp_path / "escape.txt"
     for bad in (
         "../" + outside.name,
+        "sub/../../" + outside.name,
         str(outside),
-        "escape.txt",
-        "sub",
-        "missing.txt",
         "",
         "a\x00b",
         "x" * 5000,
@@ -370,10 +371,10 @@ def test_a_message_whose_files_were_read_during_stop_is_given_back_not_sent(
     reading, let_read = threading.Event(), threading.Event()
     read_regular = attachments._read_regular
 
-    def held_read(path: Path) -> bytes:
+    def held_read(*args: Any) -> Any:
         reading.set()
         let_read.wait(20)
-        return read_regular(path)
+        return read_regular(*args)
 
     monkeypatch.setattr(attachments, "_read_regular", held_read)
     # Still stopping: after the cancel the stopped turn reads a file through the client, held

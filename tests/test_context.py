@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from acp_notebook.notebook.context import MAX_CHARS, variable_parts
+from acp_notebook.protocol.redact import MASK
 from tests.nb_util import execute, scripted, text
 from tests.nb_util import script as nb_script
 
@@ -126,3 +127,13 @@ def test_a_wide_frame_is_described_without_formatting_every_column() -> None:
     assert "shape: (12, 100000)" in body and "c0" in body and "..." in body
     assert len(body) < 3 * MAX_CHARS
     assert took < 15, f"{took:.1f} s to describe a wide frame"
+
+
+def test_a_variable_holding_a_key_is_masked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--with config` handed the agent the key a variable held, as the kernel tools'
+    `inspect_variable` did: both are masked by the kernel's redactor now, one rule."""
+    key = "sk-test-" + "q7Zr2Lx9" * 4
+    monkeypatch.setenv("ACPNB_TEST_API_KEY", key)
+    [part] = variable_parts("config", {"key": key, "model": "m-1"})
+    assert key not in part["context"] and key[:16] not in part["context"]
+    assert MASK in part["context"] and "'model': 'm-1'" in part["context"]

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import ada_url
 import anyio
 import pytest
 
@@ -110,11 +111,49 @@ def test_a_part_reads_back_from_its_json_and_hostile_text_is_escaped_in_every_vi
     assert "❓ the agent asked: <script>alert(1)</script> **bold**" in plain
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://evil.example\\@good.example/",  # urlsplit: good.example; a browser: evil
+        "https://good.example\t.evil.example/",  # a browser drops the tab
+        "https://good.example\n/",
+        "https://%65vil.example/",  # a browser decodes the host's escapes
+        "https://g\u043e\u043egle.example/",  # Cyrillic o's, which a browser maps to xn--
+        "https://good.example/a b",
+    ],
+)
+def test_a_url_whose_host_a_browser_reads_otherwise_is_refused(url: str) -> None:
+    """The host is shown before the link is followed (issue 20): it must be the host the
+    browser opens (ada reads as the WHATWG standard does), or the link is refused in its card."""
+    try:
+        part = read_request(link(url), "e1")
+    except ElicitationError:
+        return  # not a web address at all: said to the agent
+    if part.link.ok:
+        assert part.host == str(ada_url.URL(url).host) and "good.example/" not in part.host
+    else:
+        assert part.host == ""
+        assert "link refused" in render_text(read_turn({"turnId": "t", "parts": [part.to_json()]}))
+
+
+@pytest.mark.parametrize(
+    ("url", "host"),
+    [
+        ("https://user@login.example.com/x", ""),  # user info: refused, no host shown
+        ("https://xn--ggle-55da.example/", "xn--ggle-55da.example"),
+        ("http://[::1]:8080/cb", "[::1]:8080"),  # as `new URL(href).host` gives it
+        ("http://127.0.0.1:9/cb?state=a%20b", "127.0.0.1:9"),
+    ],
+)
+def test_a_url_read_alike_is_asked_with_its_host(url: str, host: str) -> None:
+    assert read_request(link(url), "e1").host == host
+
+
 def test_a_url_is_drawn_as_text_with_its_host_never_as_a_link() -> None:
     part = read_request(link(), "e1")
     assert part.host == "login.example.com"
     html = render_html(read_turn({"turnId": "t", "parts": [part.to_json()]}))
-    assert "host login.example.com" in html and "<a " not in html
+    assert "(host <code class=acpnb-host>login.example.com</code>)" in html and "<a " not in html
 
 
 # -- answered by the client ----------------------------------------------------------------------

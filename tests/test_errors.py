@@ -45,7 +45,8 @@ def test_errors_module_holds_the_whole_family() -> None:
 
 @pytest.mark.parametrize("cls", PUBLIC, ids=lambda cls: cls.__name__)
 def test_every_exception_is_exported_and_an_acp_error(cls: type[BaseException]) -> None:
-    assert issubclass(cls, errors.AcpError)
+    # But the interrupt: an AcpError is an Exception, which `except Exception` would swallow.
+    assert issubclass(cls, errors.AcpError) != (cls is errors.TurnInterrupted)
     assert cls.__name__ in acp_notebook.__all__
     assert getattr(acp_notebook, cls.__name__) is cls
 
@@ -59,6 +60,8 @@ BUILTIN_EXCEPTIONS = {
 # Exception classes outside errors.py: internal signals that never leave their module.
 INTERNAL_CLASSES = {
     "acp_notebook/client/safe_fs.py: Cancelled": "a worker thread's stop; workspace.py catches it",
+    "acp_notebook/notebook/kernel_tools_run.py: CodeTimedOut": "raised in the agent's code at its "
+    "turn's deadline; run_code catches it and reports it as that code's error",
 }
 
 # Where the package raises a built-in exception itself, by "file: exception". Each is an
@@ -84,6 +87,8 @@ INTERNAL_RAISES = {
     "acp_notebook/client/regular_file.py: OSError": "a path in a setting that is not a regular "
     "file: config.py makes it a ConfigError, recording.py a ReplayError",
     "acp_notebook/notebook/stored_sessions.py: OSError": "caught in _write, kept as a problem",
+    "acp_notebook/run/execute.py: OSError": "a folder at the output's name: run_notebook "
+    "reports the save's failure as that notebook's",
     "acp_notebook/widgets/elicit_form.py: TimeoutError": "a handler's timeout: the client "
     "declines the request (client/elicit.py)",
     "acp_notebook/widgets/turn_view.py: TimeoutError": "a permission handler's timeout: the "
@@ -176,6 +181,17 @@ def test_errors_keep_the_builtin_meaning(cls: type[BaseException], builtin: type
 def test_turn_failed_shows_one_paragraph_in_ipython() -> None:
     exc = errors.TurnFailed("the agent exited", result=None)
     assert exc._render_traceback_() == ["\x1b[31mTurnFailed\x1b[0m: the agent exited"]
+
+
+def test_turn_interrupted_is_an_interrupt_only_and_carries_the_result() -> None:
+    result = object()
+    with pytest.raises(KeyboardInterrupt) as caught:
+        try:
+            raise errors.TurnInterrupted("the turn was cancelled", result)
+        except Exception:  # a person's catch-all around a turn: not their interrupt
+            pytest.fail("except Exception caught TurnInterrupted")
+    assert isinstance(caught.value, errors.TurnInterrupted) and caught.value.result is result
+    assert errors.TurnInterrupted("before any turn").result is None
 
 
 def test_turn_interrupted_shows_one_line_in_ipython() -> None:

@@ -152,6 +152,22 @@ def test_recent_cells_fall_back_to_history_when_the_cell_is_not_saved(tmp_path: 
     assert cells[0].index is None and cells[0].to_text() == "--- In [1] ---\na = 2"
 
 
+def test_a_notebook_swapped_for_a_link_out_is_not_read(tmp_path: Path) -> None:
+    """The agent's shell put a link to another notebook (outside the folder) in the running
+    notebook's place: its cells are not read (the history is used instead)."""
+    running = "%%agent --cells 2\nwhy?"
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    _notebook(outside / "private.ipynb", running)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a.ipynb").symlink_to(outside / "private.ipynb")
+    shell = FakeShell(["x = 1", running])
+    shell.user_ns["__vsc_ipynb_file__"] = str(work / "a.ipynb")
+    cells = kc.recent_cells(shell, 2)
+    assert [(c.index, c.source) for c in cells] == [(None, "x = 1")]
+
+
 def test_recent_cells_from_history_are_bounded_and_masked(tmp_path: Path) -> None:
     big = "y" * 10_000_000
     shell = FakeShell([f"s = '{KEY}' + 'x' * 10**7", "s", "%%agent --cells 5"], outs={2: big})

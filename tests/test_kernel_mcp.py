@@ -294,3 +294,74 @@ def test_without_a_socket_there_are_no_tools_and_the_cell_still_runs(tmp_path: P
         assert (await kernel.run()).strip().splitlines()[-1] == "[]"
 
     in_kernel(tmp_path, cells, body, XDG_RUNTIME_DIR=str(deep))
+
+
+@pytest.mark.timeout(60)
+def test_the_relays_token_is_not_left_in_its_proc_environ(tmp_path: Path) -> None:
+    """The relay popped its token from `os.environ`, which only drops the C pointer to it: the
+    bytes stayed in its environment block, which `/proc/<pid>/environ` shows to any process of
+    the same user (another agent's terminal, say) for as long as the relay runs."""
+    path = str(tmp_path / "kernel.sock")
+    token = "t0ken-" + "x" * 40
+    entry = {
+        "command": sys.executable,
+        "args": ["-P", "-m", "acp_notebook.kernel_mcp", "--socket", path],
+        "env": [{"name": kernel_mcp.TOKEN_ENV, "value": token}, {"name": "MARK", "value": "kept"}],
+    }
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(path)
+        listener.listen(1)
+        listener.settimeout(30)
+        proc = relay(entry)
+        try:
+            conn, _ = listener.accept()
+            with conn:
+                conn.settimeout(30)
+                hello = conn.recv(1024)  # it has read its token and is past the start
+                assert hello == kernel_mcp.HELLO + b" " + token.encode() + b"\n"
+                environ = Path(f"/proc/{proc.pid}/environ").read_bytes()
+                assert token.encode() not in environ
+                assert b"\0MARK=kept\0" in environ  # the rest of the block is intact
+                conn.sendall(kernel_mcp.OK + b"\n")
+            proc.stdin.close()  # type: ignore[union-attr]
+            assert proc.wait(timeout=30) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+
+
+SECRET = "sk-test-" + "q7Zr2Lx9" * 4
+KEYED = """\
+import os
+key = os.environ["ACPNB_TEST_API_KEY"]
+config = {"key": key, "model": "m-1"}
+"""
+
+
+def test_every_tool_masks_a_secret_alike(tmp_path: Path) -> None:
+    """`inspect_variable` (and `list_variables`) handed the agent a variable holding a key as it
+    was, while `run_code`'s `print(key)` was masked: one rule now, every answer masked."""
+    cells = [
+        KEYED,
+        "%config AcpNotebook.allow = ['execute']",
+        open_session("m"),
+        ENTRY.format(name="m"),
+    ]
+
+    async def body(kernel: Kernel) -> None:
+        await kernel.run(3)
+        entry = await kernel.entry()
+        async with Client(params(entry)) as mcp:
+            answers = {
+                "inspect": texts(await mcp.call_tool("inspect_variable", {"name": "key"})),
+                "inspect a dict": texts(
+                    await mcp.call_tool("inspect_variable", {"name": "config"})
+                ),
+                "list": texts(await mcp.call_tool("list_variables", {})),
+                "run": texts(await mcp.call_tool("run_code", {"code": "print(key)\nconfig"})),
+            }
+        for tool, said in answers.items():
+            assert SECRET[:16] not in said and "[redacted]" in said, (tool, said)
+        assert "'model': 'm-1'" in answers["inspect a dict"]
+
+    in_kernel(tmp_path, cells, body, ACPNB_TEST_API_KEY=SECRET)

@@ -51,9 +51,7 @@ def run_card_of(cell_node: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     tool calls too)."""
     (record,) = transcripts(cell_node)
     (card,) = [
-        p
-        for p in record["parts"]
-        if p.get("type") == "tool_call" and p.get("toolCallId", "").startswith("acpnb-kernel-")
+        p for p in record["parts"] if p.get("type") == "tool_call" and p.get("byClient") is True
     ]
     (asked,) = [
         p
@@ -85,9 +83,9 @@ def test_an_agent_reads_and_runs_code_when_allowed(tmp_path: Path) -> None:
     assert text(nb.cells[2]).strip() == "42"  # set in the user's namespace
     card, asked = run_card(nb.cells[1])
     assert card["kind"] == "execute" and card["status"] == "completed"
-    assert card["title"] == "Run code in the kernel: made_by_agent = count * 6 (+1 more lines)"
+    assert card["title"] == "Run code in the kernel: `made_by_agent = count * 6` (+1 more lines)"
     assert "made_by_agent = count * 6" in card_text(card) and "42" in card_text(card)
-    assert asked["toolCallId"] == card["toolCallId"]
+    assert asked["toolCallId"] == card["toolCallId"] and card["byClient"] is True
     assert asked["optionId"] == "allow" and asked["decidedBy"] == "policy"
 
 

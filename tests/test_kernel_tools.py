@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import signal
+import threading
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from acp_notebook.notebook import kernel_tools
-from acp_notebook.notebook.kernel_tools_run import CellGate, run_code
+from acp_notebook.client.turn import TurnHandle
+from acp_notebook.notebook import kernel_tools, kernel_tools_run
+from acp_notebook.notebook.kernel_tools_run import CellGate, run_code, stoppable
 from tests.blocking import CountedKey
 
 
@@ -80,20 +85,34 @@ def test_run_code_captures_output_result_and_errors_bounded() -> None:
     assert masked.stdout == "key [redacted]\n"
 
 
+def _turn() -> TurnHandle:
+    """A turn made where it is called, as `Session.prompt` makes one (no agent behind it)."""
+
+    async def cancel(turn: TurnHandle) -> None:
+        pass
+
+    return TurnHandle(SimpleNamespace(id="s", cwd="."), [], cancel=cancel)
+
+
 def test_the_gate_lets_code_run_only_outside_other_cells() -> None:
     async def main() -> None:
         events = Events()
-        turns: list[object] = []
-        gate = CellGate(events, lambda: turns)
-        earlier_turn, this_turn = object(), object()
         # Made during a cell (the %%agent cell that opened the server): its turn may run.
+        gate = CellGate(events)
+        this_turn = _turn()
         assert gate.may_run(this_turn)
         events.trigger("post_run_cell")
         assert gate.may_run(None)
-        turns.append(earlier_turn)  # a --background turn, then the user runs a cell
-        events.trigger("pre_run_cell")
+        earlier_turn = _turn()  # a --background turn, then the user runs a cell
+
+        def a_cell() -> TurnHandle:  # IPython runs pre_run_cell in the cell's own context
+            events.trigger("pre_run_cell")
+            return _turn()
+
+        cells_turn = contextvars.copy_context().run(a_cell)
         assert not gate.may_run(earlier_turn) and not gate.may_run(None)
-        assert gate.may_run(this_turn)  # a turn this cell started and waits for
+        assert not gate.may_run(this_turn)  # an earlier cell's
+        assert gate.may_run(cells_turn)  # a turn this cell started and waits for
         waiter = asyncio.ensure_future(gate.wait(lambda: earlier_turn, 30))
         await asyncio.sleep(0.01)
         assert not waiter.done()
@@ -104,7 +123,80 @@ def test_the_gate_lets_code_run_only_outside_other_cells() -> None:
         gate.close()
         assert events.callbacks == {"pre_run_cell": [], "post_run_cell": []}
 
-    asyncio.run(main())
+    contextvars.Context().run(asyncio.run, main())
+
+
+def test_a_turn_the_chat_starts_during_a_cell_is_not_that_cells() -> None:
+    """The chat's turn, started (in a context of its own: a widget message over a subshell)
+    while a cell of the user's runs, counted as the cell's because it started after it: its
+    code ran in the middle of the cell (an async cell printed [0, 1, 2, 3, 4, -999, 6, ...])."""
+    events = Events()
+
+    def a_cell() -> tuple[CellGate, TurnHandle]:
+        gate = CellGate(events)
+        events.trigger("post_run_cell")
+        events.trigger("pre_run_cell")  # the user's cell runs ...
+        return gate, _turn()
+
+    gate, cells_turn = contextvars.copy_context().run(a_cell)
+    chats_turn = contextvars.Context().run(_turn)  # ... and the chat starts a turn meanwhile
+    assert gate.may_run(cells_turn) and not gate.may_run(chats_turn)
+    # Input the cell sends while the chat's turn is queued joins that turn: the cell waits.
+    contextvars.copy_context().run(chats_turn.merge, [])
+    assert not gate.may_run(chats_turn)  # that merge was made outside the cell
+    events.trigger("post_run_cell")
+    assert gate.may_run(chats_turn)
+
+
+@pytest.mark.timeout(30)
+def test_the_agents_code_is_stopped_by_its_time_limit_and_by_an_interrupt() -> None:
+    """`while True: pass` (or a sleep) blocked the kernel's loop: neither the interrupt nor the
+    turn's --timeout, both of which went through that loop, could stop it."""
+    started = time.monotonic()
+    spun = run_code("while True:\n    pass", {}, str, time_limit=0.3)
+    assert spun.stopped == "timed out" and "CodeTimedOut" in (spun.error or "")
+    slept = run_code("import time\ntime.sleep(60)", {}, str, time_limit=0.3)
+    assert slept.stopped == "timed out"
+    # A bare except swallowed the first stop: it is stopped again a second later.
+    stubborn = (
+        "while True:\n    try:\n        while True: pass\n    except BaseException:\n"
+        "        break\nwhile True: pass"
+    )
+    assert run_code(stubborn, {}, str, time_limit=0.2).stopped == "timed out"
+    assert time.monotonic() - started < 10
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+    running = threading.Event()
+    main = threading.main_thread().ident or 0
+
+    def interrupt() -> None:
+        running.wait(10)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    stopped = run_code("running.set()\nwhile True: pass", {"running": running}, str)
+    assert stopped.stopped == "interrupted" and "KeyboardInterrupt" in (stopped.error or "")
+    assert run_code("1 + 1", {}, str, time_limit=5).result == "2"
+    own = run_code("raise KeyboardInterrupt('mine')", {}, str)  # the code's own: not a stop
+    assert own.stopped is None and "KeyboardInterrupt: mine" in (own.error or "")
+
+
+@pytest.mark.timeout(30)
+def test_a_stop_as_the_code_ends_does_not_escape_into_the_kernel() -> None:
+    """A SIGINT that lands after the code returned (in the machinery that puts stdout and the
+    handler back) is not raised there: raised there, it left our handler and the captured
+    stdout in place for good."""
+    import sys
+
+    stdout = sys.stdout
+    main = threading.main_thread().ident or 0
+    # The code returns at once; the signal lands in `call`'s own frame or after it.
+    stopper = kernel_tools_run.Stopper(None)
+    with stopper:
+        stopper.call(lambda: None)
+        signal.pthread_kill(main, signal.SIGINT)  # handled here, outside the code: not raised
+    assert stopper.stopped is None
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert sys.stdout is stdout
 
 
 @pytest.mark.timeout(60)
@@ -161,3 +253,23 @@ def test_the_agents_code_cannot_wait_for_input() -> None:
     out = run_code("import sys\nsys.stdin.read()", {}, str)
     assert out.error is None and out.result == "''"
     assert (builtins.input, getpass.getpass, sys.stdin) == before  # put back
+
+
+@pytest.mark.timeout(30)
+def test_a_read_tool_stuck_in_a_users_repr_is_stopped_too() -> None:
+    """`inspect_variable` runs the value's own `__repr__` on the kernel's loop: one that hangs
+    (a lazy object that calls the network, say) blocked the kernel as the agent's code did."""
+
+    class Hangs:
+        def __repr__(self) -> str:
+            while True:
+                pass
+
+    ns = {"h": Hangs(), "n": 1}
+    output, stopped = stoppable(lambda: kernel_tools.inspect_variable(ns, "h"), 0.3)
+    assert output is None and stopped == "timed out"
+    listed, stopped = stoppable(lambda: kernel_tools.list_variables(ns), 0.3)
+    assert listed is None and stopped == "timed out"
+    fine, stopped = stoppable(lambda: kernel_tools.inspect_variable(ns, "n"), 5)
+    assert fine is not None and "value:\n1" in fine.text and stopped is None
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

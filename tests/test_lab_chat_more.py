@@ -86,10 +86,10 @@ HOLD_READS = """import threading
 from acp_notebook.client import attachments
 reading, release = threading.Event(), threading.Event()
 unheld = attachments._read_regular
-def held(path):
+def held(*args):
     reading.set()
     release.wait(30)  # a failed test's held read ends soon
-    return unheld(path)
+    return unheld(*args)
 attachments._read_regular = held
 print('reads held')"""
 READING = "import asyncio\nprint('reading', await asyncio.to_thread(reading.wait, 60))"

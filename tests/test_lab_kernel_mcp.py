@@ -8,11 +8,14 @@ variable the code set exists in the kernel, and the card shows what the code pri
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import pytest
 
 from tests.agents.script import script
+from tests.blocking import open_fifo_ends, raised_within
+from tests.test_attack_client_parts import GUESSES, spoofs
 from tests.test_lab import output
 from tests.test_lab_view import AGENT, done, run, shoot
 
@@ -40,11 +43,11 @@ def test_run_code_asks_in_its_card_and_runs_after_allow(page: Any, lab: Any) -> 
         "Reject",
     ]
     # The code, before anything runs: its first line in the card's title and next to the
-    # buttons, all of it in the card once opened.
+    # buttons, all of it in the card, open, marked as the client's own.
     asked = out.locator(".acpnb-perm").first.inner_text()
     assert "Run code in the kernel: lab_answer = 6 * 7 (+1 more lines)" in asked
-    card.first.locator("summary").click()
     card.first.get_by_text("print('set by the agent:', lab_answer)").wait_for(timeout=30_000)
+    assert "acp_notebook's own" in card.first.locator("summary").inner_text()
     shoot(page, "kernel-run-code")
     allow.first.click()
     done(page)
@@ -52,3 +55,53 @@ def test_run_code_asks_in_its_card_and_runs_after_allow(page: Any, lab: Any) -> 
     assert "set by the agent: 42" in record  # the card shows what the code printed
     assert "did not allow" not in json.dumps(record)
     assert "in the kernel: 42" in output(page, 1).first.inner_text()
+
+
+#: The text of the card just before the element (the card a permission box is about: the
+#: client's permission follows its card at once).
+CARD_BEFORE = """(el) => {
+  const cards = [...document.querySelectorAll('.jp-Notebook details.acpnb-tool')].filter(
+    (c) => c.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING);
+  return cards.length ? cards[cards.length - 1].textContent : null;
+}"""
+
+
+def test_the_card_allowed_shows_the_code_that_runs(page: Any, lab: Any) -> None:
+    """While Allow waits, the agent sends updates (and a tool_call) for the ids the client's
+    card had before, with other code, output and status: the card the person allows still shows
+    the code, and that code is what runs (issue 20)."""
+    root = lab[2]
+    fifo, ran = root / "spoof.fifo", root / "spoof_ran.txt"
+    for path in (fifo, ran):
+        path.unlink(missing_ok=True)
+    os.mkfifo(fifo)
+    code = "from pathlib import Path\nPath('spoof_ran.txt').write_text('real')\nlab_ran = 'real'"
+    during = [{"wait_fifo": str(fifo)}, *spoofs(GUESSES), {"say": "spoofed", "message_id": "mk"}]
+    call = {"name": "run_code", "arguments": {"code": code}}
+    steps = script({"mcp": "kernel", "calls": [call], "during": during})
+    run(
+        page,
+        lab,
+        "kernel_spoof.ipynb",
+        f"%%agent --agent {AGENT} --session sp\n{steps}",
+        "print('in the kernel:', lab_ran)",
+    )
+    out = output(page)
+    allow = out.locator("button.acpnb-permission-option", has_text="Allow")
+    allow.first.wait_for(timeout=90_000)
+    # The card waits for the person: the agent spoofs it now, then says so.
+    assert raised_within(lambda: fifo.write_text("asked"), open_fifo_ends(fifo), 30) is None
+    out.get_by_text("spoofed").first.wait_for(timeout=60_000)
+    asked = out.locator(".acpnb-perm", has=page.locator("button.acpnb-permission-option"))
+    seen_title = asked.first.inner_text()
+    seen_card = asked.first.evaluate(CARD_BEFORE)
+    shoot(page, "kernel-run-spoofed")
+    allow.first.click()
+    done(page)
+    # What the person saw when they clicked: the code, waiting, none of the agent's.
+    assert "Run code in the kernel: from pathlib import Path (+2 more lines)" in seen_title
+    assert seen_card is not None and "Path('spoof_ran.txt').write_text('real')" in seen_card
+    assert "hello" not in seen_card and "print(" not in seen_card
+    # ... and what ran: that code.
+    assert ran.read_text() == "real"
+    assert "in the kernel: real" in output(page, 1).first.inner_text()

@@ -32,6 +32,11 @@ HOSTILE = """
 <a href="data:text/html,&lt;script&gt;alert(1)&lt;/script&gt;">data-link</a>
 <a href="vbscript:msgbox(1)">vb-link</a>
 <a href="https://example.org/fine" onmouseover="window.__pwned = 'hover'">fine-link</a>
+<a href="https://accounts.google.com@evil.example/">userinfo-link</a>
+<a href="https://@evil.example/">empty-userinfo-link</a>
+<a href="//evil.example/x">scheme-relative-link</a>
+<a href="/\\evil.example/x">backslash-relative-link</a>
+<a href="docs/notes.md">relative-link</a>
 <p style="position:fixed;inset:0;z-index:9999;background:red" onclick="window.__pwned = 'p'">
   covering-paragraph</p>
 <style>body { --pwned: 1; } .jp-Notebook { display: none; }</style>
@@ -107,6 +112,11 @@ def test_hostile_html_sent_to_the_view_runs_nothing_live_or_saved(page: Any, lab
     assert parts.evaluate(LEFT) == []
     # Our own words and markup stay: links to the web, the card, the table, the image.
     assert parts.locator("a[href='https://example.org/fine'][rel='noopener noreferrer']").count()
+    # A link that shows one host and opens another is none (issue 20, item 3); a relative
+    # one to a file of this page's host stays.
+    for label in ("userinfo", "empty-userinfo", "scheme-relative", "backslash-relative"):
+        assert parts.get_by_text(f"{label}-link", exact=True).get_attribute("href") is None
+    assert parts.get_by_text("relative-link", exact=True).get_attribute("href") == "docs/notes.md"
     assert parts.locator("details[open] summary", has_text="a card").count() == 1
     assert parts.locator("td[style='text-align:right']", has_text="a cell").count() == 1
     assert parts.locator("img[alt='fine image']").count() == 1

@@ -809,6 +809,52 @@ def test_kernel_interrupt_cancels_turn_and_kernel_stays_usable(tmp_path: Path) -
 
 
 @pytest.mark.timeout(90)
+def test_except_exception_does_not_swallow_the_interrupt_of_a_turn(tmp_path: Path) -> None:
+    # A person's `except Exception:` around a turn must let their own interrupt through; an
+    # `except KeyboardInterrupt:` catches it, with the cancelled turn's result.
+    agent = scripted()
+    body = script({"say": "streaming"}, {"sleep": 60})
+    turn = f"await get_ipython().run_cell_magic('agent', {'--agent ' + agent!r}, {body!r})"
+    nb = new_nb(
+        f"try:\n    {turn}\nexcept Exception as exc:\n    print('swallowed', repr(exc))",
+        f"try:\n    {turn}\nexcept KeyboardInterrupt as exc:\n"
+        "    print('caught', type(exc).__name__, exc.result.stop_reason)",
+    )
+    client = make_client(nb, tmp_path)
+
+    def streaming(index: int) -> bool | None:
+        return (
+            any(
+                m["msg_type"] == "update_display_data"
+                and "streaming" in m["content"]["data"].get("text/plain", "")
+                for i, m in client.messages
+                if i == index
+            )
+            or None
+        )
+
+    async def interrupted(index: int) -> None:
+        running = asyncio.create_task(client.async_execute_cell(nb.cells[index], index))
+        # A cell that ended before it streamed has nothing to interrupt: its error is the story.
+        await poll(lambda: streaming(index) or running.done() or None, 60, f"cell {index}")
+        if not running.done():
+            await client.km.interrupt_kernel()
+        await running
+
+    async def main() -> None:
+        async with client.async_setup_kernel(env=kernel_env(tmp_path)):
+            with pytest.raises(CellExecutionError) as info:
+                await interrupted(0)
+            assert info.value.ename == "TurnInterrupted"
+            await interrupted(1)
+
+    asyncio.run(main())
+    assert "swallowed" not in text(nb.cells[0])
+    printed = [o["text"] for o in outputs(nb.cells[1]) if o["output_type"] == "stream"]
+    assert "".join(printed).strip() == "caught TurnInterrupted cancelled"
+
+
+@pytest.mark.timeout(90)
 def test_changed_settings_restart_the_agent_so_they_apply(
     tmp_path: Path, kernel: SharedKernel
 ) -> None:

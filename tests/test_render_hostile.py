@@ -361,3 +361,28 @@ def test_a_terminal_shown_by_many_cards_is_drawn_once() -> None:
         assert len(bundle[mime]) < 10 * size, (mime, len(bundle[mime]), size)
     assert bundle["text/html"].count("&lt;" * 99) >= 100  # drawn, once (its last 200 lines)
     assert "call 4" in bundle["text/html"]
+
+
+def test_a_terminal_shows_its_command_as_it_ran() -> None:
+    """The command is the client's record of what it ran (issue 20, same class as the spoofed
+    card): an agent's `\\r` was drawn as a line end (`rm -rf ~\\recho safe` showed "echo safe"
+    on a line of its own, which `sh` never ran), a right-to-left override reordered it, a
+    no-break space looked like the space that would have split it. Each is an escape now."""
+    command = "rm -rf ~\recho safe \u202eoof\u00a0bar"
+    call = {
+        "type": "tool_call",
+        "id": "c1",
+        "toolCallId": "c1",
+        "title": "run",
+        "kind": "execute",
+        "status": "completed",
+        "content": [{"type": "terminal", "terminalId": "t"}],
+    }
+    terminal = {"terminalId": "t", "command": command, "output": "", "exitCode": 0}
+    bundle = render_bundle(
+        {"turnId": "x", "success": True, "parts": [call], "terminals": [terminal]}
+    )
+    shown = "$ rm -rf ~\\u000decho safe \\u202eoof\\u00a0bar"
+    for mime in ("text/html", "text/markdown"):
+        assert shown in html_lib.unescape(bundle[mime]), mime
+        assert not {"\r", "\u202e"} & set(bundle[mime]), mime

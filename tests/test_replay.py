@@ -215,6 +215,37 @@ def test_replay_serves_values_without_the_agent_and_fails_a_changed_cell(
 
 
 @pytest.mark.timeout(240)
+def test_the_recorded_notebook_edited_then_replayed_fails_the_edited_cell(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
+    # Record, edit a cell of that same notebook (its outputs, the record, stay), replay it: what
+    # the cell is compared with is what its turn was asked, not the edited source.
+    log = tmp_path / "agent.jsonl"
+    recorded = record(tmp_path, CELLS, log, kernel=kernel)
+    edited = nbformat.read(recorded, as_version=4)
+    edited.cells[2].source = "%%agent --agent rec --out b --quiet\nsecond question, edited"
+    edited.cells[0].source = "%%agent --agent rec --out a --deny edit\nfirst question"
+    nbformat.write(edited, recorded)
+    nb = execute(
+        edited,
+        tmp_path,
+        env=replay_env(tmp_path, recorded, no_agent(tmp_path)),
+        allow_errors=True,
+        kernel=kernel,
+    )
+    [error] = [o for o in outputs(nb.cells[0]) if o.output_type == "error"]
+    assert error.ename == "ReplayError" and "%%agent cell #1" in error.evalue
+    assert "--deny (recorded [], now ['edit'])" in error.evalue
+    [error] = [o for o in outputs(nb.cells[2]) if o.output_type == "error"]
+    assert error.ename == "ReplayError" and "%%agent cell #2" in error.evalue
+    assert (
+        "the prompt (line 1: recorded 'second question', now 'second question, edited')"
+        in error.evalue
+    )
+    assert prompts(log) == ["first question", "second question"]
+
+
+@pytest.mark.timeout(240)
 def test_fill_runs_the_agent_for_the_changed_cell_only(
     tmp_path: Path, kernel: SharedKernel
 ) -> None:
@@ -395,9 +426,45 @@ def test_malformed_recordings_give_a_clear_error(tmp_path: Path, kernel: SharedK
     ],
 )
 def test_turn_result_from_json_is_total(junk: Any) -> None:
-    result = TurnResult.from_json(junk)
-    assert isinstance(result.success, bool) and isinstance(result.text, str)
-    json.dumps(result.to_json(), allow_nan=False)
+    from acp_notebook.protocol.refold import refold
+
+    for result in (TurnResult.from_json(junk), refold(junk)):  # a replay folds it again
+        assert isinstance(result.success, bool) and isinstance(result.text, str)
+        json.dumps(result.to_json(), allow_nan=False)
+
+
+def test_a_refolded_recording_keeps_its_counts_and_ids() -> None:
+    from acp_notebook.protocol.refold import refold
+
+    recorded = {
+        "success": True,
+        "dropped": {"parts": 7, "{0.__class__}": 1, "text_chars": "9"},
+        "parts": [
+            {
+                "type": "error",
+                "id": "e1",
+                "level": "warning",
+                "message": "The agent sent more than the client keeps; left out: 7 parts",
+            },
+            {"type": "message", "id": "m9", "role": "agent", "text": "hi"},
+            {
+                "type": "permission",
+                "id": "p3",
+                "toolCallId": "nowhere",
+                "title": "Run it",
+                "options": [{"optionId": "ok", "name": "Allow", "kind": "allow_once"}],
+                "outcome": "selected",
+                "optionId": "ok",
+                "decidedBy": "policy",
+            },
+        ],
+    }
+    result = refold(recorded)
+    assert result.dropped == {"parts": 7}  # a kind that is not a word is not one of ours
+    note, answer, asked = result.parts
+    assert (note.part_id, answer.part_id, asked.part_id) == ("e1", "m9", "p3")
+    assert note.message.startswith("The agent sent more than the client keeps; left out: 7")
+    assert (asked.title, asked.option_id, asked.decided_by) == ("Run it", "ok", "policy")
 
 
 def test_loading_refuses_what_is_not_a_notebook(tmp_path: Path) -> None:
@@ -492,7 +559,8 @@ def test_a_cell_that_ended_otherwise_than_with_a_turn_is_not_replayed(tmp_path: 
     from nbformat.v4 import new_output
 
     nb = new_nb("%%agent\ninterrupted", "%%agent\nanswered")
-    turn = {"success": True, "text": "fine"}
+    asked = {"cellOptions": "", "prompt": [{"type": "text", "text": "answered"}]}
+    turn = {"success": True, "text": "fine", **asked}
     nb.cells[0].outputs = [
         new_output("display_data", data={MIME_TURN: {**turn, "success": False}}),
         new_output("error", ename="KeyboardInterrupt", evalue="", traceback=[]),
@@ -506,3 +574,68 @@ def test_a_cell_that_ended_otherwise_than_with_a_turn_is_not_replayed(tmp_path: 
         first.problem == "its recorded run ended with KeyboardInterrupt, not with a turn's result"
     )
     assert second.problem == "" and second.is_value and second.transcript == turn
+
+
+def test_a_record_that_does_not_say_what_it_was_asked_is_not_replayed(tmp_path: Path) -> None:
+    from nbformat.v4 import new_output
+
+    nb = new_nb("%%agent\nold record", "%%agent\nno prompt")
+    records = [
+        {"success": True, "prompt": [{"type": "text", "text": "old record"}]},  # no cellOptions
+        {"success": True, "cellOptions": "", "prompt": [{"type": "context", "tag": "x"}]},
+    ]
+    for cell, turn in zip(nb.cells, records, strict=True):
+        cell.outputs = [new_output("execute_result", data={MIME_TURN: turn}, execution_count=1)]
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nb, path)
+    old, no_prompt = load(str(path)).cells
+    assert old.transcript is None and "which %%agent options" in old.problem
+    assert no_prompt.transcript is None and "no prompt to compare" in no_prompt.problem
+
+
+@pytest.mark.timeout(240)
+def test_a_hostile_recording_replays_within_the_live_limits(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
+    from nbformat.v4 import new_output
+
+    from acp_notebook.protocol.limits import DEFAULT_LIMITS
+
+    # 200,000 recorded parts (a live turn keeps at most 5,000): tool calls and messages.
+    parts: list[dict[str, Any]] = []
+    for i in range(100_000):
+        parts.append({"type": "message", "id": f"m{i}", "role": "agent", "text": f"step {i}. "})
+        call = {"id": f"t{i}", "toolCallId": f"c{i}", "title": "Read " + "x" * 80, "kind": "read"}
+        parts.append({"type": "tool_call", **call, "status": "completed"})
+    turn = {
+        "turnId": "turn-hostile",
+        "success": True,
+        "stopReason": "end_turn",
+        "cellOptions": "",
+        "prompt": [{"type": "text", "text": "hello"}],
+        "parts": parts,
+    }
+    nb = new_nb("%%agent\nhello")
+    nb.cells[0].outputs = [new_output("execute_result", data={MIME_TURN: turn}, execution_count=1)]
+    recorded = tmp_path / "hostile.ipynb"
+    nbformat.write(nb, recorded)
+    again = execute(
+        new_nb("%%agent\nhello", "print(len(_.parts), _.dropped.get('tool_calls', 0))"),
+        tmp_path,
+        env=replay_env(tmp_path, recorded, no_agent(tmp_path)),
+        timeout=180,
+        kernel=kernel,
+    )
+    saved = tmp_path / "replayed.ipynb"
+    nbformat.write(again, saved)
+    kept, dropped = map(int, text(again.cells[1]).split())
+    # The tool calls' cap, as a live turn's: the messages between the calls left out join.
+    assert kept <= DEFAULT_LIMITS.parts and dropped == 100_000 - DEFAULT_LIMITS.tool_calls
+    [record] = value_records(again.cells[0])
+    assert len(record["parts"]) == kept
+    assert record["parts"][0]["message"].startswith("The agent sent more than the client keeps")
+    size, was = saved.stat().st_size, recorded.stat().st_size
+    print(f"recorded {was / 1e6:.1f} MB, {len(parts):,} parts -> replayed {size / 1e6:.1f} MB")
+    # What is left: 4,000 parts and the 1.1 MB of text, drawn three times (transcript, HTML,
+    # text), as a live turn that sent this much would be.
+    assert size < 8_000_000 and size < was / 4, (size, was)

@@ -95,6 +95,22 @@ def test_quickstart_prints_every_turn_and_saves_its_outputs(tmp_path: Path) -> N
 
 
 @pytest.mark.timeout(120)
+def test_a_link_planted_at_the_output_is_replaced_not_written_through(tmp_path: Path) -> None:
+    """The run wrote the executed notebook by opening its name: a link the agent's shell put
+    there during the run (here: a cell) had the file it led to truncated and overwritten. Now
+    the notebook is a new file renamed over the name, and the link's target is untouched."""
+    victim = tmp_path / "outside" / "victim.txt"
+    victim.parent.mkdir()
+    victim.write_text("the victim's data\n")
+    notebook(tmp_path / "x.ipynb", f"import os\nos.symlink({str(victim)!r}, 'x.out.ipynb')")
+    done = run_cli(tmp_path, "x.ipynb")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert victim.read_text() == "the victim's data\n"
+    saved = tmp_path / "x.out.ipynb"
+    assert not saved.is_symlink() and "os.symlink" in nbformat.read(saved, 4).cells[0].source
+
+
+@pytest.mark.timeout(120)
 def test_a_failed_turn_exits_1_with_its_turnfailed_paragraph(tmp_path: Path) -> None:
     # --quiet: no live display, only the failed turn's record, shown when it ends.
     notebook(tmp_path / "fails.ipynb", "%%agent --quiet\n/fail on purpose", "print('not reached')")
@@ -247,6 +263,46 @@ def test_quiet_prints_only_failures_and_the_summary(tmp_path: Path) -> None:
     assert any("demo failure" in x for x in lines[1:-1])
     assert lines[-1].startswith("✗ q.ipynb") and "2 turns (1 failed)" in lines[-1]
     assert not any(x.lstrip().startswith(("▸", "✓ read", "Plan", "[1/2]")) for x in lines)
+
+
+def test_an_output_that_is_a_folder_fails_that_notebook_with_a_reason(tmp_path: Path) -> None:
+    # The agent of a run can make a folder at the output's name: the save failed with a
+    # traceback out of the command, and the summary never came.
+    notebook(tmp_path / "n.ipynb", "print('ran')")
+    (tmp_path / "n.out.ipynb").mkdir()
+    done = run_cli(tmp_path, "n.ipynb")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr + done.stdout, done.stderr
+    assert "✗ cannot save" in done.stdout and "it is a folder" in done.stdout, done.stdout
+    assert "✗ n.ipynb in" in done.stdout, done.stdout  # the summary line, failed
+    assert (tmp_path / "n.out.ipynb").is_dir()  # nothing written into or over it
+
+
+@pytest.mark.timeout(150)
+def test_a_failed_cells_reason_is_printed_escaped_and_bounded(tmp_path: Path) -> None:
+    # A usage error shows no error output (IPython prints it to stderr): the runner said only
+    # "failed 0.3 s". Its text is printed, as every failed cell's reason is, fit for a terminal.
+    notebook(tmp_path / "unknown.ipynb", "%%agent --agent unknown-name\nhello")
+    hostile = "\\x1b]0;pwned\\x07\\x1b[2Jbad\\rcell" + "x" * 100_000 + "\\n" * 10_000
+    notebook(
+        tmp_path / "hostile.ipynb",
+        f"from IPython.core.error import UsageError\nraise UsageError('{hostile}')",
+    )
+    done = run_cli(tmp_path, "unknown.ipynb", "hostile.ipynb")
+    assert done.returncode == 1, done.stdout + done.stderr
+    out = done.stdout
+    assert re.search(
+        r"\[1/1\] %%agent --agent unknown-name … failed .*\n"
+        r"  UsageError: unknown agent 'unknown-name'\. Known agents: ",
+        out,
+    ), out
+    [failed] = [x for x in out.splitlines() if "[1/1] from IPython" in x]
+    reason = out.split(failed, 1)[1].splitlines()[1:]
+    # The escapes gone, the carriage return a line break, the long line cut; 10,000 lines not.
+    assert reason[0] == "  UsageError: bad", reason[:2]
+    assert reason[1].startswith("  cellxxx") and reason[1].endswith("…") and len(reason[1]) == 1002
+    assert len(out) < 5_000, len(out)
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", out), repr(out[:2000])
 
 
 @pytest.mark.parametrize(

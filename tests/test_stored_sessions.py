@@ -12,6 +12,7 @@ import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 from jupyter_core.utils import run_sync
@@ -207,6 +208,37 @@ def test_symlinks_are_not_followed(tmp_path: Path) -> None:
     assert SessionStore(tmp_path / "w2").get("nb", "r", "a") is None
 
 
+@pytest.mark.timeout(60)
+def test_the_folder_swapped_for_a_link_while_writing_is_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store checked that `.acp_notebook` was no link, then wrote and renamed in it by
+    path: swapped for a link meanwhile (here: at the temporary file's open), the kernel wrote
+    its file where the link led. Now it holds the folder's descriptor, opened without
+    following a link, and works beneath it."""
+    from acp_notebook.notebook import stored_sessions
+
+    outside, work = tmp_path / "outside", tmp_path / "work"
+    outside.mkdir()
+    folder = work / ".acp_notebook"
+    folder.mkdir(parents=True)
+    real_open, swapped = os.open, []
+
+    def swap_then_open(path: Any, *args: Any, **kwargs: Any) -> int:
+        if str(path).endswith(".tmp") and not swapped:  # the agent's shell, at that moment
+            folder.rename(work / ".held")
+            folder.symlink_to(outside)
+            swapped.append(path)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(stored_sessions.os, "open", swap_then_open)
+    SessionStore(work).put("nb", "r", "a", "id")
+    monkeypatch.undo()
+    assert swapped and list(outside.iterdir()) == [], "the kernel wrote outside the workspace"
+    assert SessionStore(work).get("nb", "r", "a") is None  # the link is not read either
+    assert "id" in (work / ".held" / "sessions.json").read_text()  # written where it was
+
+
 def test_agent_resume_names_the_session_for_later_restarts(tmp_path: Path) -> None:
     # Fresh kernels only: in the shared kernel, reset, the last run did not resume (unexplained).
     command = agent(tmp_path, "--resume")
@@ -232,3 +264,84 @@ def test_km_restart_kernel_resumes(tmp_path: Path) -> None:
     before, after = (text(nb.cells[i]).split("ID ")[-1].strip() for i in (1, 3))
     assert before == after
     assert f"Resumed session {before[:12]}…" in " ".join(data(nb.cells[2], "text/plain"))
+
+
+WRITER = """
+import sys
+from acp_notebook.notebook.stored_sessions import SessionStore
+store = SessionStore(sys.argv[1])
+print("ready", flush=True)
+sys.stdin.readline()  # the go: both processes write at once
+for i in range(150):
+    store.put("nb", f"{sys.argv[2]}{i}", "a", f"id-{sys.argv[2]}{i}")
+print("\\n".join(store.problems) or "done", flush=True)
+"""
+
+
+@pytest.mark.timeout(240)
+def test_two_processes_writing_at_once_keep_every_entry(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(tmp_path), name],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("x", "y")
+    ]
+    try:
+        for w in writers:
+            assert w.stdout is not None and w.stdout.readline().strip() == "ready"
+        for w in writers:
+            assert w.stdin is not None
+            w.stdin.write("go\n")
+            w.stdin.flush()
+        said = [w.communicate(timeout=200)[0].strip() for w in writers]
+    finally:
+        for w in writers:
+            w.kill()
+    assert said == ["done", "done"]
+    names = {e.name for e in SessionStore(tmp_path).entries()}
+    assert names == {f"{n}{i}" for n in "xy" for i in range(150)}, len(names)
+
+
+def test_a_lock_that_cannot_be_had_is_said_and_nothing_is_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fcntl
+
+    from acp_notebook.notebook import stored_sessions
+
+    store = SessionStore(tmp_path)
+    store.put("nb", "r", "a", "kept")
+    monkeypatch.setattr(stored_sessions, "LOCK_WAIT", 0.2)
+    # Another holder of the lock (another open file description: flock is per description).
+    fd = os.open(store.directory / stored_sessions.LOCKNAME, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        store.put("nb", "s", "a", "not saved")
+    finally:
+        os.close(fd)
+    assert any("cannot lock" in p and "held it for 0.2 s" in p for p in store.problems)
+    assert {e.session_id for e in SessionStore(tmp_path).entries()} == {"kept"}
+
+
+def test_the_lock_file_is_not_followed_nor_a_fifo(tmp_path: Path) -> None:
+    from acp_notebook.notebook.stored_sessions import LOCKNAME
+
+    outside = tmp_path / "outside"
+    outside.write_text("theirs")
+    store = SessionStore(tmp_path / "w")
+    store.directory.mkdir(parents=True)
+    os.symlink(outside, store.directory / LOCKNAME)
+    store.put("nb", "r", "a", "sid")
+    assert outside.read_text() == "theirs" and any("cannot lock" in p for p in store.problems)
+    assert not store.path.exists()
+    os.unlink(store.directory / LOCKNAME)
+    os.mkfifo(store.directory / LOCKNAME)
+    fifo = SessionStore(tmp_path / "w")
+    fifo.put("nb", "r", "a", "sid")  # returns: a FIFO is opened without blocking, and refused
+    assert any("not a regular file" in p for p in fifo.problems)

@@ -65,3 +65,29 @@ def test_a_regular_file_is_still_written(tmp_path: Path) -> None:
     log.close()
     assert log.error is None and len(path.read_text().splitlines()) == 3
     assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_link_at_the_name_is_a_failed_log_not_written_through(tmp_path: Path) -> None:
+    """The agent's shell replaced the log by a link to another file: nothing is appended to
+    that file (the log fails, reported once)."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the victim's data\n")
+    path = tmp_path / "wire.jsonl"
+    path.symlink_to(victim)
+    log = JsonLinesLog(path, agent="a", pid=1, redactor=Redactor())
+    log(_entry(1, '{"id": 1}'))
+    log.close()
+    assert log.error is not None and victim.read_text() == "the victim's data\n"
+
+
+def test_a_failed_log_says_so_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # It was kept as `error` and never said: the person believed the protocol was logged.
+    folder = tmp_path / "wire.jsonl"
+    folder.mkdir()
+    log = JsonLinesLog(folder, agent="a", pid=1, redactor=Redactor())
+    with caplog.at_level("WARNING", logger="acp_notebook"):
+        for seq in range(3):
+            log(_entry(seq, '{"jsonrpc": "2.0"}'))
+    said = [r.getMessage() for r in caplog.records if "protocol log" in r.getMessage()]
+    assert len(said) == 1 and str(folder) in said[0], said
+    log.close()

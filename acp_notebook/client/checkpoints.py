@@ -8,6 +8,13 @@ it created; a file whose content is no longer what the agent wrote (someone chan
 is refused unless forced. A checkpoint file whose content no longer matches its recorded hash
 (the agent can write into the workspace too) is never restored.
 
+The previous content is read in the write's own walk (`Workspace.write_keeping`), and the record
+keeps where the write landed (its real path) and what it made (device and inode). A revert goes
+back to that real path without following any link and restores only that file: a name the
+agent's shell replaced by a link since (to another file, the notebook, another folder) is
+refused and left alone, forced or not, and so is a protected file under any name (checkpoint
+_files.put_back).
+
 Only writes served by the client are covered: edits an agent makes with its own tools (its
 shell, its own file access) leave no checkpoint. Sizes are bounded (`max_file_bytes` per
 checkpoint, `max_session_bytes` per session, `MAX_FILES` records): past a bound the write still
@@ -21,7 +28,7 @@ import json
 import logging
 import os
 import secrets
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -29,9 +36,9 @@ from typing import Any, Literal, TypeVar
 
 from ..errors import InvalidArgumentError, RpcError, TurnStateError
 from . import checkpoint_files as files
-from .safe_fs import Root
+from .safe_fs import Root, Spot
 from .threads import run_in_daemon_thread
-from .workspace import Workspace
+from .workspace import Landed, Workspace
 
 log = logging.getLogger("acp_notebook")
 
@@ -59,6 +66,9 @@ class FileCheckpoint:
     covered: bool = True
     reason: str = ""  # why it is not covered
     reverted: bool = False
+    real: str = ""  # where the write landed (every link resolved then): what a revert walks
+    dev: int = 0  # the device and inode of the file the write made: a revert checks them
+    ino: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -124,8 +134,7 @@ class Checkpoints:
         max_session_bytes: int = DEFAULT_MAX_SESSION_BYTES,
     ) -> None:
         self._roots = [Root.of(r) for r in roots]
-        self._protected = tuple(workspace.protected)
-        self._protect_notebooks = workspace.protect_notebooks
+        self._workspace = workspace
         self._directory: Callable[[], str] = lambda: str(directory("checkpoints"))
         self._busy = busy
         self.max_file_bytes = max_file_bytes
@@ -153,74 +162,71 @@ class Checkpoints:
 
     # -- taking them -----------------------------------------------------------------------------
 
-    async def around(
-        self, params: Any, turn_id: str | None, write: Callable[[], Awaitable[T]]
-    ) -> T:
-        """Serve one fs/write_text_file (`write()`), keeping the file's previous content first.
+    async def around(self, params: Any, turn_id: str | None) -> dict[str, Any]:
+        """Serve one fs/write_text_file, keeping the file's previous content first.
 
         A write the workspace refuses leaves no record; a checkpoint that cannot be kept (a
         bound, an error) leaves a record that says the file is not covered."""
-        path, data = _request(params)
-        if path is None or data is None:
-            return await write()  # malformed: the workspace answers the error
-        if self._protect_notebooks and path.lower().endswith(".ipynb"):
-            return await write()  # refused: never copied, not even for a moment
         turn = turn_id or OUTSIDE
-        earlier = next((f for f in self._turns.get(turn, ()) if f.path == path), None)
-        taken = None if earlier is not None else await self._take(turn, path)
+        taking = _Taking(
+            self._roots,
+            os.path.join(self._directory(), f"{_safe(turn)}-{secrets.token_hex(6)}"),
+            min(self.max_file_bytes, self.max_session_bytes - self._used),
+            frozenset(f.real for f in self._turns.get(turn, ())),
+            self._count >= MAX_FILES,
+        )
         try:
-            result = await write()
+            landed = await self._workspace.write_keeping(params, taking)
         except BaseException:
-            if taken is not None and taken.checkpoint is not None:
-                self._used -= self._sizes.pop(taken.checkpoint, 0)
-                await self._thread(partial(files.remove, self._roots, taken.checkpoint))
+            await self._discard(taking.previous)
             raise
+        path, data = _request(params)
+        assert path is not None and data is not None  # the workspace wrote it
         written = files.digest(data)
+        self._done.discard(turn)
+        earlier = next((f for f in self._turns.get(turn, ()) if f.real == landed.real), None)
         if earlier is not None:  # the same file again: the first checkpoint stays the one
-            self._replace(dataclasses.replace(earlier, written_sha256=written, reverted=False))
-            self._done.discard(turn)
-        elif taken is not None:
-            record = dataclasses.replace(taken, written_sha256=written)
-            self._turns.setdefault(turn, []).append(record)
-            self._done.discard(turn)
-            self._count += 1
-            await self._index(record)
-        return result
+            await self._discard(landed.kept)  # (kept by a concurrent write of it)
+            again = dataclasses.replace(earlier, written_sha256=written, reverted=False)
+            self._replace(dataclasses.replace(again, dev=landed.dev, ino=landed.ino))
+            return {}
+        record = self._record(turn, path, written, landed)
+        self._turns.setdefault(turn, []).append(record)
+        self._count += 1
+        await self._index(record)
+        return {}
 
-    async def _take(self, turn: str, path: str) -> FileCheckpoint | None:
-        """The checkpoint of `path` before its first write in `turn` (not yet recorded)."""
-        record = FileCheckpoint(turn, path, True, None, None, "")
-        if self._count >= MAX_FILES:
+    def _record(
+        self, turn: str, path: str, written: str, landed: Landed[files.Previous | None]
+    ) -> FileCheckpoint:
+        """The record of a first write of a file in `turn`, from what its hook kept."""
+        record = FileCheckpoint(
+            turn, path, True, None, None, written, real=landed.real, dev=landed.dev, ino=landed.ino
+        )
+        kept = landed.kept
+        if kept is None:
             return dataclasses.replace(
                 record, covered=False, reason=f"more than {MAX_FILES} files checkpointed"
             )
-        room = min(self.max_file_bytes, self.max_session_bytes - self._used)
-        try:
-            found = await self._thread(
-                partial(files.look, self._roots, path, room, self._protected, need_hash=False)
-            )
-        except RpcError:
-            return None  # outside the workspace, a FIFO...: the write is refused the same way
-        except OSError as exc:
-            return dataclasses.replace(record, covered=False, reason=f"cannot read it: {exc}")
-        if not found.exists:
+        if not kept.existed:
             return dataclasses.replace(record, existed=False)
-        if not found.whole:
+        if kept.error:
+            return dataclasses.replace(record, covered=False, reason=kept.error)
+        if kept.checkpoint is None:
             why = (
                 f"it is larger than {self.max_file_bytes} bytes"
-                if found.size > self.max_file_bytes
+                if kept.size > self.max_file_bytes
                 else f"the session's checkpoints reached {self.max_session_bytes} bytes"
             )
             return dataclasses.replace(record, covered=False, reason=why)
-        name = f"{_safe(turn)}-{secrets.token_hex(6)}"  # two writes at once never collide
-        where = os.path.join(self._directory(), name)
-        try:
-            await self._thread(partial(files.save_new, self._roots, where, found.head))
-        except (RpcError, OSError) as exc:
-            return dataclasses.replace(record, covered=False, reason=f"cannot keep it: {exc}")
-        self._used += found.size
-        self._sizes[where] = found.size
-        return dataclasses.replace(record, checkpoint=where, saved_sha256=found.sha256)
+        self._used += kept.size
+        self._sizes[kept.checkpoint] = kept.size
+        return dataclasses.replace(record, checkpoint=kept.checkpoint, saved_sha256=kept.sha256)
+
+    async def _discard(self, kept: files.Previous | None) -> None:
+        """Remove a checkpoint file no record keeps (its write failed, or came second)."""
+        if kept is not None and kept.checkpoint is not None:
+            await self._thread(partial(files.remove, self._roots, kept.checkpoint))
 
     async def _index(self, record: FileCheckpoint) -> None:
         """One JSON line per checkpoint in `index.jsonl` next to the files, for people."""
@@ -233,7 +239,7 @@ class Checkpoints:
 
     def _replace(self, record: FileCheckpoint) -> None:
         kept = self._turns[record.turn_id]
-        kept[:] = [record if f.path == record.path else f for f in kept]
+        kept[:] = [record if f.real == record.real else f for f in kept]
 
     # -- reverting -------------------------------------------------------------------------------
 
@@ -273,40 +279,23 @@ class Checkpoints:
             return RevertedFile(path, "not covered", record.reason)
         if record.reverted:
             return RevertedFile(path, "already reverted")
-        cap = self.max_file_bytes
-        try:
-            now = await self._thread(partial(files.look, self._roots, path, cap))
-        except (RpcError, OSError) as exc:
-            return RevertedFile(path, "refused", f"cannot read it now: {exc}")
-        current = _text(now.head) if now.exists and now.whole else None
-        if not record.existed and not now.exists:
-            return RevertedFile(path, "deleted", "it was already gone")
-        if now.sha256 != record.written_sha256 and not force:
-            what = "was deleted" if not now.exists else "changed"
-            return RevertedFile(
-                path,
-                "refused",
-                f"{path} {what} since the agent wrote it; revert with --force (force=True) "
-                "to overwrite it anyway",
-                current,
-            )
-        if not record.existed:
-            try:
-                await self._thread(partial(files.remove, self._roots, path))
-            except (RpcError, OSError) as exc:
-                return RevertedFile(path, "refused", f"cannot delete it: {exc}", current)
-            return RevertedFile(path, "deleted", "the turn created it", current, None)
-        assert record.checkpoint is not None
-        old = await self._saved(record)
-        if old is None:
-            return RevertedFile(
-                path, "refused", "its checkpoint file is gone or was changed since", current
-            )
-        try:
-            await self._thread(partial(files.replace, self._roots, path, old))
-        except (RpcError, OSError) as exc:
-            return RevertedFile(path, "refused", f"cannot write it: {exc}", current)
-        return RevertedFile(path, "restored", "", current, _text(old))
+        old = None
+        if record.existed:
+            old = await self._saved(record)
+            if old is None:
+                return RevertedFile(
+                    path, "refused", "its checkpoint file is gone or was changed since"
+                )
+        written = files.Written(record.real, record.dev, record.ino, record.written_sha256)
+        guard = files.Guard(
+            tuple(self._workspace.protected), self._workspace.protect_notebooks, self.max_file_bytes
+        )
+        done = await self._thread(
+            partial(files.put_back, self._roots, path, written, old, force, guard)
+        )
+        current = None if done.current is None else _text(done.current)
+        restored = _text(old) if done.action == "restored" and old is not None else None
+        return RevertedFile(path, done.action, done.reason, current, restored)
 
     async def _saved(self, record: FileCheckpoint) -> bytes | None:
         """The checkpoint's content, if it is still exactly what was kept."""
@@ -323,6 +312,27 @@ class Checkpoints:
 
     async def _thread(self, fn: Callable[[], T]) -> T:
         return await run_in_daemon_thread(fn)
+
+
+@dataclass
+class _Taking:
+    """One write's `before` hook, run in its worker thread on the write's own walk: keeps the
+    previous content in checkpoint file `where` (at most `room` bytes), unless this turn kept
+    that file already (`skip`, real paths) or the session's records are full. `previous`
+    stays for the clean-up when the write fails after it."""
+
+    roots: Sequence[Root]
+    where: str
+    room: int
+    skip: frozenset[str]
+    full: bool
+    previous: files.Previous | None = None
+
+    def __call__(self, spot: Spot) -> files.Previous | None:
+        if spot.real in self.skip or self.full:
+            return None
+        self.previous = files.keep_previous(self.roots, spot, self.where, self.room)
+        return self.previous
 
 
 def _request(params: Any) -> tuple[str | None, bytes | None]:

@@ -1,15 +1,18 @@
 """What an elicitation handler is given and may answer (`ClientOptions.elicitation_handler`,
 `session.elicitation_handler`, `turn.elicitation_handler`).
 
-The handler gets the recorded `ElicitationPart` (its `mode`, `message`, `fields`, `url` and
-`host`) and answers one of:
+The handler gets the recorded `ElicitationPart` (its `mode`, `message`, `fields`, `url`, and
+`link`: the URL as the browser reads it, `link.href` to open and `link.host` it opens, the same
+as `host`) and answers one of:
 
 - a mapping of field values: accept a form with them (checked and converted: `check_answer`);
 - `"accept"`: accept a URL elicitation (the user went, or agreed to go, to the link);
 - `None` or `"decline"`: decline; `"cancel"`: cancel.
 
 A handler that raises declines (e.g. `TimeoutError` when nobody answered in time), and the
-record says why. With no handler, every elicitation is declined.
+record says why. With no handler, every elicitation is declined. A link that would mislead
+(user info, or read differently by browsers and by `urlsplit`: `protocol/weburl.py`) is declined
+before any handler is asked, and the record says "refused" and why.
 """
 
 from __future__ import annotations

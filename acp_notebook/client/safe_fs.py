@@ -18,6 +18,11 @@ untouched. The temporary is removed on every failure.
 
 Only regular files are read or replaced: a FIFO, device, socket or directory is refused from
 its `lstat`, before any open, and the open itself is `O_NONBLOCK` in case one was swapped in.
+
+The kernel's own files in the workspace (checkpoints and their index, stored attachments) and
+the places a revert writes are walked with `follow=False`: every symlink met is refused, even
+one whose target stays inside. The agent's shell can plant a link there at any time, and a link
+inside still leads the kernel's write or delete to another of the workspace's files.
 """
 
 from __future__ import annotations
@@ -84,6 +89,7 @@ class Spot:
 class _Walk:
     roots: Sequence[Root]
     make_dirs: bool
+    follow: bool = True  # False: a symlink anywhere below the root is refused
     # The root's descriptor, then one entry per level in `names`: a descriptor for the last
     # KEEP_DIRS levels at most, None for older ones (closed; reopened on a `..` back to them).
     stack: list[int | None] = field(default_factory=list)
@@ -184,8 +190,12 @@ class _Walk:
         assert self.root is not None
         return "/".join([self.root.real.rstrip("/"), *self.names, *([name] if name else [])])
 
-    def follow(self, name: str, rest: list[str], shown: str) -> list[str]:
+    def through(self, name: str, rest: list[str], shown: str) -> list[str]:
         """The components to walk after replacing symlink `name` by its target."""
+        if not self.follow:
+            where = self.real(name)
+            also = f" (on the way to {shown})" if rest else ""
+            raise denied(f"{where} is a symbolic link, which is not followed{also}")
         self.hops += 1
         if self.hops > MAX_LINKS:
             raise denied(f"too many symbolic links (or a path that keeps changing): {shown}")
@@ -230,9 +240,12 @@ def lstat(name: str, dir_fd: int) -> os.stat_result | None:
         return None
 
 
-def locate(roots: Sequence[Root], path: str, *, make_dirs: bool = False) -> Spot:
-    """Walk `path` (absolute) beneath `roots`; the caller closes the Spot's `dir_fd`."""
-    walk = _Walk(roots, make_dirs)
+def locate(
+    roots: Sequence[Root], path: str, *, make_dirs: bool = False, follow: bool = True
+) -> Spot:
+    """Walk `path` (absolute) beneath `roots`; the caller closes the Spot's `dir_fd`. Without
+    `follow`, a symlink anywhere below the root (the last component too) is refused."""
+    walk = _Walk(roots, make_dirs, follow)
     try:
         todo = walk.enter(parts(path), path)
         while todo:
@@ -243,16 +256,47 @@ def locate(roots: Sequence[Root], path: str, *, make_dirs: bool = False) -> Spot
                 walk.pop(path)
             elif todo:
                 if not walk.descend(name, path):
-                    todo = walk.follow(name, todo, path)
+                    todo = walk.through(name, todo, path)
             else:
                 st = lstat(name, walk.top)
                 if st is not None and stat.S_ISLNK(st.st_mode):
-                    todo = walk.follow(name, todo, path)
+                    todo = walk.through(name, todo, path)
                     continue
                 return Spot(walk.take(), name, walk.real(name), st)
         raise denied(f"is a directory: {path}")
     finally:
         walk.close()
+
+
+def named(roots: Sequence[Root], path: str) -> str | None:
+    """The real path absolute `path` names beneath one of `roots` by its names alone (`..`
+    applied to the names, as the walk applies it; the root's spelling replaced by its real
+    path), whatever is on disk; None when it names no place beneath them."""
+    names = parts(os.path.normpath(path))
+    for root in roots:
+        for spelling in root.spellings:
+            if tuple(names[: len(spelling)]) == spelling:
+                return "/".join([root.real.rstrip("/"), *names[len(spelling) :]]) or "/"
+    return None
+
+
+def within(roots: Sequence[Root], path: str) -> bool:
+    """Whether absolute `path` names a place beneath one of `roots` by its names alone."""
+    return named(roots, path) is not None
+
+
+def store(roots: Sequence[Root], path: str, data: bytes) -> None:
+    """Put `data` at `path`, one of the kernel's own files in the workspace (a stored
+    attachment): walked without following any link, its folders made, the file replaced by a
+    rename (nothing planted at the name is written into)."""
+    spot = locate(roots, path, make_dirs=True, follow=False)
+    try:
+        if spot.st is not None:
+            require_regular(spot.st, path)
+        check_inside(roots, spot.dir_fd, path)
+        write_replace(spot, data)
+    finally:
+        os.close(spot.dir_fd)
 
 
 def fd_path(fd: int) -> str | None:
@@ -357,8 +401,9 @@ def _skip_lines(file: BinaryIO, n: int, stop: threading.Event) -> None:
         return
 
 
-def write_replace(spot: Spot, data: bytes) -> None:
-    """Put `data` at the spot's name: a new file, synced, renamed over the old one."""
+def write_replace(spot: Spot, data: bytes) -> os.stat_result:
+    """Put `data` at the spot's name: a new file, synced, renamed over the old one. Returns the
+    new file's `fstat` (its device and inode are the file's identity: a rename keeps them)."""
     mode = stat.S_IMODE(spot.st.st_mode) & 0o777 if spot.st is not None else None
     tmp, fd = _create_temp(spot.dir_fd)
     try:
@@ -369,6 +414,7 @@ def write_replace(spot: Spot, data: bytes) -> None:
             while view:
                 view = view[os.write(fd, view) :]
             os.fsync(fd)
+            made = os.fstat(fd)
         finally:
             os.close(fd)
         os.replace(tmp, spot.name, src_dir_fd=spot.dir_fd, dst_dir_fd=spot.dir_fd)
@@ -382,6 +428,7 @@ def write_replace(spot: Spot, data: bytes) -> None:
         os.fsync(spot.dir_fd)  # the rename itself survives a crash
     except OSError:
         pass
+    return made
 
 
 def _create_temp(dir_fd: int) -> tuple[str, int]:

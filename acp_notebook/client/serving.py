@@ -8,7 +8,6 @@ commands through its `Terminals`. What happens is recorded in the session's fold
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from functools import partial
 from typing import Any, Protocol
 
 import anyio
@@ -18,7 +17,7 @@ from ..protocol import jsonrpc as rpc
 from ..protocol import methods
 from ..protocol.elicitation import ElicitationPart
 from ..protocol.fold import SessionFold
-from ..protocol.state import PermissionPart
+from ..protocol.state import PermissionPart, ToolCallPart
 from .checkpoints import Checkpoints
 from .connection import RpcError
 from .elicit import ElicitationHandler, answer
@@ -80,11 +79,10 @@ class AgentRequests:
         if method == methods.FS_WRITE_TEXT_FILE and self._fs():
             # A turn that changed something must not be re-sent by a retry: it would act twice.
             self._fold.visible_output = True
-            write = partial(self._workspace.write, params)
             if self.checkpoints is None:
-                return await write()
+                return await self._workspace.write(params)
             running = self._owner.running  # the previous content is kept first (revert)
-            return await self.checkpoints.around(params, running.id if running else None, write)
+            return await self.checkpoints.around(params, running.id if running else None)
         if method in methods.TERMINAL_METHODS and self._terminals is not None:
             return await self._terminal(self._terminals, method, params)
         raise RpcError(rpc.METHOD_NOT_FOUND, f"method not found: {method}")
@@ -111,15 +109,46 @@ class AgentRequests:
 
     # -- permissions -----------------------------------------------------------------------------
 
-    async def _request_permission(self, params: Any) -> dict[str, Any]:
+    async def ask_for_client(
+        self, call: ToolCallPart, options: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        """The client's own permission request about `call`, a tool call it made itself
+        (`SessionFold.client_call`): the same assessment, policy, handler and buttons as the
+        agent's requests, about the call as the client made it (nothing the agent sent is in
+        it, nor can be: the fold refuses the agent's updates for the call)."""
+        # All of the call as it is shown (a handler in Python sees the code the person would).
+        tool_call = {
+            "toolCallId": call.tool_call_id,
+            "kind": call.tool_kind,
+            "title": call.title,
+            "content": list(call.content),
+        }
+        params = {"sessionId": self._owner.id, "toolCall": tool_call, "options": options}
+        return await self._request_permission(params, call)
+
+    async def _request_permission(
+        self, params: Any, own: ToolCallPart | None = None
+    ) -> dict[str, Any]:
         # The agent is not trusted: `assess` decides what the request is taken to be, and only
         # a regular request of known kinds may be allowed by the policy (see permissions.py).
+        # `own`: the client's own call, which the request (built by the client) is about.
         raw_call = params.get("toolCall") if isinstance(params, dict) else None
         call_id = raw_call.get("toolCallId") if isinstance(raw_call, dict) else None
-        earlier = self._fold.target.tool_calls.get(call_id) if isinstance(call_id, str) else None
+        if own is None and self._fold.refused(methods.REQUEST_PERMISSION, call_id):
+            return _outcome(None)  # about the client's own call: nothing of it is the agent's
+        if own is not None:
+            earlier: ToolCallPart | None = own
+        else:
+            earlier = (
+                self._fold.target.tool_calls.get(call_id) if isinstance(call_id, str) else None
+            )
         request = assess(params, earlier)
         options = request.options
-        part = self._fold.add_permission(request.tool_call, options)
+        part = (
+            self._fold.add_client_permission(own, options)
+            if own is not None
+            else self._fold.add_permission(request.tool_call, options)
+        )
         if request.problems:
             self._fold.add_error(
                 "the policy cannot decide this permission request: " + "; ".join(request.problems),
@@ -215,6 +244,10 @@ class AgentRequests:
         handler = (
             running.elicitation_handler if running is not None else None
         ) or self._owner.elicitation_handler
+        if part.mode == "url" and not part.link.ok:
+            # Nobody is asked to follow a link that would mislead; the card says why.
+            self._fold.resolve_elicitation(part, "decline", None, "refused")
+            return {"action": part.outcome}
         if handler is None or (running is not None and running.cancel_requested):
             by = "nobody to answer" if handler is None else "cancel"
             self._fold.resolve_elicitation(

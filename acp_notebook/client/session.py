@@ -23,7 +23,7 @@ from ..protocol.costs import CostLimit
 from ..protocol.fold import SessionFold
 from ..protocol.mutations import Delta, Mutation, SessionChanged, TurnFinished
 from ..protocol.result import TurnResult
-from ..protocol.state import TerminalView
+from ..protocol.state import TerminalView, ToolCallPart
 from .attachments import load_parts
 from .checkpoints import Checkpoints
 from .elicit import ElicitationHandler
@@ -199,7 +199,14 @@ class Session(SessionState):
         caps = content.PromptCaps.from_wire(
             (self._client.agent_capabilities or {}).get("promptCapabilities")
         )
-        blocks = await load_parts(parts, caps, self.cwd, self._state_dir("attachments"))
+        blocks = await load_parts(
+            parts,
+            caps,
+            self.cwd,
+            self._state_dir("attachments"),
+            [self.cwd, *self.additional_directories],
+            self.workspace.protected,
+        )
         # A file is read in a thread, which a cancellation waits for; the code after it runs on
         # without a checkpoint. A caller cancelled meanwhile (the chat's Stop, an interrupt) must
         # get the cancellation here, before its input joins a turn it no longer wants.
@@ -290,15 +297,30 @@ class Session(SessionState):
     # -- what the client and the runner use ------------------------------------------------------
 
     def receive(self, update: Any) -> None:
-        """A `session/update` the agent sent for this session (the client routes it here).
-
-        A tool call the client makes for the agent (the kernel tools' `run_code`) is recorded
-        the same way: a `tool_call`, then `tool_call_update`s, under an id of the client's own
-        (`acpnb-…`), so it is a card in the turn like the agent's."""
+        """A `session/update` the agent sent for this session (the client routes it here)."""
         if not self._muted:
             self._fold.apply(update)
             if self._runner.budgeted:  # most turns have no budget: no call per streamed chunk
                 self._runner.watch_cost()
+
+    def client_call(
+        self, kind: str, title: str, content: list[dict[str, Any]]
+    ) -> ToolCallPart | None:
+        """A tool call the client makes for the agent (the kernel tools' `run_code`): a card in
+        the running turn like the agent's, but the client's own (`SessionFold.client_call`: an
+        id the agent cannot guess, and its updates for it refused). None if the turn is past
+        its limits and could not show it whole. Ask about it with `ask_for`, change it with
+        `client_update`."""
+        return self._fold.client_call(kind, title, content)
+
+    def client_update(self, call: ToolCallPart, status: str, content: list[dict[str, Any]]) -> None:
+        """The client's own `call` is `status` now and shows `content`."""
+        self._fold.client_update(call, status, content)
+
+    async def ask_for(self, call: ToolCallPart, options: list[dict[str, Any]]) -> Any:
+        """Ask permission for the client's own `call` (same policy, handler, buttons and
+        record as the agent's requests); the `session/request_permission` answer."""
+        return await self._requests.ask_for_client(call, options)
 
     def report(self, message: str, level: str = "error") -> None:
         """Show the client's `message` in the running turn (outside a turn: in `ambient`)."""
@@ -324,11 +346,7 @@ class Session(SessionState):
         self._runner.shutdown()
 
     async def handle(self, method: str, params: Any) -> Any:
-        """Answer a request the agent sent about this session (permission, fs/*, terminal/*).
-
-        The client asks its own permissions here too (`session/request_permission` params for
-        a tool call it recorded with `receive`): the same assessment, policy, handler and
-        buttons as the agent's requests, and the same record."""
+        """Answer a request the agent sent about this session (permission, fs/*, terminal/*)."""
         return await self._requests.handle(method, params)
 
     def _terminals(self, cwd: str) -> Terminals:

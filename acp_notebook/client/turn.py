@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import uuid
 from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any, Protocol
@@ -29,6 +30,14 @@ class TurnSession(Protocol):
 
 #: How a turn asks its session to cancel it (the session's turn runner does the work).
 Canceller = Callable[["TurnHandle"], Awaitable[None]]
+
+#: Who prompts in this context: any object with identity, set by whoever runs the code that
+#: prompts (the notebook layer sets it to the running cell). A turn keeps the origins of the
+#: prompts that made it, so the kernel tools can tell the turn a cell waits for (its own) from
+#: one the chat started meanwhile. None: nobody said.
+PROMPT_ORIGIN: contextvars.ContextVar[object | None] = contextvars.ContextVar(
+    "acp_notebook_prompt_origin", default=None
+)
 
 
 class TurnHandle:
@@ -64,6 +73,12 @@ class TurnHandle:
         self.max_cost: CostLimit | None = None
         #: Set by the runner when the turn's cost passed `max_cost`: the result's error.
         self.over_budget: str | None = None
+        #: When the turn must have ended, on the event loop's clock (`anyio.current_time()`),
+        #: if something bounds it (a cell's --timeout); work done for the turn in the kernel
+        #: (the agent's code, run by the kernel tools) is stopped by then. None: no bound.
+        self.deadline: float | None = None
+        self._origins: list[object] = []
+        self._note_origin()
         #: The turn's state machine. Only the session's turn runner moves it; read `state`.
         self.machine = TurnMachine(self.id)
         self._cancel = cancel
@@ -96,6 +111,20 @@ class TurnHandle:
         """Input sent while the previous turn ran joins this (not yet started) turn."""
         self.prompt.extend(blocks)
         self.inputs += 1
+        self._note_origin()
+
+    def _note_origin(self) -> None:
+        origin = PROMPT_ORIGIN.get()
+        if origin is not None and not self.prompted_from(origin):
+            self._origins.append(origin)
+
+    def prompted_from(self, origin: object) -> bool:
+        """Whether a prompt of this turn was made where `PROMPT_ORIGIN` was `origin`."""
+        return any(o is origin for o in self._origins)
+
+    def bound(self, deadline: float) -> None:
+        """The turn must end by `deadline` (the loop's clock): the earliest bound holds."""
+        self.deadline = deadline if self.deadline is None else min(self.deadline, deadline)
 
     def add_terms(self, spec: OutputSpec | None, limit: CostLimit | None) -> None:
         """A prompt's schema and budget: the first schema stays, the tighter budget holds."""

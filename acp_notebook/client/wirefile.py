@@ -5,20 +5,35 @@ the file. A line is `{"time", "agent", "pid", "dir", "size", "message"}`: `dir` 
 agent) or `out`; `message` is the message parsed (a line that is not JSON stays a string), each
 string masked by the agent process's redactor and the whole cut at the wire log's clip (`size`
 says how long it was). The file is opened once per agent process, appended line-buffered, and
-closed when that process ends; a file that cannot be written is reported once, never fatal.
+closed when that process ends; a file that cannot be written is reported once (a warning of the
+`acp_notebook` logger, which reaches the cell), never fatal.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
+import logging
 import os
 from typing import IO, Any
 
 from ..protocol.redact import Redactor
 from ..protocol.wirelog import WireEntry, WireLog
 
-_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+log = logging.getLogger("acp_notebook")
+
+# O_NOFOLLOW: the log often sits in the workspace, where the agent's shell can put a link at
+# its name; followed, the kernel appended the protocol (prompts, files read) to the file it
+# led to, anywhere. A link there is a failed log (ELOOP), reported like any other.
+_FLAGS = (
+    os.O_WRONLY
+    | os.O_APPEND
+    | os.O_CREAT
+    | os.O_NONBLOCK
+    | os.O_NOCTTY
+    | os.O_NOFOLLOW
+    | os.O_CLOEXEC
+)
 
 
 class JsonLinesLog:
@@ -57,6 +72,8 @@ class JsonLinesLog:
         except OSError as exc:
             self.error = exc
             self.close()
+            # Once: nothing more is written for this agent process (a warning reaches the cell).
+            log.warning("acp_notebook: the protocol log %s stopped: %s", self.path, exc)
 
     def close(self) -> None:
         file, self._file = self._file, None

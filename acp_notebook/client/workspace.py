@@ -23,9 +23,10 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import anyio
 
@@ -51,6 +52,18 @@ MAX_PATH_BYTES = 4096  # PATH_MAX: no longer path names a file the agent could u
 _WORKERS = 4  # concurrent fs requests per session: a flood queues instead of taking every thread
 
 T = TypeVar("T")
+K = TypeVar("K")
+
+
+@dataclass(frozen=True)
+class Landed(Generic[K]):
+    """Where a write landed: the real path its walk reached (every link resolved), the new
+    file's device and inode, and what the `before` hook returned (see `write_keeping`)."""
+
+    real: str
+    dev: int
+    ino: int
+    kept: K
 
 
 class Workspace:
@@ -91,6 +104,13 @@ class Workspace:
         return {"content": content}
 
     async def write(self, params: Any) -> dict[str, Any]:
+        await self.write_keeping(params, lambda spot: None)
+        return {}
+
+    async def write_keeping(self, params: Any, before: Callable[[Spot], K]) -> Landed[K]:
+        """Serve one fs/write_text_file; `before(spot)` runs in the worker thread once every
+        check passed, just before the rename, on the walk's own directory descriptor (the
+        checkpoint reads the previous content there, not by path in a second walk)."""
         params = params if isinstance(params, dict) else {}
         path = _checked_path(params.get("path"))
         # Checked before anything is created; the name a symlink leads to is checked again.
@@ -107,8 +127,7 @@ class Workspace:
                 f"character {exc.start}; nothing was written",
             ) from None
         # Not abandoned on cancel: a write finishes (rename) or fails (temporary removed).
-        await self._in_thread(partial(self._write, path, data), abandon=False)
-        return {}
+        return await self._in_thread(partial(self._write, path, data, before), abandon=False)
 
     # -- in the worker thread --------------------------------------------------------------------
 
@@ -127,7 +146,9 @@ class Workspace:
             )
             return read_range(file, line, limit, self.max_read_bytes, stop, path)
 
-    def _write(self, path: str, data: bytes, stop: threading.Event) -> None:
+    def _write(
+        self, path: str, data: bytes, before: Callable[[Spot], K], stop: threading.Event
+    ) -> Landed[K]:
         spot = locate(self._roots, path, make_dirs=True)
         try:
             self._refuse_notebook(spot.real)
@@ -135,7 +156,9 @@ class Workspace:
             if spot.st is not None:
                 require_regular(spot.st, path)  # a FIFO or device is not replaced either
             check_inside(self._roots, spot.dir_fd, path)  # its directory was not moved out
-            write_replace(spot, data)
+            kept = before(spot)
+            made = write_replace(spot, data)
+            return Landed(spot.real, made.st_dev, made.st_ino, kept)
         finally:
             os.close(spot.dir_fd)
 

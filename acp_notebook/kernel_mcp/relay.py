@@ -8,6 +8,7 @@ copies bytes, so it cannot disagree with the kernel about MCP and has nothing to
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import selectors
 import socket
@@ -27,7 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--socket", required=True, help="the kernel's Unix socket")
     args = parser.parse_args(argv)
-    token = os.environ.pop(TOKEN_ENV, "")
+    token = os.environ.get(TOKEN_ENV, "")
+    scrub_environ(TOKEN_ENV)  # before the pop: unsetenv drops the pointer to where it is
+    os.environ.pop(TOKEN_ENV, None)
     if not token:
         return _fail(f"no token: ${TOKEN_ENV} is not set")
     try:
@@ -39,6 +42,32 @@ def main(argv: list[str] | None = None) -> int:
     with sock:
         _pipe(sock)
     return 0
+
+
+def scrub_environ(name: str) -> None:
+    """Blank `name`'s value in this process's environment block, which the same user reads in
+    `/proc/<pid>/environ`: `os.environ.pop` (unsetenv) only drops the pointer to it, the bytes
+    stay where the kernel shows them. Overwritten in place with NULs, where the C `environ`
+    points (Linux; elsewhere nothing to read it by, and nothing done). Python's own copies
+    (`posix.environ`) go too; what stays is in this process's memory, which only a debugger
+    (ptrace) reads."""
+    import posix
+
+    posix.environ.pop(name.encode(), None)
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        environ = ctypes.POINTER(ctypes.c_void_p).in_dll(ctypes.CDLL(None), "environ")
+    except (OSError, ValueError):
+        return
+    prefix = name.encode() + b"="
+    index = 0
+    while environ[index]:
+        address = environ[index]
+        entry = ctypes.string_at(address)
+        if entry.startswith(prefix):
+            ctypes.memset(address + len(prefix), 0, len(entry) - len(prefix))
+        index += 1
 
 
 def _fail(message: str) -> int:

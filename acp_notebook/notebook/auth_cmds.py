@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from typing import Any
 
 from ..client import auth
 from ..client.client import Client
@@ -25,11 +26,16 @@ def methods_doc(spec: AgentSpec, client: Client, host: Host) -> Doc:
         return doc.para("Agent ", Code(spec.name), " offers no authentication methods.")
     doc.para("Agent ", Code(spec.name), " offers these ways to log in:")
     rows = []
-    for method_id, name, line in offered:
-        run = Code(f"%agent auth {method_id} -a {shlex.quote(spec.name)}")
-        rows.append([Code(method_id), name, run, Code(line) if line else "one request"])
+    for way in offered:
+        run = Code(f"%agent auth {way.method_id} -a {shlex.quote(spec.name)}")
+        what: Any = "the command below" if way.runs else f"({way.note})" if way.note else ""
+        rows.append([Code(way.method_id), way.name, run, what or "one request"])
     doc.table(["method", "name", "run", "what it runs"], rows)
-    if any(line for _, _, line in offered):
+    for way in offered:
+        if way.runs:  # whole: a cell of the table is one bounded line, which hid its end
+            doc.para(Code(way.method_id), " runs (a terminal login, with these variables):")
+            doc.pre(way.runs)
+    if any(way.runs for way in offered):
         doc.para("A terminal login runs here without input; one that asks questions must be run")
         doc.para("in a terminal instead (the command above), then the agent restarted.")
     return doc

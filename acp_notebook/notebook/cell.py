@@ -15,11 +15,18 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 
+from ..client import auth
 from ..client.permissions import PermissionPolicy
 from ..client.session import Session
 from ..client.turn import TurnHandle
 from ..config import AgentSpec
-from ..errors import AgentStartError, AuthRequiredError, InvalidArgumentError, TurnInterrupted
+from ..errors import (
+    AgentStartError,
+    AuthRequiredError,
+    CapabilityError,
+    InvalidArgumentError,
+    TurnInterrupted,
+)
 from ..errors import TurnFailed as TurnFailed  # defined in errors.py; still importable here
 from ..protocol.result import TurnResult
 from . import publish, views
@@ -28,6 +35,10 @@ from .options import CellOptions as CellOptions  # declared in options.py; impor
 from .runtime import Runtime
 from .stored_sessions import Memory
 from .views import Code
+
+#: Characters of terminal logins' command lines a failed cell's advice shows, whole; past it a
+#: method's line says where its command is shown (`%agent auth`), not a part of it.
+_ADVICE_COMMANDS = 12_000
 
 if TYPE_CHECKING:
     from ..client.client import Client
@@ -195,14 +206,21 @@ def _login_advice(offered: list[dict[str, Any]], spec: AgentSpec) -> str:
     if not offered:
         return "the agent needs a login but offers no method: log in with its own tools"
     ways = []
+    budget = _ADVICE_COMMANDS  # the paragraph is bounded: a command cut there would hide its end
     for method in offered[:10]:
         method_id = views.text(method.get("id"), 80)
         line = f"%agent auth {method_id} -a {shlex.quote(spec.name)}"
-        given = method.get("args")
-        args: list[Any] = given if isinstance(given, list) else []
         if method.get("type") == "terminal":
-            command = shlex.join([*spec.command, *(str(a) for a in args[:20])])
-            line += f" (runs {views.text(command, 300)}; or run that in a terminal)"
+            try:  # whole, with the variables it sets: what will run, not its first 300 characters
+                command = auth.login_line(spec.command, method)
+            except CapabilityError as exc:
+                line += f" (unusable: {exc})"
+            else:
+                if len(command) <= budget:
+                    budget -= len(command)
+                    line += f" (runs {command}; or run that in a terminal)"
+                else:
+                    line += f" (%agent auth -a {shlex.quote(spec.name)} shows what it runs)"
         ways.append(f"{views.text(method.get('name') or method_id, 80)}: {line}")
     return "log in first, then run the cell again. " + "; ".join(ways)
 
@@ -218,7 +236,8 @@ async def interrupted(turn: TurnHandle, view: LiveView | None, grace: float) -> 
             view.finish(turn.result, keep_record=True)
             await view.aclose()
     raise TurnInterrupted(
-        "the turn was cancelled by the kernel's interrupt (the agent was sent session/cancel)"
+        "the turn was cancelled by the kernel's interrupt (the agent was sent session/cancel)",
+        turn.result,
     ) from None
 
 

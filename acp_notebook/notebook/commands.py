@@ -43,7 +43,7 @@ USAGE = """\
 %agent logout [-a AGENT]             log out (where the agent offers it)
 %agent delete ID [-a AGENT]          delete a listed session (session/delete)
 %agent revert [TURN] [--force] [-s NAME]  undo the files a turn (default: the last) wrote
-                                     through the client; --force overwrites files changed since
+                                     through the client; --force also files changed since
 %agent ledger                        this kernel's turns: tokens, cost, time, and the totals
 """
 

@@ -7,7 +7,8 @@ a PNG attachment, an exception by its traceback, anything else by a bounded repr
 
 `--error` adds the last exception as an `<error>` part, `--cells N` the N cells above as one
 `<cells>` part and the notebook file, when the kernel knows it, as a resource link; what they
-hold is read, masked and bounded by `kernel_context`.
+hold is read, masked and bounded by `kernel_context`. A variable's description is masked too
+(the kernel's redactor, as the kernel tools' answers are).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from .kernel_context import (
     recent_cells,
 )
 from .kernel_tools import bounded_repr, table_text
+from .snapshots import redactor
 
 MAX_CHARS = 8000
 HEAD_ROWS = 10
@@ -61,7 +63,9 @@ def variable_parts(name: str, value: Any, shell: Any = None) -> list[dict[str, A
             lines.append(f"{text}\n… ({len(value) - MAX_CHARS:,} more characters)")
         else:
             lines.append(bounded_repr(value, MAX_CHARS))
-    return [{"type": "context", "tag": "variable", "context": "\n".join(lines)}, *parts]
+    # Masked as the kernel tools' answers are: a variable that holds a key does not hand it over.
+    context = redactor().text("\n".join(lines))
+    return [{"type": "context", "tag": "variable", "context": context}, *parts]
 
 
 def _is_frame(value: Any) -> bool:

@@ -22,7 +22,9 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..client.regular_file import read_regular
+from ..client.regular_file import read_within
+from ..client.safe_fs import Root
+from ..errors import RpcError
 from . import cell_errors
 from .kernel_tools import ShortRepr
 from .snapshots import (
@@ -118,10 +120,15 @@ def _cells_from_file(path: str, running: str, count: int) -> list[CellSnapshot] 
     # JSON, not nbformat.read: nbformat validated every cell, 13 s for 200,000 small ones and
     # 114 s when one lacked a field (the kernel blocked, for each read of the cells); only the
     # cells above the running one are used, each read leniently (`_file_cell`).
+    # Walked from its folder without following a link out of it: the notebook sits where the
+    # agent's shell writes, and a link put in its place had the kernel read (and show the
+    # agent) another notebook, from anywhere.
+    folder = os.path.dirname(os.path.abspath(path))
     try:
-        notebook = json.loads(read_regular(path, MAX_NOTEBOOK_BYTES))
-    except (OSError, ValueError, RecursionError):  # unreadable, too big, not JSON: the history
-        return None
+        _, raw = read_within([Root.of(folder)], os.path.abspath(path), MAX_NOTEBOOK_BYTES)
+        notebook = json.loads(raw)
+    except (OSError, RpcError, ValueError, RecursionError):  # unreadable, too big, not JSON:
+        return None  # the history
     cells = notebook.get("cells") if isinstance(notebook, dict) else None
     if not isinstance(cells, list):  # not a notebook of format 4
         return None

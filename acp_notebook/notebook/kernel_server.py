@@ -9,10 +9,20 @@ the tools need the user's namespace and must run the agent's code on the kernel'
 Who may connect: the socket lives in a directory made by `mkdtemp` (mode 0700) and is chmod
 0600, so only this user's processes reach it; and each session gets its own random token (32
 bytes, compared by its SHA-256 digest, never kept in argv: the relay takes it from its
-environment). A token belongs to the session whose `mcpServers` carries it; once that session is
+environment, and blanks it there at once, so `/proc/<pid>/environ` shows it only for the first
+moment of the relay's life; the agent that starts the relay has it, in its memory). A token
+belongs to the session whose `mcpServers` carries it; once that session is
 closed, or was never opened, the token is refused and its open connections are closed, which
 ends their relays. When the kernel exits, the socket goes and so do the relays; the directory is
 removed at a clean exit (a kernel killed outright leaves it, with a socket nobody listens on).
+
+Bounded (issue 20, item 7): 957 connections opened with a token were each kept, until the kernel
+ran out of file descriptors; `accept` then failed with EMFILE, which ended the listener for the
+kernel's life. Now a connection must show its token within `HANDSHAKE_TIMEOUT`, at most
+`MAX_PENDING` may be showing one, a token holds at most `MAX_PER_TOKEN` connections and the
+kernel `MAX_CONNECTIONS`; a connection past a bound gets `ERR` and is closed at once. Out of
+descriptors (EMFILE, ENFILE), the accept loop frees a spare descriptor it keeps for this, takes
+the waiting connection, refuses it and goes on; it never stops for an error of one accept.
 """
 
 from __future__ import annotations
@@ -20,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import errno
 import hashlib
 import logging
 import os
@@ -30,7 +41,6 @@ import sys
 import tempfile
 import time
 import weakref
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,7 +65,13 @@ HELLO = b"ACPNB-KERNEL-MCP/1"
 OK = b"OK"
 MAX_HELLO = 512
 SERVER_NAME = "kernel"  # the entry's name: agents show tools as kernel/list_variables or so
-HANDSHAKE_TIMEOUT = 10.0
+HANDSHAKE_TIMEOUT = 5.0  # seconds a connection has to show its token
+MAX_PENDING = 8  # connections still to show a token
+MAX_PER_TOKEN = 4  # a session's relays (an agent may restart one before the old one is gone)
+MAX_CONNECTIONS = 32  # all the kernel's open connections
+OUT_OF_FDS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+_TRANSIENT = frozenset({errno.ECONNABORTED, errno.EPROTO, errno.EINTR})  # retried at once
+BACKOFF_MAX = 1.0  # seconds between accepts while out of descriptors with no spare one
 UNBOUND_GRACE = 120.0  # seconds a token may wait for its session to open
 WATCH_INTERVAL = 0.5
 
@@ -85,6 +101,8 @@ class KernelServer:
         self.directory = Path(tempfile.mkdtemp(prefix="acpnb-mcp-", dir=base))  # mode 0700
         self.path = self.directory / "kernel.sock"
         self._grants: dict[bytes, Grant] = {}
+        self._pending = 0  # connections that have not shown a token yet
+        self._open: dict[bytes, int] = {}  # a token's digest: its open connections
         #: Turns whose cell said --no-kernel-tools: every call during them is refused.
         self.refused: weakref.WeakSet[object] = weakref.WeakSet()
         # Bound and listening before the first entry leaves: an agent may start the relay while
@@ -93,12 +111,12 @@ class KernelServer:
         try:
             self._socket.bind(str(self.path))
             os.chmod(self.path, 0o600)
-            self._socket.listen(16)
+            self._socket.listen(64)
         except OSError:
             self._socket.close()
             shutil.rmtree(self.directory, ignore_errors=True)
             raise
-        self.gate = CellGate(shell.events, self._running_turns)
+        self.gate = CellGate(shell.events)
         self._task = asyncio.get_running_loop().create_task(self._serve(), name="acpnb kernel mcp")
         atexit.register(shutil.rmtree, self.directory, True)
 
@@ -150,52 +168,108 @@ class KernelServer:
             if not self.alive(grant):
                 del self._grants[key]
 
-    def _running_turns(self) -> Iterator[object]:
-        for named in list(self.runtime.sessions.values()):
-            if named.session.running is not None:
-                yield named.session.running
-
     # -- serving ---------------------------------------------------------------------------------
 
     async def _serve(self) -> None:
         try:
             listener = await SocketListener.from_socket(self._socket)
-            async with listener:
-                await listener.serve(self._connection)
+            async with listener, anyio.create_task_group() as group:
+                await self._accept_all(listener, group)
         except Exception:
             log.exception("acp_notebook: the kernel's MCP server stopped")
 
+    async def _accept_all(self, listener: SocketListener, group: anyio.abc.TaskGroup) -> None:
+        """Accept for ever; an accept that fails ends nothing (anyio's `serve` ended with it)."""
+        spare = _spare()
+        backoff = 0.05
+        warned = False
+        try:
+            while True:
+                try:
+                    stream = await listener.accept()
+                except (OSError, anyio.BrokenResourceError) as error:
+                    # anyio says BrokenResourceError, from the accept's OSError
+                    exc = error if isinstance(error, OSError) else error.__cause__
+                    if not isinstance(exc, OSError):
+                        raise
+                    if exc.errno not in OUT_OF_FDS:  # that connection's (ECONNABORTED...)
+                        log.debug("acp_notebook: an accept of the kernel tools failed: %s", exc)
+                        await anyio.sleep(0 if exc.errno in _TRANSIENT else backoff)
+                        backoff = min(backoff * 2, BACKOFF_MAX)
+                        continue
+                    if not warned:
+                        log.warning("acp_notebook: the kernel is out of file descriptors: %s", exc)
+                        warned = True
+                    if spare is not None:  # freed, it lets the waiting connection in, refused
+                        os.close(spare)
+                        _refuse_waiting(self._socket)
+                    spare = _spare()
+                    if spare is None:  # none to free: wait for one (the connection waits too)
+                        await anyio.sleep(backoff)
+                        backoff = min(backoff * 2, BACKOFF_MAX)
+                    else:  # accept fails with EMFILE whether a connection waits or not
+                        await anyio.wait_readable(self._socket)
+                    continue
+                backoff, warned = 0.05, False
+                group.start_soon(self._connection, stream)
+        finally:
+            if spare is not None:
+                os.close(spare)
+
     async def _connection(self, stream: SocketStream) -> None:
+        if self._pending >= MAX_PENDING or self._total() >= MAX_CONNECTIONS:
+            await _refuse(stream, "too many connections to the kernel's tools")
+            return
         async with stream:
             buffered = BufferedByteReceiveStream(stream)
-            grant = await self._handshake(stream, buffered)
-            if grant is None:
+            self._pending += 1
+            try:
+                key = await self._handshake(stream, buffered)
+            finally:
+                self._pending -= 1
+            if key is None:
                 return
-            from .kernel_server_mcp import serve
+            grant = self._grants[key]
+            self._open[key] = self._open.get(key, 0) + 1
+            try:
+                from .kernel_server_mcp import serve
 
-            async with anyio.create_task_group() as group:
-                group.start_soon(self._watch, grant, group.cancel_scope)
-                await serve(self, grant, stream, buffered)
-                group.cancel_scope.cancel()
+                async with anyio.create_task_group() as group:
+                    group.start_soon(self._watch, grant, group.cancel_scope)
+                    await serve(self, grant, stream, buffered)
+                    group.cancel_scope.cancel()
+            finally:
+                self._open[key] -= 1
+                if not self._open[key]:
+                    del self._open[key]
+
+    def _total(self) -> int:
+        return self._pending + sum(self._open.values())
 
     async def _handshake(
         self, stream: SocketStream, buffered: BufferedByteReceiveStream
-    ) -> Grant | None:
-        grant = None
+    ) -> bytes | None:
+        """The token's digest once the connection showed a live one in time (and answered
+        `OK`), else None (answered `ERR` and why)."""
+        key = None
         reason = "bad handshake"
         with contextlib.suppress(Exception), anyio.move_on_after(HANDSHAKE_TIMEOUT):
             line = await buffered.receive_until(b"\n", MAX_HELLO)
             hello, _, token = line.partition(b" ")
             if hello == HELLO:
-                grant = self._grants.get(_digest(token.decode("utf-8", "replace").strip()))
+                key = _digest(token.decode("utf-8", "replace").strip())
+                grant = self._grants.get(key)
                 reason = "unknown token"
                 if grant is not None and not self.alive(grant):
                     grant, reason = None, "the session this token belonged to has ended"
+                elif grant is not None and self._open.get(key, 0) >= MAX_PER_TOKEN:
+                    grant, reason = None, "too many connections with this token"
+                elif grant is not None and self._total() > MAX_CONNECTIONS:
+                    grant, reason = None, "too many connections to the kernel's tools"
+                key = key if grant is not None else None
         with contextlib.suppress(Exception):
-            await stream.send(
-                OK + b"\n" if grant is not None else b"ERR " + reason.encode() + b"\n"
-            )
-        return grant
+            await stream.send(OK + b"\n" if key is not None else b"ERR " + reason.encode() + b"\n")
+        return key
 
     async def _watch(self, grant: Grant, scope: anyio.CancelScope) -> None:
         """Close the connection once its session ends (its relay exits on the EOF)."""
@@ -211,6 +285,34 @@ class KernelServer:
         self._socket.close()
         self.gate.close()
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+async def _refuse(stream: SocketStream, reason: str) -> None:
+    """Say why (one `ERR` line, as the handshake does) and close, without waiting on the peer."""
+    async with stream:
+        with contextlib.suppress(Exception), anyio.move_on_after(1):
+            await stream.send(b"ERR " + reason.encode() + b"\n")
+
+
+def _refuse_waiting(listening: socket.socket) -> None:
+    """Take the connection that waits, if one does (a descriptor was just freed for it), say
+    why it is refused and close it: refused at once, it is not left to hang in the backlog."""
+    try:
+        conn, _ = listening.accept()
+    except OSError:  # none waits (BlockingIOError), or the descriptor was taken meanwhile
+        return
+    with conn:
+        conn.setblocking(False)
+        with contextlib.suppress(OSError):
+            conn.send(b"ERR the kernel is out of file descriptors\n")
+
+
+def _spare() -> int | None:
+    """A descriptor kept to be freed when the kernel has none left (see `_accept_all`)."""
+    try:
+        return os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
 
 
 def _digest(token: str) -> bytes:

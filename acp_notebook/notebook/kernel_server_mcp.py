@@ -1,20 +1,29 @@
 """The kernel's MCP tools, served on one relay connection with the `mcp` SDK's low-level `Server`.
 
 Tools: `list_variables`, `inspect_variable`, `notebook_cells`, `last_error` (read only) and
-`run_code`. Running code is a client-side tool call of the session: a card of kind `execute` in
-the running turn (the code, then what it printed), and a permission request through the same
-policy and buttons as the agent's own (`Session.handle`, `session/request_permission`): headless
-it is rejected unless `--allow execute`, and `--deny execute` rejects it.
+`run_code`. Running code is a tool call of the client's own in the session: a card of kind
+`execute` in the running turn (the code, then what it printed), and a permission request through
+the same policy and buttons as the agent's own (`Session.client_call`, `Session.ask_for`):
+headless it is rejected unless `--allow execute`, and `--deny execute` rejects it. The agent
+cannot change that card (the fold refuses its updates for it), and the code must be one the
+card shows whole and in the order it runs: the person is asked about exactly what runs.
 
 Every frame the agent sends is bounded (`MAX_MESSAGE` per line); answers are bounded by the
-tools (`kernel_tools`).
+tools (`kernel_tools`) and every answer's text is masked by the kernel's redactor (the values of
+secret-looking environment variables and of the agents' secrets, `protocol.redact`), whichever
+tool gave it: the one rule for what the agent reads from the kernel, as for `%%agent --with`,
+`--error` and `--cells`.
 """
 
 from __future__ import annotations
 
 import base64
-import itertools
+import contextlib
+import io
+import tokenize
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
+from unicodedata import category
 
 import anyio
 import mcp_types as types
@@ -24,15 +33,16 @@ from mcp.server.lowlevel import Server
 from mcp.shared.message import SessionMessage
 
 from .._version import __version__
-from ..protocol import methods
+from ..render import clip as card_clip
 from . import kernel_tools
 from .kernel_tools import ToolOutput, clip
-from .kernel_tools_run import run_code
+from .kernel_tools_run import run_code, stoppable
 
 if TYPE_CHECKING:
     import weakref
 
     from ..client.session import Session
+    from ..client.turn import TurnHandle
     from .kernel_tools_run import CellGate
     from .runtime import Runtime
 
@@ -51,9 +61,14 @@ class ToolHost(Protocol):
 
 
 MAX_MESSAGE = 4 * 1024 * 1024  # bytes of one JSON-RPC line from the agent
-MAX_CODE = 100_000  # characters of code run_code takes
+#: Characters of code run_code takes: what its card shows whole (render/clip.py's head of a
+#: text, which is also at most `TEXT_LINES` lines), less its fence.
+MAX_CODE = card_clip.MAX_CHARS - 100
+#: Characters that show code otherwise than it runs: controls (but tab and line ends), format
+#: characters (bidirectional controls reorder the text around them, zero-width ones hide in a
+#: string or a name) and Unicode's line separators (a line end to the page, not to Python).
+_UNSEEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
 GATE_TIMEOUT = 300.0  # seconds run_code waits for a user's cell to end
-_CALL_IDS = itertools.count(1)
 _OPTIONS = [
     {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
     {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
@@ -124,7 +139,11 @@ def build(kernel: ToolHost, grant: Any) -> Server[Any]:
             output = ToolOutput(
                 f"bad arguments for {params.name}: {clip(str(exc), 500)}", error=True
             )
-        return _result(output)
+        # One rule for every answer: masked by the kernel's redactor, as every output is. A
+        # variable holding a key (`key = os.environ["OPENAI_API_KEY"]`) was handed over as it
+        # is by inspect_variable and list_variables, while run_code's print(key) was masked.
+        mask = kernel.runtime.redactor.text
+        return _result(ToolOutput(mask(output.text), output.images, output.error))
 
     return Server(
         "acp_notebook kernel",
@@ -145,28 +164,56 @@ def _arg(args: dict[str, Any], name: str, kind: type, default: Any = None) -> An
 
 
 async def _call(kernel: ToolHost, grant: Any, name: str, args: dict[str, Any]) -> ToolOutput:
+    if name == "run_code":
+        return await _run(kernel, grant, _arg(args, "code", str))
+    read = _reader(kernel, name, args)
+    if read is None:
+        return ToolOutput(f"no tool {clip(name, 100)!r}", error=True)
+    # A read runs the user's objects' code (a __repr__, describe()) on the kernel's loop, which
+    # no interrupt reached either (a repr that hangs on the network): stoppable as run_code is.
+    session = kernel.session_of(grant)
+    turn = session.running if session is not None else None
+    output, stopped = stoppable(read, _time_left(turn))
+    if output is not None:
+        return output
+    if stopped == "interrupted" and session is not None and turn is not None:
+        _cancel_soon(session, turn)
+    why = (
+        "the user interrupted the kernel" if stopped == "interrupted" else "the turn's time ran out"
+    )
+    return ToolOutput(f"{name} was stopped: {why} while it ran", error=True)
+
+
+def _reader(kernel: ToolHost, name: str, args: dict[str, Any]) -> Callable[[], ToolOutput] | None:
+    """The read tool `name` with its arguments checked (TypeError for a bad one), to call."""
     ns = kernel.shell.user_ns
     if name == "list_variables":
         hidden = getattr(kernel.shell, "user_ns_hidden", {})
         include = _arg(args, "include_hidden", bool, False)
-        return kernel_tools.list_variables(ns, hidden, include)
+        return lambda: kernel_tools.list_variables(ns, hidden, include)
     if name == "inspect_variable":
-        return kernel_tools.inspect_variable(ns, _arg(args, "name", str))
+        variable = _arg(args, "name", str)
+        return lambda: kernel_tools.inspect_variable(ns, variable)
     if name == "notebook_cells":
         count = max(1, min(_arg(args, "count", int, 10), 100))
-        return _cells(kernel, count)
+        return lambda: _cells(kernel, count)
     if name == "last_error":
-        return _last_error(kernel)
-    if name == "run_code":
-        return await _run(kernel, grant, _arg(args, "code", str))
-    return ToolOutput(f"no tool {clip(name, 100)!r}", error=True)
+        return lambda: _last_error(kernel)
+    return None
+
+
+def _time_left(turn: TurnHandle | None) -> float | None:
+    """Seconds until the turn's deadline, if it has one."""
+    if turn is None or turn.deadline is None:
+        return None
+    return turn.deadline - anyio.current_time()
 
 
 def _cells(kernel: ToolHost, count: int) -> ToolOutput:
     from .kernel_context import cells_text, recent_cells
 
     text = cells_text(recent_cells(kernel.shell, count)) or "(no cells above this one yet)"
-    return ToolOutput(clip(kernel.runtime.redactor.text(text)))
+    return ToolOutput(clip(text))  # masked field by field (snapshots.safe), then as a whole
 
 
 def _last_error(kernel: ToolHost) -> ToolOutput:
@@ -175,65 +222,151 @@ def _last_error(kernel: ToolHost) -> ToolOutput:
     error = last_error(kernel.shell)
     if error is None:
         return ToolOutput("no exception has been raised in this kernel yet")
-    return ToolOutput(clip(kernel.runtime.redactor.text(error.to_text())))
+    return ToolOutput(clip(error.to_text()))  # masked field by field, then as a whole
 
 
 async def _run(kernel: ToolHost, grant: Any, code: str) -> ToolOutput:
-    """Ask (card + permission), wait for the kernel to be free of the user's cells, run, show."""
+    """Ask (card + permission), wait for the kernel to be free of the user's cells, run, show.
+
+    The card is the client's own (`Session.client_call`): the agent cannot change it, so what
+    the person is asked about is `code`, which is what runs, never read back from the card. The
+    code runs only for the turn that asked, while it runs: a turn that ended meanwhile (its
+    Stop, the cell's interrupt) or whose --timeout passed gets a refusal. It is stopped by the
+    kernel's interrupt, which also cancels the turn, and by the turn's deadline."""
     session = kernel.session_of(grant)
     if session is None:
         return ToolOutput("the session is not open: code cannot run", error=True)
-    if len(code) > MAX_CODE:
-        return ToolOutput(f"the code is over {MAX_CODE:,} characters", error=True)
-    call_id = f"acpnb-kernel-run-{next(_CALL_IDS)}"
-    title = _title(code)
+    refused = _unshowable(code)
+    if refused is not None:
+        return ToolOutput(refused, error=True)
+    turn = session.running
     code_block = _fenced(code, "python")
-    session.receive(_update("tool_call", call_id, "pending", [code_block], title=title))
-    answer = await session.handle(
-        methods.REQUEST_PERMISSION,
-        {
-            "sessionId": session.id,
-            "toolCall": {"toolCallId": call_id, "kind": "execute", "title": title},
-            "options": _OPTIONS,
-        },
-    )
+    call = session.client_call("execute", _title(code), [code_block])
+    if call is None:
+        return ToolOutput(
+            "the turn is past its size limits: the code could not be shown, so it was not run",
+            error=True,
+        )
+    answer = await session.ask_for(call, _OPTIONS)
     outcome = answer.get("outcome", {}) if isinstance(answer, dict) else {}
     if outcome.get("optionId") != "allow":
         note = _text("Not run: the permission was not given.")
-        session.receive(_update("tool_call_update", call_id, "failed", [code_block, note]))
+        session.client_update(call, "failed", [code_block, note])
         return ToolOutput("the user (or the permission policy) did not allow running this code")
-    session.receive(_update("tool_call_update", call_id, "in_progress", [code_block]))
-    if not await kernel.gate.wait(lambda: _turn(session), GATE_TIMEOUT):
-        note = _text("Not run: a cell of the user's kept the kernel busy.")
-        session.receive(_update("tool_call_update", call_id, "failed", [code_block, note]))
-        return ToolOutput("the kernel is busy running the user's cell; try again later", error=True)
-    outcome_ = run_code(code, kernel.shell.user_ns, kernel.runtime.redactor.text)
-    status = "failed" if outcome_.error is not None else "completed"
-    shown = _fenced(outcome_.to_text(), "text")
-    session.receive(_update("tool_call_update", call_id, status, [code_block, shown]))
-    return ToolOutput(outcome_.to_text(), error=outcome_.error is not None)
+    if not kernel.gate.may_run(turn):  # the chat's turn while a cell of the user's runs
+        session.client_update(call, "pending", [code_block, _text(WAITING)])
+    free = await _wait_for_kernel(kernel.gate, turn)
+    if free is not None:
+        session.client_update(call, "failed", [code_block, _text(f"Not run: {free}.")])
+        return ToolOutput(f"the code was not run: {free}", error=True)
+    session.client_update(call, "in_progress", [code_block])
+    ran = run_code(code, kernel.shell.user_ns, kernel.runtime.redactor.text, _time_left(turn))
+    status = "failed" if ran.error is not None else "completed"
+    session.client_update(call, status, [code_block, _fenced(ran.to_text(), "text")])
+    if ran.stopped == "interrupted" and turn is not None:
+        # The user interrupted the kernel: the turn ends too, as after a Stop. (A cell's
+        # interrupt also cancels the cell, which cancels it again: a no-op.) Not awaited here:
+        # the agent must first get this answer to end its turn.
+        _cancel_soon(session, turn)
+    return ToolOutput(ran.to_text(), error=ran.error is not None)
+
+
+WAITING = "Waiting for the running cell to finish: the code runs after it."
+
+
+async def _wait_for_kernel(gate: CellGate, turn: TurnHandle | None) -> str | None:
+    """Wait until the code may run (`CellGate`) for `turn`; None once it may, else why not."""
+    left = _time_left(turn)
+    limit = GATE_TIMEOUT if left is None else min(GATE_TIMEOUT, left)
+    free = False
+    with anyio.move_on_after(max(limit, 0)):
+        async with anyio.create_task_group() as group:
+            if turn is not None:  # the turn ends meanwhile: stop waiting for the cell
+
+                async def ended() -> None:
+                    await turn.wait_ended()
+                    group.cancel_scope.cancel()
+
+                group.start_soon(ended)
+            free = await gate.wait(lambda: turn, max(limit, 0))
+            group.cancel_scope.cancel()
+    if turn is not None and (turn.done or turn.cancelling()):
+        return "the turn that asked for it has ended"
+    if turn is not None and turn.deadline is not None and anyio.current_time() >= turn.deadline:
+        return "the turn's time limit (--timeout) has passed"
+    if not free:
+        return "a cell of the user's kept the kernel busy"
+    return None
+
+
+def _cancel_soon(session: Session, turn: TurnHandle) -> None:
+    """Cancel the turn as Stop does, in the session's client (not awaited: the agent must first
+    get the tool's answer to end its turn)."""
+
+    async def cancel() -> None:
+        await turn.cancel()
+
+    with contextlib.suppress(RuntimeError):  # the client is closing: its turns end with it
+        session.client.task_group.start_soon(cancel)
+
+
+def _unshowable(code: str) -> str | None:
+    """Why `code` cannot be shown to the person asked exactly as it would run (None if it can):
+    the card shows the head of a long text only; controls and format characters do not show or
+    reorder what is shown (a line that reads one way and runs another); a name in another
+    script reads as the ASCII one it looks like (a Cyrillic `оs` is not `os`)."""
+    text = _fenced(code, "python")["content"]["text"] if len(code) <= MAX_CODE else ""
+    if not text or card_clip.head(text, card_clip.TEXT_LINES).note:
+        return (
+            f"the code is longer than its card shows whole (at most {card_clip.TEXT_LINES - 2} "
+            f"lines and {MAX_CODE:,} characters): run it in smaller pieces"
+        )
+    unseen = sorted({c for c in code if c not in "\t\n\r" and category(c) in _UNSEEN_CATEGORIES})
+    if unseen:
+        names = ", ".join(f"U+{ord(c):04X}" for c in unseen[:5])
+        return (
+            f"the code holds characters the user would not see as they run ({names}: controls, "
+            "bidirectional or zero-width characters): write them as escapes (\\u202e) instead"
+        )
+    lookalikes = sorted(_non_ascii_names(code))
+    if lookalikes:
+        return (
+            f"the code has names that are not ASCII ({', '.join(map(repr, lookalikes[:5]))}), "
+            "which the user could take for the ASCII names they look like: use ASCII names"
+        )
+    return None
+
+
+def _non_ascii_names(code: str) -> set[str]:
+    """The names (identifiers, attributes, keywords) of `code` that are not ASCII; none if it
+    does not tokenize (it will not run either: the error says why)."""
+    names: set[str] = set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(code).readline):
+            if token.type == tokenize.NAME and not token.string.isascii():
+                names.add(token.string)
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return names
 
 
 def _title(code: str) -> str:
-    """ "Run code in the kernel: <its first line>": the permission shows the title next to its
+    """ "Run code in the kernel: `<its first line>`": the permission shows the title next to its
     buttons, and the whole code is in the card."""
     lines = [line.strip() for line in code.strip().splitlines()] or [""]
     first = lines[0] if len(lines[0]) <= 60 else lines[0][:59] + "…"
     more = f" (+{len(lines) - 1} more lines)" if len(lines) > 1 else ""
-    return f"Run code in the kernel: {first}{more}"
+    return f"Run code in the kernel: {_code_span(first)}{more}"
 
 
-def _turn(session: Session) -> object | None:
-    return session.running
-
-
-def _update(
-    kind: str, call_id: str, status: str, content: list[dict[str, Any]], **extra: Any
-) -> dict[str, Any]:
-    update = {"sessionUpdate": kind, "toolCallId": call_id, "status": status, "content": content}
-    if kind == "tool_call":
-        update["kind"] = "execute"
-    return {**update, **extra}
+def _code_span(text: str) -> str:
+    """`text` as a Markdown code span: titles are drawn as Markdown, where `obj.__dict__` would
+    show as obj.**dict** and `x = 1 \\# y` lose its backslash; in a span, it shows as it is."""
+    if not text:
+        return ""
+    ticks = "`" * (_longest_backticks(text) + 1)
+    pad = " " if text[0] == "`" or text[-1] == "`" else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
 def _text(text: str) -> dict[str, Any]:

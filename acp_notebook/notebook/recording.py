@@ -12,6 +12,10 @@ has its transcript in its live display, which became the record (or, with no liv
 display); a failed turn has it in a display output, followed by an `error` output whose `ename`
 is `TurnFailed` and whose `evalue` is the paragraph the cell failed with; a `--background` turn
 has it in a display output.
+
+What the turn was asked is read from its record, not from the cell's source: a notebook
+recorded, edited, then replayed would otherwise answer the new prompt with the old turn. A record
+that does not say (made before `cellOptions` was kept) is a problem of its cell.
 """
 
 from __future__ import annotations
@@ -40,8 +44,10 @@ class RecordedCell:
     index: int  # among all the notebook's cells, from 0
     ordinal: int  # among its `%%agent` cells, from 0
     cell_id: str | None
-    line: str  # the options: what follows `%%agent` on the first line
-    body: str  # the prompt
+    #: The options and the prompt the recorded turn was asked with, as its record keeps them
+    #: (`cellOptions`, the prompt's first text block); the cell's source when it has no turn.
+    line: str
+    body: str
     transcript: dict[str, Any] | None
     is_value: bool  # the transcript is the cell's value (execute_result), not a display
     failure: str | None  # the TurnFailed paragraph, when the turn failed
@@ -140,6 +146,14 @@ def _read_cell(
     elif not isinstance(transcript, dict) or not isinstance(transcript.get("success"), bool):
         problem = "its recorded transcript is malformed: not a finished turn (no boolean 'success')"
         transcript = None
+    else:
+        # What the turn was asked, as its record kept it: the cell's source may have been edited
+        # since (a replay of the edited notebook itself served the old answer to a new prompt).
+        asked = _asked(transcript)
+        if isinstance(asked, str):
+            problem, transcript = asked, None
+        else:
+            line, body = asked
     return RecordedCell(
         index=index,
         ordinal=ordinal,
@@ -151,6 +165,34 @@ def _read_cell(
         failure=failure,
         problem=problem,
     )
+
+
+def _asked(transcript: dict[str, Any]) -> tuple[str, str] | str:
+    """The options and the prompt a recorded turn was asked with, or why the record cannot say.
+
+    The prompt is the first text block of the recorded prompt: the cell's body, as `%%agent`
+    sends it (context parts are recorded as such, files as resources, and a `--schema`'s
+    instructions come after it). The options are `TurnResult.cell_options`; a record made
+    before it was kept cannot be checked against the cell, so it is not replayed."""
+    options = transcript.get("cellOptions")
+    if not isinstance(options, str):
+        return (
+            "its record does not say which %%agent options it was asked with (it was made by "
+            "an older acp_notebook, or not by a %%agent cell)"
+        )
+    prompt = transcript.get("prompt")
+    blocks = prompt if isinstance(prompt, list) else []
+    body = next(
+        (
+            b["text"]
+            for b in blocks
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        ),
+        None,
+    )
+    if body is None:
+        return "its record holds no prompt to compare the cell with"
+    return options.strip(), body
 
 
 def _background(line: str) -> bool:

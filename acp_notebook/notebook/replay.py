@@ -3,16 +3,19 @@
 With `ACP_NOTEBOOK_REPLAY=PATH` in the kernel's environment (or `c.AcpNotebook.replay`), every
 `%%agent` cell is matched to a cell of the notebook at PATH (`recording`) and answered from the
 turn recorded there: no agent process, no key, no network. The cell's value is the recorded
-`TurnResult` (`TurnResult.from_json`), bound to `--out` as a run would; a turn that failed fails
-again with the recorded `TurnFailed` paragraph; a line above the record says it was replayed.
+`TurnResult`, folded again within the live limits (`protocol/refold.py`: the recording is hostile
+input, and is drawn as a live turn would be), bound to `--out` as a run would; a turn that
+failed fails again with the recorded `TurnFailed` paragraph; a line above the record says it was
+replayed.
 
 Matching: by the cell id the front-end sends with the execute request (JupyterLab does; nbclient
 0.11 does not), else by order: the n-th `%%agent` cell the kernel runs is the recording's n-th.
-The cell must ask what the recorded one asked: the same prompt (trailing whitespace aside) and
-the same options, except those that do not change what the agent is asked (`--out`, `--quiet`,
-`--timeout`, `--background`). A cell that changed, or has no usable recording, fails with
-`ReplayError` naming it, unless the mode is `fill` (`ACP_NOTEBOOK_REPLAY_MODE=fill`): then the
-agent runs for that cell, as without replay.
+The cell must ask what the recorded one asked, as the turn's record says it was asked (its
+prompt and `cellOptions`, not the recorded cell's source, which may have been edited since): the
+same prompt (trailing whitespace aside) and the same options, except those that do not change
+what the agent is asked (`--out`, `--quiet`, `--timeout`, `--background`). A cell that
+changed, or has no usable recording, fails with `ReplayError` naming it, unless the mode is
+`fill` (`ACP_NOTEBOOK_REPLAY_MODE=fill`): then the agent runs for that cell, as without replay.
 
 Sessions: a replayed turn opens no session, so `--session`/`--new` are only compared. In `fill`
 mode an agent that runs starts a fresh session: it has not seen the replayed turns before it.
@@ -31,6 +34,7 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from ..errors import ReplayError, TurnFailed
+from ..protocol.refold import refold
 from ..protocol.result import TurnResult
 from ..protocol.structured import OutputSpec
 from ..render import mdsafe
@@ -106,7 +110,8 @@ def serve(host: Host, opts: CellOptions, body: str) -> Any:
     if recorded is None:
         why = _unmatched(recording, cell_id, ordinal)
     else:
-        why = difference(recorded, opts, body)
+        # The record keeps the prompt masked: so is the body it is compared with.
+        why = difference(recorded, opts, host.runtime.redactor.text(body))
     if why:
         if mode == "fill":
             line = f"Not replayed ({why}): the agent runs for this cell."
@@ -123,7 +128,10 @@ def serve(host: Host, opts: CellOptions, body: str) -> Any:
 def _replayed(
     host: Host, opts: CellOptions, recorded: RecordedCell, transcript: dict[str, Any]
 ) -> Any:
-    result = TurnResult.from_json(transcript)
+    # Folded again within the live limits, and drawn from that: the recording is hostile input,
+    # and 200,000 recorded parts drawn as read made a 72.5 MB output.
+    result = refold(transcript)
+    transcript = result.to_json()
     if opts.schema and result.output_json is not None:
         result = _with_output(host, opts.schema, result)
     if opts.out:

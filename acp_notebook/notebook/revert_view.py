@@ -33,6 +33,7 @@ def revert_doc(result: RevertResult, session: str, mask: Callable[[str], str] = 
         doc.para(
             "Refused files were left as they are; ",
             Code(f"%agent revert {result.turn_id} --force"),
-            " overwrites them.",
+            " overwrites those changed since the turn, never a symbolic link (nor a folder "
+            "that became one) or a protected file.",
         )
     return doc.para(result.note)

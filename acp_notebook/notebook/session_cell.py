@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -42,9 +43,10 @@ if TYPE_CHECKING:
     from ..widgets.turn_view import StartingView
 
 
-async def run(host: Host, opts: CellOptions, body: str) -> Any:
+async def run(host: Host, opts: CellOptions, body: str, line: str = "") -> Any:
     """One `%%agent` cell: its value is the `TurnResult` (the `TurnHandle` with --background);
-    a failed turn raises `TurnFailed`, a bad option a usage error."""
+    a failed turn raises `TurnFailed`, a bad option a usage error. The record keeps `line`, the
+    options as written (`cell_options`): a replay compares with it, not with an edited source."""
     opts.check()
     if (replayed := replay.serve(host, opts, body)) is not replay.RUN:
         return replayed  # ACP_NOTEBOOK_REPLAY: the recorded turn, no agent
@@ -89,19 +91,27 @@ async def run(host: Host, opts: CellOptions, body: str) -> Any:
             schema = "--schema: " if isinstance(exc, SchemaError) else ""
             raise UsageError(f"{schema}{exc}") from None
         raise
-    if opts.no_kernel_tools:  # a session that has the kernel tools: they refuse this turn
-        from .kernel_server import refuse_turn
-
-        refuse_turn(host.runtime, turn)
+    _kernel_tools_terms(host, opts, turn, deadline)
     host.runtime.ledger.watch(turn, session, spec.name, host.execution_count)
     view = _live_view(host, spec, session, turn, opts, starting)
     view.start()
     left = None if timeout is None else max(deadline - anyio.current_time(), 0.001)
     if opts.background:
         _bind(host, opts, turn)  # for good: `NAME.result` holds the result once the turn ends
-        _spawn(_finish_later(host, opts, turn, view, left, timeout))
+        _spawn(_finish_later(host, opts, turn, view, left, timeout, line))
         return turn
-    return await _finish(host, opts, spec, session, turn, view, left, timeout, stderr_mark)
+    return await _finish(host, opts, spec, session, turn, view, left, timeout, line, stderr_mark)
+
+
+def _kernel_tools_terms(host: Host, opts: CellOptions, turn: TurnHandle, deadline: float) -> None:
+    """What the kernel tools hold this turn to: the cell's deadline stops the agent's code run
+    for it too; `--no-kernel-tools` in a session that has them makes them refuse its calls."""
+    if deadline != math.inf:
+        turn.bound(deadline)
+    if opts.no_kernel_tools:
+        from .kernel_server import refuse_turn
+
+        refuse_turn(host.runtime, turn)
 
 
 def _resolve(host: Host, opts: CellOptions) -> tuple[AgentSpec, str]:
@@ -198,9 +208,10 @@ async def _finish_later(
     view: LiveView,
     left: float | None,
     timeout: float | None,
+    line: str,
 ) -> None:
     result, _ = await wait_turn(turn, left, host.cancel_grace, timeout)
-    view.finish(result, keep_record=True)
+    view.finish(dataclasses.replace(result, cell_options=line), keep_record=True)
     await view.aclose()
 
 
@@ -213,6 +224,7 @@ async def _finish(
     view: LiveView,
     left: float | None,
     timeout: float | None,
+    line: str,
     stderr_mark: int,
 ) -> TurnResult:
     try:
@@ -221,6 +233,7 @@ async def _finish(
         if is_interrupt(exc):
             await interrupted(turn, view, host.cancel_grace)
         raise
+    result = dataclasses.replace(result, cell_options=line)  # the record says what was asked
     _bind(host, opts, result)
     # A Stop pressed by the user is not a failure, even if the agent had to be killed for it.
     # Only a cancel somebody asked for counts: a turn ended by a client failure is a failure.

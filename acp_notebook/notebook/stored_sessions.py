@@ -7,12 +7,18 @@ it is read as hostile input. A file that is too large, not JSON, of the wrong sh
 not a regular file gives one clear warning and is started afresh; an entry that is not well
 formed is dropped. It never raises into a cell. Writes go to a temporary file (mode 0600,
 `O_EXCL|O_NOFOLLOW`) renamed over the old one, so a crash or a concurrent reader never sees half
-a file. At most `MAX_ENTRIES` entries are kept (the most recently used).
+a file; each read-modify-write holds `sessions.lock` (`flock`), so two kernels of one workspace
+writing at once keep both their entries. At most `MAX_ENTRIES` entries are kept (the most
+recently used). Everything happens beneath one descriptor of `.acp_notebook`, opened without
+following a link: checked to be no link and then used by path, the folder swapped for a link
+meanwhile had the kernel write its file where the link led.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import json
 import logging
 import os
@@ -20,7 +26,7 @@ import secrets
 import stat
 import time
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,11 +45,17 @@ log = logging.getLogger("acp_notebook")
 
 DIRNAME = ".acp_notebook"
 FILENAME = "sessions.json"
+#: The lock held around each read-modify-write of `FILENAME` (its content is never read).
+LOCKNAME = "sessions.lock"
+#: How long a write waits for another process's lock before it gives up, saying so. A write
+#: holds it milliseconds; the wait blocks the kernel's loop, and the agent can take the lock too.
+LOCK_WAIT = 2.0
 NO_NOTEBOOK = "(no notebook)"
 MAX_FILE_BYTES = 1024 * 1024
 MAX_ENTRIES = 500
 MAX_FIELD = 1000  # characters of a notebook path, session name, agent name or session id
 _VERSION = 1
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @dataclass(frozen=True)
@@ -136,9 +148,14 @@ class SessionStore:
         if not entry.session_id or len(entry.session_id) > MAX_FIELD:
             return  # an id we could not read back is not worth keeping
         key = (entry.notebook, entry.name, entry.agent)
-        kept = [e for e in self.entries() if (e.notebook, e.name, e.agent) != key]
-        kept.sort(key=lambda e: e.updated, reverse=True)
-        self._write([entry, *kept[: MAX_ENTRIES - 1]])
+        # Read, change and replace under the workspace's lock: two kernels of one workspace
+        # writing at once each replaced the file with their own reading of it (230 of 300 kept).
+        with self._locked() as locked:
+            if not locked:
+                return
+            kept = [e for e in self.entries() if (e.notebook, e.name, e.agent) != key]
+            kept.sort(key=lambda e: e.updated, reverse=True)
+            self._write([entry, *kept[: MAX_ENTRIES - 1]])
 
     # -- the file --------------------------------------------------------------------------------
 
@@ -148,12 +165,36 @@ class SessionStore:
         )
         return []
 
+    def _folder(self, create: bool) -> int | None:
+        """`.acp_notebook`'s descriptor, opened (made, with `create`) beneath the workspace's
+        without following a link; None when there is none. OSError when it is a link or no
+        folder."""
+        top = os.open(self.directory.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(DIRNAME, 0o700, dir_fd=top)
+            try:
+                return os.open(DIRNAME, _DIR_FLAGS, dir_fd=top)
+            except FileNotFoundError:
+                return None
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise OSError(exc.errno, f"{DIRNAME} is a symlink or not a folder") from None
+                raise
+        finally:
+            os.close(top)
+
     def _read(self) -> bytes | None:
         try:
-            if self.directory.is_symlink():
-                self._bad(f"{DIRNAME} is a symlink")
+            folder = self._folder(create=False)
+            if folder is None:
                 return None
-            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            try:
+                flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+                fd = os.open(FILENAME, flags, dir_fd=folder)
+            finally:
+                os.close(folder)
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -170,27 +211,87 @@ class SessionStore:
             return None
         return data
 
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[bool]:
+        """Hold the workspace's lock on the file (`LOCKNAME`, `flock`), waiting at most
+        `LOCK_WAIT` seconds; yields False, the problem noted, when it cannot be had.
+
+        The lock file is opened inside the directory (opened without following a symlink), not
+        following a symlink itself, and only if it is a regular file: the agent can write here.
+        A holder that dies releases it (the kernel closes its descriptors)."""
+        fd = -1
+        try:
+            fd = self._open_lock()
+            deadline = time.monotonic() + LOCK_WAIT
+            pause = 0.001
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    # flock has no timeout: poll, backing off; a holder keeps it milliseconds.
+                    if time.monotonic() >= deadline:
+                        raise OSError(f"another process has held it for {LOCK_WAIT:g} s") from None
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.05)
+        except OSError as exc:
+            if fd >= 0:
+                os.close(fd)
+            why = exc.strerror or str(exc)
+            self.problems.append(
+                f"could not save {self.path}: cannot lock {self.directory / LOCKNAME} ({why})"
+            )
+            log.warning("acp_notebook: cannot lock %s: %s", self.directory / LOCKNAME, why)
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            os.close(fd)  # releases the lock
+
+    def _open_lock(self) -> int:
+        try:
+            directory = self._folder(create=True)
+        except OSError as exc:
+            raise OSError(f"{self.directory} is not a directory of ours ({exc.strerror})") from None
+        if directory is None:
+            raise OSError(errno.ENOENT, f"{self.directory} vanished")
+        try:
+            flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+            fd = os.open(LOCKNAME, flags, 0o600, dir_fd=directory)
+        finally:
+            os.close(directory)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(f"{LOCKNAME} is not a regular file")
+        return fd
+
     def _write(self, entries: list[Stored]) -> None:
         body = json.dumps(
             {"version": _VERSION, "sessions": [e.to_json() for e in entries]}, indent=1
         ).encode("utf-8")
-        tmp = self.directory / f".sessions.{secrets.token_hex(8)}.tmp"
+        tmp = f".sessions.{secrets.token_hex(8)}.tmp"
+        folder = None
         try:
-            self.directory.mkdir(mode=0o700, exist_ok=True)
-            if self.directory.is_symlink() or not self.directory.is_dir():
-                raise OSError(f"{self.directory} is not a directory of ours")
+            folder = self._folder(create=True)
+            if folder is None:
+                raise OSError(errno.ENOENT, f"{self.directory} vanished")
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-            fd = os.open(tmp, flags, 0o600)
+            fd = os.open(tmp, flags, 0o600, dir_fd=folder)
             with open(fd, "wb", closefd=True) as file:
                 file.write(body)
                 file.flush()
                 os.fsync(file.fileno())
-            os.replace(tmp, self.path)
+            os.replace(tmp, FILENAME, src_dir_fd=folder, dst_dir_fd=folder)
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
+            if folder is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp, dir_fd=folder)
             self.problems.append(f"could not save {self.path}: {exc}")
             log.warning("acp_notebook: could not save %s: %s", self.path, exc)
+        finally:
+            if folder is not None:
+                os.close(folder)
 
 
 # -- the kernel's side: resume a stored session on the first use of its name ------------------

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from ..errors import ElicitationError
 from .coerce import dicts, mapping, opt_text, text
+from .weburl import WebLink, web_link
 
 MAX_FIELDS = 50
 MAX_CHOICES = 100
@@ -94,9 +95,16 @@ class ElicitationPart:
     kind = "elicitation"
 
     @property
+    def link(self) -> WebLink:
+        """The URL as the browser will open it, or why it is refused (`weburl.web_link`).
+        Computed from `url` each time, so a saved record is checked again when it is read."""
+        return web_link(self.url) if self.mode == "url" else WebLink(refused="not a link")
+
+    @property
     def host(self) -> str:
-        """The URL's host, which the user must see before following it (the spec)."""
-        return urlsplit(self.url).hostname or "" if self.url else ""
+        """The host the browser will open (punycode), which the user must see before following
+        the link (the spec); "" when the link is refused."""
+        return self.link.host
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -141,9 +149,14 @@ def read_request(params: Any, part_id: str) -> ElicitationPart:
         url, eid = params.get("url"), params.get("elicitationId")
         if not isinstance(url, str) or not isinstance(eid, str):
             raise ElicitationError("a url elicitation needs url and elicitationId strings")
+        # Not a web address at all: the agent's mistake, said to it. One that is, but that
+        # would mislead (user info, read differently by browsers), is shown refused in the card.
         if urlsplit(url).scheme not in ("https", "http") or len(url) > MAX_TEXT:
             raise ElicitationError("the elicitation url must be an http(s) URL")
-        return ElicitationPart(part_id, "url", message, [], url, _clip(eid, 200), tool_call_id)
+        # NULs dropped as the saved record drops them: the link read live is the one it keeps.
+        return ElicitationPart(
+            part_id, "url", message, [], text(url), _clip(eid, 200), tool_call_id
+        )
     if mode != "form":
         raise ElicitationError(f"unsupported elicitation mode {text(mode)[:40]!r}")
     schema = params.get("requestedSchema")

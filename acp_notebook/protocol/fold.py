@@ -18,6 +18,7 @@ warning part, the turn's first.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -36,6 +37,7 @@ from .state import (
     PlanEntry,
     PlanPart,
     Role,
+    ToolCallPart,
 )
 from .tool_patch import enum_value, input_text, patch_tool_call
 
@@ -209,6 +211,8 @@ class SessionFold(FoldCore):
 
     def _tool_call(self, update: dict[str, Any]) -> None:
         model = schema.validate_update(cut_content(update, self.limits))
+        if self.refused("tool_call", model.tool_call_id):
+            return
         self._claim_asked_only(model)
         call = self.tool_call(model.tool_call_id)
         if not self._kept(call):
@@ -220,6 +224,8 @@ class SessionFold(FoldCore):
 
     def _tool_call_update(self, update: dict[str, Any]) -> None:
         model = schema.validate_update(cut_content(update, self.limits))
+        if self.refused("tool_call_update", model.tool_call_id):
+            return
         self.target.asked_only.pop(model.tool_call_id, None)  # its own id: a real call
         call = self.tool_call(model.tool_call_id)
         if not self._kept(call):
@@ -277,6 +283,71 @@ class SessionFold(FoldCore):
         self._add_asked(record, part, "permissions")
         return part
 
+    # -- the client's own tool calls -------------------------------------------------------------
+
+    def client_call(
+        self, kind: str, title: str, content: list[dict[str, Any]]
+    ) -> ToolCallPart | None:
+        """A tool call the client makes itself (a kernel tool's run), as a card of the turn, with
+        room kept for its permission request (`add_client_permission`). None if the turn cannot
+        keep both whole (past its limits): the client must not ask about what it cannot show.
+
+        Its id is drawn at random and the fold records it as the client's: the agent cannot
+        guess it, nor make a call that the client takes for its own, and whatever it sends for
+        it is refused (`refused`). The client changes it by the part (`client_update`), never
+        by looking its id up."""
+        record = self.target
+        size = count([title, content], self.limits.turn_chars)
+        full = len(record.tool_calls) >= self.limits.tool_calls
+        if full or record.budget.parts < 2 or size > record.budget.chars:
+            return None
+        call_id = f"acpnb-{secrets.token_hex(16)}"
+        while call_id in record.tool_calls:  # the agent's, if it ever guessed 128 bits
+            call_id = f"acpnb-{secrets.token_hex(16)}"
+        call = ToolCallPart(self.new_id("t"), call_id, title, kind, content=content, by_client=True)
+        call.stated_kinds.add(kind)
+        call.size = size
+        record.budget.chars -= size
+        record.budget.parts -= 2  # the card and its permission request
+        record.tool_calls[call_id] = call
+        record.parts.append(call)
+        self._client_calls[call_id] = record
+        self.visible_output = True
+        self._updated_in(record, call)
+        return call
+
+    def client_update(self, call: ToolCallPart, status: str, content: list[dict[str, Any]]) -> None:
+        """The client's call, `status` now and showing `content` (which goes on with the content
+        it showed when it was asked, that the turn keeps: only what follows may be left out)."""
+        record = self._client_calls.get(call.tool_call_id)
+        if record is None or record.tool_calls.get(call.tool_call_id) is not call:
+            return
+        record.budget.chars += call.size
+        size = count([call.title, content], self.limits.turn_chars)
+        if size > record.budget.chars:
+            shown = len(call.content)  # what it asked with stays; the rest is a sentence
+            note = "[the rest was left out: the turn is past its size limit]"
+            content = [
+                *content[:shown],
+                {"type": "content", "content": {"type": "text", "text": note}},
+            ]
+            size = count([call.title, content], self.limits.turn_chars)
+        call.status, call.content, call.size = status, content, size
+        record.budget.chars -= size
+        self._updated_in(record, call)
+
+    def add_client_permission(
+        self, call: ToolCallPart, options: list[dict[str, Any]]
+    ) -> PermissionPart:
+        """The client's permission request about its own `call`, in the room `client_call` kept:
+        its title is the call's, nothing of the agent's is merged in."""
+        part = PermissionPart(self.new_id("p"), call.tool_call_id, call.title, options)
+        record = self._client_calls.get(call.tool_call_id, self.target)
+        self.visible_output = True
+        record.parts.append(part)
+        self._updated_in(record, part)
+        return part
+
     def _add_asked(self, record: TurnRecord, part: Part, kind: str) -> None:
         """A request from the agent joins the turn (past the parts cap: asked all the same,
         but only counted, as `kind`)."""
@@ -299,6 +370,14 @@ class SessionFold(FoldCore):
             raise
         self._add_asked(record, part, "elicitations")
         return part
+
+    def add_recorded_elicitation(self, part: ElicitationPart) -> None:
+        """An elicitation read back from a transcript (a replay): bounded as one asked now."""
+        record = self.target
+        part.message = part.message[: self.limits.value_chars]
+        part.url = part.url[: self.limits.value_chars]
+        part.content = self.keep.bounded(record, part.content)
+        self._add_asked(record, part, "elicitations")
 
     def resolve_elicitation(
         self, part: ElicitationPart, action: str, content: dict[str, Any] | None, by: str

@@ -34,6 +34,11 @@ class FoldCore:
         self.turn: TurnRecord | None = None
         self.visible_output = False  # since the current turn (or attempt) began
         self._ids = itertools.count(1)
+        #: The tool calls the client made itself (`SessionFold.client_call`), by id, and the
+        #: record each is in. Ownership is kept here, not read from the id: whatever the agent
+        #: sends about one of these ids is refused (`refused`).
+        self._client_calls: dict[str, TurnRecord] = {}
+        self._refusals_told: set[str] = set()
         self._replaying = False
         self._replay_budget = Budget.of(limits)  # one turn's worth for a whole replay
 
@@ -106,6 +111,21 @@ class FoldCore:
     def _kept(self, call: ToolCallPart) -> bool:
         return self.target.tool_calls.get(call.tool_call_id) is call
 
+    def refused(self, what: str, tool_call_id: Any) -> bool:
+        """Whether `tool_call_id` names a tool call of the client's own, which the agent may
+        not change nor ask about (its `what` is then refused, and the turn says so, once per
+        call). What the person is shown and asked about is what the client will do."""
+        if type(tool_call_id) is not str or tool_call_id not in self._client_calls:
+            return False
+        if tool_call_id not in self._refusals_told:
+            self._refusals_told.add(tool_call_id)
+            self.add_error(
+                f"the agent sent a {what[:40]} for a tool call of the client's own "
+                f"({tool_call_id}): refused, its card shows only what the client did",
+                "warning",
+            )
+        return True
+
     # -- errors and unknowns ---------------------------------------------------------------------
 
     def add_error(self, message: str, level: str = "error") -> ErrorPart:
@@ -123,6 +143,10 @@ class FoldCore:
         record.parts.append(part)
         self._updated(part)
         return part
+
+    def add_raw(self, kind: str, update: Any, problem: str | None = None) -> None:
+        """Keep what could not be folded as a `RawPart`, bounded (a recorded one, read again)."""
+        self._raw(kind, update, problem)
 
     def _raw(self, kind: str, update: Any, problem: str | None) -> None:
         record = self.target

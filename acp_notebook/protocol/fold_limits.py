@@ -17,6 +17,8 @@ from .result import TurnRecord
 from .state import ErrorPart, Part, PlanEntry, ToolCallPart
 
 #: What each `dropped` key counts, for the warning part.
+#: How the warning of what a turn left out begins (a replay knows it by this: `refold`).
+DROPPED_NOTE = "The agent sent more than the client keeps"
 _DROPPED_WORDS = {
     "text_chars": "characters of text past the {text_chars:,}-character limit",
     "parts": "parts past the {parts:,}-part limit (their text joined the previous message of "
@@ -83,7 +85,8 @@ class TurnLimits:
         fields = {name: getattr(self.limits, name) for name in self.limits.__slots__}
         counted = [(n, _DROPPED_WORDS.get(k, k)) for k, n in record.dropped.items() if n]
         note.message = (
-            "The agent sent more than the client keeps; left out: "
+            DROPPED_NOTE
+            + "; left out: "
             + "; ".join(f"{n:,} {words.format(**fields)}" for n, words in counted)
             + "."
         )

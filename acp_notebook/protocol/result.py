@@ -140,6 +140,10 @@ class TurnResult:
     over_budget: bool = False
     #: The session's title as the turn ended (`session_info_update`), when the agent gave one.
     title: str | None = None
+    #: The options of the `%%agent` line that asked for this turn, as written (None for a turn
+    #: of the Python API). A replay compares a cell with them: the cell's source may have been
+    #: edited since the record was made.
+    cell_options: str | None = None
 
     @property
     def cancelled(self) -> bool:
@@ -170,6 +174,7 @@ class TurnResult:
             **({"output": self.output_json} if self.output_json is not None else {}),
             **({"overBudget": True} if self.over_budget else {}),
             **({"title": self.title} if self.title else {}),
+            **({"cellOptions": self.cell_options} if self.cell_options is not None else {}),
         }
 
     @classmethod
@@ -214,6 +219,10 @@ class TurnResult:
             output_json=t.get("output"),
             over_budget=t.get("overBudget") is True,
             title=opt_text(t.get("title")),
+            # "" is a line without options: present, unlike a key that is missing.
+            cell_options=text(options)
+            if isinstance(options := t.get("cellOptions"), str)
+            else None,
             dropped={
                 k: n
                 for k, v in mapping(t.get("dropped")).items()

@@ -109,6 +109,9 @@ class ToolCallPart:
     # Every content type it ever showed ("diff", "terminal"): replacing its content by an update
     # does not make an edit or an execute it showed into something else.
     shown_types: set[str] = field(default_factory=set, repr=False)
+    #: A call the client made itself (a kernel tool's run), not one the agent reported: the
+    #: fold gives it an id of its own drawing and refuses the agent's updates for it.
+    by_client: bool = False
 
     kind = "tool_call"
 
@@ -133,6 +136,8 @@ class ToolCallPart:
             out["rawInput"] = self.raw_input
         if self.raw_output is not None:
             out["rawOutput"] = self.raw_output
+        if self.by_client:
+            out["byClient"] = True
         return out
 
     @classmethod
@@ -147,6 +152,7 @@ class ToolCallPart:
             locations=dicts(d.get("locations")),
             raw_input=d.get("rawInput"),
             raw_output=d.get("rawOutput"),
+            by_client=d.get("byClient") is True,
         )
 
     @property

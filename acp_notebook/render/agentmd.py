@@ -21,13 +21,14 @@ from html import escape
 from typing import Any
 
 from markdown_it import MarkdownIt
+from markdown_it.common.normalize_url import normalizeLink
 from markdown_it.renderer import RendererHTML
 from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 from markdown_it.utils import OptionsDict
 
 from . import fences
-from .urls import safe_url
+from .urls import beside, link_host, safe_url
 
 #: Levels of block nesting (a list item inside a list counts two) before the text goes plain.
 MAX_NESTING = 20
@@ -66,6 +67,17 @@ def _checked_link(url: str) -> bool:
     return bool(safe_url(url))
 
 
+def _normalized_link(url: str) -> str:
+    """A destination as its link will have it: an http(s) one as the browser reads it
+    (`urls.safe_url`), since markdown-it's own normalisation reads hosts its own way (it drops
+    an empty `https://@host`'s `@`, and spells `ｅvil` as `xn--vil-376s`, not `evil`) before any
+    check could see them; others as markdown-it writes them. "" (no link) when refused."""
+    checked = safe_url(url)
+    if checked is None:
+        return ""
+    return checked if link_host(checked) else normalizeLink(checked)
+
+
 def _tidy(state: StateCore) -> None:
     """A fence's language reduced to a safe word (it becomes a class name); task list boxes:
     `- [x] done` → `- ☑ done` (the first text of a list item's first paragraph)."""
@@ -91,9 +103,26 @@ def _tidy(state: StateCore) -> None:
 def _link_open(
     self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: Any
 ) -> str:
+    tok = tokens[idx]
     for name, value in _LINK_ATTRS.items():
-        tokens[idx].attrSet(name, value)
+        tok.attrSet(name, value)
     return self.renderToken(tokens, idx, options, env)
+
+
+def _link_close(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: Any
+) -> str:
+    """The closing tag, then the host the link opens when its label does not say it."""
+    start = next(i for i in range(idx - 1, -1, -1) if tokens[i].type == "link_open")
+    label = self.renderInlineAsText(list(tokens[start + 1 : idx]), options, env)
+    return self.renderToken(tokens, idx, options, env) + _host_note(
+        str(tokens[start].attrGet("href") or ""), label
+    )
+
+
+def _host_note(href: str, label: str) -> str:
+    host = beside(href, label)
+    return f"<span class=acpnb-muted> ({escape(host, quote=False)})</span>" if host else ""
 
 
 def _image(
@@ -102,10 +131,13 @@ def _image(
     tok = tokens[idx]
     alt = escape(self.renderInlineAsText(tok.children or [], options, env), quote=False)
     label = "🖼 " + (alt or "image")
-    src = str(tok.attrGet("src") or "")
-    if not safe_url(src):
+    src = safe_url(str(tok.attrGet("src") or ""))
+    if not src:
         return label
-    return f"<a href='{escape(src)}' target=_blank rel='noopener noreferrer nofollow'>{label}</a>"
+    return (
+        f"<a href='{escape(src)}' target=_blank rel='noopener noreferrer nofollow'>{label}</a>"
+        + _host_note(src, alt)
+    )
 
 
 def _parser() -> MarkdownIt:
@@ -120,9 +152,11 @@ def _parser() -> MarkdownIt:
         },
     )
     md.enable(["table", "strikethrough"])
+    md.normalizeLink = _normalized_link  # type: ignore[method-assign]
     md.validateLink = _checked_link  # type: ignore[method-assign]
     md.core.ruler.push("acpnb_tidy", _tidy)
     md.add_render_rule("link_open", _link_open)
+    md.add_render_rule("link_close", _link_close)
     md.add_render_rule("image", _image)
     # A soft line break is a space to the reader, and one line fewer in a saved notebook.
     md.add_render_rule("softbreak", lambda *_: " ")

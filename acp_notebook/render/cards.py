@@ -24,6 +24,11 @@ _MARKDOWNISH = re.compile(
 )
 
 
+#: What marks a card of the client's own: no card of the agent's has it (the fold never makes
+#: one `by_client`), so a card that looks like the kernel's run but lacks it is the agent's.
+_OWN = " <span class=acpnb-muted>· acp_notebook's own</span>"
+
+
 def tool_call(out: list[str], call: ToolCallPart, turn: Transcript) -> None:
     """A collapsible card: kind icon, title, status badge; locations, content, raw input.
 
@@ -33,30 +38,21 @@ def tool_call(out: list[str], call: ToolCallPart, turn: Transcript) -> None:
     # Completed is the badge's own colour: the status most cards have names itself by text
     # alone, 25 B less a card in a saved record (issue 12); any other status is a class.
     badge = "<b>" if call.status == "completed" else f"<b class=acpnb-st-{css_class(call.status)}>"
-    content, locations, kind = call.content_items, call.location_items, call.tool_kind
+    content, locations = call.content_items, call.location_items
     diffs = [c for c in content if isinstance(c, DiffContent)]
+    # The client's own call (a kernel tool's run) is open: it is what the person is asked
+    # about, and its code is shown whole, wrapped, unscrolled (`acpnb-own`, style.py).
     is_open = (
-        call.status == "failed"
+        call.by_client
+        or call.status == "failed"
         or bool(diffs)
         or any(isinstance(c, TerminalContent) for c in content)
     )
-    title = inline(" ".join(call.title.split())) if call.title.strip() else escape(kind)
-    stats = ""
-    if diffs:
-        added = removed = 0
-        for d in diffs:
-            u = unified(d.path, d.old, d.new)
-            added, removed = added + u.added, removed + u.removed
-        stats = f" <span>+{added} −{removed}</span>"
-    # Styled by structure (style.py: `.acpnb-tool>summary>i`, `>b`, `>span`, `.acpnb-tool>pre`):
-    # a class on each would cost every card of a saved record (issue 12) and tell nothing more.
-    # A kind has its own icon, one to one; the kind's word is a tooltip only where the icon is the
-    # generic one (a kind ACP does not list), 11 B a card less otherwise.
-    icon = labels.kind_icon(kind)
-    tip = f" title={attr(kind)}" if kind not in labels.KIND_ICONS else ""
+    cls, own = ("'acpnb-tool acpnb-own'", _OWN) if call.by_client else ("acpnb-tool", "")
+    head, stats = _head(call, diffs)
     out.append(
-        f"<details class=acpnb-tool{' open' if is_open else ''}>"
-        f"<summary><i{tip}>{icon}</i> {title} {badge}{glyph} {escape(word)}</b>{stats}</summary>"
+        f"<details class={cls}{' open' if is_open else ''}>"
+        f"<summary>{head} {badge}{glyph} {escape(word)}</b>{stats}{own}</summary>"
     )
     if locations:
         locs = ", ".join(
@@ -84,6 +80,26 @@ def tool_call(out: list[str], call: ToolCallPart, turn: Transcript) -> None:
     if call.raw_output is not None:
         out.append(json_details("Raw output", call.raw_output))
     out.append("</details>")
+
+
+def _head(call: ToolCallPart, diffs: list[DiffContent]) -> tuple[str, str]:
+    """A card's icon and title, and its diffs' +/− counts (drawn after the badge)."""
+    kind = call.tool_kind
+    title = inline(" ".join(call.title.split())) if call.title.strip() else escape(kind)
+    stats = ""
+    if diffs:
+        added = removed = 0
+        for d in diffs:
+            u = unified(d.path, d.old, d.new)
+            added, removed = added + u.added, removed + u.removed
+        stats = f" <span>+{added} −{removed}</span>"
+    # Styled by structure (style.py: `.acpnb-tool>summary>i`, `>b`, `>span`, `.acpnb-tool>pre`):
+    # a class on each would cost every card of a saved record (issue 12) and tell nothing more.
+    # A kind has its own icon, one to one; the kind's word is a tooltip only where the icon is the
+    # generic one (a kind ACP does not list), 11 B a card less otherwise.
+    icon = labels.kind_icon(kind)
+    tip = f" title={attr(kind)}" if kind not in labels.KIND_ICONS else ""
+    return f"<i{tip}>{icon}</i> {title}", stats
 
 
 def _tool_text(out: list[str], body: str) -> None:
@@ -162,7 +178,7 @@ def _terminal_html(term: Terminal, live: bool) -> str:
     notes = [clipped.note] if clipped.note else []
     if term.truncated:
         notes.append("(the client kept only the end of the output)")
-    command = f"$ {term.command}\n" if term.command else ""
+    command = f"$ {clip.visible(term.command)}\n" if term.command else ""
     status = labels.exit_status(term, live=live)
     failed = term.signal is not None or (term.exit_code not in (None, 0))
     cls = "acpnb-st-failed" if failed else "acpnb-st-completed" if term.exited else ""

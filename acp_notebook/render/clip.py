@@ -87,6 +87,22 @@ def terminal_text(text: str) -> str:
     return _CONTROL.sub("", text)
 
 
+def visible(text: str) -> str:
+    """`text` with every character a page would not show as it is written as an escape (`\\r`
+    as `\\u000d`, a right-to-left override as `\\u202e`, a no-break space as `\\u00a0`):
+    controls, format characters (bidirectional, zero-width), separators other than the space;
+    tabs and line feeds stay. For what the client ran (a terminal's command): shown as it ran,
+    not as the agent would have it read (a `\\r` drawn as a line end, text reordered)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in "\t\n" else _escape(c) for c in text)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
 def _last_drawn(line: str) -> str:
     drawn = [s for s in line.split("\r") if s]
     return drawn[-1] if drawn else ""

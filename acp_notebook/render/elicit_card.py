@@ -3,6 +3,8 @@
 The message, field titles and URL are the agent's; the answer is the user's (masked with the
 rest of the transcript before it reaches a renderer). A URL is shown as text with its host, never
 as a link the record would follow: the user opens it from the live view, after seeing the host.
+Both are the browser's reading of it (`weburl`): the address it will open and its host, an
+internationalised host in Unicode and in punycode; a refused link is shown as text with why.
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ from html import escape
 from typing import Any
 
 from ..protocol.elicitation import ElicitationPart
+from ..protocol.weburl import visible
 from . import mdsafe
 
 _OUTCOMES = {"accept": "answered", "decline": "declined", "cancel": "cancelled"}
 VALUE_CHARS = 200  # characters of one answered value shown in the record
+URL_CHARS = 500  # characters of a link shown in the record (its host is shown whole)
 
 
 def outcome(p: ElicitationPart, live: bool) -> str:
@@ -27,9 +31,25 @@ def outcome(p: ElicitationPart, live: bool) -> str:
 
 def _asked(p: ElicitationPart) -> str:
     if p.mode == "url":
-        return f"visit {p.url} (host {p.host or '?'})"
+        link = p.link
+        if not link.ok:
+            return f"link refused ({link.refused}): {visible(p.url, URL_CHARS)}"
+        return f"visit {visible(link.href, URL_CHARS)} (host {link.shown_host})"
     names = [f.title or f.name for f in p.fields]
     return "fields: " + (", ".join(names[:20]) + (" …" if len(names) > 20 else "") or "none")
+
+
+def _asked_html(p: ElicitationPart) -> str:
+    """`_asked` with the address and the host the browser opens each in an element of its own
+    (`acpnb-href`, `acpnb-host`), so the page can check one against the other."""
+    link = p.link
+    if p.mode != "url" or not link.ok:
+        return escape(_asked(p), quote=False)
+    idn = f"{escape(link.unicode_host, quote=False)}, punycode " if link.unicode_host else ""
+    return (
+        f"visit <code class=acpnb-href>{escape(visible(link.href, URL_CHARS), quote=False)}</code>"
+        f" (host {idn}<code class=acpnb-host>{escape(link.host, quote=False)}</code>)"
+    )
 
 
 def _answers(p: ElicitationPart) -> list[tuple[str, str]]:
@@ -67,7 +87,7 @@ def html(out: list[str], p: ElicitationPart, live: bool) -> None:
     out.append(
         f"<div class='acpnb-perm acpnb-elicit'>❓ <strong>The agent asks</strong>: "
         f"{escape(p.message[:2000], quote=False) or '(no message)'}"
-        f"<div class=acpnb-muted>{escape(_asked(p), quote=False)}</div>"
+        f"<div class=acpnb-muted>{_asked_html(p)}</div>"
     )
     answers = _answers(p)
     if answers:

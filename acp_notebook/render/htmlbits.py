@@ -1,7 +1,7 @@
 """Small pieces of HTML the turn view is made of: notes, collapsed JSON, content blocks.
 
 Everything from the agent is escaped here: text with `html.escape`, Markdown by `agentmd`, and
-only http(s) links and base64 raster images become attributes.
+only http(s) links (read as the browser will: `urls`) and base64 raster images become attributes.
 
 The markup is lean because a record is saved as it is, once per turn (issue 12): attribute
 values of our own that are one safe word go unquoted, the others (several words, or anything
@@ -20,10 +20,11 @@ from html import escape
 from typing import Any
 
 from ..protocol.coerce import mapping, text
+from ..protocol.weburl import visible
 from . import clip
 from .agentmd import pre_text, to_html
 from .jsondump import dump
-from .urls import safe_url
+from .urls import beside, link_host
 
 _CLASS_SAFE = re.compile(r"[^a-z0-9_]")
 _ATTR_SAFE = re.compile(r"[A-Za-z0-9_.-]{1,80}")
@@ -71,7 +72,7 @@ def block(b: dict[Any, Any]) -> str:
     if kind == "resource_link":
         uri = text(b.get("uri"))
         name = text(b.get("name")) or text(b.get("title")) or uri
-        return f"<div>🔗 {_link(uri, name)} <code>{escape(uri)}</code></div>"
+        return f"<div>🔗 {_link(uri, name)} <code>{escape(visible(uri, 500))}</code></div>"
     if kind == "resource":
         res = mapping(b.get("resource"))
         uri = text(res.get("uri"))
@@ -99,10 +100,14 @@ def _image(mime: str, data: str) -> str:
 
 
 def _link(url: str, label: str) -> str:
-    safe = safe_url(url)
-    if not safe or not safe.lower().startswith(("http://", "https://")):
+    """A link to a web address the browser reads as we do (`urls.link_host`), with the host it
+    opens beside it; anything else is its label as text."""
+    link = link_host(url)
+    if link is None:
         return escape(label, quote=False)
+    host = beside(link.href, label)
     return (
-        f"<a href='{escape(safe)}' target=_blank rel='noopener noreferrer nofollow'>"
+        f"<a href='{escape(link.href)}' target=_blank rel='noopener noreferrer nofollow'>"
         f"{escape(label, quote=False)}</a>"
+        + (f"<span class=acpnb-muted> ({escape(host, quote=False)})</span>" if host else "")
     )

@@ -131,7 +131,7 @@ def _tool_call(call: ToolCallPart, turn: Transcript) -> list[str]:
 def _terminal_block(term: Terminal, live: bool) -> tuple[str, ...]:
     clipped = clip.tail(term.output, TERMINAL_LINES, 8_000)
     shown = clip.terminal_text(clipped.text)
-    command = f"$ {term.command}\n" if term.command else ""
+    command = f"$ {clip.visible(term.command)}\n" if term.command else ""
     return (
         *_fenced(command + shown, "", clipped.note),
         f"  {mdsafe.inline(labels.exit_status(term, live=live))}",

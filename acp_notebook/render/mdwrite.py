@@ -15,7 +15,7 @@ from functools import lru_cache
 
 from markdown_it.tree import SyntaxTreeNode
 
-from . import agentmd, mdsafe
+from . import agentmd, mdsafe, urls
 
 _ALIGN = {"text-align:left": ":--", "text-align:right": "--:", "text-align:center": ":-:"}
 
@@ -129,16 +129,26 @@ def _inline(node: SyntaxTreeNode, *, in_link: bool = False) -> str:
         return mark + _children(node, in_link) + mark
     if kind == "link":
         label = _children(node, True)
-        dest = mdsafe.destination(str(node.attrGet("href") or ""))
+        href = str(node.attrGet("href") or "")
+        dest = mdsafe.destination(href)
         if dest is None or in_link:
             return label
-        return f"[{label}]({dest})"
+        return f"[{label}]({dest})" + _host_note(
+            href, "".join(_plain_text(c) for c in node.children)
+        )
     if kind == "image":
         alt = "".join(_plain_text(c) for c in node.children)
         label = "🖼 " + mdsafe.text(" ".join(alt.split()) or "image")
-        dest = mdsafe.destination(str(node.attrGet("src") or ""))
-        return label if dest is None or in_link else f"[{label}]({dest})"
+        src = str(node.attrGet("src") or "")
+        dest = mdsafe.destination(src)
+        return label if dest is None or in_link else f"[{label}]({dest})" + _host_note(src, alt)
     return mdsafe.text(node.content.replace("\n", " "))  # html_inline or anything new
+
+
+def _host_note(href: str, label: str) -> str:
+    """The host the link opens, after it, when its label does not say it (`urls.beside`)."""
+    host = urls.beside(href, label)
+    return f" ({mdsafe.text(host)})" if host else ""
 
 
 def _children(node: SyntaxTreeNode, in_link: bool) -> str:

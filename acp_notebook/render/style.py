@@ -24,6 +24,8 @@ div.acpnb-turn:not(#_) pre{background:var(--jp-layout-color2,rgba(127,127,127,.1
  font-size:var(--jp-code-font-size,12px);line-height:1.4;white-space:pre}
 .acpnb-turn pre.acpnb-out,.acpnb-turn .acpnb-tool>pre:not(.acpnb-diff,.acpnb-term){
  white-space:pre-wrap;word-break:break-word}
+/* The client's own card (a kernel tool's run): its code whole, nothing scrolled out of sight. */
+div.acpnb-turn:not(#_) .acpnb-own pre{white-space:pre-wrap;overflow-wrap:anywhere;max-height:none}
 .acpnb-turn code{font-family:var(--jp-code-font-family,ui-monospace,monospace);font-size:.92em}
 .acpnb-turn table{border-collapse:collapse;margin:4px 0}
 .acpnb-turn th,.acpnb-turn td{border:1px solid var(--jp-border-color2,rgba(127,127,127,.35));

@@ -10,7 +10,9 @@ turn's transcript, which `RunClient.process_message` hands to a `TurnPrinter` pe
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +23,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from nbformat import NotebookNode
 
+from ..client import safe_fs
 from ..protocol.redact import Redactor
 from ..render import MIME_TRANSCRIPT
 from . import params
@@ -30,6 +33,8 @@ from .summary import Totals, seconds
 
 #: Lines of a failed cell's error shown (the `TurnFailed` paragraph is far shorter).
 ERROR_LINES = 40
+#: Characters of each of those lines (escapes and control characters removed, masked).
+ERROR_WIDTH = 1000
 LIVE_ENV = "ACP_NOTEBOOK_LIVE_TRANSCRIPT"
 REPLAY_ENV = "ACP_NOTEBOOK_REPLAY"
 REPLAY_MODE_ENV = "ACP_NOTEBOOK_REPLAY_MODE"
@@ -115,7 +120,14 @@ class NotebookView:
             self.out.line(label, "bold")
         return label
 
-    def end(self, label: str, ok: bool, elapsed: float) -> None:
+    def end(
+        self, label: str, ok: bool, elapsed: float, reply: tuple[str, str] | None = None
+    ) -> None:
+        """The cell's last line; a failed cell's reason under it: its error output's, else the
+        execute reply's `reply` (a usage error shows no error output: IPython prints it to
+        stderr, so "failed 0.3 s" was all a `%%agent --agent unknown-name` said)."""
+        if self.error is None:
+            self.error = reply
         if ok and not self.quiet:
             self.out.line(f"{label} … ok {seconds(elapsed)}", "dim")
         elif not ok:
@@ -127,9 +139,10 @@ class NotebookView:
         if self.error is None:
             return []
         ename, evalue = self.error
-        text = evalue if ename == "TurnFailed" else f"{ename}: {evalue}"
-        lines = text.splitlines()[:ERROR_LINES] or [ename]
-        return [Line("  " + safe(x, self.redactor, limit=1000), "fail") for x in lines]
+        text = evalue if ename == "TurnFailed" else f"{ename}: {evalue}" if evalue else ename
+        # Bounded before it is split: a message of a million newlines is not split whole.
+        lines = text[: ERROR_LINES * ERROR_WIDTH].splitlines()[:ERROR_LINES] or [ename]
+        return [Line("  " + safe(x, self.redactor, limit=ERROR_WIDTH), "fail") for x in lines]
 
     def message(self, msg: dict[str, Any]) -> None:
         kind = msg.get("msg_type")
@@ -182,7 +195,10 @@ class RunClient(NotebookClient):
         started = time.monotonic()
         try:
             result = await run
-        except BaseException:  # a failed cell, or the kernel gone (an interrupt, a crash)
+        except CellExecutionError as exc:  # the reply's reason: ename and evalue
+            self.view.end(label, False, time.monotonic() - started, (exc.ename, exc.evalue))
+            raise
+        except BaseException:  # the kernel gone (an interrupt, a crash): run_notebook says so
             self.view.end(label, False, time.monotonic() - started)
             raise
         self.view.end(label, True, time.monotonic() - started)
@@ -224,11 +240,34 @@ async def run_notebook(path: Path, output: Path, settings: Settings, out: Tagged
             outcome.failed_cell = f"cell {view.ordinal} of {code_cells}"
         out.line(f"✗ {outcome.error}", "fail")
     finally:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(nb, output)
+        try:
+            save(nb, output)
+        except OSError as exc:  # a folder or a device at the name (the agent can make one)
+            outcome.ok = False
+            outcome.error = safe(f"cannot save {output}: {exc.strerror or exc}", view.redactor)
+            out.line(f"✗ {outcome.error}", "fail")
         outcome.totals = view.totals
         outcome.seconds = time.monotonic() - started
     return outcome
+
+
+def save(nb: NotebookNode, output: Path) -> None:
+    """Write the executed notebook at `output` as a new file renamed over the name, in its
+    folder's descriptor. The folder is often where the notebook's agent works: nbformat.write
+    opened the name, so a link planted there was written through, truncating what it led to
+    (a rename replaces the link itself)."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    text = nbformat.writes(nb)
+    data = (text if text.endswith("\n") else text + "\n").encode("utf-8")
+    folder = os.open(output.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        st = safe_fs.lstat(output.name, folder)
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            raise OSError(errno.EISDIR, "it is a folder")
+        regular = st if st is not None and stat.S_ISREG(st.st_mode) else None  # its mode kept
+        safe_fs.write_replace(safe_fs.Spot(folder, output.name, str(output), regular), data)
+    finally:
+        os.close(folder)
 
 
 async def run_all(

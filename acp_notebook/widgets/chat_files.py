@@ -3,8 +3,11 @@
 The listing walks the session's workspace breadth-first, so a shallow file is never crowded out
 by a deep tree: at most `limit` files, `depth` folders down, never into a hidden folder (`.git`,
 `.venv`, ...) or a heavy one (`node_modules`, `__pycache__`, ...), never through a symbolic link.
-A chosen path comes back from the page, which is not trusted: `resolve_in` accepts it only if it
-names a regular file inside the workspace once every link is resolved.
+A chosen path comes back from the page, which is not trusted: `resolve_in` accepts it only if
+its names stay inside the workspace. Whether it is a regular file inside once links are followed
+is checked where it is read, on the descriptor that is read (`client.attachments`): checked here
+and read again by path, a name the agent's shell swapped for a link meanwhile sent the agent a
+file from outside.
 """
 
 from __future__ import annotations
@@ -55,16 +58,15 @@ def list_files(root: str | Path, *, limit: int = LIMIT, depth: int = DEPTH) -> l
 
 
 def resolve_in(root: str | Path, relative: str) -> Path:
-    """The file `relative` names inside `root`; PromptError for anything else (outside the
-    workspace, through a link out of it, a folder, missing, absolute, too long)."""
+    """The path `relative` names inside `root`, by its names alone (nothing on disk is looked
+    at: the read checks the file it reads); PromptError for an absolute path, one whose `..`
+    leads out, an empty or too long one."""
     if not relative or len(relative) > MAX_PATH_CHARS or "\x00" in relative:
         raise PromptError("not a file path of the workspace")
-    base = Path(root).resolve()
+    base = os.path.abspath(root)
     if Path(relative).is_absolute():
         raise PromptError(f"not a path inside the workspace: {relative[:200]}")
-    path = (base / relative).resolve()
-    if not path.is_relative_to(base):
+    path = os.path.normpath(os.path.join(base, relative))
+    if not (path == base or path.startswith(base.rstrip("/") + "/")):
         raise PromptError(f"not a path inside the workspace: {relative[:200]}")
-    if not path.is_file():
-        raise PromptError(f"not a file in the workspace: {relative[:200]}")
-    return path
+    return Path(path)

@@ -90,11 +90,15 @@ class PendingForms:
             }
             for f in part.fields
         ]
+        # The link as the browser will open it and the host it opens (`weburl`), never the
+        # agent's spelling: a refused link is declined before it gets here, and has neither.
+        link = part.link
         return {
             "id": part.part_id,
             "mode": part.mode,
             "fields": fields,
-            "url": mask(part.url),
-            "host": mask(part.host),
+            "url": mask(link.href),
+            "host": mask(link.host),
+            "unicodeHost": mask(link.unicode_host),
             "error": "",
         }

@@ -48,8 +48,9 @@ function node(tag, cls, text) {
 // Defence in depth: the kernel escapes every byte of the agent's, and what it sends is its own
 // renderer's markup (render/html.py, agentmd.py). So only that vocabulary stays: any other
 // element goes with its content (script, style, iframe, svg, math, form...), any other attribute
-// goes (on*, xlink:href, formaction...), a link only to http(s), mailto or a relative target, an
-// image only as inline raster data, a style only as one of the renderer's few declarations.
+// goes (on*, xlink:href, formaction...), a link only to http(s) without user info, mailto or a
+// target on the page's own host, an image only as inline raster data, a style only as one of
+// the renderer's few declarations.
 // What stays is saved in the notebook (snapshots, the chat's record), trusted when reopened.
 const HTML_NS = "http://www.w3.org/1999/xhtml";
 const TAGS = new Set(("a b blockquote br code del details div em footer h1 h2 h3 h4 h5 h6 hr i img li " +
@@ -63,6 +64,29 @@ const CLASS = /^(acpnb-[a-z0-9_-]+|language-[A-Za-z0-9_+-]+|mathjax_ignore|tex2j
 // Browsers drop these from a URL (and ignore its case) before they read its scheme.
 const compact = (v) => v.replace(/[\s\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028\u2029\ufeff]/g, "").toLowerCase();
 
+// A link as the browser reads it: http(s) without user info (`https://google.com@evil.example`
+// looks like one host and opens another), mailto, or relative on this page's own host (not
+// `//evil.example` or `/\evil.example`, which a browser reads as another host).
+const BASE = new URL("https://base.acpnb.invalid/dir/page");
+function linkAllowed(value) {
+  const scheme = SCHEME.exec(compact(value));
+  if (scheme && !["http", "https", "mailto"].includes(scheme[1])) return false;
+  if (scheme && scheme[1] === "mailto") return true;
+  let url;
+  try { url = new URL(value, BASE); } catch (_e) { return false; }
+  if (url.username || url.password) return false;
+  // Empty user info (`https://@evil.example`) the parser drops: refused all the same.
+  if (scheme && /^[a-z]+:[/\\]*[^/\\?#]*@/.test(compact(value))) return false;
+  return scheme ? /^https?:$/.test(url.protocol) : url.host === BASE.host;
+}
+
+function opensHost(href, host) {
+  try {
+    const url = new URL(href);
+    return url.host === host && !url.username && !url.password && /^https?:$/.test(url.protocol);
+  } catch (_e) { return false; }
+}
+
 function allowed(tag, name, value) {
   switch (name) {
     case "class": case "title": case "data-turn-id": return true;
@@ -74,10 +98,7 @@ function allowed(tag, name, value) {
     case "start": return tag === "ol" && /^\d{1,9}$/.test(value);
     case "alt": return tag === "img";
     case "src": return tag === "img" && IMAGE.test(value.replace(/\s/g, ""));
-    case "href": {
-      const scheme = SCHEME.exec(compact(value));
-      return tag === "a" && (!scheme || ["http", "https", "mailto"].includes(scheme[1]));
-    }
+    case "href": return tag === "a" && linkAllowed(value);
     default: return false; // target and rel of a link are set below
   }
 }
@@ -522,8 +543,13 @@ function render({ model, el }) {
       const box = node("div", "acpnb-tv-form");
       box.dataset.request = id;
       if (form.mode === "url") {
-        const where = node("div", "", `Opens ${form.host || "?"}: `);
-        if (/^https?:\/\//i.test(form.url)) {
+        // The host the browser will open (the kernel's WHATWG reading of the link), and an
+        // internationalised one in Unicode too: a homograph shows as two different names.
+        const where = node("div", "", "Opens ");
+        if (form.unicodeHost) where.append(`${form.unicodeHost}, punycode `);
+        where.append(node("code", "acpnb-tv-host", form.host || "?"), ": ");
+        // A link only when this browser opens the very host shown (and no user info).
+        if (form.host && /^https?:\/\//i.test(form.url) && opensHost(form.url, form.host)) {
           const a = node("a", "", form.url);
           a.href = form.url;
           a.target = "_blank";

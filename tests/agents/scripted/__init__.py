@@ -31,7 +31,11 @@ Steps (one action key each; other keys are options):
   mcp NAME calls=[{name, arguments}]     start the session's MCP server NAME (its mcpServers
                                          entry, as an agent does), call these tools, close it,
                                          report "MCP <json: per call name/text/isError/images,
-                                         then {exit: code}>" (scripted/mcp.py)
+                                         then {exit: code}>" (scripted/mcp.py); with
+                                         during=[steps], the calls go on a thread and these
+                                         steps run meanwhile (while a call waits)
+  wait_fifo PATH [timeout=60]            block until a test opens the FIFO PATH for writing
+                                         and closes it (its signal); nobody: an error
 
 Flags for requests that are never answered (the client's deadlines):
   --hang-method METHOD      never answer METHOD (repeatable; initialize, session/new, ...): the

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -319,7 +320,10 @@ class Agent:
         methods = [AUTH_METHOD] if self.args.auth_required else []
         terminal = self.args.auth_terminal
         if terminal is not None and self.client_auth_terminal:
-            login = {"args": ["--login-to", str(terminal)], "env": {"SCRIPTED_LOGIN": "yes"}}
+            # More variables from the agent's environment (JSON), as a hostile method may set.
+            extra = json.loads(os.environ.get("SCRIPTED_LOGIN_VARS") or "{}")
+            env = {"SCRIPTED_LOGIN": "yes", **extra}
+            login = {"args": ["--login-to", str(terminal)], "env": env}
             methods.append({**TERMINAL_AUTH_METHOD, **login})
         return methods
 

@@ -356,8 +356,34 @@ class Turn:
             names = [s.get("name") for s in self.session.mcp_servers]
             self.emit(chunk_update("agent_message_chunk", f"MCP no server {name!r} in {names}"))
             return
-        results = call_tools(entry, list(step.get("calls", [])))
+        calls = list(step.get("calls", []))
+        during = list(step.get("during") or [])
+        if not during:
+            results = call_tools(entry, calls)
+        else:  # the calls on a thread of their own, these steps meanwhile (a call waits)
+            done: list[list[JsonObj]] = []
+            thread = threading.Thread(target=lambda: done.append(call_tools(entry, calls)))
+            thread.start()
+            try:
+                self._run_steps(during)
+            finally:
+                thread.join()
+            results = done[0] if done else [{"error": "the calls raised (see stderr)"}]
         self.emit(chunk_update("agent_message_chunk", "MCP " + json.dumps(results)))
+
+    def _wait_fifo(self, step: JsonObj) -> None:
+        # A test's signal: it opens the FIFO for writing when the moment has come (a thread, so
+        # that nobody writing ends the turn with an error instead of hanging it).
+        path, opened = str(step["wait_fifo"]), threading.Event()
+
+        def read() -> None:
+            with open(path, "rb") as fifo:
+                fifo.read()
+            opened.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        if not opened.wait(float(step.get("timeout", 60))):
+            raise RpcError(INTERNAL_ERROR, f"nobody wrote to {path}")
 
     def _echo_prompt(self, step: JsonObj) -> None:
         self.emit(chunk_update("agent_message_chunk", "PROMPT " + json.dumps(self.prompt)))
@@ -385,6 +411,7 @@ class Turn:
         "fail_until": _fail_until,
         "echo_prompt": _echo_prompt,
         "mcp": _mcp,
+        "wait_fifo": _wait_fifo,
         "flood": _flood,
         "plan_entries": _plan_entries,
         "after_turn": _after_turn,
