@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -170,6 +171,19 @@ async def sessions_after_a_restart(client: Client, agent: Agent) -> None:
     await session.set_mode("code")
     await client.restart_agent()
     await run_script(session, {"say": "back"})
+
+
+@scenario("wait_fifo", sends=(methods.SESSION_PROMPT,))
+async def turn_held_on_a_fifo(client: Client, agent: Agent) -> None:
+    """The turn waits until the test opens the FIFO for writing (after its first tool call)."""
+    fifo = agent.tmp / "go"
+    os.mkfifo(fifo)
+    session = await client.new_session()
+    watcher = Watcher(session)
+    turn = await session.prompt(script({"update": tool_call("c1")}, {"wait_fifo": str(fifo)}))
+    await watcher.tool_call("c1")
+    await anyio.to_thread.run_sync(lambda: open(fifo, "wb").close())
+    await turn.finished
 
 
 @scenario("raw", "raw_hex", "respond_id", sends=("_x/odd error",))
