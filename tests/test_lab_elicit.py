@@ -6,10 +6,12 @@ dark theme too, and its record (issue 23, item 11). Screenshots: test-artifacts/
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
 
+from tests.blocking import open_fifo_ends, raised_within
 from tests.client_helpers import reports
 from tests.nb_util import answer
 from tests.test_lab import POLL, READY, command, output
@@ -251,3 +253,30 @@ def test_a_form_lines_up_and_says_each_refusal_in_the_dark_theme(page, lab) -> N
     record = out.locator(".acpnb-elicit").inner_text()
     assert "asked for: Service, How many replicas to run, Region, Public, tags, Notes" in record
     command(page, "apputils:change-theme", {"theme": "JupyterLab Light"})
+
+
+def test_a_form_leaves_the_keyboard_to_someone_typing_elsewhere(page, lab) -> None:
+    """A form that appears takes the keyboard only when nobody types elsewhere: an agent must
+    not catch the keys (nor the Enter) meant for another cell. Clicked, Enter submits it."""
+    fifo = lab[2] / "elicit.fifo"
+    fifo.unlink(missing_ok=True)
+    os.mkfifo(fifo)
+    steps = ({"say": "working"}, {"wait_fifo": str(fifo)}, ask(FORM), {"say": "thanks"})
+    run(page, lab, "typing.ipynb", cell(*steps), "")
+    out = output(page)
+    out.get_by_text("working").first.wait_for(timeout=60_000)
+    editor = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".cm-content")
+    editor.click()
+    page.keyboard.type("x = 1")
+    # The agent asks now, while the person types in the next cell.
+    assert raised_within(lambda: fifo.write_text("go"), open_fifo_ends(fifo), 30) is None
+    form = out.locator(".acpnb-elicit .acpnb-tv-form")
+    form.wait_for()
+    page.keyboard.type("2")
+    assert editor.inner_text() == "x = 12"
+    assert form.locator("[data-name=name] input").input_value() == ""
+    form.locator("[data-name=name] input").click()
+    page.keyboard.type("Ada")
+    page.keyboard.press("Enter")
+    done(page)
+    assert answers(page, lab, "typing.ipynb") == [{"action": "accept", "content": {"name": "Ada"}}]
