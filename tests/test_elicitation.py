@@ -164,6 +164,20 @@ def test_the_record_lists_each_field_asked_with_its_answer_and_no_fields_line() 
     assert "[asked for: Your name, age, ok, colour, tags] → declined (nobody to answer)" in plain
 
 
+def test_the_record_of_a_huge_form_stays_bounded() -> None:
+    """Titles and answers are the agent's and a saved file's: the lists are cut, each item too."""
+    title = "T" * 500
+    fields = [{"name": f"f{i}", "type": "string", "title": title} for i in range(50)]
+    extra = {f"x{i}": ["v" * 300] * 1000 for i in range(5000)}
+    part = {"type": "elicitation", "id": "e1", "mode": "form", "message": "m", "fields": fields}
+    for outcome, content in (("decline", None), ("accept", extra)):
+        turn = read_turn(
+            {"turnId": "t", "parts": [{**part, "outcome": outcome, "content": content}]}
+        )
+        for view in (render_text(turn), render_markdown(turn), render_html(turn)):
+            assert len(view) < 60_000, (outcome, len(view))
+
+
 @pytest.mark.anyio
 async def test_the_same_wrong_answer_twice_is_said_again_by_its_field() -> None:
     """The page waits for the kernel's word on each answer before it may send again: the same

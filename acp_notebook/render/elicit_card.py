@@ -19,7 +19,9 @@ from . import mdsafe
 _OUTCOMES = {"accept": "answered", "decline": "declined", "cancel": "cancelled"}
 VALUE_CHARS = 200  # characters of one answered value shown in the record
 URL_CHARS = 500  # characters of a link shown in the record (its host is shown whole)
-FIELDS_LISTED = 50  # fields of a form named in the record, with their answers
+FIELDS_LISTED = 50  # fields of an answered form in the record, each with its answer
+NAMES_LISTED = 20  # fields named of a form not answered ("asked for: ...")
+NAME_CHARS = 100  # characters of a field's title in the record
 NOT_ANSWERED = "—"  # a field left empty in an answered form
 
 
@@ -41,8 +43,8 @@ def _asked(p: ElicitationPart) -> str:
         return f"visit {visible(link.href, URL_CHARS)} (host {link.shown_host})"
     if p.outcome == "accept":
         return ""
-    names = [" ".join((f.title or f.name).split()) for f in p.fields]
-    listed = ", ".join(names[:FIELDS_LISTED]) + (" …" if len(names) > FIELDS_LISTED else "")
+    names = [_value(f.title or f.name, NAME_CHARS) for f in p.fields]
+    listed = ", ".join(names[:NAMES_LISTED]) + (" …" if len(names) > NAMES_LISTED else "")
     return "asked for: " + (listed or "no fields")
 
 
@@ -70,14 +72,15 @@ def _rows(p: ElicitationPart) -> list[tuple[str, str | None]]:
         (f.title or f.name, _value(content[f.name]) if f.name in content else None)
         for f in p.fields
     ]
-    rows += [(k, _value(v)) for k, v in content.items() if k not in asked]
-    return [(" ".join(k.split())[:VALUE_CHARS], v) for k, v in rows[:FIELDS_LISTED]]
+    extra = [(k, v) for k, v in list(content.items())[:FIELDS_LISTED] if k not in asked]
+    rows += [(k, _value(v)) for k, v in extra]
+    return [(_value(k, NAME_CHARS), v) for k, v in rows[:FIELDS_LISTED]]
 
 
-def _value(v: Any) -> str:
-    shown = ", ".join(map(str, v)) if isinstance(v, list) else str(v)
+def _value(v: Any, chars: int = VALUE_CHARS) -> str:
+    shown = ", ".join(map(str, v[:FIELDS_LISTED])) if isinstance(v, list) else str(v)
     shown = " ".join(shown.split())
-    return shown if len(shown) <= VALUE_CHARS else shown[: VALUE_CHARS - 1] + "…"
+    return shown if len(shown) <= chars else shown[: chars - 1] + "…"
 
 
 def text_line(p: ElicitationPart, live: bool) -> str:
