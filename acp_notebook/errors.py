@@ -170,7 +170,14 @@ class BudgetExceededError(TurnFailed):
 
 
 class ElicitationError(AcpError, ValueError):
-    """An elicitation cannot be read, or an answer does not fit its form (the message says how)."""
+    """An elicitation cannot be read, or an answer does not fit its form (the message says how).
+
+    `field` names the form's field the answer got wrong ("" when it is not one field's fault),
+    so a form can say it next to that field."""
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class HelpShown(AcpError):

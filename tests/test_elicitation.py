@@ -16,6 +16,7 @@ from acp_notebook.errors import ElicitationError
 from acp_notebook.protocol.elicitation import ElicitationPart, check_answer, read_request
 from acp_notebook.protocol.transcript import read_turn
 from acp_notebook.render import render_html, render_markdown, render_text
+from acp_notebook.widgets.elicit_form import PendingForms
 from tests.agents.script import script
 from tests.client_helpers import Agent, reports
 from tests.nb_util import execute, scripted, text, transcripts
@@ -75,6 +76,33 @@ def test_an_answer_that_does_not_fit_says_which_field_and_why(content: Any, prob
         check_answer(read_request(form(), "e1"), content)
 
 
+@pytest.mark.parametrize(
+    ("content", "name"),
+    [({}, "name"), ({"name": "A"}, "name"), ({"name": "Ada", "age": "old"}, "age"), ({"x": 1}, "")],
+)
+def test_a_wrong_answer_names_its_field_for_the_form(content: Any, name: str) -> None:
+    """The live form says the mistake next to the field it is about (issue 23, item 11)."""
+    with pytest.raises(ElicitationError) as caught:
+        check_answer(read_request(form(), "e1"), content)
+    assert caught.value.field == name
+
+
+def test_a_long_free_text_field_is_multiline_and_the_rest_one_line() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "story": {"type": "string", "maxLength": 5000},
+            "poem": {"type": "string", "default": "two\nlines"},
+            "name": {"type": "string", "maxLength": 80},
+            "mail": {"type": "string", "format": "email", "maxLength": 5000},
+            "colour": {"type": "string", "enum": ["red"], "maxLength": 5000},
+            "age": {"type": "integer", "maximum": 5000},
+        },
+    }
+    fields = read_request(form(schema=schema), "e1").fields
+    assert [f.name for f in fields if f.multiline] == ["story", "poem"]
+
+
 @pytest.mark.parametrize("typed", ["1e999", "-inf", "nan", float("inf")])
 def test_a_number_that_is_no_json_number_is_refused(typed: Any) -> None:
     # float() reads these; the answer carried Infinity or NaN, which no JSON reader accepts.
@@ -109,6 +137,72 @@ def test_a_part_reads_back_from_its_json_and_hostile_text_is_escaped_in_every_vi
     assert "<script>" not in html and "&lt;script&gt;" in html and "<img" not in html
     assert "<script>" not in md and "answered" in md
     assert "❓ the agent asked: <script>alert(1)</script> **bold**" in plain
+
+
+def test_the_record_lists_each_field_asked_with_its_answer_and_no_fields_line() -> None:
+    """Issue 23, item 11: the card said "fields: ..." and then the answers, the form twice. An
+    answered record is one list, each field with what was answered ("—": left empty); a question
+    not answered says what it asked for; a live one's line is hidden where its form is drawn."""
+    part = read_request(form(), "e1")
+    live = read_turn({"turnId": "t", "parts": [part.to_json()], "live": True}, live=True)
+    assert "<div class='acpnb-muted acpnb-elicit-asked'>asked for: Your name, age, ok," in (
+        render_html(live)
+    )
+    part.outcome, part.content, part.decided_by = "accept", {"name": "Ada", "tags": ["b"]}, "user"
+    turn = read_turn({"turnId": "t", "parts": [part.to_json()], "success": True})
+    html, md, plain = render_html(turn), render_markdown(turn), render_text(turn)
+    for view in (html, md, plain):
+        assert "fields:" not in view and "asked for" not in view
+    assert (
+        "<ul class=acpnb-elicit-answers><li>Your name: <code>Ada</code></li>"
+        "<li>age: <span class=acpnb-muted>—</span></li>"
+    ) in html
+    assert "answered (Your name: Ada; age: —; ok: —; colour: —; tags: b)" in plain
+    assert "**answered**: Your name: Ada; age: —; ok: —; colour: —; tags: b" in md
+    part.outcome, part.content, part.decided_by = "decline", None, "nobody to answer"
+    plain = render_text(read_turn({"turnId": "t", "parts": [part.to_json()]}))
+    assert "[asked for: Your name, age, ok, colour, tags] → declined (nobody to answer)" in plain
+
+
+def test_the_record_of_a_huge_form_stays_bounded() -> None:
+    """Titles and answers are the agent's and a saved file's: the lists are cut, each item too."""
+    title = "T" * 500
+    fields = [{"name": f"f{i}", "type": "string", "title": title} for i in range(50)]
+    extra = {f"x{i}": ["v" * 300] * 1000 for i in range(5000)}
+    part = {"type": "elicitation", "id": "e1", "mode": "form", "message": "m", "fields": fields}
+    for outcome, content in (("decline", None), ("accept", extra)):
+        turn = read_turn(
+            {"turnId": "t", "parts": [{**part, "outcome": outcome, "content": content}]}
+        )
+        for view in (render_text(turn), render_markdown(turn), render_html(turn)):
+            assert len(view) < 60_000, (outcome, len(view))
+
+
+@pytest.mark.anyio
+async def test_the_same_wrong_answer_twice_is_said_again_by_its_field() -> None:
+    """The page waits for the kernel's word on each answer before it may send again: the same
+    refusal twice must reach it twice (it once left the form's buttons disabled for good)."""
+    changed = anyio.Event()
+    forms = PendingForms(changed.set, lambda s: s)
+    got: list[Any] = []
+
+    async def ask() -> None:
+        got.append(await forms.ask(read_request(form(), "e1")))
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask)
+            await changed.wait()
+            seen = []
+            for _ in range(2):
+                forms.answered({"id": "e1", "action": "accept", "values": {"age": "3"}})
+                seen.append(dict(forms.for_page()[0]))
+            assert [(f["error"], f["errorField"], f["tries"]) for f in seen] == [
+                ("Your name is required", "name", 1),
+                ("Your name is required", "name", 2),
+            ]
+            forms.answered({"id": "e1", "action": "accept", "values": {"name": "Ada"}})
+    assert got == [{"name": "Ada"}]
 
 
 @pytest.mark.parametrize(

@@ -112,6 +112,9 @@ def test_permission_buttons_are_inside_their_card_in_a_long_turn(page, lab) -> N
     # Buttons with our words for each kind, coloured by kind (not grey text).
     labels = card.locator("button.acpnb-permission-option").all_inner_texts()
     assert labels == ["Allow once", "Always allow", "Reject", "Always reject"]
+    # The options once, as buttons: no "options: ..." line repeats them while they are drawn
+    # (issue 23, item 11's class); the record lists them, the chosen one marked.
+    assert "options:" not in card.inner_text()
     colour = allow.first.evaluate("b => getComputedStyle(b).backgroundColor")
     assert colour not in ("rgba(0, 0, 0, 0)", "transparent")
     assert out.locator(".acpnb-running", has_text="waiting for you").count() == 1
@@ -120,6 +123,7 @@ def test_permission_buttons_are_inside_their_card_in_a_long_turn(page, lab) -> N
     allow.first.click()
     done(page)
     assert out.locator(".acpnb-chosen", has_text="Allow").count() == 1
+    assert "options: ✓ Allow once · Always allow" in card.inner_text()
     assert out.locator("button:not(.acpnb-tv-copy)").count() == 0
 
 

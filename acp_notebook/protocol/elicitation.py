@@ -24,6 +24,8 @@ MAX_FIELDS = 50
 MAX_CHOICES = 100
 MAX_TEXT = 2000  # characters kept of a message, title or description
 MAX_VALUE = 10_000  # characters of one answered string
+#: A text field that may be longer than this (its maxLength) is answered in several lines.
+MULTILINE_LENGTH = 200
 
 ACTIONS = ("accept", "decline", "cancel")
 
@@ -42,6 +44,16 @@ class Field:
     minimum: float | None = None
     maximum: float | None = None
     format: str = ""
+
+    @property
+    def multiline(self) -> bool:
+        """Whether the answer may take several lines: a free text field (no choices, no format)
+        that may be longer than `MULTILINE_LENGTH` or whose default has a line break. A form
+        gives it a text area, where Enter is a new line rather than Submit."""
+        if self.type != "string" or self.choices or self.format:
+            return False
+        long = self.maximum is not None and self.maximum > MULTILINE_LENGTH
+        return long or (isinstance(self.default, str) and "\n" in self.default)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "type": self.type, "required": self.required}
@@ -236,9 +248,12 @@ def check_answer(part: ElicitationPart, content: Any) -> dict[str, Any]:
         value = content.get(f.name)
         if value is None or value == "" or value == []:
             if f.required:
-                raise ElicitationError(f"{f.title or f.name} is required")
+                raise ElicitationError(f"{f.title or f.name} is required", f.name)
             continue
-        out[f.name] = _convert(f, value)
+        try:
+            out[f.name] = _convert(f, value)
+        except ElicitationError as exc:  # said next to the field it is about
+            raise ElicitationError(str(exc), f.name) from None
     return out
 
 

@@ -205,7 +205,11 @@ def permission(out: list[str], p: PermissionPart, live: bool) -> None:
     waiting = p.outcome == "pending" and live
     out.append(f"<div class=acpnb-perm>🔐 <strong>Permission</strong>: {title}")
     if options:
-        out.append(f"<div class=acpnb-muted>options: {' · '.join(options)}</div>")
+        # A live view draws the options as buttons in the card: its stylesheet hides this line
+        # then (turn_view.css), so they are not listed twice; a record or a copy keeps it.
+        out.append(
+            f"<div class='acpnb-muted acpnb-perm-options'>options: {' · '.join(options)}</div>"
+        )
     out.append(f"<div>{'⏳' if waiting else '→'} <strong>{escape(decision)}</strong></div></div>")
 
 

@@ -19,6 +19,10 @@ from . import mdsafe
 _OUTCOMES = {"accept": "answered", "decline": "declined", "cancel": "cancelled"}
 VALUE_CHARS = 200  # characters of one answered value shown in the record
 URL_CHARS = 500  # characters of a link shown in the record (its host is shown whole)
+FIELDS_LISTED = 50  # fields of an answered form in the record, each with its answer
+NAMES_LISTED = 20  # fields named of a form not answered ("asked for: ...")
+NAME_CHARS = 100  # characters of a field's title in the record
+NOT_ANSWERED = "—"  # a field left empty in an answered form
 
 
 def outcome(p: ElicitationPart, live: bool) -> str:
@@ -30,13 +34,18 @@ def outcome(p: ElicitationPart, live: bool) -> str:
 
 
 def _asked(p: ElicitationPart) -> str:
+    """What was asked, said once: the link, or (a form not answered) the fields it asked for.
+    An answered form says it in its answers (`_rows`), field by field."""
     if p.mode == "url":
         link = p.link
         if not link.ok:
             return f"link refused ({link.refused}): {visible(p.url, URL_CHARS)}"
         return f"visit {visible(link.href, URL_CHARS)} (host {link.shown_host})"
-    names = [f.title or f.name for f in p.fields]
-    return "fields: " + (", ".join(names[:20]) + (" …" if len(names) > 20 else "") or "none")
+    if p.outcome == "accept":
+        return ""
+    names = [_value(f.title or f.name, NAME_CHARS) for f in p.fields]
+    listed = ", ".join(names[:NAMES_LISTED]) + (" …" if len(names) > NAMES_LISTED else "")
+    return "asked for: " + (listed or "no fields")
 
 
 def _asked_html(p: ElicitationPart) -> str:
@@ -52,33 +61,51 @@ def _asked_html(p: ElicitationPart) -> str:
     )
 
 
-def _answers(p: ElicitationPart) -> list[tuple[str, str]]:
-    if not p.content:
+def _rows(p: ElicitationPart) -> list[tuple[str, str | None]]:
+    """An answered form, field by field: each field asked with its answer (None: left empty),
+    then any answered name the form did not ask for (a saved record is read as it is)."""
+    if p.mode != "form" or p.outcome != "accept":
         return []
-    titles = {f.name: f.title or f.name for f in p.fields}
-    return [(titles.get(k, k), _value(v)) for k, v in list(p.content.items())[:50]]
+    content = p.content or {}
+    asked = {f.name for f in p.fields}
+    rows = [
+        (f.title or f.name, _value(content[f.name]) if f.name in content else None)
+        for f in p.fields
+    ]
+    extra = [(k, v) for k, v in list(content.items())[:FIELDS_LISTED] if k not in asked]
+    rows += [(k, _value(v)) for k, v in extra]
+    return [(_value(k, NAME_CHARS), v) for k, v in rows[:FIELDS_LISTED]]
 
 
-def _value(v: Any) -> str:
-    shown = ", ".join(map(str, v)) if isinstance(v, list) else str(v)
+def _value(v: Any, chars: int = VALUE_CHARS) -> str:
+    shown = ", ".join(map(str, v[:FIELDS_LISTED])) if isinstance(v, list) else str(v)
     shown = " ".join(shown.split())
-    return shown if len(shown) <= VALUE_CHARS else shown[: VALUE_CHARS - 1] + "…"
+    return shown if len(shown) <= chars else shown[: chars - 1] + "…"
 
 
 def text_line(p: ElicitationPart, live: bool) -> str:
     message = " ".join(p.message.split())[:300]
-    answers = "; ".join(f"{k}: {v}" for k, v in _answers(p))
-    return f"❓ the agent asked: {message or '(no message)'} [{_asked(p)}] → {outcome(p, live)}" + (
-        f" ({answers})" if answers else ""
+    asked = _asked(p)
+    answers = "; ".join(f"{k}: {v or NOT_ANSWERED}" for k, v in _rows(p))
+    return (
+        f"❓ the agent asked: {message or '(no message)'}"
+        + (f" [{asked}]" if asked else "")
+        + f" → {outcome(p, live)}"
+        + (f" ({answers})" if answers else "")
     )
 
 
 def markdown_line(p: ElicitationPart, live: bool) -> str:
     message = mdsafe.inline(" ".join(p.message.split())[:300]) or "(no message)"
-    answers = "; ".join(f"{mdsafe.inline(k)}: {mdsafe.inline(v)}" for k, v in _answers(p))
+    asked = _asked(p)
+    answers = "; ".join(
+        f"{mdsafe.inline(k)}: {mdsafe.inline(v or NOT_ANSWERED)}" for k, v in _rows(p)
+    )
     return (
-        f"- ❓ Asked: {message} ({mdsafe.inline(_asked(p))}) → "
-        f"**{mdsafe.inline(outcome(p, live))}**" + (f": {answers}" if answers else "")
+        f"- ❓ Asked: {message}"
+        + (f" ({mdsafe.inline(asked)})" if asked else "")
+        + f" → **{mdsafe.inline(outcome(p, live))}**"
+        + (f": {answers}" if answers else "")
     )
 
 
@@ -87,14 +114,27 @@ def html(out: list[str], p: ElicitationPart, live: bool) -> None:
     out.append(
         f"<div class='acpnb-perm acpnb-elicit'>❓ <strong>The agent asks</strong>: "
         f"{escape(p.message[:2000], quote=False) or '(no message)'}"
-        f"<div class=acpnb-muted>{_asked_html(p)}</div>"
     )
-    answers = _answers(p)
-    if answers:
-        rows = "".join(
-            f"<li>{escape(k, quote=False)}: <code>{escape(v, quote=False)}</code></li>"
-            for k, v in answers
+    asked = _asked_html(p)
+    if asked:
+        # A live view draws the form itself in the card: its stylesheet hides this line then
+        # (turn_view.css), so the fields are not listed twice; a record or a copy keeps it.
+        out.append(f"<div class='acpnb-muted acpnb-elicit-asked'>{asked}</div>")
+    rows = _rows(p)
+    if rows:
+        items = "".join(
+            f"<li>{escape(k, quote=False)}: "
+            + (
+                f"<code>{escape(v, quote=False)}</code>"
+                if v is not None
+                else f"<span class=acpnb-muted>{NOT_ANSWERED}</span>"
+            )
+            + "</li>"
+            for k, v in rows
         )
-        out.append(f"<ul>{rows}</ul>")
-    out.append(f"<div>{'⏳' if waiting else '→'} <strong>{escape(outcome(p, live))}</strong></div>")
+        out.append(f"<ul class=acpnb-elicit-answers>{items}</ul>")
+    out.append(
+        f"<div class=acpnb-elicit-outcome>{'⏳' if waiting else '→'} "
+        f"<strong>{escape(outcome(p, live))}</strong></div>"
+    )
     out.append("</div>")

@@ -1,11 +1,11 @@
 """The agent's questions (`elicitation/create`) as forms in the live turn view.
 
 The view's page draws each pending question inside its card: inputs for a form's fields
-(text, number, a checkbox, a choice, several choices) with Submit, Decline and Cancel, or a
-link with its host shown and Accept or Decline. What the page sends back is checked here against
-the form (`check_answer`); an answer that does not fit stays pending with the reason shown
-under the form, so nothing the user typed is lost. Nobody answering within the view's
-`permission_timeout` declines, and the record says why.
+(text, a text area for a long one, number, a checkbox, a choice, several choices) with Submit,
+Decline and Cancel, or a link with its host shown and Accept or Decline. What the page sends
+back is checked here against the form (`check_answer`), the one check: an answer that does not
+fit stays pending with the reason shown next to its field, so nothing the user typed is lost.
+Nobody answering within the view's `permission_timeout` declines, and the record says why.
 """
 
 from __future__ import annotations
@@ -70,8 +70,12 @@ class PendingForms:
         elif action == "accept":
             try:
                 future.set_result(check_answer(part, content.get("values")))
-            except ElicitationError as exc:  # shown under the form; the typed values stay
-                self._forms[pid] = {**self._forms[pid], "error": text(str(exc), 300)}
+            except ElicitationError as exc:  # shown by its field; the typed values stay
+                # Numbered: the same mistake made twice is a new answer to the page, which
+                # waits for it to let the form be sent again.
+                tries = self._forms[pid]["tries"] + 1
+                error = {"error": text(str(exc), 300), "errorField": exc.field, "tries": tries}
+                self._forms[pid] = {**self._forms[pid], **error}
                 self.changed()
 
     def _form(self, part: ElicitationPart) -> dict[str, Any]:
@@ -87,6 +91,7 @@ class PendingForms:
                 "choices": [[v, mask(text(label, 200))] for v, label in f.choices],
                 "min": f.minimum,
                 "max": f.maximum,
+                "multiline": f.multiline,
             }
             for f in part.fields
         ]
@@ -101,4 +106,6 @@ class PendingForms:
             "host": mask(link.host),
             "unicodeHost": mask(link.unicode_host),
             "error": "",
+            "errorField": "",  # the field the error is about, "" for the whole form
+            "tries": 0,  # answers refused so far
         }

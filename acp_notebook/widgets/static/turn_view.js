@@ -34,6 +34,8 @@ const LIVE = new Set(["starting", "waiting", "streaming", "asking", "stopping"])
 const MATH_OFF = "tex2jax_ignore mathjax_ignore";
 // A tool's output, terminal or diff longer than this shows its first lines and "show all".
 const SHORT_LINES = 12;
+// The ids of a form's labels, inputs and notes: unique on the page, never the agent's text.
+let fieldIds = 0;
 // The snapshot's class, and where its output's metadata names the view it copies (its token).
 const SNAP = "acpnb-tv-snap";
 const META = "acp_notebook";
@@ -471,17 +473,32 @@ function render({ model, el }) {
 
   // The agent's questions (elicitation/create): a form, or a link, inside their card. Every label
   // is set as text; a link is offered only for http(s), with its host shown before it is opened.
+  // A form is a grid: labels in one column, inputs in the other, a field's description and its
+  // error under its input. Enter in a one-line field submits (the kernel checks the answer: a
+  // mistake comes back next to its field); in a text area it is a new line, Ctrl/⌘+Enter submits.
   function field(f) {
-    const row = node("label", "acpnb-tv-field");
+    const id = `acpnb-tv-f${++fieldIds}`;
+    const row = node("div", "acpnb-tv-field");
     row.dataset.name = f.name;
-    row.append(node("span", "acpnb-tv-field-title", f.title + (f.required ? " *" : "")));
+    const many = f.type === "array";
+    const title = node(many ? "span" : "label", "acpnb-tv-field-title", f.title);
+    title.id = `${id}-title`;
+    if (!many) title.htmlFor = id;
+    if (f.required) {
+      const mark = node("span", "acpnb-tv-required", " *");
+      mark.title = "required";
+      mark.setAttribute("aria-hidden", "true"); // the input says it (aria-required)
+      title.append(mark);
+    }
     let input;
     if (f.type === "boolean") {
       input = node("input");
       input.type = "checkbox";
       input.checked = f.default === true;
-    } else if (f.type === "array") {
-      input = node("span", "acpnb-tv-multi");
+    } else if (many) {
+      input = node("div", "acpnb-tv-multi");
+      input.setAttribute("role", "group");
+      input.setAttribute("aria-labelledby", title.id);
       const chosen = new Set(Array.isArray(f.default) ? f.default : []);
       for (const [value, label] of f.choices) {
         const box = node("input");
@@ -501,6 +518,10 @@ function render({ model, el }) {
         opt.selected = value === f.default;
         input.append(opt);
       }
+    } else if (f.multiline) {
+      input = node("textarea");
+      input.rows = 3;
+      if (f.default != null) input.value = String(f.default);
     } else {
       input = node("input");
       input.type = f.type === "string" ? "text" : "number";
@@ -511,9 +532,25 @@ function render({ model, el }) {
       }
       if (f.default != null) input.value = String(f.default);
     }
+    input.id = id;
     input.classList.add("acpnb-tv-input");
-    row.append(input);
-    if (f.description) row.append(node("span", "acpnb-muted", f.description));
+    if (f.required) input.setAttribute("aria-required", "true");
+    // Under the input: its description, then what was wrong with the answer (kept empty).
+    const note = node("div", "acpnb-tv-field-note");
+    const described = [];
+    if (f.description) {
+      const about = node("div", "acpnb-tv-field-desc acpnb-muted", f.description);
+      about.id = `${id}-desc`;
+      described.push(about.id);
+      note.append(about);
+    }
+    const error = node("div", "acpnb-tv-field-error");
+    error.id = `${id}-error`;
+    error.setAttribute("aria-live", "polite");
+    described.push(error.id);
+    note.append(error);
+    (many ? input.querySelector("input") || input : input).setAttribute("aria-describedby", described.join(" "));
+    row.append(title, input, note);
     return row;
   }
 
@@ -529,19 +566,62 @@ function render({ model, el }) {
     return out;
   }
 
+  // The kernel's word on the last answer: next to the field it is about (focused, when the
+  // focus is in the form: the person just submitted), else under the form.
+  function showError(box, form) {
+    const rows = box.querySelectorAll(".acpnb-tv-field");
+    let at = null;
+    rows.forEach((row) => {
+      const mine = !!form.error && row.dataset.name === form.errorField;
+      row.querySelector(".acpnb-tv-field-error").textContent = mine ? form.error : "";
+      const input = row.querySelector(".acpnb-tv-input");
+      if (mine) { input.setAttribute("aria-invalid", "true"); at = input; }
+      else input.removeAttribute("aria-invalid");
+    });
+    box.querySelector(".acpnb-tv-form-error").textContent = at ? "" : form.error || "";
+    if (at && box.contains(document.activeElement)) (at.matches("input, select, textarea") ? at : at.querySelector("input"))?.focus();
+  }
+
+  // Someone typing elsewhere (another cell's editor or an input with text in it, another form)
+  // keeps the keyboard: a form that appears must not take what they type next, nor their Enter.
+  function typingElsewhere() {
+    const a = document.activeElement;
+    if (!a || a === document.body) return false;
+    if (root.contains(a)) return !!a.closest(".acpnb-tv-form");
+    if (!(a.isContentEditable || a.matches("input, textarea, select"))) return false;
+    if (el.closest(".jp-Cell")?.contains(a)) return false; // the cell that asked: it just ran
+    return !!String((a.isContentEditable ? a.textContent : a.value) || "").trim();
+  }
+
+  // A form that appears takes the keyboard, on its first field, when nobody types elsewhere
+  // and it is on screen (the page does not scroll to it: nothing jumps).
+  function focusFirst(box) {
+    const first = box.querySelector(".acpnb-tv-field :is(input, select, textarea)");
+    if (!first || typingElsewhere()) return;
+    const r = box.getBoundingClientRect();
+    if (r.bottom <= 0 || r.top >= window.innerHeight) return;
+    first.focus({ preventScroll: true });
+  }
+
   function drawForms() {
     const forms = new Map((head.forms || []).map((f) => [f.id, f]));
     root.querySelectorAll(".acpnb-tv-form").forEach((box) => {
       const form = forms.get(box.dataset.request);
       if (!form) { box.remove(); return; }
-      box.querySelector(".acpnb-tv-form-error").textContent = form.error || "";
-      if (form.error) box.querySelectorAll("button").forEach((b) => { b.disabled = false; });
+      // Each refused answer is numbered: a new one lets the form be sent again.
+      if (String(form.tries || 0) !== box.dataset.tries) {
+        box.dataset.tries = String(form.tries || 0);
+        delete box.dataset.busy;
+        box.querySelectorAll("button").forEach((b) => { b.disabled = false; });
+        showError(box, form);
+      }
     });
     for (const [id, form] of forms) {
       const wrap = byId.get(id);
       if (!wrap || wrap.querySelector(".acpnb-tv-form")) continue;
       const box = node("div", "acpnb-tv-form");
       box.dataset.request = id;
+      box.dataset.tries = String(form.tries || 0);
       if (form.mode === "url") {
         // The host the browser will open (the kernel's WHATWG reading of the link), and an
         // internationalised one in Unicode too: a homograph shows as two different names.
@@ -558,22 +638,52 @@ function render({ model, el }) {
         }
         box.append(where);
       } else {
-        for (const f of form.fields) box.append(field(f));
+        const grid = node("div", "acpnb-tv-fields");
+        for (const f of form.fields) grid.append(field(f));
+        box.append(grid);
       }
       const error = node("div", "acpnb-tv-form-error");
+      error.setAttribute("aria-live", "polite");
       const buttons = node("div", "acpnb-tv-buttons");
       const send = (action) => {
+        if (box.dataset.busy) return; // sent: the kernel's answer comes first
+        box.dataset.busy = "1";
         buttons.querySelectorAll("button").forEach((b) => { b.disabled = true; });
         model.send({ type: "answer", id, action, values: form.mode === "url" ? {} : values(box, form) });
       };
-      for (const [action, label] of [["accept", form.mode === "url" ? "Done, accept" : "Submit"], ["decline", "Decline"], ["cancel", "Cancel"]]) {
+      const accept = form.mode === "url" ? "Done, accept" : "Submit";
+      for (const [action, label, hint] of [["accept", accept, form.mode === "url" ? "" : "Submit (Enter)"], ["decline", "Decline", ""], ["cancel", "Cancel", ""]]) {
         const b = node("button", `acpnb-permission-option acpnb-tv-${action}`, label);
         b.type = "button";
+        if (hint) b.title = hint;
         b.addEventListener("click", () => send(action));
         buttons.append(b);
       }
+      box.addEventListener("keydown", (event) => {
+        const accel = event.ctrlKey || event.metaKey;
+        // JupyterLab's shortcuts stay out of the form (Shift+Enter would run the cell again,
+        // "D D" on a checkbox delete it, Escape leave it); its Ctrl/⌘ ones (save) still work.
+        if (!accel || event.key === "Enter") event.stopPropagation();
+        if (event.key !== "Enter" || event.isComposing || event.altKey || form.mode === "url") return;
+        const t = event.target;
+        if (!(t instanceof Element) || t.closest("button, a")) return; // Enter presses it
+        if (t.localName === "textarea" && !accel) return; // a new line
+        event.preventDefault();
+        send("accept");
+      });
+      // What was typed since a refusal: its field's word on it is stale.
+      box.addEventListener("input", (event) => {
+        const row = event.target instanceof Element ? event.target.closest(".acpnb-tv-field") : null;
+        if (!row) return;
+        row.querySelector(".acpnb-tv-field-error").textContent = "";
+        row.querySelector(".acpnb-tv-input").removeAttribute("aria-invalid");
+      });
       box.append(error, buttons);
-      (wrap.querySelector(".acpnb-elicit") || wrap).append(box);
+      // In the card, before its state line: the question, the form, then "waiting for you".
+      const card = wrap.querySelector(".acpnb-elicit") || wrap;
+      card.insertBefore(box, card.querySelector(":scope > .acpnb-elicit-outcome"));
+      if (form.error) showError(box, form); // a view that (re)connected after a refusal
+      if (form.mode !== "url") focusFirst(box);
     }
   }
 
