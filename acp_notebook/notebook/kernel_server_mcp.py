@@ -17,10 +17,9 @@ tool gave it: the one rule for what the agent reads from the kernel, as for `%%a
 
 from __future__ import annotations
 
+import ast
 import base64
 import contextlib
-import io
-import tokenize
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 from unicodedata import category
@@ -339,14 +338,26 @@ def _unshowable(code: str) -> str | None:
 
 def _non_ascii_names(code: str) -> set[str]:
     """The names (identifiers, attributes, keywords) of `code` that are not ASCII; none if it
-    does not tokenize (it will not run either: the error says why)."""
-    names: set[str] = set()
+    does not parse (it will not run either: the error says why).
+
+    Read from the tree `run_code` compiles, not from tokens: tokenize (before 3.12) keeps an
+    f-string whole, so a name inside `f"{...}"` was not seen, and it splits a name at a
+    character Python allows inside one but `\\w` does not match (`os\u00b7name`, a middle dot
+    that reads as `os.name`). The tree's names are as Python runs them (NFKC: a full-width os
+    is `os`, and runs as the os it reads as)."""
     try:
-        for token in tokenize.generate_tokens(io.StringIO(code).readline):
-            if token.type == tokenize.NAME and not token.string.isascii():
-                names.add(token.string)
-    except (tokenize.TokenError, SyntaxError):
-        pass
+        tree = ast.parse(code, "<run_code>", "exec")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant):
+            continue  # a string's text, shown as written, may hold any letter
+        for key, value in ast.iter_fields(node):
+            values = value if isinstance(value, list) else [value]
+            for each in values:
+                if isinstance(each, str) and key != "type_comment" and not each.isascii():
+                    names.add(each)
     return names
 
 
