@@ -417,7 +417,10 @@ class _Later:
                     self._idle.set()
                     return
                 store, entry = self._queue[0]
-            store.put(*entry)
+            try:
+                store.put(*entry)
+            except Exception:  # never the thread's end: the queue behind it would stall
+                log.exception("acp_notebook: could not save %s", store.path)
             for problem in store.problems:
                 log.warning("acp_notebook: %s", problem)
             store.problems.clear()
