@@ -246,7 +246,14 @@ def test_code_the_card_cannot_show_as_it_runs_is_not_run(
     reordered = "reordered_ran = True  # \u202e } \u2066"
     hidden = "hidden_ran = 'admin\u200b'"
     lookalike = "import os\n\u043es = os\nlookalike_ran = \u043es.name"  # a Cyrillic о
-    codes = (long, wide, reordered, hidden, lookalike)
+    # A middle dot, which Python takes inside a name and which reads as `os.name`; a name inside
+    # an f-string (tokenize before 3.12 saw neither).
+    dotted = "import os\nos\u00b7name = 'posix'\ndotted_ran = os\u00b7name"
+    in_fstring = "fstring_ran = f\"{(\u043es := __import__('os')).name}\""
+    # Letters and marks that draw nothing (a Hangul filler, a variation selector, the blank
+    # Braille pattern): 'admin' to the reader, as U+200B.
+    blank = "blank_ran = ('admin\u3164', 'admin\ufe0f', 'admin\u2800')"
+    codes = (long, wide, reordered, hidden, lookalike, dotted, in_fstring, blank)
     calls = [{"name": "run_code", "arguments": {"code": c}} for c in codes]
     steps = script({"mcp": "kernel", "calls": calls})
     nb = execute(
@@ -261,12 +268,15 @@ def test_code_the_card_cannot_show_as_it_runs_is_not_run(
     (record,) = transcripts(nb.cells[0])
     said = "".join(p["text"] for p in record["parts"] if p.get("type") == "message")
     *results, _closed = json.loads(said.removeprefix("MCP "))
-    assert [r["isError"] for r in results] == [True] * 5
+    assert [r["isError"] for r in results] == [True] * 8
     assert "longer than its card shows whole" in results[0]["text"]
     assert "longer than its card shows whole" in results[1]["text"]
     assert "U+202E, U+2066" in results[2]["text"] and "would not see" in results[2]["text"]
     assert "U+200B" in results[3]["text"]
     assert "names that are not ASCII ('\u043es')" in results[4]["text"]
+    assert "names that are not ASCII ('os\u00b7name')" in results[5]["text"]
+    assert "names that are not ASCII ('\u043es')" in results[6]["text"]
+    assert "U+2800, U+3164, U+FE0F" in results[7]["text"]
     assert not [p for p in record["parts"] if p.get("type") in ("tool_call", "permission")]
     assert text(nb.cells[1]).strip() == "[]"
 

@@ -90,6 +90,32 @@ def test_connections_are_bounded_and_a_legitimate_relay_still_works(tmp_path: Pa
     in_kernel(tmp_path, cells, body)
 
 
+def test_silent_connections_held_open_do_not_keep_a_relay_out(tmp_path: Path) -> None:
+    """Any process of the user (the agent's shell) held `MAX_PENDING` silent connections, each
+    renewed at its deadline: every relay that came meanwhile was refused ("too many
+    connections") and its session had no kernel tools. The oldest silent one now makes room."""
+    from acp_notebook.notebook.kernel_server import MAX_PENDING
+
+    cells = [open_session("a"), ENTRY.format(name="a")]
+
+    async def body(kernel: Kernel) -> None:
+        await kernel.run()
+        entry = await kernel.entry()
+        silent = [connect(entry) for _ in range(MAX_PENDING)]
+        try:
+            # Each was accepted and waits for its token (the probe's answer shows the kernel
+            # has seen them all: it is answered after them).
+            with connect(entry, token_of(entry)) as probe:
+                assert answer(probe) == b"OK"
+            await tools_answer(entry)  # a relay, while silent connections keep coming
+            assert answer(silent[0]).startswith(b"ERR too many connections"), "made room"
+        finally:
+            for sock in silent:
+                sock.close()
+
+    in_kernel(tmp_path, cells, body)
+
+
 LIMIT = """\
 import os, resource
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

@@ -192,6 +192,46 @@ def test_a_turn_budget_bounds_many_calls_each_under_the_value_limit() -> None:
     assert sum(c.size for c in record.tool_calls.values()) <= 100_000
 
 
+def test_the_turn_budget_bounds_the_agents_requests_live_and_replayed() -> None:
+    """Permission requests, each under the value limit, are charged to the turn's characters
+    as tool calls are (they were kept outside it: 5,000 of a megabyte each, kept whole); a
+    recorded elicitation's message is read as a live one is (at most `MAX_TEXT` characters,
+    it kept a megabyte), and a URL no live one could have is dropped."""
+    from acp_notebook.protocol.elicitation import MAX_TEXT
+    from acp_notebook.protocol.refold import refold
+    from acp_notebook.protocol.state import ElicitationPart, PermissionPart
+
+    limits = Limits(turn_chars=100_000, value_chars=20_000)
+    fold = in_turn(limits)
+    option = {"optionId": "ok", "name": "n" * 15_000, "kind": "allow_once"}
+    asked = [fold.add_permission({"toolCallId": f"c{i}"}, [option]) for i in range(20)]
+    record = ended(fold)
+    kept = [p for p in record.parts if isinstance(p, PermissionPart)]
+    assert 5 <= len(kept) < 20 and all(p in asked for p in kept)
+    assert sum(len(json.dumps(p.to_json())) for p in kept) <= 100_000
+    assert record.dropped["permissions"] == 20 - len(kept)
+    recording = {
+        "parts": [
+            *(p.to_json() for p in asked),
+            *(
+                {
+                    "type": "elicitation",
+                    "id": f"e{i}",
+                    "mode": "url",
+                    "message": "m" * 30_000,
+                    "url": "https://example.com/" + "u" * 30_000,
+                }
+                for i in range(20)
+            ),
+        ]
+    }
+    replayed = refold(recording, limits)
+    shown = [p for p in replayed.parts if isinstance(p, PermissionPart | ElicitationPart)]
+    assert sum(len(json.dumps(p.to_json())) for p in shown) <= 100_000
+    elicitations = [p for p in shown if isinstance(p, ElicitationPart)]
+    assert elicitations and all(len(p.message) == MAX_TEXT and not p.url for p in elicitations)
+
+
 def test_unknown_updates_and_errors_past_the_parts_limit_are_counted() -> None:
     fold = in_turn(Limits(parts=10))
     for i in range(100):

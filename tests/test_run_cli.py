@@ -344,3 +344,19 @@ def test_the_console_script_is_registered() -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert project["scripts"]["acp-notebook"] == "acp_notebook.run.cli:main"
     assert callable(cli.main)
+
+
+def test_notebook_names_are_printed_escaped(tmp_path: Path) -> None:
+    """The agent's shell names files in the workspace, and `acp-notebook run *.ipynb` picks
+    them up: a name's escapes (window title, clear screen) reached the terminal in the summary,
+    and a dangling link's in the usage error. Every line is written with its controls escaped."""
+    title, clear = "\x1b]0;pwned\x07", "\x1b[2J"
+    (tmp_path / f"a{title}{clear}.ipynb").write_text("not json")
+    (tmp_path / f"b\u202e{clear}.ipynb").symlink_to(tmp_path / "nowhere")
+    done = run_cli(tmp_path, f"a{title}{clear}.ipynb")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "a\\x1b]0;pwned\\x07\\x1b[2J.ipynb" in done.stdout, done.stdout
+    missing = run_cli(tmp_path, f"b\u202e{clear}.ipynb")
+    assert missing.returncode == 2 and "b\\u202e\\x1b[2J.ipynb" in missing.stderr, missing.stderr
+    for said in (done.stdout, missing.stderr):
+        assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]", said), repr(said)

@@ -349,3 +349,40 @@ def test_the_lock_file_is_not_followed_nor_a_fifo(tmp_path: Path) -> None:
     fifo = SessionStore(tmp_path / "w")
     fifo.put("nb", "r", "a", "sid")  # returns: a FIFO is opened without blocking, and refused
     assert any("not a regular file" in p for p in fifo.problems)
+
+
+def test_a_held_lock_never_holds_the_kernels_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent's shell holds `sessions.lock`: keeping a new session's id waited `LOCK_WAIT`
+    on the kernel's loop (every turn and widget of the kernel stalled), then gave the id up. Now
+    `Memory.keep` returns at once and the id is written once the lock is free."""
+    import fcntl
+    import time
+    from types import SimpleNamespace
+
+    from acp_notebook.notebook import stored_sessions
+    from acp_notebook.notebook.stored_sessions import Memory
+
+    class Runtime:  # the kernel's key in the module's table (held weakly)
+        pass
+
+    monkeypatch.setattr(stored_sessions, "LOCK_WAIT", 10.0)
+    store = SessionStore(tmp_path)
+    store.put("nb", "old", "a", "kept")
+    runtime: Any = Runtime()
+    client: Any = SimpleNamespace(cwd=str(tmp_path))
+    fd = os.open(store.directory / stored_sessions.LOCKNAME, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another open file description: another holder
+        started = time.monotonic()
+        for n in range(3):
+            session: Any = SimpleNamespace(id=f"sid-{n}")
+            Memory("nb").keep(runtime, client, "a", f"r{n}", session)
+        took = time.monotonic() - started
+    finally:
+        os.close(fd)
+    assert took < stored_sessions.LOCK_WAIT  # on the old code: 3 waits of LOCK_WAIT
+    assert stored_sessions.wait_for_writes(timeout=60)
+    ids = {e.name: e.session_id for e in SessionStore(tmp_path).entries()}
+    assert ids == {"old": "kept", "r0": "sid-0", "r1": "sid-1", "r2": "sid-2"}

@@ -19,8 +19,10 @@ removed at a clean exit (a kernel killed outright leaves it, with a socket nobod
 Bounded (issue 20, item 7): 957 connections opened with a token were each kept, until the kernel
 ran out of file descriptors; `accept` then failed with EMFILE, which ended the listener for the
 kernel's life. Now a connection must show its token within `HANDSHAKE_TIMEOUT`, at most
-`MAX_PENDING` may be showing one, a token holds at most `MAX_PER_TOKEN` connections and the
-kernel `MAX_CONNECTIONS`; a connection past a bound gets `ERR` and is closed at once. Out of
+`MAX_PENDING` may be showing one (past that, the oldest silent one is refused to make room: a
+relay shows its token as it connects, so silent connections kept open cannot keep it out), a
+token holds at most `MAX_PER_TOKEN` connections and the kernel `MAX_CONNECTIONS`; a connection
+past a bound gets `ERR` and is closed at once. Out of
 descriptors (EMFILE, ENFILE), the accept loop frees a spare descriptor it keeps for this, takes
 the waiting connection, refuses it and goes on; it never stops for an error of one accept.
 """
@@ -101,7 +103,8 @@ class KernelServer:
         self.directory = Path(tempfile.mkdtemp(prefix="acpnb-mcp-", dir=base))  # mode 0700
         self.path = self.directory / "kernel.sock"
         self._grants: dict[bytes, Grant] = {}
-        self._pending = 0  # connections that have not shown a token yet
+        #: The connections that have not shown a token yet, oldest first (see `_connection`).
+        self._waiting: list[anyio.CancelScope] = []
         self._open: dict[bytes, int] = {}  # a token's digest: its open connections
         #: Turns whose cell said --no-kernel-tools: every call during them is refused.
         self.refused: weakref.WeakSet[object] = weakref.WeakSet()
@@ -217,16 +220,28 @@ class KernelServer:
                 os.close(spare)
 
     async def _connection(self, stream: SocketStream) -> None:
-        if self._pending >= MAX_PENDING or self._total() >= MAX_CONNECTIONS:
+        if self._total() >= MAX_CONNECTIONS and not self._waiting:
             await _refuse(stream, "too many connections to the kernel's tools")
             return
+        if len(self._waiting) >= MAX_PENDING or self._total() >= MAX_CONNECTIONS:
+            # The oldest silent one makes room, not the newcomer: refusing newcomers let any
+            # process of the user (the agent's shell) keep 8 silent connections open, renewed
+            # at each deadline, and every other session's relay was refused for as long. A relay
+            # shows its token as it connects; only a silent connection grows old here.
+            self._waiting.pop(0).cancel()
         async with stream:
             buffered = BufferedByteReceiveStream(stream)
-            self._pending += 1
+            scope = anyio.CancelScope()
+            self._waiting.append(scope)
             try:
-                key = await self._handshake(stream, buffered)
+                with scope:
+                    key = await self._handshake(stream, buffered)
             finally:
-                self._pending -= 1
+                with contextlib.suppress(ValueError):  # gone already if it made room
+                    self._waiting.remove(scope)
+            if scope.cancel_called:
+                await _refuse(stream, "too many connections are waiting to show a token")
+                return
             if key is None:
                 return
             grant = self._grants[key]
@@ -244,7 +259,7 @@ class KernelServer:
                     del self._open[key]
 
     def _total(self) -> int:
-        return self._pending + sum(self._open.values())
+        return len(self._waiting) + sum(self._open.values())
 
     async def _handshake(
         self, stream: SocketStream, buffered: BufferedByteReceiveStream

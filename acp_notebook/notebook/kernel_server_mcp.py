@@ -17,10 +17,10 @@ tool gave it: the one rule for what the agent reads from the kernel, as for `%%a
 
 from __future__ import annotations
 
+import ast
 import base64
 import contextlib
-import io
-import tokenize
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 from unicodedata import category
@@ -68,6 +68,14 @@ MAX_CODE = card_clip.MAX_CHARS - 100
 #: characters (bidirectional controls reorder the text around them, zero-width ones hide in a
 #: string or a name) and Unicode's line separators (a line end to the page, not to Python).
 _UNSEEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+#: And letters and marks that draw nothing, which their category does not tell: Unicode's
+#: default-ignorable code points that are not format characters (Hangul fillers, variation
+#: selectors, the combining grapheme joiner...) and the blank Braille pattern. `'admin\u3164'`
+#: showed as `'admin'` as U+200B did.
+_BLANK = re.compile(
+    "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2800\u3164\ufe00-\ufe0f\uffa0"
+    "\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
 GATE_TIMEOUT = 300.0  # seconds run_code waits for a user's cell to end
 _OPTIONS = [
     {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
@@ -321,12 +329,16 @@ def _unshowable(code: str) -> str | None:
             f"the code is longer than its card shows whole (at most {card_clip.TEXT_LINES - 2} "
             f"lines and {MAX_CODE:,} characters): run it in smaller pieces"
         )
-    unseen = sorted({c for c in code if c not in "\t\n\r" and category(c) in _UNSEEN_CATEGORIES})
+    unseen = sorted(
+        {c for c in code if c not in "\t\n\r" and category(c) in _UNSEEN_CATEGORIES}
+        | set(_BLANK.findall(code))
+    )
     if unseen:
         names = ", ".join(f"U+{ord(c):04X}" for c in unseen[:5])
         return (
             f"the code holds characters the user would not see as they run ({names}: controls, "
-            "bidirectional or zero-width characters): write them as escapes (\\u202e) instead"
+            "bidirectional, zero-width or blank characters): write them as escapes (\\u202e) "
+            "instead"
         )
     lookalikes = sorted(_non_ascii_names(code))
     if lookalikes:
@@ -339,14 +351,26 @@ def _unshowable(code: str) -> str | None:
 
 def _non_ascii_names(code: str) -> set[str]:
     """The names (identifiers, attributes, keywords) of `code` that are not ASCII; none if it
-    does not tokenize (it will not run either: the error says why)."""
-    names: set[str] = set()
+    does not parse (it will not run either: the error says why).
+
+    Read from the tree `run_code` compiles, not from tokens: tokenize (before 3.12) keeps an
+    f-string whole, so a name inside `f"{...}"` was not seen, and it splits a name at a
+    character Python allows inside one but `\\w` does not match (`os\u00b7name`, a middle dot
+    that reads as `os.name`). The tree's names are as Python runs them (NFKC: a full-width os
+    is `os`, and runs as the os it reads as)."""
     try:
-        for token in tokenize.generate_tokens(io.StringIO(code).readline):
-            if token.type == tokenize.NAME and not token.string.isascii():
-                names.add(token.string)
-    except (tokenize.TokenError, SyntaxError):
-        pass
+        tree = ast.parse(code, "<run_code>", "exec")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant):
+            continue  # a string's text, shown as written, may hold any letter
+        for key, value in ast.iter_fields(node):
+            values = value if isinstance(value, list) else [value]
+            for each in values:
+                if isinstance(each, str) and key != "type_comment" and not each.isascii():
+                    names.add(each)
     return names
 
 

@@ -24,6 +24,7 @@ import logging
 import os
 import secrets
 import stat
+import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping
@@ -48,7 +49,8 @@ FILENAME = "sessions.json"
 #: The lock held around each read-modify-write of `FILENAME` (its content is never read).
 LOCKNAME = "sessions.lock"
 #: How long a write waits for another process's lock before it gives up, saying so. A write
-#: holds it milliseconds; the wait blocks the kernel's loop, and the agent can take the lock too.
+#: holds it milliseconds, but the agent can take it too, for ever: the kernel never waits for it
+#: on its loop (`Memory.keep` tries once, then hands the write to a thread that waits this long).
 LOCK_WAIT = 2.0
 NO_NOTEBOOK = "(no notebook)"
 MAX_FILE_BYTES = 1024 * 1024
@@ -119,6 +121,8 @@ class SessionStore:
         self.directory = Path(workspace) / DIRNAME
         self.path = self.directory / FILENAME
         self.problems: list[str] = []
+        #: The last `put` found the lock held by another process for its whole wait.
+        self.busy = False
 
     def entries(self) -> list[Stored]:
         """Every well-formed entry of the file (none if it is missing or unreadable)."""
@@ -142,15 +146,19 @@ class SessionStore:
                 return entry.session_id
         return None
 
-    def put(self, notebook: str, name: str, agent: str, session_id: str) -> None:
-        """Remember (or replace) the id of this name; the oldest entries go past the bound."""
+    def put(
+        self, notebook: str, name: str, agent: str, session_id: str, wait: float | None = None
+    ) -> None:
+        """Remember (or replace) the id of this name; the oldest entries go past the bound.
+        Waits at most `wait` seconds (None: `LOCK_WAIT`) for another process's lock; `busy`
+        says it was held all that time (and nothing was written)."""
         entry = Stored(notebook, name[:MAX_FIELD], agent[:MAX_FIELD], session_id, time.time())
         if not entry.session_id or len(entry.session_id) > MAX_FIELD:
             return  # an id we could not read back is not worth keeping
         key = (entry.notebook, entry.name, entry.agent)
         # Read, change and replace under the workspace's lock: two kernels of one workspace
         # writing at once each replaced the file with their own reading of it (230 of 300 kept).
-        with self._locked() as locked:
+        with self._locked(LOCK_WAIT if wait is None else wait) as locked:
             if not locked:
                 return
             kept = [e for e in self.entries() if (e.notebook, e.name, e.agent) != key]
@@ -212,17 +220,18 @@ class SessionStore:
         return data
 
     @contextlib.contextmanager
-    def _locked(self) -> Iterator[bool]:
-        """Hold the workspace's lock on the file (`LOCKNAME`, `flock`), waiting at most
-        `LOCK_WAIT` seconds; yields False, the problem noted, when it cannot be had.
+    def _locked(self, wait: float) -> Iterator[bool]:
+        """Hold the workspace's lock on the file (`LOCKNAME`, `flock`), waiting at most `wait`
+        seconds; yields False, the problem noted, when it cannot be had (`busy`: it was held).
 
         The lock file is opened inside the directory (opened without following a symlink), not
         following a symlink itself, and only if it is a regular file: the agent can write here.
         A holder that dies releases it (the kernel closes its descriptors)."""
         fd = -1
+        self.busy = False
         try:
             fd = self._open_lock()
-            deadline = time.monotonic() + LOCK_WAIT
+            deadline = time.monotonic() + wait
             pause = 0.001
             while True:
                 try:
@@ -231,7 +240,8 @@ class SessionStore:
                 except BlockingIOError:
                     # flock has no timeout: poll, backing off; a holder keeps it milliseconds.
                     if time.monotonic() >= deadline:
-                        raise OSError(f"another process has held it for {LOCK_WAIT:g} s") from None
+                        self.busy = True
+                        raise OSError(f"another process has held it for {wait:g} s") from None
                     time.sleep(pause)
                     pause = min(pause * 2, 0.05)
         except OSError as exc:
@@ -353,7 +363,15 @@ class Memory:
         if kernel.written.get(key) == session.id:
             return
         store = SessionStore(client.cwd)
-        store.put(self.notebook, name, agent, session.id)
+        # Never waited for on the kernel's loop: the wait held every turn, widget and request
+        # of the kernel (2 s per new session while the agent, whose shell can reach the
+        # workspace, held the lock). Tried once; if held (or writes are still queued, which
+        # must stay in order), a thread waits for it.
+        if not _LATER.add(store, (self.notebook, name, agent, session.id)):
+            store.put(self.notebook, name, agent, session.id, wait=0)
+            if store.busy:
+                store.problems.clear()  # not a problem yet: written once the lock is free
+                _LATER.add(store, (self.notebook, name, agent, session.id), start=True)
         kernel.written[key] = session.id
         self._warn(kernel, store)
 
@@ -365,6 +383,61 @@ class Memory:
                 log.warning("acp_notebook: %s", problem)
                 publish.show(views.message("Warning: ", problem))
         store.problems.clear()
+
+
+class _Later:
+    """The writes that found the lock held, done in order by one thread, off the kernel's
+    loop; a write that still fails after `LOCK_WAIT` is logged (the cell has moved on)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queue: list[tuple[SessionStore, tuple[str, str, str, str]]] = []
+        self._idle = threading.Event()
+        self._idle.set()
+
+    def add(
+        self, store: SessionStore, entry: tuple[str, str, str, str], start: bool = False
+    ) -> bool:
+        """Queue `entry` if writes are queued already, or with `start`; False if not queued."""
+        with self._lock:
+            if not self._queue and not start:
+                return False
+            self._queue.append((store, entry))
+            if self._idle.is_set():
+                self._idle.clear()
+                threading.Thread(
+                    target=self._run, name="acp_notebook-sessions", daemon=True
+                ).start()
+            return True
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                if not self._queue:
+                    self._idle.set()
+                    return
+                store, entry = self._queue[0]
+            try:
+                store.put(*entry)
+            except Exception:  # never the thread's end: the queue behind it would stall
+                log.exception("acp_notebook: could not save %s", store.path)
+            for problem in store.problems:
+                log.warning("acp_notebook: %s", problem)
+            store.problems.clear()
+            with self._lock:
+                self._queue.pop(0)
+
+    def wait(self, timeout: float) -> bool:
+        """Whether every queued write was done (or given up) within `timeout` seconds."""
+        return self._idle.wait(timeout)
+
+
+_LATER = _Later()
+
+
+def wait_for_writes(timeout: float) -> bool:
+    """Whether the writes that waited for the lock are done (or given up) within `timeout`."""
+    return _LATER.wait(timeout)
 
 
 def short(session_id: str) -> str:

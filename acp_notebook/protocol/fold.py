@@ -349,10 +349,16 @@ class SessionFold(FoldCore):
         return part
 
     def _add_asked(self, record: TurnRecord, part: Part, kind: str) -> None:
-        """A request from the agent joins the turn (past the parts cap: asked all the same,
-        but only counted, as `kind`)."""
+        """A request from the agent joins the turn (past the parts cap, or past the turn's
+        characters: asked all the same, but only counted, as `kind`).
+
+        Charged to the turn's characters as a tool call is: a permission's options (up to
+        `value_chars` each) and a recorded elicitation were kept outside that budget, 5,000
+        requests of a megabyte each kept whole, in the kernel and in the saved notebook."""
         self.visible_output = True
-        if record.budget.parts <= 0:
+        if record.budget.parts <= 0 or not self.keep.spend(
+            record, count(part.to_json(), self.limits.turn_chars)
+        ):
             self.keep.drop(record, kind)
             return
         record.budget.parts -= 1
@@ -374,8 +380,10 @@ class SessionFold(FoldCore):
     def add_recorded_elicitation(self, part: ElicitationPart) -> None:
         """An elicitation read back from a transcript (a replay): bounded as one asked now."""
         record = self.target
-        part.message = part.message[: self.limits.value_chars]
-        part.url = part.url[: self.limits.value_chars]
+        # As `elicitation.read_request` reads a live one: a recorded message of a megabyte was
+        # kept whole (500 times what the agent could have had shown), a URL no live one could be.
+        part.message = part.message[: elicitation.MAX_TEXT]
+        part.url = part.url if len(part.url) <= elicitation.MAX_TEXT else ""
         part.content = self.keep.bounded(record, part.content)
         self._add_asked(record, part, "elicitations")
 

@@ -15,7 +15,7 @@ from typing import TextIO
 
 from ..client.permissions import TOOL_KINDS
 from . import params
-from .console import Console
+from .console import Console, shown
 from .execute import Outcome, Settings, run_all
 from .printer import Line
 from .summary import Totals
@@ -89,7 +89,8 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None) -> int:
         settings = _settings(args)
         jobs = _jobs(args.notebooks, args.output)
     except ValueError as exc:
-        top.exit(USAGE_ERROR, f"acp-notebook run: error: {exc}\n")
+        # shown(): a glob of the workspace can name a dangling link the agent called anything
+        top.exit(USAGE_ERROR, f"acp-notebook run: error: {shown(str(exc))}\n")
     console = Console(stdout or sys.stdout)
     parallel = max(1, args.jobs)
     prefixed = parallel > 1 and len(jobs) > 1

@@ -8,6 +8,7 @@ notebook's name; lines are written whole, so two notebooks never mix within a li
 from __future__ import annotations
 
 import os
+import re
 import threading
 from typing import TextIO
 
@@ -23,6 +24,9 @@ _COLOURS = {
     "bold": "\x1b[1m",
 }
 _RESET = "\x1b[0m"
+#: What a terminal acts on instead of showing: C0 controls (ESC opens a sequence that can set the
+#: window title or clear the screen), DEL, C1 (CSI), bidirectional overrides.
+_CONTROLS = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def wants_colour(stream: TextIO) -> bool:
@@ -30,6 +34,17 @@ def wants_colour(stream: TextIO) -> bool:
         return False
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty())
+
+
+def shown(text: str) -> str:
+    """`text` as a terminal shows it, not acts on it: controls written as escapes (`\\x1b`).
+
+    Every line goes through here, not only the agent's text (`printer.safe` cleans that, and
+    masks it): a notebook's file name, in the summary and the `-j` prefix, is whatever a glob
+    found, and the agent's shell can name a file `\\x1b]0;…\\x07.ipynb`; so can a path or an
+    exception's message that quotes one."""
+    text = text.replace("\t", "    ")
+    return _CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 class Console:
@@ -43,6 +58,7 @@ class Console:
     def write(self, lines: list[Line], prefix: str = "") -> None:
         if not lines:
             return
+        prefix = shown(prefix)
         text = "".join(f"{prefix}{self._paint(line)}\n" for line in lines)
         with self._lock:
             self.stream.write(text)
@@ -50,7 +66,8 @@ class Console:
 
     def _paint(self, line: Line) -> str:
         code = _COLOURS.get(line.style, "") if self.colour else ""
-        return f"{code}{line.text}{_RESET}" if code else line.text
+        text = shown(line.text)
+        return f"{code}{text}{_RESET}" if code else text
 
     def tagged(self, prefix: str) -> Tagged:
         return Tagged(self, prefix)
