@@ -44,7 +44,8 @@ class Limits:
     #: Characters of any other value the agent sends (a tool call's input or output, an unknown
     #: update, a content block, a permission request's options...), measured as JSON.
     value_chars: int = 1024 * 1024
-    #: Characters kept by all the parts of a turn other than message text (tool calls, diffs...).
+    #: Characters kept by all the parts of a turn other than message text (tool calls, diffs,
+    #: permission requests, elicitations...).
     turn_chars: int = 32 * 1024 * 1024
     #: Items of a session-wide list (commands, config options, modes) and of `session/list`.
     list_items: int = 1_000
