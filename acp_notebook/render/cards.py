@@ -34,17 +34,18 @@ def tool_call(out: list[str], call: ToolCallPart, turn: Transcript) -> None:
 
     Open when there is something to look at (a diff, a terminal) or the call failed.
     """
-    glyph, word = labels.tool_status(call.status)
+    status = turn.call_status(call)
+    glyph, word = labels.tool_status(status)
     # Completed is the badge's own colour: the status most cards have names itself by text
     # alone, 25 B less a card in a saved record (issue 12); any other status is a class.
-    badge = "<b>" if call.status == "completed" else f"<b class=acpnb-st-{css_class(call.status)}>"
+    badge = "<b>" if status == "completed" else f"<b class=acpnb-st-{css_class(status)}>"
     content, locations = call.content_items, call.location_items
     diffs = [c for c in content if isinstance(c, DiffContent)]
     # The client's own call (a kernel tool's run) is open: it is what the person is asked
     # about, and its code is shown whole, wrapped, unscrolled (`acpnb-own`, style.py).
     is_open = (
         call.by_client
-        or call.status == "failed"
+        or status == "failed"
         or bool(diffs)
         or any(isinstance(c, TerminalContent) for c in content)
     )

@@ -27,6 +27,8 @@ TOOL_STATUS: dict[str, tuple[str, str]] = {
     "completed": ("✓", "completed"),
     "failed": ("✗", "failed"),
     "cancelled": ("⊘", "cancelled"),
+    # Not the agent's: a call whose permission was refused (`Transcript.call_status`).
+    "rejected": ("⊘", "rejected"),
 }
 
 PLAN_STATUS: dict[str, tuple[str, str]] = {
@@ -62,7 +64,16 @@ def tool_status(status: str) -> tuple[str, str]:
     return TOOL_STATUS.get(status, ("•", status or "unknown"))
 
 
-def plan_status(status: str) -> tuple[str, str]:
+#: A step of a turn that is over (cancelled, failed, or ended) that was not completed: nothing
+#: is in progress any more.
+NOT_DONE = ("○", "not done")
+
+
+def plan_status(status: str, *, over: bool = False) -> tuple[str, str]:
+    """(glyph, word) for a plan entry's status; in a turn that is `over`, an unfinished step
+    is "not done" (an agent stopped mid-step leaves it "in progress")."""
+    if over and status != "completed":
+        return NOT_DONE
     return PLAN_STATUS.get(status, ("•", status or "unknown"))
 
 
