@@ -878,6 +878,42 @@ def _asked(option: str | None, by: str | None, call: str = "c1", n: int = 1) -> 
     return {**perm(outcome, option, by), "id": f"perm{n}", "toolCallId": call}
 
 
+def test_the_record_names_the_options_as_their_buttons_did() -> None:
+    """A name that lies about its kind is followed by our words for the kind, as on its button."""
+    lying = [
+        {"optionId": "a", "name": "Allow", "kind": "allow_once"},
+        {"optionId": "b", "name": "Reject", "kind": "allow_always"},
+        {"optionId": "c", "name": "", "kind": "reject_once"},
+    ]
+    part = {**perm("selected", "b", "user"), "options": lying}
+    html = render_bundle(turn(parts=[part]))["text/html"]
+    assert (
+        "options: Allow · <strong class=acpnb-chosen>✓ Reject (allows always)</strong> · c (rejects"
+        " once)</div>"
+    ) in html
+
+
+def test_an_execute_call_shows_the_command_it_asks_to_run() -> None:
+    """Issue 23, item 1: a command asked about was only in the collapsed Input, as one JSON
+    string; it is drawn as a terminal's command is, line by line, what a page hides escaped."""
+    script = "echo one\necho two\r\u202erm -rf ~"
+    call = {
+        "type": "tool_call",
+        "id": "x",
+        "toolCallId": "x1",
+        "title": "Run it",
+        "kind": "execute",
+        "status": "pending",
+        "rawInput": {"command": script, "args": ["-v", 3]},
+    }
+    html = render_bundle(turn(parts=[call]))["text/html"]
+    assert "<pre class=acpnb-term>$ echo one&#10;echo two\\u000d\\u202erm -rf ~ -v</pre>" in html
+    for other in ({"kind": "read"}, {"rawInput": {"cmd": "x"}}, {"rawInput": ["ls"]}):
+        assert "acpnb-term" not in render_bundle(turn(parts=[{**call, **other}]))["text/html"]
+    ran = {**call, "content": [{"type": "terminal", "terminalId": "t1"}]}
+    assert "$ echo one" not in render_bundle(turn(parts=[ran]))["text/html"]  # its terminal's
+
+
 @pytest.mark.parametrize("status", ["failed", "cancelled", "pending"])
 @pytest.mark.parametrize(
     ("option", "by"), [("reject", "user"), ("reject", "policy"), (None, "policy")]

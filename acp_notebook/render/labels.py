@@ -5,6 +5,9 @@ All functions return plain (unescaped) text; each format escapes it its own way.
 
 from __future__ import annotations
 
+import re
+import unicodedata
+
 from ..protocol.state import PermissionPart, Terminal, Usage
 from ..protocol.transcript import Transcript
 
@@ -53,6 +56,61 @@ _OPTION_VERBS: dict[str, str] = {
     "reject_once": "rejected",
     "reject_always": "always rejected",
 }
+
+
+# What each option kind does, after a name that does not say it (`option_words`).
+_KIND_NOTES = {
+    "allow_once": "allows once",
+    "allow_always": "allows always",
+    "reject_once": "rejects once",
+    "reject_always": "rejects always",
+}
+# The words a name is read by (casefolded, NFKC). Only English ones: a name in words we do not
+# know says nothing we can check, so it gets ours after it.
+_ALLOW = frozenset(
+    "allow allowed allows approve approved accept yes ok okay permit grant confirm proceed "
+    "continue run go apply execute trust".split()
+)
+_REJECT = frozenset(
+    "reject rejected deny denied decline refuse no never cancel block stop skip abort "
+    "disallow forbid dismiss".split()
+)
+# A negation before an allow word makes it a reject ("Don't allow", "Never Allow This Tool").
+_NOT = frozenset("no not never don't dont cannot can't won't doesn't".split())
+_ALWAYS = frozenset(
+    "always never forever permanently permanent session remember again all every future "
+    "anymore".split()
+)
+_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
+
+
+def option_words(name: str, kind: str) -> str:
+    """An option as shown (a button, the record's options line): the agent's name for it (the
+    ACP spec: the label to show), then our words for its kind where the name does not say them
+    ("Reject (allows always)"). A name may lie; `kind` is what the answer does."""
+    if kind not in _KIND_NOTES:
+        return f"{name} (unknown kind)"
+    return name if name_says(name, kind) else f"{name} ({_KIND_NOTES[kind]})"
+
+
+def name_says(name: str, kind: str) -> bool:
+    """Whether an option's name says what its kind does: an allow (or reject) word and none of
+    the other side's, and for an `*_always` kind an "always"-like word too."""
+    words = _WORD.findall(unicodedata.normalize("NFKC", name).casefold().replace("’", "'"))
+    allows = rejects = False
+    for i, word in enumerate(words):
+        if word in _ALLOW:
+            negated = any(w in _NOT for w in words[max(0, i - 2) : i])
+            allows, rejects = allows or not negated, rejects or negated
+        elif word in _REJECT:
+            rejects = True
+    if kind.startswith("allow_"):
+        says = allows and not rejects
+    else:
+        says = rejects and not allows
+    if kind.endswith("_always"):
+        says = says and any(w in _ALWAYS for w in words)
+    return says
 
 
 def kind_icon(kind: str) -> str:
