@@ -141,7 +141,7 @@ def test_a_cells_stop_and_permission_buttons_work_over_a_subshell(tmp_path: Path
         return None
 
     async def press_when_shown(shell: str, what: str) -> None:
-        """As the page does: a `choose` (the "Allow once" option) or a `stop` message from the
+        """As the page does: a `choose` (the "Allow" option) or a `stop` message from the
         cell's turn view (an anywidget), sent over the subshell."""
         seen = set(client.widget_state)  # an earlier cell's view, closed
         while True:
@@ -149,7 +149,7 @@ def test_a_cells_stop_and_permission_buttons_work_over_a_subshell(tmp_path: Path
                 i for i, s in client.widget_state.items() if s.get("_model_name") == "AnyModel"
             ]
             new = [v for v in views if v not in seen]
-            request = asked(new[-1]) if new and what == "Allow once" else None
+            request = asked(new[-1]) if new and what == "Allow" else None
             if new and (what == "Stop" or request):
                 break
             await asyncio.sleep(0.02)  # nbclient records the messages as the cell runs
@@ -166,7 +166,7 @@ def test_a_cells_stop_and_permission_buttons_work_over_a_subshell(tmp_path: Path
         async with client.async_setup_kernel(env=env):
             await client.async_execute_cell(nb.cells[0], 0)
             shell = await subshell(client)
-            for index, what in ((1, "Allow once"), (2, "Stop")):
+            for index, what in ((1, "Allow"), (2, "Stop")):
                 running = asyncio.create_task(client.async_execute_cell(nb.cells[index], index))
                 await asyncio.wait_for(press_when_shown(shell, what), 30)
                 await asyncio.wait_for(running, 30)

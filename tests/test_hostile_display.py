@@ -20,7 +20,7 @@ from acp_notebook.notebook import views
 from acp_notebook.notebook.commands import sessions_doc, status_doc
 from acp_notebook.protocol.state import Usage
 from acp_notebook.widgets.chat import status_html
-from acp_notebook.widgets.controls import option_label
+from acp_notebook.widgets.controls import option_label, option_tip
 from tests.hostile_payloads import TEXTS as PAYLOADS
 from tests.markup_check import bundle_problems, html_problems, self_test
 
@@ -196,11 +196,55 @@ def test_widget_texts_are_escaped(payload: str) -> None:
     assert "\n" not in label and len(label) < 100
 
 
-def test_permission_buttons_say_what_the_option_does() -> None:
-    # The agent names its options; a name may lie about what the option does.
-    assert option_label({"name": "Reject", "kind": "allow_always"}) == "Always allow: Reject"
-    assert option_label({"name": "Allow", "kind": "allow_once"}) == "Allow once"
-    assert option_label({"name": "Go", "kind": "yolo"}) == "Go (unknown kind)"
+@pytest.mark.parametrize(
+    ("name", "kind", "label"),
+    [
+        # The agent's name is the label (the ACP spec), when its words say what the kind does:
+        # the demo agent's, the scripted agent's, and a real agent's (tests/agents/REAL_AGENTS.md).
+        ("Allow", "allow_once", "Allow"),
+        ("Allow once", "allow_once", "Allow once"),
+        ("Always allow", "allow_always", "Always allow"),
+        ("Reject", "reject_once", "Reject"),
+        ("Always reject", "reject_always", "Always reject"),
+        ("Always Allow This Tool", "allow_always", "Always Allow This Tool"),
+        ("Never Allow This Tool", "reject_always", "Never Allow This Tool"),
+        ("Yes, and don’t ask again", "allow_always", "Yes, and don’t ask again"),
+        ("Don't allow", "reject_once", "Don't allow"),
+        # A name that contradicts its kind: our words for the kind follow it.
+        ("Reject", "allow_always", "Reject (allows always)"),
+        ("Deny", "allow_once", "Deny (allows once)"),
+        ("Don't allow", "allow_once", "Don't allow (allows once)"),
+        ("Allow", "reject_once", "Allow (rejects once)"),
+        ("Allow or reject", "allow_once", "Allow or reject (allows once)"),
+        # An *_always kind whose name does not say "always".
+        ("Allow", "allow_always", "Allow (allows always)"),
+        ("Allow once", "allow_always", "Allow once (allows always)"),
+        ("Reject", "reject_always", "Reject (rejects always)"),
+        # A name that says nothing we can read (no word of ours, another script, a homoglyph).
+        ("Option A", "allow_once", "Option A (allows once)"),
+        ("Аllow", "reject_once", "Аllow (rejects once)"),  # a Cyrillic А
+        ("Ablehnen", "allow_always", "Ablehnen (allows always)"),
+        # No name: the id; neither: our words alone; an unknown kind says so.
+        ("", "reject_always", "Always reject"),
+        ("Go", "yolo", "Go (unknown kind)"),
+    ],
+)
+def test_permission_buttons_read_as_the_agent_names_them_unless_the_name_lies(
+    name: str, kind: str, label: str
+) -> None:
+    assert option_label({"name": name, "kind": kind}) == label
+
+
+def test_a_button_name_is_judged_as_shown_masked_and_cut() -> None:
+    # Past the 60 characters shown, a word says nothing: the name is judged as it is shown.
+    padded = "Reject " + "x" * 60 + " always allow"
+    assert option_label({"name": padded, "kind": "allow_always"}).endswith("… (allows always)")
+    # The id stands in for a missing name, under the same rule.
+    assert option_label({"optionId": "allow", "kind": "allow_once"}) == "allow"
+    assert option_label({"optionId": "allow", "kind": "reject_once"}) == "allow (rejects once)"
+    # The kind is the tooltip, in our words, whatever the name.
+    assert "reject_always" in option_tip("reject_always")
+    assert "does not define" in option_tip("yolo") and "does not define" in option_tip(None)
 
 
 json_values = st.recursive(

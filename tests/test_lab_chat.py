@@ -234,7 +234,8 @@ def test_chat_menus_completion_attachment_and_the_saved_conversation(page: Any, 
     box.type("please add a line to the notes")
     box.press("Enter")
     card = turns.nth(1).locator(".acpnb-perm")
-    allow = card.locator("button.acpnb-permission-option", has_text="Allow once")
+    # The demo agent's name for it (the button reads as the agent names the option).
+    allow = card.get_by_role("button", name="Allow", exact=True)
     allow.wait_for(timeout=60_000)
     # The log followed the turn down to the question (nobody scrolled it up).
     page.wait_for_function(polling=POLL, expression=f"() => ({FROM_BOTTOM})() <= 30", timeout=5_000)

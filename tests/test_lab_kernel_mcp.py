@@ -38,10 +38,8 @@ def test_run_code_asks_in_its_card_and_runs_after_allow(page: Any, lab: Any) -> 
     card.first.wait_for(timeout=90_000)
     allow = out.locator("button.acpnb-permission-option", has_text="Allow")
     allow.first.wait_for(timeout=90_000)
-    assert out.locator("button.acpnb-permission-option").all_inner_texts() == [
-        "Allow once",
-        "Reject",
-    ]
+    # The kernel server's names for its options (kernel_server_mcp.py), as they are.
+    assert out.locator("button.acpnb-permission-option").all_inner_texts() == ["Allow", "Reject"]
     # The code, before anything runs: its first line in the card's title and next to the
     # buttons, all of it in the card, open, marked as the client's own.
     asked = out.locator(".acpnb-perm").first.inner_text()
@@ -55,6 +53,32 @@ def test_run_code_asks_in_its_card_and_runs_after_allow(page: Any, lab: Any) -> 
     assert "set by the agent: 42" in record  # the card shows what the code printed
     assert "did not allow" not in json.dumps(record)
     assert "in the kernel: 42" in output(page, 1).first.inner_text()
+
+
+def test_long_code_is_shown_whole_while_allow_waits(page: Any, lab: Any) -> None:
+    """Issue 23, item 1: the live view cut every long output of a card to its first 12 lines
+    ("show all"), the code asked about too. While Allow waits, the card is whole."""
+    code = "".join(f"v{i} = {i}\n" for i in range(40)) + "print('the last line', v39)"
+    steps = [{"mcp": "kernel", "calls": [{"name": "run_code", "arguments": {"code": code}}]}]
+    run(page, lab, "kernel_long.ipynb", f"%%agent --agent {AGENT} --session kl\n{script(*steps)}")
+    out = output(page)
+    allow = out.locator("button.acpnb-permission-option", has_text="Allow")
+    allow.first.wait_for(timeout=90_000)
+    card = out.locator("details.acpnb-own[open]")
+    card.wait_for(timeout=30_000)
+    pre = card.locator("pre", has_text="v0 = 0")
+    assert "acpnb-tv-short" not in (pre.get_attribute("class") or "")
+    assert card.locator("button.acpnb-tv-more").count() == 0
+    # All of it drawn, none scrolled out of sight (the client's own card does not scroll).
+    assert pre.evaluate("p => p.scrollHeight <= p.clientHeight + 1")
+    last = card.get_by_text("print('the last line', v39)")
+    last.scroll_into_view_if_needed()
+    assert last.is_visible()
+    assert out.locator(".acpnb-tv-asked details.acpnb-own").count() == 1  # marked as asked
+    shoot(page, "kernel-run-long")
+    allow.first.click()
+    done(page)
+    assert "the last line 39" in (output(page).first.text_content() or "")
 
 
 #: The text of the card just before the element (the card a permission box is about: the

@@ -326,7 +326,8 @@ def test_readme_picture(page, lab) -> None:
     """docs/turn-view.png: a real turn of the demo agent, waiting for a permission."""
     run(page, lab, "readme.ipynb", "%%agent\nPlease add a line about JupyterLab to the notes.")
     out = output(page)
-    allow = out.locator("button.acpnb-permission-option", has_text="Allow once")
+    # The demo agent's name for it (the button reads as the agent names the option).
+    allow = out.get_by_role("button", name="Allow", exact=True)
     allow.wait_for()
     path = shoot(page, "readme")
     # Closed for the picture: its diff names this machine's temporary directory.

@@ -215,7 +215,7 @@ def test_full_transcript_renders_all_four_mime_types() -> None:
     assert "FAILED test_app.py::test_f" in html and "exit 1" in html
     assert "\x1b" not in html  # terminal escape codes are stripped
     assert "allowed once by policy" in html and "rejected (nobody to ask)" in html
-    assert "⊘ cancelled" in html
+    assert "<b class=acpnb-st-rejected>⊘ rejected</b>" in html  # rm, its permission refused
     assert "future_thing" in html and "42" in html
     assert "the agent sent invalid JSON" in html
     assert "context 45% (90k / 200k)" in html and "<meter value=.45></meter>" in html
@@ -232,7 +232,7 @@ def test_full_transcript_renders_all_four_mime_types() -> None:
     assert "✓ ✏️ Edit app.py — completed (+2 −1)" in seen(md)
     assert '<pre><code class="language-diff">' in md and "+    return 2" in seen(md)
     assert "<strong>allowed once by policy</strong>" in shown(md)
-    assert "⊘ 🗑️ rm -rf / — cancelled" in seen(md)
+    assert "⊘ 🗑️ rm -rf / — rejected" in seen(md)
     assert "future_thing" in seen(md) and "invalid JSON" in seen(md)
     assert "&#36;0\\.0123 this turn" in md  # no `$`: no MathJax between two dollar signs
     assert "$0.0123 this turn" in seen(md)
@@ -817,13 +817,17 @@ def test_terminal_states() -> None:
 # -- plan ---------------------------------------------------------------------------------------
 
 
+PLAN = [
+    {"content": "first", "priority": "high", "status": "completed"},
+    {"content": "second", "priority": "medium", "status": "in_progress"},
+    {"content": "third", "priority": "low", "status": "pending"},
+]
+
+
 def test_plan_statuses_and_priorities() -> None:
-    entries = [
-        {"content": "first", "priority": "high", "status": "completed"},
-        {"content": "second", "priority": "medium", "status": "in_progress"},
-        {"content": "third", "priority": "low", "status": "pending"},
-    ]
-    bundle = render_bundle(turn(parts=[{"type": "plan", "entries": entries}], plan=entries))
+    entries = PLAN
+    live = turn(parts=[{"type": "plan", "entries": entries}], plan=entries, success=None)
+    bundle = render_bundle(live, live=True)
     html = bundle["text/html"]
     assert "1/3 done" in html
     assert re.search(r"class=acpnb-completed><span title=completed>✓</span> first", html)
@@ -834,6 +838,119 @@ def test_plan_statuses_and_priorities() -> None:
     assert "- [x] first · high" in md and "- [ ] second ◐ *in progress* · medium" in md
     assert "- [ ] third · low" in md
     assert "  ◐ second (medium)" in bundle["text/plain"]
+
+
+@pytest.mark.parametrize("stop", ["cancelled", "end_turn", None])
+def test_a_plan_of_a_turn_that_is_over_shows_its_unfinished_steps_as_not_done(
+    stop: str | None,
+) -> None:
+    """Issue 23, item 6: a cancelled turn's plan kept a step styled in progress."""
+    over = turn(
+        parts=[{"type": "plan", "entries": PLAN}], stopReason=stop, success=stop is not None
+    )
+    bundle = render_bundle(over)
+    html = bundle["text/html"]
+    assert "1/3 done" in html
+    assert re.search(r"class=acpnb-completed><span title=completed>✓</span> first", html)
+    assert re.search(r"<li><span title='not done'>○</span> second", html)
+    assert re.search(r"<li><span title='not done'>○</span> third", html)
+    assert "in progress" not in html and "acpnb-in_progress" not in html
+    md = bundle["text/markdown"]
+    assert "- [ ] second · medium" in md and "- [ ] third · low" in md
+    assert "in progress" not in md and "◐" not in md
+    assert "  ○ second (medium)" in bundle["text/plain"] and "◐" not in bundle["text/plain"]
+
+
+def _edit(status: str, call: str = "c1") -> dict[str, Any]:
+    return {
+        "type": "tool_call",
+        "id": f"tool-{call}",
+        "toolCallId": call,
+        "title": "Edit notes.md",
+        "kind": "edit",
+        "status": status,
+        "content": [{"type": "diff", "path": "/w/notes.md", "oldText": "a\n", "newText": "b\n"}],
+    }
+
+
+def _asked(option: str | None, by: str | None, call: str = "c1", n: int = 1) -> dict[str, Any]:
+    outcome = "pending" if by is None else "selected" if option else "cancelled"
+    return {**perm(outcome, option, by), "id": f"perm{n}", "toolCallId": call}
+
+
+def test_the_record_names_the_options_as_their_buttons_did() -> None:
+    """A name that lies about its kind is followed by our words for the kind, as on its button."""
+    lying = [
+        {"optionId": "a", "name": "Allow", "kind": "allow_once"},
+        {"optionId": "b", "name": "Reject", "kind": "allow_always"},
+        {"optionId": "c", "name": "", "kind": "reject_once"},
+    ]
+    part = {**perm("selected", "b", "user"), "options": lying}
+    html = render_bundle(turn(parts=[part]))["text/html"]
+    assert (
+        "options: Allow · <strong class=acpnb-chosen>✓ Reject (allows always)</strong> · c (rejects"
+        " once)</div>"
+    ) in html
+
+
+def test_an_execute_call_shows_the_command_it_asks_to_run() -> None:
+    """Issue 23, item 1: a command asked about was only in the collapsed Input, as one JSON
+    string; it is drawn as a terminal's command is, line by line, what a page hides escaped."""
+    script = "echo one\necho two\r\u202erm -rf ~"
+    call = {
+        "type": "tool_call",
+        "id": "x",
+        "toolCallId": "x1",
+        "title": "Run it",
+        "kind": "execute",
+        "status": "pending",
+        "rawInput": {"command": script, "args": ["-v", 3]},
+    }
+    html = render_bundle(turn(parts=[call]))["text/html"]
+    assert "<pre class=acpnb-term>$ echo one&#10;echo two\\u000d\\u202erm -rf ~ -v</pre>" in html
+    for other in ({"kind": "read"}, {"rawInput": {"cmd": "x"}}, {"rawInput": ["ls"]}):
+        assert "acpnb-term" not in render_bundle(turn(parts=[{**call, **other}]))["text/html"]
+    ran = {**call, "content": [{"type": "terminal", "terminalId": "t1"}]}
+    assert "$ echo one" not in render_bundle(turn(parts=[ran]))["text/html"]  # its terminal's
+
+
+@pytest.mark.parametrize("status", ["failed", "cancelled", "pending"])
+@pytest.mark.parametrize(
+    ("option", "by"), [("reject", "user"), ("reject", "policy"), (None, "policy")]
+)
+def test_a_rejected_tool_call_says_rejected_in_every_view(
+    status: str, option: str | None, by: str
+) -> None:
+    """Issue 23, item 6: a rejected edit showed a red "✗ failed" (the agent reports it so)."""
+    bundle = render_bundle(turn(parts=[_edit(status), _asked(option, by)]))
+    html = bundle["text/html"]
+    assert "<b class=acpnb-st-rejected>⊘ rejected</b>" in html
+    assert "failed" not in html and "acpnb-st-failed" not in html
+    assert "— rejected" in seen(bundle["text/markdown"])
+    assert "⊘ edit: Edit notes.md — rejected" in bundle["text/plain"]
+    assert "failed" not in bundle["text/plain"] and "failed" not in bundle["text/markdown"]
+
+
+@pytest.mark.parametrize(
+    ("parts", "word"),
+    [
+        # Asked again and allowed: the last answer counts.
+        ([_edit("failed"), _asked("reject", "user"), _asked("allow", "user", n=2)], "failed"),
+        # The agent says it ran all the same: it is shown as it says (and the request beside it).
+        ([_edit("completed"), _asked("reject", "user")], "completed"),
+        ([_edit("in_progress"), _asked("reject", "user")], "running"),
+        # Stopped, not rejected; another call's rejection; not answered yet.
+        ([_edit("cancelled"), _asked(None, "cancel")], "cancelled"),
+        ([_edit("failed"), _asked("reject", "user", call="c2")], "failed"),
+        ([_edit("pending"), _asked(None, None)], "pending"),
+    ],
+)
+def test_only_a_call_whose_permission_was_refused_says_rejected(
+    parts: list[dict[str, Any]], word: str
+) -> None:
+    bundle = render_bundle(turn(parts=parts))
+    assert f"edit: Edit notes.md — {word}" in bundle["text/plain"]
+    assert "rejected" not in bundle["text/plain"].split("\n")[0]
 
 
 def test_the_latest_plan_wins() -> None:

@@ -113,6 +113,23 @@ def test_every_snapshot_or_only_the_last_prints_the_same_lines() -> None:
     ]
 
 
+def test_a_rejected_edit_is_printed_rejected_not_failed() -> None:
+    """Issue 23, item 6: the agent reports a refused call failed; the run says rejected."""
+    rejected = {
+        **permission(n=2),
+        "options": [{"optionId": "no", "name": "Reject", "kind": "reject_once"}],
+        "optionId": "no",
+        "decidedBy": "policy",
+    }
+    printer = TurnPrinter()
+    lines = printer.feed(turn(tool("failed", "Edit", "edit", 2), rejected, final=True))
+    assert [(x.text, x.style) for x in lines[:3]] == [
+        ("▸ edit: Edit", "tool"),
+        ("  permission: Edit notes.md → rejected by policy", "warn"),
+        ("⊘ edit: Edit — rejected", "warn"),
+    ]
+
+
 def test_the_answer_streams_as_whole_lines_each_printed_once() -> None:
     printer = TurnPrinter()
     assert texts(printer.feed(turn(message("Hel")))) == []

@@ -198,6 +198,17 @@ class PermissionPart:
             options = self.option_items
         return next((o for o in options if o.option_id == self.option_id), None)
 
+    @property
+    def rejected(self) -> bool:
+        """Answered no: a reject option chosen (by the person or a policy), or the request
+        cancelled by a policy that had no reject option to choose."""
+        if self.outcome == "pending":
+            return False
+        if self.outcome == "cancelled" or self.option_id is None:
+            return (self.decided_by or "").startswith("policy")
+        chosen = self.chosen_item()
+        return chosen is not None and chosen.kind in ("reject_once", "reject_always")
+
     def to_json(self) -> dict[str, Any]:
         return {
             "type": "permission",

@@ -53,11 +53,23 @@ class Transcript:
     #: agent's calls may each show one terminal, 100 times a call: drawn at every one, 2,000
     #: calls drew 16 GB of HTML from a 1 MB output (`draws_terminal`).
     terminal_cards: dict[str, ToolCallPart] = field(default_factory=dict)
+    #: The tool calls (by `toolCallId`) whose last answered permission request was a rejection.
+    rejected_calls: frozenset[str] = frozenset()
 
     def draws_terminal(self, call: ToolCallPart, terminal_id: str) -> bool:
         """Whether `call`'s card draws the output of `terminal_id` (its first that shows it;
         any card when the transcript does not say)."""
         return self.terminal_cards.get(terminal_id, call) is call
+
+    def call_status(self, call: ToolCallPart) -> str:
+        """The status a view shows for `call`: its own, but "rejected" where its permission was
+        refused and the call did not run (the agent then reports it failed, cancelled, or
+        leaves it pending). A call the agent says ran or runs keeps what it says."""
+        if call.status in ("pending", "failed", "cancelled") and (
+            call.tool_call_id in self.rejected_calls
+        ):
+            return "rejected"
+        return call.status
 
     @property
     def tool_calls(self) -> list[ToolCallPart]:
@@ -130,7 +142,17 @@ def read_turn(transcript: Any, *, live: bool = False) -> Transcript:
         note=text(t.get("note")),
         title=" ".join(text(t.get("title")).split())[:200],
         terminal_cards=_terminal_cards(parts),
+        rejected_calls=_rejected_calls(parts),
     )
+
+
+def _rejected_calls(parts: list[Part]) -> frozenset[str]:
+    """`Transcript.rejected_calls`: a call asked about again and allowed is not rejected."""
+    answers: dict[str, bool] = {}
+    for part in parts:
+        if isinstance(part, PermissionPart) and part.outcome != "pending" and part.tool_call_id:
+            answers[part.tool_call_id] = part.rejected
+    return frozenset(call for call, rejected in answers.items() if rejected)
 
 
 def _terminal_cards(parts: list[Part]) -> dict[str, ToolCallPart]:

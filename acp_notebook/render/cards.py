@@ -34,17 +34,18 @@ def tool_call(out: list[str], call: ToolCallPart, turn: Transcript) -> None:
 
     Open when there is something to look at (a diff, a terminal) or the call failed.
     """
-    glyph, word = labels.tool_status(call.status)
+    status = turn.call_status(call)
+    glyph, word = labels.tool_status(status)
     # Completed is the badge's own colour: the status most cards have names itself by text
     # alone, 25 B less a card in a saved record (issue 12); any other status is a class.
-    badge = "<b>" if call.status == "completed" else f"<b class=acpnb-st-{css_class(call.status)}>"
+    badge = "<b>" if status == "completed" else f"<b class=acpnb-st-{css_class(status)}>"
     content, locations = call.content_items, call.location_items
     diffs = [c for c in content if isinstance(c, DiffContent)]
     # The client's own call (a kernel tool's run) is open: it is what the person is asked
     # about, and its code is shown whole, wrapped, unscrolled (`acpnb-own`, style.py).
     is_open = (
         call.by_client
-        or call.status == "failed"
+        or status == "failed"
         or bool(diffs)
         or any(isinstance(c, TerminalContent) for c in content)
     )
@@ -61,6 +62,8 @@ def tool_call(out: list[str], call: ToolCallPart, turn: Transcript) -> None:
         )
         more = f" … {len(locations) - 20} more" if len(locations) > 20 else ""
         out.append(f"<div class=acpnb-locs>📄 {locs}{more}</div>")
+    if not any(isinstance(c, TerminalContent) for c in content):
+        out.append(_command(call))
     terminals: set[str] = set()  # drawn in this card: each once
     for c in content:
         if isinstance(c, TextContent):
@@ -80,6 +83,30 @@ def tool_call(out: list[str], call: ToolCallPart, turn: Transcript) -> None:
     if call.raw_output is not None:
         out.append(json_details("Raw output", call.raw_output))
     out.append("</details>")
+
+
+def _command(call: ToolCallPart) -> str:
+    """The command an `execute` call asks to run, from its raw input (`command`, and `args` when
+    a list), drawn as a terminal's is: a multi-line script reads as lines, not as one JSON string
+    in its Input. Empty when it has none, or a terminal of the call shows what ran."""
+    raw = call.raw_input
+    if "execute" not in call.stated_kinds and call.tool_kind != "execute":
+        return ""
+    if not isinstance(raw, dict) or not isinstance(raw.get("command"), str):
+        return ""
+    if not raw["command"].strip():
+        return ""
+    args = raw.get("args")
+    words = [a for a in args if isinstance(a, str)] if isinstance(args, list) else []
+    return _command_html(" ".join([raw["command"], *words]))
+
+
+@lru_cache(maxsize=64)
+def _command_html(command: str) -> str:
+    clipped = clip.head(command, clip.TEXT_LINES)
+    return f"<pre class=acpnb-term>{pre_text('$ ' + clip.visible(clipped.text))}</pre>" + note(
+        clipped.note
+    )
 
 
 def _head(call: ToolCallPart, diffs: list[DiffContent]) -> tuple[str, str]:
@@ -196,7 +223,11 @@ def permission(out: list[str], p: PermissionPart, live: bool) -> None:
     items = p.option_items
     chosen = p.chosen_item(items)
     for o in items:
-        name = escape(o.name or o.option_id or o.kind or "?", quote=False)
+        # As its button read (`labels.option_words`): a name that lies about its kind is
+        # followed by our words for the kind here too.
+        named = o.name or o.option_id
+        shown = labels.option_words(" ".join(named.split()), o.kind) if named else o.kind or "?"
+        name = escape(shown, quote=False)
         if chosen is not None and o is chosen:
             options.append(f"<strong class=acpnb-chosen>✓ {name}</strong>")
         else:

@@ -119,7 +119,7 @@ def _blocks(out: list[str], blocks: tuple[dict[Any, Any], ...] | list[dict[Any, 
         out.append(block(b))
 
 
-def _plan(out: list[str], entries: list[PlanEntry]) -> None:
+def _plan(out: list[str], entries: list[PlanEntry], *, over: bool) -> None:
     if not entries:
         return
     done = sum(1 for e in entries if e.status == "completed")
@@ -128,7 +128,7 @@ def _plan(out: list[str], entries: list[PlanEntry]) -> None:
         f"<span class=acpnb-muted>{done}/{len(entries)} done</span><ul>"
     )
     for e in entries:
-        glyph, word = labels.plan_status(e.status)
+        glyph, word = labels.plan_status(e.status, over=over)
         prio = ""
         if e.priority:
             prio = (
@@ -137,7 +137,11 @@ def _plan(out: list[str], entries: list[PlanEntry]) -> None:
             )
         # The status's class only for ACP's three: `acpnb-` and any other word of the agent's
         # could name one of the renderer's classes (acpnb-meter, acpnb-alert, acpnb-user).
-        cls = f" class=acpnb-{e.status}" if e.status in labels.PLAN_STATUS else ""
+        # A step left unfinished when the turn ended is styled as no status (not in progress).
+        unfinished = over and e.status != "completed"
+        cls = (
+            f" class=acpnb-{e.status}" if e.status in labels.PLAN_STATUS and not unfinished else ""
+        )
         out.append(
             f"<li{cls}><span title={attr(word)}>{glyph}</span> {inline(e.content)}{prio}</li>"
         )
@@ -206,7 +210,7 @@ _DRAW: dict[type[Any], Callable[[list[str], Any, Transcript, bool], None]] = {
     ToolCallPart: lambda out, p, turn, growing: tool_call(out, p, turn),
     PermissionPart: lambda out, p, turn, growing: permission(out, p, turn.live),
     ElicitationPart: lambda out, p, turn, growing: elicit_card.html(out, p, turn.live),
-    PlanPart: lambda out, p, turn, growing: _plan(out, p.entries),
+    PlanPart: lambda out, p, turn, growing: _plan(out, p.entries, over=not turn.live),
     RawPart: lambda out, p, turn, growing: raw(out, p),
     ErrorPart: lambda out, p, turn, growing: _error(out, p),
 }

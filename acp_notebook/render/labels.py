@@ -5,6 +5,9 @@ All functions return plain (unescaped) text; each format escapes it its own way.
 
 from __future__ import annotations
 
+import re
+import unicodedata
+
 from ..protocol.state import PermissionPart, Terminal, Usage
 from ..protocol.transcript import Transcript
 
@@ -27,6 +30,8 @@ TOOL_STATUS: dict[str, tuple[str, str]] = {
     "completed": ("✓", "completed"),
     "failed": ("✗", "failed"),
     "cancelled": ("⊘", "cancelled"),
+    # Not the agent's: a call whose permission was refused (`Transcript.call_status`).
+    "rejected": ("⊘", "rejected"),
 }
 
 PLAN_STATUS: dict[str, tuple[str, str]] = {
@@ -53,6 +58,61 @@ _OPTION_VERBS: dict[str, str] = {
 }
 
 
+# What each option kind does, after a name that does not say it (`option_words`).
+_KIND_NOTES = {
+    "allow_once": "allows once",
+    "allow_always": "allows always",
+    "reject_once": "rejects once",
+    "reject_always": "rejects always",
+}
+# The words a name is read by (casefolded, NFKC). Only English ones: a name in words we do not
+# know says nothing we can check, so it gets ours after it.
+_ALLOW = frozenset(
+    "allow allowed allows approve approved accept yes ok okay permit grant confirm proceed "
+    "continue run go apply execute trust".split()
+)
+_REJECT = frozenset(
+    "reject rejected deny denied decline refuse no never cancel block stop skip abort "
+    "disallow forbid dismiss".split()
+)
+# A negation before an allow word makes it a reject ("Don't allow", "Never Allow This Tool").
+_NOT = frozenset("no not never don't dont cannot can't won't doesn't".split())
+_ALWAYS = frozenset(
+    "always never forever permanently permanent session remember again all every future "
+    "anymore".split()
+)
+_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
+
+
+def option_words(name: str, kind: str) -> str:
+    """An option as shown (a button, the record's options line): the agent's name for it (the
+    ACP spec: the label to show), then our words for its kind where the name does not say them
+    ("Reject (allows always)"). A name may lie; `kind` is what the answer does."""
+    if kind not in _KIND_NOTES:
+        return f"{name} (unknown kind)"
+    return name if name_says(name, kind) else f"{name} ({_KIND_NOTES[kind]})"
+
+
+def name_says(name: str, kind: str) -> bool:
+    """Whether an option's name says what its kind does: an allow (or reject) word and none of
+    the other side's, and for an `*_always` kind an "always"-like word too."""
+    words = _WORD.findall(unicodedata.normalize("NFKC", name).casefold().replace("’", "'"))
+    allows = rejects = False
+    for i, word in enumerate(words):
+        if word in _ALLOW:
+            negated = any(w in _NOT for w in words[max(0, i - 2) : i])
+            allows, rejects = allows or not negated, rejects or negated
+        elif word in _REJECT:
+            rejects = True
+    if kind.startswith("allow_"):
+        says = allows and not rejects
+    else:
+        says = rejects and not allows
+    if kind.endswith("_always"):
+        says = says and any(w in _ALWAYS for w in words)
+    return says
+
+
 def kind_icon(kind: str) -> str:
     return KIND_ICONS.get(kind, KIND_ICONS["other"])
 
@@ -62,7 +122,16 @@ def tool_status(status: str) -> tuple[str, str]:
     return TOOL_STATUS.get(status, ("•", status or "unknown"))
 
 
-def plan_status(status: str) -> tuple[str, str]:
+#: A step of a turn that is over (cancelled, failed, or ended) that was not completed: nothing
+#: is in progress any more.
+NOT_DONE = ("○", "not done")
+
+
+def plan_status(status: str, *, over: bool = False) -> tuple[str, str]:
+    """(glyph, word) for a plan entry's status; in a turn that is `over`, an unfinished step
+    is "not done" (an agent stopped mid-step leaves it "in progress")."""
+    if over and status != "completed":
+        return NOT_DONE
     return PLAN_STATUS.get(status, ("•", status or "unknown"))
 
 

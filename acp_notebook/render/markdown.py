@@ -50,10 +50,10 @@ def _record(turn: Transcript) -> list[str]:
         lines = [f"**Plan** ({done}/{len(turn.plan)} done)", ""]
         for e in turn.plan:
             box = "x" if e.status == "completed" else " "
-            glyph, word = labels.plan_status(e.status)
-            state = (
-                "" if e.status in ("completed", "pending") else f" {glyph} *{mdsafe.inline(word)}*"
-            )
+            glyph, word = labels.plan_status(e.status, over=not turn.live)
+            # The box says done or not; a word only for what it cannot say (a step running).
+            shown = e.status in ("completed", "pending") or word == labels.NOT_DONE[1]
+            state = "" if shown else f" {glyph} *{mdsafe.inline(word)}*"
             prio = f" · {mdsafe.inline(e.priority)}" if e.priority else ""
             lines.append(f"- [{box}] {inline(e.content) or '…'}{state}{prio}")
         out.append("\n".join(lines))
@@ -106,7 +106,7 @@ def _record(turn: Transcript) -> list[str]:
 
 
 def _tool_call(call: ToolCallPart, turn: Transcript) -> list[str]:
-    glyph, word = labels.tool_status(call.status)
+    glyph, word = labels.tool_status(turn.call_status(call))
     title = inline(call.title) or mdsafe.inline(call.tool_kind)
     word = mdsafe.inline(word)
     extra = ""

@@ -66,7 +66,8 @@ div.acpnb-turn:not(#_) .acpnb-own pre{white-space:pre-wrap;overflow-wrap:anywher
 .acpnb-turn .acpnb-tool>summary>b:not([class]),.acpnb-turn .acpnb-st-completed{
  color:var(--jp-success-color1,#2e7d32)}
 .acpnb-turn .acpnb-st-failed{color:var(--jp-error-color1,#c62828)}
-.acpnb-turn .acpnb-st-cancelled{color:var(--jp-ui-font-color2,#757575)}
+.acpnb-turn .acpnb-st-cancelled,.acpnb-turn .acpnb-st-rejected{
+ color:var(--jp-ui-font-color2,#757575)}
 .acpnb-turn .acpnb-st-pending,.acpnb-turn .acpnb-st-in_progress{
  color:var(--jp-brand-color1,#1976d2)}
 .acpnb-turn .acpnb-locs{font-size:.85em;margin:2px 0}

@@ -18,7 +18,7 @@ def render_text(turn: Transcript) -> str:
     if turn.plan:
         record.append("Plan:")
         for e in turn.plan:
-            glyph, _ = labels.plan_status(e.status)
+            glyph, _ = labels.plan_status(e.status, over=not turn.live)
             prio = f" ({_one_line(e.priority)})" if e.priority else ""
             record.append(f"  {glyph} {_one_line(e.content)}{prio}")
     for p in turn.parts:
@@ -51,7 +51,7 @@ def render_text(turn: Transcript) -> str:
 
 
 def _tool_call(call: ToolCallPart, turn: Transcript) -> str:
-    glyph, word = labels.tool_status(call.status)
+    glyph, word = labels.tool_status(turn.call_status(call))
     title = _one_line(call.title) or _one_line(call.tool_kind)
     extra = tool_extras(call, turn, live=turn.live)
     more = f" ({', '.join(_one_line(x) for x in extra)})" if extra else ""

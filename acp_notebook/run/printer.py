@@ -169,9 +169,10 @@ class TurnPrinter:
                 out.append(self._permission(later, turn))
         if not done:
             return False
-        glyph, word = labels.tool_status(call.status)
+        status = turn.call_status(call)
+        glyph, word = labels.tool_status(status)
         more = _details(call, turn)
-        style = "ok" if call.status == "completed" else "fail" if call.status == "failed" else ""
+        style = {"completed": "ok", "failed": "fail", "rejected": "warn"}.get(status, "")
         out.append(Line(f"{glyph} {kind}: {title} — {self._safe(word)}{more}", style))
         return True
 

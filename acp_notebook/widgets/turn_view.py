@@ -42,7 +42,7 @@ from ..protocol.redact import Redactor
 from ..protocol.result import TurnResult
 from ..protocol.transcript import Transcript, read_turn
 from ..render.style import CSS
-from .controls import option_label
+from .controls import option_label, option_tip
 from .elicit_form import PendingForms
 from .loop import KernelLoop
 from .turn_diff import TurnDiff
@@ -146,6 +146,8 @@ class TurnView(LiveView):
         self.started = start.started if start is not None else time.monotonic()
         self.state = "waiting"
         self.pending: dict[str, list[dict[str, str]]] = {}
+        #: The tool call (its `toolCallId`) each pending request asks about.
+        self.asked: dict[str, str] = {}
         self.choices: dict[str, asyncio.Future[str | None]] = {}
         self.head: dict[str, Any] = {}
         self.final: Transcript | None = None
@@ -210,9 +212,11 @@ class TurnView(LiveView):
                 "id": text(o.get("optionId"), 200),
                 "label": option_label(o, mask),
                 "kind": text(o.get("kind"), 40),
+                "tip": option_tip(o.get("kind")),
             }
             for o in request.options
         ]
+        self.asked[pid] = request.part.tool_call_id
         self.choices[pid] = asyncio.get_running_loop().create_future()
         self._dirty.set()
         try:
@@ -222,6 +226,7 @@ class TurnView(LiveView):
             raise TimeoutError(f"no answer within {self.permission_timeout:g} s")
         finally:
             self.pending.pop(pid, None)
+            self.asked.pop(pid, None)
             self.choices.pop(pid, None)
             self._dirty.set()
 
@@ -250,11 +255,20 @@ class TurnView(LiveView):
         return {
             "state": self._state(turn),
             "model": self.redactor.text(model_name(self.session)),
-            "pending": [{"id": k, "options": v} for k, v in self.pending.items()],
+            "pending": self._pending(turn),
             "forms": self.forms.for_page(),
             "duration": turn.duration if self.final is not None else None,
             "turn": self.turn.id,  # the record that replaces the view carries it (copy buttons)
         }
+
+    def _pending(self, turn: Transcript) -> list[dict[str, Any]]:
+        """The requests waiting for a click: their options, and the card of the tool call each
+        asks about (`call`, a part id, or ""), which the page opens whole meanwhile."""
+        cards = {c.tool_call_id: c.part_id for c in turn.tool_calls}
+        return [
+            {"id": k, "options": v, "call": cards.get(self.asked.get(k, ""), "")}
+            for k, v in self.pending.items()
+        ]
 
     def _send(self, ops: list[dict[str, Any]], *, force: bool = False) -> None:
         turn = self._transcript()

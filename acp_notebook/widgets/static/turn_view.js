@@ -363,8 +363,31 @@ function render({ model, el }) {
     return out;
   }
 
-  // A long output of a tool card (text, terminal, diff) shows its first lines and a button.
+  // The cards of the tool calls a pending permission asks about (part ids, from head.pending):
+  // open, with everything in them, their outputs whole (a box that scrolls past ~30 lines,
+  // turn_view.css), so what the person is asked about is in sight. `openedFor`: the cards opened
+  // so, once each (a reader may close one again).
+  let asked = new Set();
+  const openedFor = new Set();
+  function showAsked(wrap, id) {
+    const now = asked.has(id);
+    wrap.classList.toggle("acpnb-tv-asked", now);
+    if (!now) return;
+    if (!openedFor.has(id)) {
+      openedFor.add(id);
+      wrap.querySelectorAll("details").forEach((d) => { d.open = true; });
+    }
+    wrap.querySelectorAll("pre.acpnb-tv-short").forEach((pre) => {
+      pre.classList.remove("acpnb-tv-short");
+      const more = pre.nextElementSibling;
+      if (more?.classList.contains("acpnb-tv-more")) more.remove();
+    });
+  }
+
+  // A long output of a tool card (text, terminal, diff) shows its first lines and a button, but
+  // in a card a permission asks about (whole: `showAsked`).
   function shorten(wrap, id) {
+    if (asked.has(id)) return;
     wrap.querySelectorAll(".acpnb-tool pre").forEach((pre, i) => {
       const lines = pre.textContent.replace(/\n$/, "").split("\n").length;
       if (lines <= SHORT_LINES) return;
@@ -447,8 +470,10 @@ function render({ model, el }) {
     else if (op.op === "tail") { tail.replaceChildren(fragment(op.html)); dressFooter(); }
   }
 
-  // Permission buttons go inside the card of their request.
+  // Permission buttons go inside the card of their request; the card of the tool call asked about
+  // is opened whole (`showAsked`); the request's options line gives way to them (turn_view.css).
   function drawChoices() {
+    for (const [id, wrap] of byId) if (asked.has(id) || wrap.classList.contains("acpnb-tv-asked")) showAsked(wrap, id);
     const pending = new Map((head.pending || []).map((p) => [p.id, p.options]));
     root.querySelectorAll(".acpnb-tv-choices").forEach((c) => {
       if (!pending.has(c.dataset.request)) c.remove();
@@ -461,6 +486,7 @@ function render({ model, el }) {
       for (const o of options) {
         const b = node("button", `acpnb-permission-option acpnb-kind-${String(o.kind).replace(/[^a-z_]/g, "")}`, o.label);
         b.type = "button";
+        if (o.tip) b.title = o.tip; // the kind, in our words: a name may lie
         b.addEventListener("click", () => {
           row.querySelectorAll("button").forEach((x) => { x.disabled = true; });
           model.send({ type: "choose", id, option: o.id });
@@ -689,6 +715,8 @@ function render({ model, el }) {
 
   function onMessage(msg) {
     if (!msg || !Array.isArray(msg.ops)) return;
+    // Before the ops: a card asked about is drawn whole as it arrives (`shorten`).
+    if (msg.head) asked = new Set((msg.head.pending || []).map((p) => p.call).filter((c) => typeof c === "string" && c));
     if (typeof msg.elapsed === "number" && LIVE.has(msg.head?.state)) {
       base = Math.min(base, performance.now() - msg.elapsed * 1000);
     }
