@@ -105,10 +105,16 @@ def _message(out: list[str], m: MessagePart, *, growing: bool) -> None:
         return
     if not m.text.strip() and not m.blocks:
         return
-    cls = "acpnb-user" if m.role == "user" else "acpnb-answer"
-    out.append(f"<div class={cls}>")
     if m.role == "user":
-        out.append("<strong>👤 You</strong>")
+        # The person's own words (or the agent's replay of them): text, never Markdown, which
+        # would join the lines of a Shift+Enter into one and read `<b>` or `*` as markup. Every
+        # line break kept, as `<br>`, so it shows without a stylesheet too (GitHub, nbconvert).
+        out.append("<div class=acpnb-user><strong>👤 You</strong>")
+        out.append(f"<p>{_multiline(m.text.strip())}</p>")
+        _blocks(out, m.blocks)
+        out.append("</div>")
+        return
+    out.append("<div class=acpnb-answer>")
     out.append(to_html(m.text, live=growing))
     _blocks(out, m.blocks)
     out.append("</div>")

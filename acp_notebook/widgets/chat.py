@@ -133,6 +133,7 @@ class ChatWidget:
             return None
         attached = [{"type": "file", "url": str(resolve_in(self.session.cwd, f))} for f in files]
         self.input.value = ""
+        self.input.send({"event": "follow"})  # the log shows the message, then the answer
         turn = await self._prompt(text, files, attached)
         if turn is None:  # stopped before it joined a turn: back in the box
             return None
@@ -188,6 +189,7 @@ class ChatWidget:
             redactor=self.redactor,
         )
         view.answers = answers
+        view.on_take_back = lambda: self.kernel.spawn(lambda: self.take_back(turn))
         self.views[turn.id] = view
         self.log.children = (*self.log.children, view.widget)
         view.start()
@@ -250,6 +252,12 @@ class ChatWidget:
         for waiting in queued:
             await self._take_back(waiting)
         await self.session.stop()
+
+    async def take_back(self, turn: TurnHandle) -> None:
+        """The queued turn's own "take back": its messages go back to the input box, its view
+        leaves the log (as at a Stop); a turn that has started meanwhile is left running."""
+        if turn.state is TurnState.QUEUED and turn.id in self.views:
+            await self._take_back(turn)
 
     async def _take_back(self, turn: TurnHandle) -> None:
         sent = self.unsent.pop(turn.id, [])

@@ -14,7 +14,10 @@ function node(tag, cls, text) {
   return e;
 }
 
-function follow(el) {
+// Keeps the chat's log at its bottom while new output arrives, until the reader scrolls up;
+// `latest()` (a message sent, or the "jump to latest" button) follows it again. The button shows
+// while the log does not follow and there is more below.
+function follow(el, jump) {
   // The log is a sibling widget (an ipywidgets Box, which cannot follow by itself); it may be
   // attached after this view, so look for it a few frames.
   let log = null;
@@ -22,8 +25,18 @@ function follow(el) {
   let observer = null;
   let frame = 0;
   let tries = 0;
+  let placed = -1; // where this code last scrolled the log to
   const atBottom = () => log.scrollHeight - log.scrollTop - log.clientHeight <= FOLLOW_SLACK_PX;
-  const onScroll = () => { stuck = atBottom(); };
+  const showJump = () => { jump.hidden = stuck || !log || atBottom(); };
+  const down = () => {
+    log.scrollTop = log.scrollHeight;
+    placed = log.scrollTop;
+  };
+  const onScroll = () => {
+    // A scroll this code made (the log grew, or shrank, meanwhile) is not the reader's.
+    if (!(stuck && Math.abs(log.scrollTop - placed) <= FOLLOW_SLACK_PX)) stuck = atBottom();
+    showJump();
+  };
   const attach = () => {
     log = el.closest(".acpnb-chat")?.querySelector(".acpnb-chat-log") ?? null;
     if (!log) {
@@ -31,25 +44,33 @@ function follow(el) {
       return;
     }
     log.addEventListener("scroll", onScroll, { passive: true });
-    let placed = -1; // where this code last scrolled the log to
     observer = new MutationObserver(() => {
       // Moved up since we placed it: the user scrolled, even if the scroll event (dispatched
       // on the next frame) has not come yet; output arriving first must not undo that. Unless
       // it is still at the bottom: a part drawn shorter (a streamed answer become Markdown)
       // moved it up, not the user.
       if (placed >= 0 && log.scrollTop < placed - FOLLOW_SLACK_PX && !atBottom()) stuck = false;
-      if (stuck) {
-        log.scrollTop = log.scrollHeight;
-        placed = log.scrollTop;
-      }
+      if (stuck) down();
+      showJump();
     });
     observer.observe(log, { childList: true, subtree: true, characterData: true });
+    if (stuck) down();
   };
   attach();
-  return () => {
-    cancelAnimationFrame(frame);
-    observer?.disconnect();
-    log?.removeEventListener("scroll", onScroll);
+  // Follow again from now on: to the bottom at once, and with what arrives next.
+  const latest = () => {
+    stuck = true;
+    if (log) down();
+    jump.hidden = true;
+  };
+  jump.addEventListener("click", latest);
+  return {
+    latest,
+    dispose: () => {
+      cancelAnimationFrame(frame);
+      observer?.disconnect();
+      log?.removeEventListener("scroll", onScroll);
+    },
   };
 }
 
@@ -148,7 +169,6 @@ function completer(model, box, onChoose) {
 // chat_record.join joins them. A piece it already holds (two views of one chat) is skipped; a
 // gap is asked for again.
 const MIME_CHAT = "application/vnd.acp-notebook.chat+json";
-const MARKDOWN_JOIN = "\n\n---\n\n";
 const PLAIN_JOIN = "\n\n";
 const END = "</div>";
 
@@ -191,18 +211,15 @@ function keepRecord(model) {
     const fresh = msg.pieces.slice(have - msg.from);
     if (!fresh.length || (have === 0 && typeof msg.start !== "string")) return;
     let html = have ? joined(data["text/html"]).slice(0, -END.length) : msg.start;
-    const markdown = have ? [joined(data["text/markdown"])] : [];
     const plain = have ? [joined(data["text/plain"])] : [];
     const turns = have ? [...data[MIME_CHAT].turns] : [];
     for (const p of fresh) {
       html += String(p.html);
-      markdown.push(String(p.markdown));
       plain.push(String(p.plain));
       turns.push(p.transcript);
     }
     const bundle = {
       "text/html": html + END,
-      "text/markdown": markdown.join(MARKDOWN_JOIN),
       "text/plain": plain.join(PLAIN_JOIN),
       [MIME_CHAT]: { turns },
     };
@@ -247,7 +264,6 @@ function keepUnfinished(model, el) {
   const held = heldTurns(html);
   const copies = [];
   const plain = held.size ? [joined(data["text/plain"])] : [];
-  const markdown = held.size ? [joined(data["text/markdown"])] : [];
   for (const view of log.querySelectorAll(".acpnb-tv")) {
     const id = view.dataset.turnId;
     if (!id || held.has(id)) continue; // nothing drawn yet, or in the record already
@@ -267,15 +283,14 @@ function keepUnfinished(model, el) {
     const said = user ? plainText(user).replace(/^\s*👤\s*You\s*/, "") : "";
     const answer = Array.from(view.querySelectorAll(".acpnb-answer"), (a) => plainText(a).trim()).join("\n\n");
     plain.push(`You: ${said.trim()}\n\n${ended ? `${answer}\n\n(${UNSAVED})` : `(${LOST})`}`);
-    markdown.push(`*(${ended ? UNSAVED : LOST})*`);
   }
   if (!copies.length) return;
   const bundle = {
     ...data,
     "text/html": html.slice(0, -END.length) + copies.join("") + END,
-    "text/markdown": markdown.join(MARKDOWN_JOIN),
     "text/plain": plain.join(PLAIN_JOIN),
   };
+  delete bundle["text/markdown"]; // a record saved by an older version: it would not say the turn
   at.outputs.set(at.index, { output_type: "display_data", data: bundle, metadata: {} });
 }
 
@@ -321,6 +336,11 @@ function render({ model, el }) {
   send.textContent = "Send";
   send.title = "Send (Enter); Shift+Enter for a new line";
   const attached = new Set(); // @paths chosen from the completion
+  const jump = node("button", "acpnb-chat-latest", "↓ jump to latest");
+  jump.type = "button";
+  jump.title = "Scroll the chat to its latest output and follow it again";
+  jump.hidden = true;
+  const follower = follow(el, jump);
 
   const refresh = () => {
     if (box.value !== model.get("value")) box.value = model.get("value");
@@ -339,6 +359,7 @@ function render({ model, el }) {
     if (!text.trim() || model.get("disabled")) return;
     const files = [...attached].filter((f) => text.includes(`@${f}`));
     model.send({ event: "submit", text, files });
+    follower.latest(); // the message sent, and then its answer, in view
     attached.clear();
     box.value = "";
     model.set("value", "");
@@ -366,7 +387,9 @@ function render({ model, el }) {
   });
   send.addEventListener("click", submit);
   // Stop gave back queued messages (their text is in `value` again): their @files go with them.
+  // A message sent from Python (`chat.send(...)`): the log follows it as one typed here.
   const onAttach = (msg) => {
+    if (msg?.event === "follow") follower.latest();
     if (msg?.event !== "attach" || !Array.isArray(msg.files)) return;
     for (const f of msg.files) if (typeof f === "string") attached.add(f);
   };
@@ -375,12 +398,11 @@ function render({ model, el }) {
   for (const name of traits) model.on(name, refresh);
   refresh();
   el.classList.add("acpnb-chat-input", "acpnb-chat-live");
-  el.append(complete.list, box, send);
-  const unfollow = follow(el);
+  el.append(complete.list, jump, box, send);
   const unwatch = whenKernelGoes(model, el);
   const unkeep = keepRecord(model);
   return () => {
-    unfollow();
+    follower.dispose();
     unwatch();
     unkeep();
     complete.dispose();

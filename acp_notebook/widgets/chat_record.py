@@ -1,11 +1,14 @@
 """The chat's static record: its finished turns' records in one output, one stylesheet for all.
 
-Each turn's record is the bundle a cell keeps (`publish.turn`: Markdown, HTML, text, transcript)
-of a transcript that opens with the user's message. The chat's record joins them, so a notebook
-reopened without a kernel, nbconvert or a viewer shows the conversation. The HTML carries the
-turn stylesheet once, not once per turn; the Markdown and text views, which draw only the agent's
-side of a turn, get the user's message before each turn; the transcripts are kept as a list under
-the chat's own MIME type (a cell's turn type holds one turn, and tools that replay cells read it).
+Each turn's record is the bundle a cell keeps (`publish.turn`: HTML, text, transcript) of a
+transcript that opens with the user's message. The chat's record joins them, so a notebook
+reopened without a kernel, nbconvert or a viewer shows the conversation. As a cell's record, it
+holds no Markdown copy (no front-end shows it beside the HTML: it was a third copy of the text,
+a fifth of the file) and no turn stylesheet (5 KB the live page already has: reopened, the
+record reads plainer, as legible), only the rule that hides a dead chat's widget output. The text
+view, which draws only the agent's side of a turn, gets the user's message before each turn; the
+transcripts are kept as a list under the chat's own MIME type (a cell's turn type holds one turn,
+and tools that replay cells read it), without what they would hold twice (`lean`).
 
 A turn adds one `piece` to the record, and the record is its pieces joined (`join`) by plain
 concatenation, so a page can add a turn to the record it holds (chat_input.js, `appendRecord`)
@@ -17,14 +20,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..render import MIME_TRANSCRIPT
-from ..render.mdwrite import plain
-from ..render.style import CSS, MATH_OFF, STYLE
+from ..render.style import MATH_OFF, STYLE
 
 MIME_CHAT = "application/vnd.acp-notebook.chat+json"
 #: The class of the record's HTML; the live chat hides its record output (static/chat.css).
 RECORD_CLASS = "acpnb-chat-record"
-#: How the pieces of each view are joined (chat_input.js joins them the same way).
-MARKDOWN_JOIN = "\n\n---\n\n"
+#: How the pieces of the text view are joined (chat_input.js joins them the same way).
 PLAIN_JOIN = "\n\n"
 EMPTY = "(no message yet)"
 #: A rule of the record's stylesheet: the chat's widget output is hidden when it cannot be drawn
@@ -38,21 +39,36 @@ DEAD_CHAT = (
 
 
 def html_start() -> str:
-    """What the record's HTML opens with: then the pieces' HTML, then "</div>". One stylesheet,
-    there even before the first turn: a turn the kernel did not finish is added to the record by
-    the page (chat_input.js, keepUnfinished) and drawn with it."""
-    return f'<div class="{RECORD_CLASS} {MATH_OFF}"><style>{DEAD_CHAT}{CSS}</style>'
+    """What the record's HTML opens with: then the pieces' HTML, then "</div>". Its one
+    `<style>` holds the rule that hides a dead chat's widget output (`DEAD_CHAT`), not the turn
+    stylesheet: in JupyterLab the live views put that in the page's head (as for a cell's
+    record), and elsewhere the record's markup reads without it."""
+    return f'<div class="{RECORD_CLASS} {MATH_OFF}"><style>{DEAD_CHAT}</style>'
 
 
 def piece(turn: dict[str, Any]) -> dict[str, Any]:
     """What one turn (its record bundle) adds to the chat's record."""
-    said = user_text(turn.get(MIME_TRANSCRIPT))
+    transcript = turn.get(MIME_TRANSCRIPT)
+    said = user_text(transcript)
     return {
         "html": str(turn.get("text/html", "")).replace(STYLE, ""),
-        "markdown": f"**You:** {plain(said)}\n\n{turn.get('text/markdown', '')}",
         "plain": f"You: {said}\n\n{turn.get('text/plain', '')}",
-        "transcript": turn.get(MIME_TRANSCRIPT, {}),
+        "transcript": lean(transcript) if isinstance(transcript, dict) else {},
     }
+
+
+def lean(transcript: dict[str, Any]) -> dict[str, Any]:
+    """A chat turn's transcript as the record keeps it: without its `prompt` (the user's
+    message, its first part, says it, an attached file as its workspace path, not this
+    machine's), a top-level `plan` that is its last plan part's entries, nor empty values
+    (`error: null`, `terminals: []`: a reader takes a missing one as empty)."""
+    out = {k: v for k, v in transcript.items() if k != "prompt" and v not in (None, [], {})}
+    parts = out.get("parts")
+    listed = parts if isinstance(parts, list) else []
+    plans = [p for p in listed if isinstance(p, dict) and p.get("type") == "plan"]
+    if "plan" in out and plans and plans[-1].get("entries") == out["plan"]:
+        del out["plan"]
+    return out
 
 
 def join(pieces: list[dict[str, Any]]) -> dict[str, Any]:
@@ -60,7 +76,6 @@ def join(pieces: list[dict[str, Any]]) -> dict[str, Any]:
     html = "".join(p["html"] for p in pieces)
     return {
         "text/html": f"{html_start()}{html}</div>",
-        "text/markdown": MARKDOWN_JOIN.join(p["markdown"] for p in pieces),
         "text/plain": PLAIN_JOIN.join(p["plain"] for p in pieces) or EMPTY,
         MIME_CHAT: {"turns": [p["transcript"] for p in pieces]},
     }

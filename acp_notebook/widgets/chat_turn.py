@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from ..client.transcript import final_transcript, live_transcript
 from ..notebook import publish
 from ..protocol.result import TurnResult
 from ..protocol.transcript import Transcript, read_turn
-from ..render import ALL_FORMATS
+from ..protocol.turnstate import TurnState
 from .turn_view import TurnView
 
 
@@ -32,6 +33,9 @@ class ChatTurnView(TurnView):
     #: another cell or chat started: that one shows its own buttons, and taking its handler
     #: away would leave its view with a request nobody there can answer.
     answers: bool = True
+    #: Called (on the page's message thread: hand it to the kernel's loop) when the reader takes
+    #: back the message of a turn still queued; the chat gives it back to its input box.
+    on_take_back: Callable[[], object] | None = None
 
     def start(self) -> None:
         if self.answers:
@@ -50,9 +54,26 @@ class ChatTurnView(TurnView):
         return read_turn(self.redactor.obj(transcript, live=True), live=True)
 
     def _state(self, turn: Transcript) -> str:
+        if self.turn.state is TurnState.QUEUED and self.turn.result is None:
+            return "queued"  # behind the running turn: the page offers to take it back
         state = super()._state(turn)
         # The user's message is a part from the start: nothing of the agent yet is "waiting".
         return "waiting" if state == "streaming" and len(turn.parts) < 2 else state
+
+    def _head(self, turn: Transcript) -> dict[str, Any]:
+        # The chat has one Stop, its own (a view's would make one more per turn, queued ones
+        # too): the page draws none in the view.
+        return {**super()._head(turn), "stop": False}
+
+    def _page_said(self, content: dict[str, Any]) -> None:
+        if content.get("type") == "take_back":
+            # Only while it is queued: started meanwhile, it is the running turn, which the
+            # chat's Stop stops; the view shows that.
+            if self.turn.state is TurnState.QUEUED and self.on_take_back is not None:
+                self.on_take_back()
+            self._dirty.set()
+            return
+        super()._page_said(content)
 
     def finish(self, result: TurnResult, *, keep_record: bool = True) -> None:
         """Show the final state in place; the view stays in the log (`record()` is its record)."""
@@ -68,13 +89,10 @@ class ChatTurnView(TurnView):
         self._send(self.diff.update(self.final), force=True)
 
     def record(self) -> dict[str, Any]:
-        """The finished turn's static record (Markdown, HTML, text, transcript), the cards the
-        reader opened drawn open. With its Markdown, unlike a cell's: the chat's record joins
-        the turns' Markdown views, with the user's messages between them (`chat_record`)."""
+        """The finished turn's static record (HTML, text, transcript: a cell's), the cards the
+        reader opened drawn open."""
         assert self.recorded is not None, "record() is for a finished turn"
-        return publish.turn(
-            self.recorded, redactor=self.redactor, open_parts=self.opened, formats=ALL_FORMATS
-        )
+        return publish.turn(self.recorded, redactor=self.redactor, open_parts=self.opened)
 
 
 def user_part(prompt: list[dict[str, Any]], cwd: str | Path) -> dict[str, Any]:

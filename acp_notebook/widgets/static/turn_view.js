@@ -18,6 +18,7 @@
 // hidden) where it cannot be (turn_view.css). When the record replaces the view, the snapshot goes.
 
 const WORDS = {
+  queued: "queued: sent when the turn before it ends",
   starting: "starting agent…",
   waiting: "waiting for the agent",
   streaming: "streaming",
@@ -30,7 +31,7 @@ const WORDS = {
   saved: "running when the notebook was saved: what had arrived by then",
 };
 const GLYPHS = { done: "✓", failed: "✗", cancelled: "⏹", lost: "⚠" };
-const LIVE = new Set(["starting", "waiting", "streaming", "asking", "stopping"]);
+const LIVE = new Set(["queued", "starting", "waiting", "streaming", "asking", "stopping"]);
 const MATH_OFF = "tex2jax_ignore mathjax_ignore";
 // A tool's output, terminal or diff longer than this shows its first lines and "show all".
 const SHORT_LINES = 12;
@@ -271,10 +272,15 @@ function render({ model, el }) {
   const stop = node("button", "acpnb-tv-stop", "■ Stop");
   stop.type = "button";
   stop.title = "Cancel this turn (sends session/cancel)";
+  // A queued message of the chat (its turn has not started): taken back to the input box.
+  const takeBack = node("button", "acpnb-tv-takeback", "↩ take back");
+  takeBack.type = "button";
+  takeBack.title = "Not sent yet: put this message back in the box";
+  takeBack.hidden = true;
   const copyAll = copyButton("copy answer", "Copy the whole answer's Markdown", () => wholeAnswer(answerTexts()), "acpnb-tv-allcopy");
   copyAll.hidden = true;
   const controls = node("span", "acpnb-controls");
-  controls.append(copyAll, stop);
+  controls.append(copyAll, takeBack, stop);
   const live = node("span", "acpnb-tv-live");
   live.append(status, " · ", time);
   // The footer's start: the state and clock while the turn runs, and the model. A finished
@@ -301,7 +307,9 @@ function render({ model, el }) {
     status.textContent = `${GLYPHS[s] ? GLYPHS[s] + " " : running ? "◌ " : ""}${WORDS[s] || s}`;
     status.className = `acpnb-tv-state acpnb-tv-${s}${running ? " acpnb-running" : ""}`;
     root.dataset.state = s;
-    stop.hidden = !running;
+    // The chat has one Stop of its own for all its turns (head.stop false): none in the view.
+    stop.hidden = !running || s === "queued" || head.stop === false;
+    takeBack.hidden = s !== "queued";
     stop.disabled = s === "stopping";
     if (s === "stopping") stop.textContent = "Stopping…";
     copyAll.hidden = !answerTexts().some((t) => t.trim());
@@ -824,6 +832,10 @@ function render({ model, el }) {
   const before = here();
   if (before && before.snap >= 0) watch(before.outputs);
 
+  takeBack.addEventListener("click", () => {
+    takeBack.disabled = true;
+    model.send({ type: "take_back" });
+  });
   stop.addEventListener("click", () => {
     stop.disabled = true;
     stop.textContent = "Stopping…";
