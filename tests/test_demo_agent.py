@@ -297,7 +297,7 @@ def test_rejected_edit_and_fs_read(spawn: Callable[..., DemoPipe], tmp_path: Pat
     diff = permission["params"]["toolCall"]["content"][0]
     assert diff["oldText"] == "# Mine\n" and diff["newText"].startswith("# Mine\n")
     failed = [u for u in of_kind(msgs, "tool_call_update") if u.get("status") == "failed"]
-    assert failed[0]["content"][0]["content"]["text"] == "The user declined the edit."
+    assert failed[0]["content"][0]["content"]["text"] == "The edit was not allowed."
 
 
 @pytest.mark.timeout(30)

@@ -87,8 +87,8 @@ class ToolSteps(TurnContext):
         self.send({"sessionUpdate": "tool_call", **tool})
         decision = self.session.edit_policy or self.ask_permission(tool)
         if decision != "allow":
-            self.summary["edit"] = "declined by you, so nothing changed"
-            self.update_tool(call, "failed", content=[text_content("The user declined the edit.")])
+            self.summary["edit"] = "not allowed, so nothing changed"
+            self.update_tool(call, "failed", content=[text_content("The edit was not allowed.")])
             return old_text
         self.update_tool(call, "in_progress")
         self.pause(0.1)
