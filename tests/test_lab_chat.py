@@ -42,6 +42,16 @@ def run_cell(page: Any, index: int) -> None:
     page.evaluate(RUN_CELL, index)  # not awaited: see test_lab.open_and_run
 
 
+def started_chat(page: Any) -> tuple[Any, Any, Any]:
+    """Runs the notebook's first cell (a `%agent chat`): the chat, its input box (once shown)
+    and the locator of its turns."""
+    run_cell(page, 0)
+    chat = page.locator(".acpnb-chat")
+    box = chat.locator("textarea.acpnb-chat-text")
+    box.wait_for()
+    return chat, box, chat.locator(".acpnb-chat-log .acpnb-turn")
+
+
 def session_id(chat: Any) -> str:
     status = chat.locator(".widget-html", has_text="session").last.inner_text()
     found = re.search(r"session (\S+)", status)
@@ -74,12 +84,8 @@ def test_chat_enter_sends_stop_cancels_and_the_session_goes_on(page: Any, lab: A
         "%%agent --session c --out after\n/plan from a cell",
         "print('cell session', after.session_id)",
     )
-    run_cell(page, 0)
-    chat = page.locator(".acpnb-chat")
-    box = chat.locator("textarea.acpnb-chat-text")
-    box.wait_for()
+    chat, box, turns = started_chat(page)
     send = chat.locator("button.acpnb-chat-send")
-    turns = chat.locator(".acpnb-chat-log .acpnb-turn")
 
     # Empty input cannot be sent: the button is off and Enter does nothing.
     assert send.is_disabled()
@@ -167,11 +173,7 @@ def test_chat_menus_completion_attachment_and_the_saved_conversation(page: Any, 
     root = lab[2]
     (root / "chat-attach.txt").write_text("a file for the chat\n")
     open_nb(page, lab, "chat-more.ipynb", "%agent chat -s more")
-    run_cell(page, 0)
-    chat = page.locator(".acpnb-chat")
-    box = chat.locator("textarea.acpnb-chat-text")
-    box.wait_for()
-    turns = chat.locator(".acpnb-chat-log .acpnb-turn")
+    chat, box, turns = started_chat(page)
 
     # The demo agent offers modes and a model: a menu each, and a choice reaches the agent.
     mode = chat.locator(".acpnb-chat-picker-mode select")

@@ -18,7 +18,7 @@ import nbformat
 import pytest
 
 from tests.test_lab import POLL, command, shoot
-from tests.test_lab_chat import FROM_BOTTOM, RECORD, idle, open_nb, run_cell
+from tests.test_lab_chat import FROM_BOTTOM, RECORD, idle, open_nb, run_cell, started_chat
 from tests.test_lab_chat_more import BOX_VALUE, SHUT_DOWN
 from tests.test_lab_view import AGENT
 from tests.test_saved_size import saved_bytes, visible_text
@@ -58,11 +58,7 @@ def record_of(nb: nbformat.NotebookNode) -> dict[str, Any]:
 
 def test_sending_brings_the_log_down_to_the_message_and_the_answer(page: Any, lab: Any) -> None:
     open_nb(page, lab, "chat-scroll.ipynb", "%agent chat -s scroll")
-    run_cell(page, 0)
-    chat = page.locator(".acpnb-chat")
-    box = chat.locator("textarea.acpnb-chat-text")
-    box.wait_for()
-    turns = chat.locator(".acpnb-chat-log .acpnb-turn")
+    chat, box, turns = started_chat(page)
     jump = chat.locator("button.acpnb-chat-latest")
     for n in (1, 2):  # a log taller than its box
         box.type(f"/plan turn {n}")
@@ -113,11 +109,7 @@ def test_sending_brings_the_log_down_to_the_message_and_the_answer(page: Any, la
 
 def test_a_message_keeps_its_line_breaks_shown_saved_and_reopened(page: Any, lab: Any) -> None:
     open_nb(page, lab, "chat-lines.ipynb", f"%agent chat --agent {AGENT} -s lines")
-    run_cell(page, 0)
-    chat = page.locator(".acpnb-chat")
-    box = chat.locator("textarea.acpnb-chat-text")
-    box.wait_for()
-    turns = chat.locator(".acpnb-chat-log .acpnb-turn")
+    _, box, turns = started_chat(page)
     box.type("line one <b>*not bold*</b>")
     box.press("Shift+Enter")
     box.type("line two")
@@ -174,11 +166,7 @@ def test_one_stop_whatever_is_queued_and_a_queued_message_can_be_taken_back(
     page: Any, lab: Any
 ) -> None:
     open_nb(page, lab, "chat-one-stop.ipynb", "%agent chat -s onestop")
-    run_cell(page, 0)
-    chat = page.locator(".acpnb-chat")
-    box = chat.locator("textarea.acpnb-chat-text")
-    box.wait_for()
-    turns = chat.locator(".acpnb-chat-log .acpnb-turn")
+    chat, box, turns = started_chat(page)
     box.type("/slow a long story")
     box.press("Enter")
     first = turns.nth(0)

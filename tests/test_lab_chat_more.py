@@ -16,7 +16,7 @@ import pytest
 
 from acp_notebook.widgets.chat import UNDRAWN
 from tests.test_lab import POLL, READY, command, shoot
-from tests.test_lab_chat import RECORD, idle, open_nb, run_cell, session_id
+from tests.test_lab_chat import RECORD, idle, open_nb, run_cell, session_id, started_chat
 from tests.test_lab_view import AGENT
 
 # What these tests check is in the notebook each opens, not in a fresh browser context.
@@ -28,11 +28,7 @@ BOX_VALUE = "() => document.querySelector('.acpnb-chat textarea.acpnb-chat-text'
 def test_stop_gives_a_queued_message_back_to_the_input_box(page: Any, lab: Any) -> None:
     (lab[2] / "queued-attach.txt").write_text("a file for the queued message\n")
     open_nb(page, lab, "chat-queue.ipynb", "%agent chat -s queue")
-    run_cell(page, 0)
-    chat = page.locator(".acpnb-chat")
-    box = chat.locator("textarea.acpnb-chat-text")
-    box.wait_for()
-    turns = chat.locator(".acpnb-chat-log .acpnb-turn")
+    chat, box, turns = started_chat(page)
     box.type("/slow a long story")
     box.press("Enter")
     first = turns.nth(0)
@@ -108,12 +104,8 @@ def test_stop_gives_back_a_message_whose_file_was_still_being_read(page: Any, la
         run_cell(page, index)
         cells.nth(index).locator(".jp-OutputArea-output", has_text=says).wait_for(timeout=60_000)
 
-    run_cell(page, 0)
-    chat = page.locator(".acpnb-chat")
-    box = chat.locator("textarea.acpnb-chat-text")
-    box.wait_for()
+    chat, box, turns = started_chat(page)
     run(1, "reads held")
-    turns = chat.locator(".acpnb-chat-log .acpnb-turn")
     box.type("/slow a long story")
     box.press("Enter")
     first = turns.nth(0)
@@ -212,12 +204,8 @@ def test_a_cells_turn_on_the_chats_session_shows_in_the_chat(page: Any, lab: Any
         f"%agent chat --agent {AGENT} -s shared",
         f"%%agent --agent {AGENT} --session shared\nhello from the cell",
     )
-    run_cell(page, 0)
-    chat = page.locator(".acpnb-chat")
-    box = chat.locator("textarea.acpnb-chat-text")
-    box.wait_for()
+    chat, box, turns = started_chat(page)
     before = session_id(chat)
-    turns = chat.locator(".acpnb-chat-log .acpnb-turn")
     run_cell(page, 1)
     first = turns.nth(0)
     first.locator(".acpnb-answer", has_text="echo: hello from the cell").wait_for(timeout=60_000)
