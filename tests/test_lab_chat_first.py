@@ -85,7 +85,7 @@ def test_sending_brings_the_log_down_to_the_message_and_the_answer(page: Any, la
     answer.wait_for(timeout=60_000)
     idle(page)
     page.wait_for_function(polling=POLL, expression=f"() => ({FROM_BOTTOM})() <= 30")
-    assert jump.is_hidden()
+    jump.wait_for(state="hidden", timeout=10_000)  # hidden on the scroll event that follows
     shoot(page, "chat-first-sent-after-scrolling-up")
 
     # Scrolled up while a turn streams: it stops following (until "jump to latest").
@@ -100,7 +100,7 @@ def test_sending_brings_the_log_down_to_the_message_and_the_answer(page: Any, la
     assert page.evaluate(SCROLL_TOP) == 0
     jump.click()
     page.wait_for_function(polling=POLL, expression=f"() => ({FROM_BOTTOM})() <= 30")
-    assert jump.is_hidden()
+    jump.wait_for(state="hidden", timeout=10_000)  # hidden on the scroll event that follows
     chat.locator("button.acpnb-chat-stop").click()
     fourth.locator(".acpnb-alert", has_text="Cancelled").wait_for(timeout=20_000)
     idle(page)
