@@ -20,8 +20,7 @@ from typing import Any
 from .coerce import dicts, integer, mapping, number, opt_text, text
 from .elicitation import ElicitationPart
 from .fold import SessionFold
-from .fold_limits import DROPPED_NOTE
-from .limits import DEFAULT_LIMITS, Limits, bounded, token_counts
+from .limits import DEFAULT_LIMITS, DROPPED_NOTE, Limits, bounded, token_counts
 from .result import TurnResult, finish, session_title
 from .state import (
     ErrorPart,
