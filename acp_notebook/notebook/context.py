@@ -18,6 +18,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+from ..protocol.limits import clip_text
 from .kernel_context import (
     cells_text,
     exception_snapshot,
@@ -81,9 +82,9 @@ def _describe_frame(frame: Any) -> list[str]:
     return [
         f"shape: {frame.shape}",
         "dtypes:",
-        _bounded(dtypes, 2000),
+        clip_text(dtypes, 2000),
         f"first {HEAD_ROWS} rows:",
-        _bounded(head),
+        clip_text(head, MAX_CHARS),
     ]
 
 
@@ -98,12 +99,6 @@ def _figure_png(value: Any) -> bytes | None:
     except Exception:
         return None
     return buffer.getvalue()
-
-
-def _bounded(text: str, limit: int = MAX_CHARS) -> str:
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n… ({len(text) - limit} more characters)"
 
 
 def error_parts(shell: Any) -> list[dict[str, Any]] | None:

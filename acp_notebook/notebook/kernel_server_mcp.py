@@ -33,9 +33,10 @@ from mcp.server.lowlevel import Server
 from mcp.shared.message import SessionMessage
 
 from .._version import __version__
+from ..protocol.limits import clip_text
 from ..render import clip as card_clip
 from . import kernel_tools
-from .kernel_tools import ToolOutput, clip
+from .kernel_tools import MAX_TEXT, ToolOutput
 from .kernel_tools_run import run_code, stoppable
 
 if TYPE_CHECKING:
@@ -145,7 +146,7 @@ def build(kernel: ToolHost, grant: Any) -> Server[Any]:
             output = await _call(kernel, grant, params.name, params.arguments or {})
         except (TypeError, ValueError) as exc:
             output = ToolOutput(
-                f"bad arguments for {params.name}: {clip(str(exc), 500)}", error=True
+                f"bad arguments for {params.name}: {clip_text(str(exc), 500)}", error=True
             )
         # One rule for every answer: masked by the kernel's redactor, as every output is. A
         # variable holding a key (`key = os.environ["OPENAI_API_KEY"]`) was handed over as it
@@ -176,7 +177,7 @@ async def _call(kernel: ToolHost, grant: Any, name: str, args: dict[str, Any]) -
         return await _run(kernel, grant, _arg(args, "code", str))
     read = _reader(kernel, name, args)
     if read is None:
-        return ToolOutput(f"no tool {clip(name, 100)!r}", error=True)
+        return ToolOutput(f"no tool {clip_text(name, 100)!r}", error=True)
     # A read runs the user's objects' code (a __repr__, describe()) on the kernel's loop, which
     # no interrupt reached either (a repr that hangs on the network): stoppable as run_code is.
     session = kernel.session_of(grant)
@@ -221,7 +222,9 @@ def _cells(kernel: ToolHost, count: int) -> ToolOutput:
     from .kernel_context import cells_text, recent_cells
 
     text = cells_text(recent_cells(kernel.shell, count)) or "(no cells above this one yet)"
-    return ToolOutput(clip(text))  # masked field by field (snapshots.safe), then as a whole
+    return ToolOutput(
+        clip_text(text, MAX_TEXT)
+    )  # masked field by field (snapshots.safe), then as a whole
 
 
 def _last_error(kernel: ToolHost) -> ToolOutput:
@@ -230,7 +233,9 @@ def _last_error(kernel: ToolHost) -> ToolOutput:
     error = last_error(kernel.shell)
     if error is None:
         return ToolOutput("no exception has been raised in this kernel yet")
-    return ToolOutput(clip(error.to_text()))  # masked field by field, then as a whole
+    return ToolOutput(
+        clip_text(error.to_text(), MAX_TEXT)
+    )  # masked field by field, then as a whole
 
 
 async def _run(kernel: ToolHost, grant: Any, code: str) -> ToolOutput:

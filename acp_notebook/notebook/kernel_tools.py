@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..protocol.limits import clip_text
+
 MAX_TEXT = 20_000  # characters of one tool answer
 LIST_REPR = 120  # characters of each variable's repr in the list
 INSPECT_REPR = 8_000
@@ -38,13 +40,6 @@ class ToolOutput:
     text: str
     images: tuple[bytes, ...] = field(default=())
     error: bool = False
-
-
-def clip(text: str, limit: int = MAX_TEXT) -> str:
-    """`text`, cut to `limit` characters with a note saying how much was left out."""
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n… ({len(text) - limit:,} more characters not shown)"
 
 
 class ShortRepr(reprlib.Repr):
@@ -97,11 +92,11 @@ def bounded_repr(value: Any, limit: int = INSPECT_REPR) -> str:
     try:
         if isinstance(value, str | bytes | bytearray) and len(value) > limit:
             # Cut before repr: the repr of 50 MB would take 50 MB (and escapes may double it).
-            return clip(repr(value[: limit // 2]), limit) + f"… ({len(value):,} in all)"
+            return clip_text(repr(value[: limit // 2]), limit) + f"… ({len(value):,} in all)"
         text = _reprlib(limit).repr(value)
     except Exception as exc:
-        text = f"<repr failed: {type(exc).__name__}: {clip(str(exc), 200)}>"
-    return clip(text, limit)
+        text = f"<repr failed: {type(exc).__name__}: {clip_text(str(exc), 200)}>"
+    return clip_text(text, limit)
 
 
 def type_name(value: Any) -> str:
@@ -156,7 +151,7 @@ def list_variables(
             f"({left_out} modules, functions, classes and _-names not listed; "
             "include_hidden=true lists them)"
         )
-    return ToolOutput(clip("\n".join(lines)))
+    return ToolOutput(clip_text("\n".join(lines), MAX_TEXT))
 
 
 def inspect_variable(ns: Mapping[str, Any], name: str) -> ToolOutput:
@@ -178,7 +173,7 @@ def inspect_variable(ns: Mapping[str, Any], name: str) -> ToolOutput:
         body = _describe_array(value)
     else:
         body = ["value:", bounded_repr(value)]
-    return ToolOutput(clip("\n".join(head + body)))
+    return ToolOutput(clip_text("\n".join(head + body), MAX_TEXT))
 
 
 def _is_frame(value: Any) -> bool:
@@ -195,11 +190,11 @@ def _describe_frame(frame: Any) -> list[str]:
     out: list[str] = []
     try:
         dtypes = frame.dtypes
-        out += ["schema (column: dtype):", clip(table_text(dtypes), 4_000)]
-        out += [f"first {HEAD_ROWS} rows:", clip(table_text(frame.head(HEAD_ROWS)), 6_000)]
+        out += ["schema (column: dtype):", clip_text(table_text(dtypes), 4_000)]
+        out += [f"first {HEAD_ROWS} rows:", clip_text(table_text(frame.head(HEAD_ROWS)), 6_000)]
         out += _describe(frame)
     except Exception as exc:  # a frame-like object that is not quite one: say so, go on
-        out.append(f"(could not describe it all: {type(exc).__name__}: {clip(str(exc), 300)})")
+        out.append(f"(could not describe it all: {type(exc).__name__}: {clip_text(str(exc), 300)})")
     return out
 
 
@@ -218,7 +213,7 @@ def _describe(frame: Any) -> list[str]:
         cut = (slice(DESCRIBE_ROWS), slice(DESCRIBE_COLS))
         frame = frame.iloc[cut[: len(shape)]]
         title = f"describe() of the first {' and the first '.join(of)}"
-    return [f"{title}:", clip(table_text(frame.describe()), 6_000)]
+    return [f"{title}:", clip_text(table_text(frame.describe()), 6_000)]
 
 
 def table_text(table: Any) -> str:
@@ -244,8 +239,8 @@ def _describe_array(array: Any) -> list[str]:
         if array.dtype.kind in "iuf" and array.size:
             out.append(f"min {array.min()!r}, max {array.max()!r}, mean {array.mean()!r}")
     except Exception as exc:
-        out.append(f"(could not sample it: {type(exc).__name__}: {clip(str(exc), 300)})")
-    return [clip(line, 4_000) for line in out]
+        out.append(f"(could not sample it: {type(exc).__name__}: {clip_text(str(exc), 300)})")
+    return [clip_text(line, 4_000) for line in out]
 
 
 def figure_png(value: Any) -> bytes | None:

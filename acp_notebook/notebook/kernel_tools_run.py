@@ -42,7 +42,8 @@ from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..client.turn import PROMPT_ORIGIN
-from .kernel_tools import bounded_repr, clip
+from ..protocol.limits import clip_text
+from .kernel_tools import bounded_repr
 
 if TYPE_CHECKING:
     from ..client.turn import TurnHandle
@@ -129,7 +130,7 @@ def run_code(
     except CodeTimedOut:
         error = TIMED_OUT
     except SyntaxError as exc:
-        error = clip("".join(traceback.format_exception_only(exc)), MAX_TRACEBACK)
+        error = clip_text("".join(traceback.format_exception_only(exc)), MAX_TRACEBACK)
     except BaseException as exc:  # SystemExit too: the agent's code must not end the kernel
         error = _traceback(exc)
     return RunOutcome(
@@ -300,7 +301,7 @@ def _traceback(exc: BaseException) -> str:
     while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
         tb = tb.tb_next
     lines = traceback.format_exception(type(exc), exc, tb)
-    return clip("".join(lines), MAX_TRACEBACK)
+    return clip_text("".join(lines), MAX_TRACEBACK)
 
 
 class CellGate:

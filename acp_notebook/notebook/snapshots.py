@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..protocol.limits import clip_text
 from ..protocol.redact import Redactor
 from ..render.clip import terminal_text
 
@@ -37,13 +38,7 @@ def safe(text: str, limit: int) -> str:
     but only the part that can be kept, so a 50 MB value costs no more than a short one."""
     text = terminal_text(text[: limit * SLACK])
     text = redactor().text(text)
-    return clip(text, limit)
-
-
-def clip(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n… ({len(text) - limit:,} more characters)"
+    return clip_text(text, limit)
 
 
 def elide_middle(text: str, head: int, tail: int) -> str:
@@ -77,12 +72,12 @@ class CellSnapshot:
         return ", ".join(where) or "cell"
 
     def to_text(self) -> str:
-        lines = [f"--- {self.label()} ---", clip(self.source, SOURCE_CHARS)]
+        lines = [f"--- {self.label()} ---", clip_text(self.source, SOURCE_CHARS)]
         for output in self.outputs[:OUTPUTS_PER_CELL]:
-            lines += ["--- output ---", clip(output, OUTPUT_CHARS)]
+            lines += ["--- output ---", clip_text(output, OUTPUT_CHARS)]
         if len(self.outputs) > OUTPUTS_PER_CELL:
             lines.append(f"… ({len(self.outputs) - OUTPUTS_PER_CELL} more outputs)")
-        return clip("\n".join(lines), CELL_TEXT_CHARS)
+        return clip_text("\n".join(lines), CELL_TEXT_CHARS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,13 +92,13 @@ class ErrorSnapshot:
     execution_count: int | None = None
 
     def to_text(self) -> str:
-        lines = [f"{self.type}: {clip(self.message, MESSAGE_CHARS)}"]
+        lines = [f"{self.type}: {clip_text(self.message, MESSAGE_CHARS)}"]
         if self.cell_source is not None:
             where = f"In [{self.execution_count}]" if self.execution_count is not None else "a cell"
-            lines += [f"--- raised in {where} ---", clip(self.cell_source, SOURCE_CHARS)]
+            lines += [f"--- raised in {where} ---", clip_text(self.cell_source, SOURCE_CHARS)]
         tb = elide_middle(self.traceback, TRACEBACK_HEAD, TRACEBACK_TAIL)
         lines += ["--- traceback ---", tb]
-        return clip("\n".join(lines), ERROR_TEXT_CHARS)
+        return clip_text("\n".join(lines), ERROR_TEXT_CHARS)
 
 
 def cells_text(cells: Sequence[CellSnapshot], limit: int = 24_000) -> str:

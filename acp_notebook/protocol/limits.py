@@ -134,6 +134,21 @@ def bounded(value: Any, budget: int) -> tuple[Any, int]:
     return _clip(value, state), state[1]
 
 
+def clip_text(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, with a note of how many were left out on a line of its
+    own: the one way text is cut for a reader (a tool's answer, a cell shown to the agent)."""
+    kept, note = cut_text(text, limit)
+    return f"{kept}\n{note}" if note else kept
+
+
+def cut_text(text: str, limit: int) -> tuple[str, str]:
+    """`clip_text` in two pieces, the text kept and the note ("" when nothing was cut), for a
+    view that draws the note apart (`render.clip.Clipped`)."""
+    if len(text) <= limit:
+        return text, ""
+    return text[:limit], f"… ({len(text) - limit:,} more characters)"
+
+
 def _measure(value: Any, budget: int) -> tuple[int, bool]:
     """(size, whether every number is one `finite` keeps); stops once the size is over budget."""
     total = 0

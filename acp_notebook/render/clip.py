@@ -70,12 +70,6 @@ def tail(text: str, max_lines: int, max_chars: int = MAX_CHARS) -> Clipped:
     return Clipped("\n".join(lines), f"… {_lines(omitted, 'earlier')} not shown")
 
 
-def chars(text: str, limit: int) -> Clipped:
-    if len(text) <= limit:
-        return Clipped(text)
-    return Clipped(text[:limit], f"… {len(text) - limit:,} more characters")
-
-
 def terminal_text(text: str) -> str:
     """Terminal output as plain text: escape sequences and stray control characters removed."""
     if "\x1b" in text:

@@ -6,7 +6,8 @@ import json
 import reprlib
 from typing import Any
 
-from .clip import JSON_CHARS, Clipped, chars
+from ..protocol.limits import cut_text
+from .clip import JSON_CHARS, Clipped
 
 _repr = reprlib.Repr()
 _repr.maxstring = 2000
@@ -34,7 +35,7 @@ def dump(value: Any, limit: int = JSON_CHARS) -> Clipped:
             text = _repr.repr(value)
         except Exception:  # a broken __repr__ in a hand-made transcript
             text = f"<{type(value).__name__}>"
-    return chars(text, limit)
+    return Clipped(*cut_text(text, limit))
 
 
 def _compact(value: Any) -> str:
