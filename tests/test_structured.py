@@ -17,7 +17,8 @@ import pytest
 from pydantic import BaseModel
 
 from acp_notebook import InvalidArgumentError, SchemaError
-from acp_notebook.protocol.structured import MAX_ANSWER_CHARS, OutputSpec, extract_json
+from acp_notebook.protocol.limits import MAX_ANSWER_CHARS
+from acp_notebook.protocol.structured import OutputSpec, extract_json
 from tests.agents.script import script
 from tests.client_helpers import Agent
 

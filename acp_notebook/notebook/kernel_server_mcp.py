@@ -33,6 +33,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.message import SessionMessage
 
 from .._version import __version__
+from ..protocol import limits
 from ..protocol.limits import clip_text
 from ..render import clip as card_clip
 from . import kernel_tools
@@ -64,7 +65,7 @@ class ToolHost(Protocol):
 MAX_MESSAGE = 4 * 1024 * 1024  # bytes of one JSON-RPC line from the agent
 #: Characters of code run_code takes: what its card shows whole (render/clip.py's head of a
 #: text, which is also at most `TEXT_LINES` lines), less its fence.
-MAX_CODE = card_clip.MAX_CHARS - 100
+MAX_CODE = limits.MAX_CHARS - 100
 #: Characters that show code otherwise than it runs: controls (but tab and line ends), format
 #: characters (bidirectional controls reorder the text around them, zero-width ones hide in a
 #: string or a name) and Unicode's line separators (a line end to the page, not to Python).
@@ -329,9 +330,9 @@ def _unshowable(code: str) -> str | None:
     reorder what is shown (a line that reads one way and runs another); a name in another
     script reads as the ASCII one it looks like (a Cyrillic `оs` is not `os`)."""
     text = _fenced(code, "python")["content"]["text"] if len(code) <= MAX_CODE else ""
-    if not text or card_clip.head(text, card_clip.TEXT_LINES).note:
+    if not text or card_clip.head(text, limits.TEXT_LINES).note:
         return (
-            f"the code is longer than its card shows whole (at most {card_clip.TEXT_LINES - 2} "
+            f"the code is longer than its card shows whole (at most {limits.TEXT_LINES - 2} "
             f"lines and {MAX_CODE:,} characters): run it in smaller pieces"
         )
     unseen = sorted(

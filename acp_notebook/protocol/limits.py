@@ -66,6 +66,25 @@ class Limits:
 
 DEFAULT_LIMITS = Limits()
 
+# -- what the views of a turn draw (render/): the transcript keeps everything, these bound the
+# HTML and Markdown drawn from it, each with a note saying how much was left out.
+
+#: Lines of a terminal's output kept (its tail), of a diff (its head), of a text block (its head).
+TERMINAL_LINES = 200
+DIFF_LINES = 400
+TEXT_LINES = 200
+#: A cap on characters too, for output made of a few enormous lines.
+MAX_CHARS = 20_000
+#: JSON shown in collapsed sections (raw input, unknown updates).
+JSON_CHARS = 20_000
+
+# -- structured output (`protocol/structured.py`) -------------------------------------------------
+
+#: The longest answer parsed as structured output; beyond it the answer fails validation.
+MAX_ANSWER_CHARS = 1_000_000
+#: The longest schema sent with a prompt (a bigger one is a usage error, not a huge prompt).
+MAX_SCHEMA_CHARS = 100_000
+
 
 @dataclass(slots=True)
 class Budget:

@@ -21,11 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import SchemaError
+from .limits import MAX_ANSWER_CHARS, MAX_SCHEMA_CHARS
 
-#: The longest answer parsed as structured output; beyond it the answer fails validation.
-MAX_ANSWER_CHARS = 1_000_000
-#: The longest schema sent with a prompt (a bigger one is a usage error, not a huge prompt).
-MAX_SCHEMA_CHARS = 100_000
 _MAX_ERRORS = 5  # validation errors named in a message
 _QUOTE = 60  # characters of the agent's text quoted in an error
 

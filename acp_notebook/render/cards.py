@@ -8,6 +8,7 @@ import re
 from functools import lru_cache
 from html import escape
 
+from ..protocol import limits
 from ..protocol.items import BlockContent, DiffContent, TerminalContent, TextContent
 from ..protocol.state import PermissionPart, RawPart, Terminal, ToolCallPart
 from ..protocol.transcript import Transcript
@@ -103,7 +104,7 @@ def _command(call: ToolCallPart) -> str:
 
 @lru_cache(maxsize=64)
 def _command_html(command: str) -> str:
-    clipped = clip.head(command, clip.TEXT_LINES)
+    clipped = clip.head(command, limits.TEXT_LINES)
     return f"<pre class=acpnb-term>{pre_text('$ ' + clip.visible(clipped.text))}</pre>" + note(
         clipped.note
     )
@@ -136,7 +137,7 @@ def _tool_text(out: list[str], body: str) -> None:
 @lru_cache(maxsize=256)
 def _tool_text_html(body: str) -> str:
     """A tool's text output: Markdown when it looks like Markdown, else kept as it is laid out."""
-    clipped = clip.head(body, clip.TEXT_LINES)
+    clipped = clip.head(body, limits.TEXT_LINES)
     if _MARKDOWNISH.search(clipped.text):
         html = f"<div>{to_html(clipped.text)}</div>"
     else:
@@ -160,9 +161,9 @@ def _diff_html(path: str, old: str | None, new: str) -> str:
     if not d.lines:
         out.append(note("no changes"))
         return "".join(out)
-    shown = d.lines[: clip.DIFF_LINES]
+    shown = d.lines[: limits.DIFF_LINES]
     body: list[str] = []
-    budget = clip.MAX_CHARS
+    budget = limits.MAX_CHARS
     for k, line in enumerate(shown):
         budget -= len(line)
         if budget < 0:
@@ -200,7 +201,7 @@ def _terminal(out: list[str], terminal_id: str, turn: Transcript) -> None:
 @lru_cache(maxsize=64)
 def _terminal_html(term: Terminal, live: bool) -> str:
     """The command and the tail of what it printed, then how it ended."""
-    clipped = clip.tail(term.output, clip.TERMINAL_LINES)
+    clipped = clip.tail(term.output, limits.TERMINAL_LINES)
     shown = clip.terminal_text(clipped.text)
     notes = [clipped.note] if clipped.note else []
     if term.truncated:

@@ -1,6 +1,7 @@
 """Bounding what is drawn: the head or the tail of long text, and terminal escape codes.
 
-The transcript keeps everything; only the views are clipped, with a note saying how much.
+The transcript keeps everything; only the views are clipped, with a note saying how much (the
+sizes: `protocol/limits.py`).
 Work is proportional to what is kept, not to the input: outputs may be megabytes long and are
 re-rendered many times a second while a turn streams.
 """
@@ -11,16 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..protocol.limits import count
-
-#: Lines of a terminal's output kept (its tail), of a diff (its head), of a text block (its head).
-TERMINAL_LINES = 200
-DIFF_LINES = 400
-TEXT_LINES = 200
-#: A cap on characters too, for output made of a few enormous lines.
-MAX_CHARS = 20_000
-#: JSON shown in collapsed sections (raw input, unknown updates).
-JSON_CHARS = 20_000
+from ..protocol.limits import MAX_CHARS, count
 
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")

@@ -19,6 +19,7 @@ from functools import lru_cache
 from html import escape
 from typing import Any
 
+from ..protocol import limits
 from ..protocol.coerce import mapping, text
 from ..protocol.weburl import visible
 from . import clip
@@ -78,7 +79,7 @@ def block(b: dict[Any, Any]) -> str:
         uri = text(res.get("uri"))
         body = res.get("text")
         if isinstance(body, str):
-            clipped = clip.head(body, clip.TEXT_LINES)
+            clipped = clip.head(body, limits.TEXT_LINES)
             return (
                 f"<details><summary>📎 <code>{escape(uri)}</code></summary>"
                 f"<pre>{pre_text(clipped.text)}</pre>{note(clipped.note)}"

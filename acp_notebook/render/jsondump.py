@@ -6,8 +6,8 @@ import json
 import reprlib
 from typing import Any
 
-from ..protocol.limits import cut_text
-from .clip import JSON_CHARS, Clipped
+from ..protocol.limits import JSON_CHARS, cut_text
+from .clip import Clipped
 
 _repr = reprlib.Repr()
 _repr.maxstring = 2000
