@@ -51,8 +51,8 @@ from .protocol.mutations import (
     TurnFinished,
     TurnStarted,
 )
-from .protocol.result import TurnResult
 from .protocol.state import PlanEntry, Usage
+from .protocol.turn import TurnResult
 
 if TYPE_CHECKING:
     from .client.client import Client, ClientOptions, connect

@@ -36,7 +36,7 @@ async def one_turn(args: argparse.Namespace, view: str) -> tuple[float, int, int
     import acp_notebook
     from acp_notebook.client.transcript import live_transcript
     from acp_notebook.notebook.live import LiveView
-    from acp_notebook.protocol.transcript import read_turn
+    from acp_notebook.protocol.turn import read_turn
     from acp_notebook.widgets.turn_diff import TurnDiff
 
     async with contextlib.AsyncExitStack() as stack:

@@ -21,8 +21,8 @@ import anyio
 from acp_notebook.client.client import Client, connect
 from acp_notebook.client.session import Session
 from acp_notebook.protocol.mutations import Mutation, PartUpdated
-from acp_notebook.protocol.result import TurnResult
 from acp_notebook.protocol.state import ToolCallPart
+from acp_notebook.protocol.turn import TurnResult
 from tests.agents.script import agent_command, in_process, script
 
 

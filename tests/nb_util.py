@@ -20,7 +20,7 @@ from nbclient import NotebookClient
 from nbformat import NotebookNode
 from nbformat.v4 import new_code_cell, new_notebook
 
-from acp_notebook.protocol.result import TurnResult
+from acp_notebook.protocol.turn import TurnResult
 from tests.agents.script import agent_command, script
 from tests.shared_kernel import SharedKernel
 

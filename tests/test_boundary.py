@@ -22,7 +22,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from acp_notebook.protocol.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
-from acp_notebook.protocol.result import TurnResult
+from acp_notebook.protocol.turn import TurnResult
 from tests.agents.script import AGENT_PATH, script
 from tests.client_helpers import reports
 from tests.nb_util import KERNELSPEC, answer, errors, kernel_env, make_client, text, transcripts

@@ -30,7 +30,7 @@ def test_protocol_does_not_import_anyio_or_ipython() -> None:
         [sys.executable, "-c", CHECK], capture_output=True, text=True, timeout=50, check=True
     )
     report = json.loads(out.stdout)
-    assert {"content", "fold", "jsonrpc", "mutations", "result", "state"} <= set(report["modules"])
+    assert {"content", "fold", "jsonrpc", "mutations", "turn", "state"} <= set(report["modules"])
     assert report["heavy"] == []
 
 

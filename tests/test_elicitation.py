@@ -14,7 +14,7 @@ import pytest
 
 from acp_notebook.errors import ElicitationError
 from acp_notebook.protocol.elicitation import ElicitationPart, check_answer, read_request
-from acp_notebook.protocol.transcript import read_turn
+from acp_notebook.protocol.turn import read_turn
 from acp_notebook.render import render_html, render_markdown, render_text
 from acp_notebook.widgets.elicit_form import PendingForms
 from tests.agents.script import script

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from acp_notebook.protocol.fold import SessionFold
-from acp_notebook.protocol.result import TurnRecord
 from acp_notebook.protocol.state import MessagePart, PermissionPart, ToolCallPart
+from acp_notebook.protocol.turn import TurnRecord
 
 
 def _chunk(kind: str, text: str, message_id: str | None = None) -> dict[str, Any]:

@@ -32,8 +32,8 @@ from acp_notebook.errors import AgentExitedError, RequestError
 from acp_notebook.protocol import jsonrpc as rpc
 from acp_notebook.protocol.fold import SessionFold
 from acp_notebook.protocol.limits import DEFAULT_LIMITS, bounded
-from acp_notebook.protocol.result import finish
 from acp_notebook.protocol.state import ErrorPart, MessagePart, RawPart
+from acp_notebook.protocol.turn import finish
 from tests.agents.script import agent_command, script
 
 FUZZ = settings(

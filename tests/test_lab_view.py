@@ -22,7 +22,7 @@ from typing import Any
 import nbformat
 import pytest
 
-from acp_notebook.protocol.result import TurnResult
+from acp_notebook.protocol.turn import TurnResult
 from acp_notebook.render import RECORD_FORMATS, render_bundle
 from tests.agents.script import agent_command, script
 from tests.test_lab import ARTIFACTS, OBSERVE, POLL, READY, command, open_notebook, output

@@ -22,8 +22,8 @@ from acp_notebook.protocol import jsonrpc as rpc
 from acp_notebook.protocol.fold import SessionFold
 from acp_notebook.protocol.limits import Limits, bounded, token_counts
 from acp_notebook.protocol.mutations import SessionChanged
-from acp_notebook.protocol.result import TurnRecord, finish
 from acp_notebook.protocol.state import ErrorPart, RawPart, ToolCallPart
+from acp_notebook.protocol.turn import TurnRecord, finish
 from tests.agents.script import script
 from tests.client_helpers import Agent, Watcher, run_script
 from tests.nb_util import answer, execute, scripted, transcripts

@@ -30,7 +30,7 @@ from acp_notebook.notebook.live_meter import (
     chars,
 )
 from acp_notebook.protocol.limits import DEFAULT_LIMITS, count
-from acp_notebook.protocol.result import TurnRecord, TurnResult
+from acp_notebook.protocol.turn import TurnRecord, TurnResult
 from acp_notebook.render import LIVE_FORMATS
 from tests.nb_util import MIME_TURN, execute, script, scripted
 from tests.shared_kernel import SharedKernel
@@ -276,7 +276,7 @@ def test_what_the_meter_holds_is_in_the_transcript_text_dropped_too() -> None:
     transcript; 60,000 of redraws allowed)."""
     from acp_notebook.protocol.fold import SessionFold
     from acp_notebook.protocol.limits import Limits
-    from acp_notebook.protocol.result import finish
+    from acp_notebook.protocol.turn import finish
 
     limits = Limits(parts=20)
     fold = SessionFold(limits=limits)

@@ -14,7 +14,6 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from acp_notebook.protocol.fold import SessionFold
-from acp_notebook.protocol.result import finish
 from acp_notebook.protocol.state import (
     MessagePart,
     PermissionPart,
@@ -23,7 +22,7 @@ from acp_notebook.protocol.state import (
     ToolCallPart,
     part_from_json,
 )
-from acp_notebook.protocol.transcript import Transcript, read_turn
+from acp_notebook.protocol.turn import Transcript, finish, read_turn
 from acp_notebook.render import render_html, render_markdown, render_text
 from tests.test_fuzz import json_values, near_valid
 

@@ -20,8 +20,7 @@ from IPython.core.error import UsageError
 from acp_notebook.errors import TurnInterrupted
 from acp_notebook.notebook import masking, publish
 from acp_notebook.protocol.redact import MASK, Redactor
-from acp_notebook.protocol.result import TurnResult
-from acp_notebook.protocol.transcript import read_turn
+from acp_notebook.protocol.turn import TurnResult, read_turn
 from acp_notebook.render import MIME_TRANSCRIPT
 from acp_notebook.widgets.controls import option_label
 
@@ -99,7 +98,7 @@ def test_reprs_shown_as_cell_values_are_masked(
     from IPython.core.interactiveshell import InteractiveShell
 
     from acp_notebook.notebook.display import register
-    from acp_notebook.protocol.result import TurnResult
+    from acp_notebook.protocol.turn import TurnResult
 
     shell = InteractiveShell.instance()
     register(shell, publish.REDACTOR)
@@ -162,7 +161,7 @@ def _stub_session(subscribe: Any) -> Any:
     from types import SimpleNamespace
 
     from acp_notebook.protocol.limits import DEFAULT_LIMITS
-    from acp_notebook.protocol.result import TurnRecord
+    from acp_notebook.protocol.turn import TurnRecord
 
     record = TurnRecord(turn_id="t1")
     record.budget.text -= 1_000_000

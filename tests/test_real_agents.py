@@ -51,8 +51,8 @@ from acp_notebook import PermissionPolicy, PermissionRequest, TurnStarted
 from acp_notebook.client.client import Client, connect
 from acp_notebook.client.session import Session
 from acp_notebook.protocol.mutations import Delta, Mutation, PartUpdated
-from acp_notebook.protocol.result import TurnResult
 from acp_notebook.protocol.state import MessagePart, ToolCallPart
+from acp_notebook.protocol.turn import TurnResult
 from tests.real_agents import echo_agent_command, fast_agent_command
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_agent]

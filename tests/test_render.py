@@ -14,7 +14,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from acp_notebook.protocol.result import TurnResult
 from acp_notebook.protocol.state import (
     ErrorPart,
     MessagePart,
@@ -26,6 +25,7 @@ from acp_notebook.protocol.state import (
     ToolCallPart,
     Usage,
 )
+from acp_notebook.protocol.turn import TurnResult
 from acp_notebook.render import (
     ALL_FORMATS,
     LIVE_FORMATS,

@@ -19,8 +19,7 @@ import pytest
 
 from acp_notebook.errors import ReplayError
 from acp_notebook.notebook.recording import load
-from acp_notebook.protocol.result import TurnResult
-from acp_notebook.protocol.transcript import compact
+from acp_notebook.protocol.turn import TurnResult, compact
 from tests.agents.script import agent_command, script
 from tests.nb_util import MIME_TURN, answer, execute, kernel_env, new_nb, outputs, text, transcripts
 from tests.shared_kernel import SharedKernel

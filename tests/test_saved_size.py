@@ -39,7 +39,7 @@ import nbformat
 import pytest
 from nbformat import NotebookNode
 
-from acp_notebook.protocol.result import TurnResult
+from acp_notebook.protocol.turn import TurnResult
 from tests.nb_util import MIME_TURN, execute, script, scripted
 
 pytestmark = pytest.mark.timeout(180)

@@ -8,7 +8,7 @@ import json
 import anyio
 import pytest
 
-from acp_notebook.protocol.transcript import read_turn
+from acp_notebook.protocol.turn import read_turn
 from acp_notebook.render import render_html, render_markdown, render_text
 from tests.agents.script import script
 from tests.client_helpers import Agent

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from acp_notebook.protocol.transcript import read_turn
+from acp_notebook.protocol.turn import read_turn
 from acp_notebook.widgets.turn_diff import TurnDiff
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from acp_notebook.errors import AcpError, TurnStateError
 from acp_notebook.protocol.mutations import Delta, PartUpdated, TurnFinished
-from acp_notebook.protocol.result import TurnRecord, TurnResult
+from acp_notebook.protocol.turn import TurnRecord, TurnResult
 from acp_notebook.protocol.turnstate import (
     END_STATES,
     TRANSITIONS,

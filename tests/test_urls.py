@@ -18,7 +18,7 @@ import pytest
 
 from acp_notebook.client import auth
 from acp_notebook.protocol.elicitation import ElicitationPart, read_request
-from acp_notebook.protocol.transcript import read_turn
+from acp_notebook.protocol.turn import read_turn
 from acp_notebook.render import mdsafe, render_html, render_markdown, render_text
 from acp_notebook.render.agentmd import to_html
 from acp_notebook.render.htmlbits import block

@@ -29,8 +29,8 @@ from ..protocol.fold import SessionFold
 from ..protocol.limits import token_counts
 from ..protocol.mutations import Mutation, RequestWarning, TurnStarted
 from ..protocol.recorded_prompt import recorded
-from ..protocol.result import TurnRecord, TurnResult, session_title
 from ..protocol.state import Usage
+from ..protocol.turn import TurnRecord, TurnResult, session_title
 from ..protocol.turnstate import TurnOutcome, TurnState
 from .connection import Connection
 from .options import ClientOptions

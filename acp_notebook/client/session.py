@@ -22,8 +22,8 @@ from ..protocol.choices import check_mode, config_change
 from ..protocol.costs import CostLimit
 from ..protocol.fold import SessionFold
 from ..protocol.mutations import Delta, Mutation, SessionChanged, TurnFinished
-from ..protocol.result import TurnResult
 from ..protocol.state import TerminalView, ToolCallPart
+from ..protocol.turn import TurnResult
 from .attachments import load_parts
 from .checkpoints import Checkpoints
 from .elicit import ElicitationHandler

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol.fold import SessionFold
-from ..protocol.result import TurnRecord
 from ..protocol.state import Usage
+from ..protocol.turn import TurnRecord
 
 
 class SessionState:

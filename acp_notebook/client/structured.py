@@ -14,9 +14,8 @@ from typing import Any, Protocol
 from ..errors import InvalidArgumentError
 from ..protocol import content
 from ..protocol.costs import CostLimit
-from ..protocol.result import SUCCESS_STOP_REASONS, TurnRecord
-from ..protocol.state import MessagePart
 from ..protocol.structured import OutputSpec, instructions, reask
+from ..protocol.turn import SUCCESS_STOP_REASONS, TurnRecord, joined
 from ..protocol.turnstate import TurnOutcome
 
 #: How many times an answer that does not validate is sent back to the agent.
@@ -85,8 +84,4 @@ async def settle(
 
 def _answer(record: TurnRecord, start: int) -> str:
     """The agent's text since part `start` (the re-ask's answer, not the first one)."""
-    return "\n\n".join(
-        p.text
-        for p in record.parts[start:]
-        if isinstance(p, MessagePart) and p.role == "agent" and p.text
-    )
+    return joined(record.parts[start:], "agent")

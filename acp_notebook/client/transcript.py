@@ -1,17 +1,16 @@
-"""Transcripts: the JSON shape of `TurnResult.to_json()`, for a turn running or finished.
+"""The transcript of a turn still running (or replayed), with what its session knows: the shape
+of `TurnResult.to_json()`, written by `protocol/turn.py`'s `turn_json`.
 
 Renderers take this one shape (masked first, see `notebook.publish`) and read it back into the
-fold's own parts (`protocol.transcript.read_turn`), so a live turn, a finished one and a turn
-read back from a saved notebook are the same objects, drawn by the same code.
+fold's own parts (`protocol.turn.read_turn`), so a live turn, a finished one and a turn read
+back from a saved notebook are the same objects, drawn by the same code.
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from ..protocol.result import TurnRecord, TurnResult
-from ..protocol.state import MessagePart
+from ..protocol.turn import TurnRecord, TurnResult, turn_json
 from .session import Session
 from .turn import TurnHandle
 
@@ -19,63 +18,44 @@ from .turn import TurnHandle
 def live_transcript(
     session: Session, record: TurnRecord | None, turn: TurnHandle, note: str = ""
 ) -> dict[str, Any]:
-    """The transcript shape of `TurnResult.to_json()`, built from a turn still running."""
-    usage = session.usage
-    out: dict[str, Any] = {
-        "turnId": turn.id,
-        "sessionId": session.id,
-        "agent": session.client.agent_name,
-        "success": None,
-        "stopReason": None,
-        "error": None,
-        "usage": usage.to_json() if usage else None,
-        "prompt": turn.prompt,
-        "parts": [],
-        "plan": [],
-        "terminals": [],
-        "text": "",
-        "thoughts": "",
-    }
-    if record is not None:
-        out.update(record_transcript(record, session))
-        out["turnId"] = turn.id
-    if session.title:
-        out["title"] = session.title
-    if note:
-        out["note"] = note
+    """The transcript of `turn`, still running (`record`: what the fold has of it so far)."""
+    if record is None:  # nothing folded yet
+        return turn_json(
+            turn_id=turn.id,
+            session_id=session.id,
+            agent=session.client.agent_name,
+            text="",
+            thoughts="",
+            plan=(),
+            prompt=turn.prompt,
+            terminals=[],
+            parts=[],
+            usage=session.usage,
+            title=session.title,
+            note=note,
+        )
+    out = record_transcript(record, session, prompt=turn.prompt, note=note)
+    out["turnId"] = turn.id
     return out
 
 
-def record_transcript(record: TurnRecord, session: Session) -> dict[str, Any]:
+def record_transcript(
+    record: TurnRecord,
+    session: Session,
+    prompt: list[dict[str, Any]] | None = None,
+    note: str = "",
+) -> dict[str, Any]:
     """What a turn record holds, in transcript shape (a running or a replayed turn)."""
-    views = session.terminal_views
-    dropped = {"dropped": dict(record.dropped)} if record.dropped else {}
-    parts = [p.to_json() for p in record.parts]
-    return {
-        **dropped,
-        "turnId": record.turn_id,
-        "agent": session.client.agent_name,
-        "parts": parts,
-        "plan": [e.to_json() for e in record.plan.entries] if record.plan else [],
-        "text": _joined(record, parts, "agent"),
-        "thoughts": _joined(record, parts, "thought"),
-        "terminals": [views[t].to_json() for t in record.terminal_ids() if t in views],
-        "duration": time.time() - record.started_at,
-    }
-
-
-def _joined(record: TurnRecord, parts: list[dict[str, Any]], role: str) -> str:
-    """`record.joined(role)` from the texts the parts' JSON already read: reading a streaming
-    message's text copies all of it, and a live view does this at every redraw."""
-    return "\n\n".join(
-        j["text"]
-        for p, j in zip(record.parts, parts, strict=True)
-        if isinstance(p, MessagePart) and p.role == role and j["text"]
+    return record.to_json(
+        agent=session.client.agent_name,
+        terminals=session.terminal_views,
+        session_id=session.id,
+        usage=session.usage,
+        prompt=prompt,
+        title=session.title,
+        note=note,
     )
 
 
 def final_transcript(result: TurnResult, note: str = "") -> dict[str, Any]:
-    out = result.to_json()
-    if note:
-        out["note"] = note
-    return out
+    return result.to_json(note)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from ..protocol.result import TurnResult
+from ..protocol.turn import TurnResult
 from ..protocol.turnstate import EndListener, TurnMachine, TurnState
 
 if TYPE_CHECKING:

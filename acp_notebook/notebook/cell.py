@@ -28,7 +28,7 @@ from ..errors import (
     TurnInterrupted,
 )
 from ..errors import TurnFailed as TurnFailed  # defined in errors.py; still importable here
-from ..protocol.result import TurnResult
+from ..protocol.turn import TurnResult
 from . import publish, views
 from .live import LiveView
 from .options import CellOptions as CellOptions  # declared in options.py; importable here

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.redact import Redactor
-from ..protocol.result import TurnResult
+from ..protocol.turn import TurnResult
 
 if TYPE_CHECKING:
     from ..client.turn import TurnHandle

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import BudgetExceededError
 from ..protocol.coerce import integer
 from ..protocol.costs import CostLimit, money, same_currency
-from ..protocol.result import TurnResult
+from ..protocol.turn import TurnResult
 from . import views
 from .views import Code, Doc
 

@@ -31,7 +31,7 @@ from ..client.transcript import final_transcript, live_transcript
 from ..client.turn import TurnHandle
 from ..protocol.mutations import Mutation, SessionChanged
 from ..protocol.redact import Redactor
-from ..protocol.result import TurnRecord, TurnResult
+from ..protocol.turn import TurnRecord, TurnResult
 from ..render import LIVE_FORMATS, MIME_TRANSCRIPT
 from . import display, publish
 from .live_meter import LIVE_TAIL, Meter

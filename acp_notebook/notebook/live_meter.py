@@ -36,7 +36,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..protocol.limits import Limits
-from ..protocol.result import TurnRecord
+from ..protocol.turn import TurnRecord
 
 #: Characters of the turn a redraw draws at most (its last parts): a screenful or two.
 LIVE_TAIL = 16_000

@@ -22,7 +22,7 @@ from IPython.display import DisplayHandle, display
 
 from ..errors import TurnInterrupted
 from ..protocol.redact import Redactor
-from ..protocol.transcript import compact
+from ..protocol.turn import compact
 from ..render import MIME_TRANSCRIPT, RECORD_FORMATS, render_bundle
 from ..render.clip import live_tail
 from .masking import REDACTOR as REDACTOR

@@ -35,8 +35,8 @@ from IPython.core.error import UsageError
 
 from ..errors import ReplayError, TurnFailed
 from ..protocol.refold import refold
-from ..protocol.result import TurnResult
 from ..protocol.structured import OutputSpec
+from ..protocol.turn import TurnResult
 from ..render import mdsafe
 from . import publish, views
 from .host import Host

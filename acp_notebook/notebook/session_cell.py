@@ -19,7 +19,7 @@ from ..errors import (
     TurnFailed,
     TurnInterrupted,
 )
-from ..protocol.result import TurnResult
+from ..protocol.turn import TurnResult
 from . import mcp_servers, publish, replay, views
 from .cell import (
     apply_settings,

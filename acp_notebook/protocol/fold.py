@@ -27,7 +27,6 @@ from ..errors import ElicitationError
 from . import elicitation, schema
 from .limits import DEFAULT_LIMITS, Budget, Limits, TurnLimits, count, cut_content, excess
 from .mutations import Delta, Mutation, PartUpdated, SessionChanged
-from .result import TurnRecord
 from .session_facts import SessionFacts
 from .state import (
     UNFINISHED,
@@ -43,6 +42,7 @@ from .state import (
     ToolCallPart,
 )
 from .tool_patch import enum_value, input_text, patch_tool_call
+from .turn import TurnRecord
 
 _CHUNK_ROLES: dict[str, Role] = {
     "agent_message_chunk": "agent",

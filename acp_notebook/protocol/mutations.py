@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from .result import TurnResult
     from .state import Part
+    from .turn import TurnResult
 
 Channel = Literal["text", "thought", "user", "tool_input", "terminal"]
 

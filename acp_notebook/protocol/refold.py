@@ -21,7 +21,6 @@ from .coerce import dicts, integer, mapping, number, opt_text, text
 from .elicitation import ElicitationPart
 from .fold import SessionFold
 from .limits import DEFAULT_LIMITS, DROPPED_NOTE, Limits, bounded, token_counts
-from .result import TurnResult, finish, session_title
 from .state import (
     ErrorPart,
     MessagePart,
@@ -32,6 +31,7 @@ from .state import (
     Usage,
     part_from_json,
 )
+from .turn import TurnResult, finish, session_title
 
 _CHUNKS = {"agent": "agent_message_chunk", "thought": "agent_thought_chunk"}
 #: Kinds of what `dropped` may name, and how many: a recording's own counts are kept, bounded

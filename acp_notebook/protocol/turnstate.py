@@ -24,8 +24,8 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import TurnStateError
-from .result import TurnRecord, TurnResult, finish
 from .state import Usage
+from .turn import TurnRecord, TurnResult, finish
 
 
 class TurnState(enum.Enum):

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from html import escape
 from typing import Any
 
-from ..protocol.transcript import Transcript, read_turn
+from ..protocol.turn import Transcript, read_turn
 from .html import render_html
 from .markdown import render_markdown
 from .text import render_text

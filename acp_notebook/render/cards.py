@@ -11,7 +11,7 @@ from html import escape
 from ..protocol import limits
 from ..protocol.items import BlockContent, DiffContent, TerminalContent, TextContent
 from ..protocol.state import PermissionPart, RawPart, Terminal, ToolCallPart
-from ..protocol.transcript import Transcript
+from ..protocol.turn import Transcript
 from . import clip, labels
 from .agentmd import inline, pre_text, to_html
 from .diff import unified

@@ -27,7 +27,7 @@ from ..protocol.state import (
     RawPart,
     ToolCallPart,
 )
-from ..protocol.transcript import Transcript
+from ..protocol.turn import Transcript
 from . import elicit_card, labels
 from .agentmd import inline, to_html
 from .cards import permission, raw, tool_call

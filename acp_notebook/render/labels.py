@@ -9,7 +9,7 @@ import re
 import unicodedata
 
 from ..protocol.state import PermissionPart, Terminal, Usage
-from ..protocol.transcript import Transcript
+from ..protocol.turn import Transcript
 
 KIND_ICONS: dict[str, str] = {
     "read": "📖",

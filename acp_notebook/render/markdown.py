@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from ..protocol.items import DiffContent, TerminalContent
 from ..protocol.state import ElicitationPart, PermissionPart, Terminal, ToolCallPart
-from ..protocol.transcript import Transcript
+from ..protocol.turn import Transcript
 from . import clip, elicit_card, labels, mdsafe
 from .diff import unified
 from .mdwrite import inline, plain, to_markdown

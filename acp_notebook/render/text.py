@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..protocol.items import DiffContent, TerminalContent
 from ..protocol.state import ElicitationPart, ErrorPart, PermissionPart, RawPart, ToolCallPart
-from ..protocol.transcript import Transcript
+from ..protocol.turn import Transcript
 from . import elicit_card, labels
 from .diff import unified
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..protocol.redact import Redactor
 from ..protocol.state import ErrorPart, MessagePart, PermissionPart, PlanPart, RawPart, ToolCallPart
-from ..protocol.transcript import Transcript, read_turn
+from ..protocol.turn import Transcript, read_turn
 from ..render import labels
 from ..render.clip import terminal_text
 from ..render.text import tool_extras

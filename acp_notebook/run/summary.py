@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..protocol.transcript import Transcript
+from ..protocol.turn import Transcript
 from ..render import labels
 
 

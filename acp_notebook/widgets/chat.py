@@ -36,8 +36,8 @@ from ..notebook import publish
 from ..notebook.views import Code, Strong, Value, html_span, money, number, percent, text
 from ..protocol.mutations import Mutation, SessionChanged, TurnStarted
 from ..protocol.redact import Redactor
-from ..protocol.result import TurnResult
 from ..protocol.state import Usage
+from ..protocol.turn import TurnResult
 from ..protocol.turnstate import TurnState
 from .chat_files import list_files, resolve_in
 from .chat_input import ChatInput

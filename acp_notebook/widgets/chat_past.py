@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..client.session import Session
-from ..protocol.transcript import Transcript
+from ..protocol.turn import Transcript
 from .loop import KernelLoop
 from .turn_diff import TurnDiff
 from .turn_view import TurnWidget

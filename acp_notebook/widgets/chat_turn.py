@@ -18,8 +18,7 @@ from typing import Any
 
 from ..client.transcript import final_transcript, live_transcript
 from ..notebook import publish
-from ..protocol.result import TurnResult
-from ..protocol.transcript import Transcript, read_turn
+from ..protocol.turn import Transcript, TurnResult, read_turn
 from ..protocol.turnstate import TurnState
 from .turn_view import TurnView
 

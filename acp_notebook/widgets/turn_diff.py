@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol.state import MessagePart, Part
-from ..protocol.transcript import Transcript
+from ..protocol.turn import Transcript
 from ..render.html import render_part, render_tail
 
 #: The roles whose growing text is streamed as deltas (a user message arrives whole).

@@ -39,8 +39,7 @@ from ..notebook import publish
 from ..notebook.live import LiveView
 from ..notebook.views import text
 from ..protocol.redact import Redactor
-from ..protocol.result import TurnResult
-from ..protocol.transcript import Transcript, read_turn
+from ..protocol.turn import Transcript, TurnResult, read_turn
 from ..render.style import CSS
 from .controls import option_label, option_tip
 from .elicit_form import PendingForms
