@@ -14,10 +14,10 @@ from collections.abc import Callable
 
 import pytest
 
-from acp_notebook.protocol.anchor_hits import AnchorHits
 from acp_notebook.protocol.redact import (
     HOLD_MIN,
     MASK,
+    AnchorHits,
     Redactor,
     prefix_length,
     secret_args,

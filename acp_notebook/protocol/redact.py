@@ -28,7 +28,7 @@ names; the pattern, one compiled `re` alternation, is rebuilt only when the set 
 looks for each pattern branch's anchor (a few letters or digits of it) with `str.find`, and runs
 the pattern only around what it finds: linear in the text's length, about 10 ms a megabyte here
 with two keys whether or not one is in it; a text that grew from one masked lately (a streaming
-answer at each redraw) is searched only where it grew (`anchor_hits.py`). Secrets are never
+answer at each redraw) is searched only where it grew (`AnchorHits`). Secrets are never
 forgotten: a key removed from the environment may still be known to an agent started before.
 
 A hostile agent that knows a key can always spell it in some other way (reversed, in pieces
@@ -43,8 +43,6 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
-
-from .anchor_hits import AnchorHits
 
 # AUTH but not AUTHOR: GIT_AUTHOR_NAME would blank the user's name in every answer.
 SECRET_NAME = re.compile(
@@ -389,3 +387,48 @@ def _unit(char: str) -> str:
 def _hex(digits: str) -> str:
     """Hex digits in either case: `2f` matches `2F` (cheaper to compile than a (?i:) group)."""
     return "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in digits)
+
+
+# -- where the anchors occur in a long text, searched only where it grew ------------------------
+#
+# A live view masks the transcript of a streaming turn at every redraw, and its answer is the text
+# of the redraw before with more at the end. Finding each anchor (`str.find` over the whole text,
+# once per anchor) made every redraw cost the length of the answer times the number of anchors:
+# 4 MB took 7 to 15 ms per key in the environment, at up to 25 redraws a second. The positions
+# found in a text stay right for any text that starts with it: only the end, from the last
+# `len(anchor) - 1` characters of the old text on, is searched again. The result is the same list
+# of positions as a search of the whole text (tests/test_redact.py compares them).
+
+#: Texts remembered with their positions: a transcript grows in a few places at once (the
+#: answer, the thoughts, a terminal's output), and each is looked up among these.
+SEEN = 4
+
+
+class AnchorHits:
+    """The positions of `anchors` in texts, remembering the last `SEEN` texts searched."""
+
+    def __init__(self, anchors: tuple[str, ...]) -> None:
+        self.anchors = anchors
+        # (text, sorted positions of every anchor in it); replaced whole, never mutated, so a
+        # call from another thread (a log record masked there) sees a consistent list.
+        self._seen: list[tuple[str, list[int]]] = []
+
+    def find(self, value: str) -> list[int]:
+        """Every position where an anchor starts in `value` (sorted; one per anchor found)."""
+        seen = self._seen
+        base: tuple[str, list[int]] | None = None
+        for entry in seen:
+            if len(entry[0]) <= len(value) and value.startswith(entry[0]):
+                base = entry
+                break
+        start, hits = (len(base[0]), list(base[1])) if base is not None else (0, [])
+        for anchor in self.anchors:
+            # A hit of the old text ends in it; a new one ends past it, so starts at most
+            # len(anchor) - 1 characters before its end.
+            at = value.find(anchor, max(0, start - len(anchor) + 1))
+            while at != -1:
+                hits.append(at)
+                at = value.find(anchor, at + 1)
+        hits.sort()
+        self._seen = [(value, hits), *(e for e in seen if e is not base)][:SEEN]
+        return hits
