@@ -55,7 +55,8 @@ from .protocol.state import PlanEntry, Usage
 from .protocol.turn import TurnResult
 
 if TYPE_CHECKING:
-    from .client.client import Client, ClientOptions, connect
+    from .client.client import Client, connect
+    from .client.options import ClientOptions
     from .client.permissions import PermissionPolicy, PermissionRequest
     from .client.session import Session
     from .client.turn import TurnHandle

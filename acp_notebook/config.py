@@ -23,7 +23,7 @@ from typing import Any
 
 from .client.mcp_config import McpServerSpec, parse_mcp_entry
 from .client.regular_file import read_regular
-from .errors import ConfigError as ConfigError  # defined in errors.py; still importable here
+from .errors import ConfigError
 
 DEMO = "demo"
 ENV_DEFAULT = "ACP_NOTEBOOK_AGENT"

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from acp_notebook.client import safe_fs
-from acp_notebook.client.connection import RpcError
 from acp_notebook.client.workspace import Workspace
+from acp_notebook.errors import RpcError
 
 pytestmark = pytest.mark.anyio
 KEEP = getattr(safe_fs, "KEEP_DIRS", 16)  # main before the fix had no such limit

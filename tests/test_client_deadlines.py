@@ -15,7 +15,8 @@ import anyio
 import pytest
 
 from acp_notebook import AgentStartError, AgentStartTimeoutError, RequestTimeoutError
-from acp_notebook.client.client import Client, ClientOptions
+from acp_notebook.client.client import Client
+from acp_notebook.client.options import ClientOptions
 from tests.agents.script import script
 from tests.client_helpers import Agent, gone
 

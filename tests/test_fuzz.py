@@ -25,10 +25,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from acp_notebook.client.client import Client, connect
-from acp_notebook.client.connection import Connection, RpcError
+from acp_notebook.client.connection import Connection
 from acp_notebook.client.process import StderrTail
 from acp_notebook.client.session import Session
-from acp_notebook.errors import AgentExitedError, RequestError
+from acp_notebook.errors import AgentExitedError, RequestError, RpcError
 from acp_notebook.protocol import jsonrpc as rpc
 from acp_notebook.protocol.fold import SessionFold
 from acp_notebook.protocol.limits import DEFAULT_LIMITS, bounded

@@ -197,9 +197,9 @@ def test_the_turn_budget_bounds_the_agents_requests_live_and_replayed() -> None:
     as tool calls are (they were kept outside it: 5,000 of a megabyte each, kept whole); a
     recorded elicitation's message is read as a live one is (at most `MAX_TEXT` characters,
     it kept a megabyte), and a URL no live one could have is dropped."""
-    from acp_notebook.protocol.elicitation import MAX_TEXT
+    from acp_notebook.protocol.elicitation import MAX_TEXT, ElicitationPart
     from acp_notebook.protocol.refold import refold
-    from acp_notebook.protocol.state import ElicitationPart, PermissionPart
+    from acp_notebook.protocol.state import PermissionPart
 
     limits = Limits(turn_chars=100_000, value_chars=20_000)
     fold = in_turn(limits)

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from acp_notebook.client.mcp_config import McpServerSpec, mcp_secrets, parse_mcp_entry
-from acp_notebook.config import ConfigError, Registry
+from acp_notebook.config import Registry
+from acp_notebook.errors import ConfigError
 from tests.agents.script import agent_command
 from tests.nb_util import execute, kernel_env, text
 from tests.real_agents import fast_agent_command

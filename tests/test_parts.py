@@ -18,10 +18,10 @@ from acp_notebook.protocol.state import (
     MessagePart,
     PermissionPart,
     RawPart,
-    TerminalView,
     ToolCallPart,
     part_from_json,
 )
+from acp_notebook.protocol.terminals import TerminalView
 from acp_notebook.protocol.turn import Transcript, finish, read_turn
 from acp_notebook.render import render_html, render_markdown, render_text
 from tests.test_fuzz import json_values, near_valid

@@ -21,10 +21,10 @@ from acp_notebook.protocol.state import (
     PlanEntry,
     PlanPart,
     RawPart,
-    TerminalView,
     ToolCallPart,
     Usage,
 )
+from acp_notebook.protocol.terminals import TerminalView
 from acp_notebook.protocol.turn import TurnResult
 from acp_notebook.render import (
     ALL_FORMATS,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from acp_notebook.config import MAX_AGENTS_FILE_BYTES, ConfigError, Registry, read_agents_file
-from acp_notebook.errors import ReplayError
+from acp_notebook.config import MAX_AGENTS_FILE_BYTES, Registry, read_agents_file
+from acp_notebook.errors import ConfigError, ReplayError
 from acp_notebook.notebook import recording
 from tests.blocking import open_fifo_ends, raised_within
 

@@ -22,8 +22,8 @@ import anyio.to_thread
 import pytest
 
 from acp_notebook.client import safe_fs, workspace
-from acp_notebook.client.connection import RpcError
 from acp_notebook.client.workspace import Workspace
+from acp_notebook.errors import RpcError
 from tests.agents.script import script
 from tests.client_helpers import Agent, reports
 

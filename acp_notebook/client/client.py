@@ -18,6 +18,7 @@ import anyio.abc
 
 from ..errors import (
     AcpError,
+    AgentExitedError,
     ClientClosedError,
     InvalidCommandError,
     RequestTimeoutError,
@@ -26,12 +27,11 @@ from ..protocol import schema
 from ..protocol.wirelog import WireLog
 from . import auth, handshake, opening, wirefile
 from .connection import Connection
-from .exit_watch import watch_exit
-from .options import ClientOptions as ClientOptions  # re-exported: its home before options.py
+from .options import ClientOptions
 from .process import AgentProcess
 from .registry import SessionRegistry
 from .session import Session
-from .terminal_slots import TerminalSlots
+from .terminal import TerminalSlots
 from .threads import run_in_daemon_thread
 from .transport import AgentTransport
 
@@ -411,3 +411,27 @@ async def connect(
         raise InvalidCommandError("command must be a list of strings, e.g. ['gemini', '--acp']")
     async with Client(command, env, cwd, ClientOptions(**options)) as client:
         yield client
+
+
+# What happens when the agent process exits: its terminals are released and, within half a second,
+# its connection is closed with an `AgentExitedError` that quotes its last stderr. Closing it
+# here, not only on end-of-file, matters: if the agent dies while a child of it keeps stdout
+# open, the reader never sees EOF, and every turn would wait for its deadline.
+async def watch_exit(
+    process: AgentTransport, conn: Connection, release_terminals: Callable[[], None]
+) -> None:
+    """Wait for `process` to exit, then end what it leaves behind."""
+    await process.wait_exit()
+    release_terminals()
+    with anyio.move_on_after(0.5):
+        await conn.closed_event.wait()
+        return
+    tail = process.stderr.text()
+    conn.close(
+        AgentExitedError(
+            f"the agent process exited with code {process.returncode}"
+            + (f"; its last stderr output:\n{tail}" if tail else ""),
+            returncode=process.returncode,
+            stderr_tail=tail,
+        )
+    )

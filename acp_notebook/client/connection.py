@@ -19,8 +19,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from ..errors import AcpError, AgentExitedError, ProtocolError, RequestError
-from ..errors import RpcError as RpcError  # defined in errors.py; still importable from here
+from ..errors import AcpError, AgentExitedError, ProtocolError, RequestError, RpcError
 from ..protocol import jsonrpc as rpc
 from ..protocol import methods
 from ..protocol.wirelog import WireLog, traceparent, with_trace

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from .connection import Connection
 from .registry import SessionRegistry
 from .runner import AgentLink
-from .terminal_slots import TerminalSlots
+from .terminal import TerminalSlots
 
 
 class SessionHost(AgentLink, Protocol):

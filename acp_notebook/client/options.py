@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 
 from ..errors import InvalidArgumentError
 from ..protocol.limits import DEFAULT_LIMITS, Limits
-from ..protocol.state import DEFAULT_OUTPUT_LIMIT
+from ..protocol.terminals import DEFAULT_OUTPUT_LIMIT
 from ..protocol.wirelog import DEFAULT_SIZE
 from .elicit import ElicitationHandler
 from .permissions import PermissionHandler, PermissionPolicy
-from .terminal_slots import DEFAULT_MAX_TERMINALS
+from .terminal import DEFAULT_MAX_TERMINALS
 from .transport import TransportFactory
 
 

@@ -11,10 +11,10 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, Protocol, TypeVar
 
+from ..errors import RpcError
 from ..protocol import jsonrpc as rpc
 from ..protocol import methods
 from ..protocol.limits import Limits, count
-from .connection import RpcError
 
 
 class Routed(Protocol):

@@ -12,14 +12,13 @@ from typing import Any, Protocol
 
 import anyio
 
-from ..errors import ElicitationError
+from ..errors import ElicitationError, RpcError
 from ..protocol import jsonrpc as rpc
 from ..protocol import methods
 from ..protocol.elicitation import ElicitationPart
 from ..protocol.fold import SessionFold
 from ..protocol.state import PermissionPart, ToolCallPart
 from .checkpoints import Checkpoints
-from .connection import RpcError
 from .elicit import ElicitationHandler, answer
 from .permissions import (
     Assessment,

@@ -22,8 +22,9 @@ from ..protocol.choices import check_mode, config_change
 from ..protocol.costs import CostLimit
 from ..protocol.fold import SessionFold
 from ..protocol.mutations import Delta, Mutation, SessionChanged, TurnFinished
-from ..protocol.state import TerminalView, ToolCallPart
-from ..protocol.turn import TurnResult
+from ..protocol.state import ToolCallPart, Usage
+from ..protocol.terminals import TerminalView
+from ..protocol.turn import TurnRecord, TurnResult
 from .attachments import load_parts
 from .checkpoints import Checkpoints
 from .elicit import ElicitationHandler
@@ -31,7 +32,6 @@ from .host import SessionHost
 from .permissions import PermissionHandler, PermissionPolicy
 from .runner import TurnRunner
 from .serving import AgentRequests
-from .session_state import SessionState
 from .structured import terms
 from .terminal import Terminals
 from .turn import TurnHandle
@@ -42,7 +42,7 @@ log = logging.getLogger("acp_notebook")
 Subscriber = Callable[[Mutation], None]
 
 
-class Session(SessionState):
+class Session:
     """An ACP session, from `client.new_session()`, `load_session()` or `resume_session()`.
 
     `prompt()` assigns input to a turn and returns its handle; `subscribe()` streams what happens;
@@ -129,6 +129,55 @@ class Session(SessionState):
     def terminal_views(self) -> dict[str, TerminalView]:
         """The client terminals of this session by terminal id, for the views that draw them."""
         return self.terminals.views if self.terminals else {}
+
+    # -- what the agent last told (read-only views of the fold: the fold alone changes them) ------
+
+    @property
+    def mode(self) -> str | None:
+        return self._fold.facts.current_mode_id
+
+    @property
+    def modes(self) -> list[dict[str, Any]]:
+        return self._fold.facts.modes
+
+    @property
+    def config_options(self) -> list[dict[str, Any]]:
+        return self._fold.facts.config_options
+
+    @property
+    def commands(self) -> list[dict[str, Any]]:
+        return self._fold.facts.commands
+
+    @property
+    def title(self) -> str | None:
+        title = self._fold.facts.info.get("title")
+        return title if isinstance(title, str) else None
+
+    @property
+    def info(self) -> dict[str, Any]:
+        return self._fold.facts.info
+
+    @property
+    def usage(self) -> Usage | None:
+        return self._fold.facts.usage
+
+    @property
+    def history(self) -> list[TurnRecord]:
+        """Every finished turn, including turns replayed by `session/load`."""
+        return self._fold.history
+
+    @property
+    def ambient(self) -> TurnRecord:
+        """Updates that arrived outside any turn."""
+        return self._fold.ambient
+
+    @property
+    def turn_record(self) -> TurnRecord | None:
+        """The live record of the turn in progress (what the agent sent so far), or None.
+
+        For views that redraw a running turn; it is mutated as updates arrive: read, don't keep.
+        """
+        return self._fold.turn
 
     # -- subscribers -----------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ and a session keeps the output of released ones up to `_KEPT_OUTPUTS` output lim
 
 from __future__ import annotations
 
+import atexit
 import collections
 import contextlib
 import itertools
@@ -30,21 +31,12 @@ from typing import Any
 import anyio
 import anyio.abc
 
+from ..errors import RpcError
 from ..protocol import jsonrpc as rpc
-from ..protocol.state import DEFAULT_OUTPUT_LIMIT, TerminalView
-from .connection import RpcError
+from ..protocol import methods
+from ..protocol.terminals import DEFAULT_OUTPUT_LIMIT, TerminalView
 from .process import child_env
-from .terminal_procs import (
-    CLOSE_TIMEOUT,
-    RUNNING,
-    close_process,
-    read_status_line,
-    remove_cgroup,
-    signal_name,
-    signal_pid,
-)
-from .terminal_slots import DEFAULT_MAX_TERMINALS as DEFAULT_MAX_TERMINALS
-from .terminal_slots import TerminalSlots as TerminalSlots
+from .supervisor import kill_cgroup
 from .workspace import Workspace
 
 _SHELL_CHARS = set(" \t|&;<>()$`\\\"'*?[]#~=%")
@@ -56,6 +48,94 @@ _KEPT_OUTPUTS = 8  # released terminals' output kept per session, in units of th
 # command starts; the cgroup also covers a command that kills its supervisor. (A switch for tests
 # of the plain subreaper; it is not in the terminal's environment, where the agent could set it.)
 USE_CGROUP = True
+
+# -- how many terminals a client may have, across its sessions ----------------------------------
+
+DEFAULT_MAX_TERMINALS = 16
+
+
+class TerminalSlots:
+    """How many terminals one client may have unreleased at once, across its sessions."""
+
+    def __init__(self, limit: int = DEFAULT_MAX_TERMINALS) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def take(self) -> None:
+        if self.used >= self.limit:
+            raise RpcError(
+                rpc.INTERNAL_ERROR,
+                f"too many terminals: {self.used} are open, the limit is {self.limit}; "
+                f"release one ({methods.TERMINAL_RELEASE}) before creating another",
+            )
+        self.used += 1
+
+    def give_back(self) -> None:
+        self.used = max(0, self.used - 1)
+
+
+# -- the processes behind terminals: signalling a supervisor, reading its status lines, closing it
+# and its cgroup, and killing what is still running when the interpreter exits
+
+CLOSE_TIMEOUT = 5.0  # seconds for a killed tree to be gone before we stop waiting
+
+# Supervisors still running in this process, signalled at interpreter exit: a kernel shutting
+# down must not leave commands behind (PDEATHSIG and the closed stdin also tell them, later).
+RUNNING: set[int] = set()
+
+
+@atexit.register
+def _kill_all_at_exit() -> None:
+    for pid in list(RUNNING):
+        signal_pid(pid, signal.SIGTERM)
+
+
+def signal_pid(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
+
+
+async def read_status_line(process: anyio.abc.Process) -> bytes:
+    """One status line from the supervisor (short: it writes them whole, one write each)."""
+    stream = process.stderr
+    assert stream is not None
+    line = b""
+    while not line.endswith(b"\n"):
+        line += await stream.receive(1)
+        if len(line) > 4096:
+            break
+    return line
+
+
+async def close_process(process: anyio.abc.Process) -> None:
+    # Closing the pipes through anyio (not just dropping them) keeps their transports from being
+    # collected after the event loop ended ("Event loop is closed" at exit).
+    # (Signal only a supervisor not yet reaped: a reaped one's pid may belong to another.)
+    if process.returncode is None:
+        signal_pid(process.pid, signal.SIGTERM)
+        with anyio.move_on_after(CLOSE_TIMEOUT):
+            await process.wait()
+    if process.returncode is None:
+        signal_pid(process.pid, signal.SIGKILL)
+    with anyio.move_on_after(1), contextlib.suppress(Exception):
+        await process.aclose()
+
+
+async def remove_cgroup(cgroup: str | None) -> None:
+    # The supervisor removes its cgroup as it exits; it is still there if the supervisor was
+    # killed (by the command, to free what it started): kill what is left in it.
+    if cgroup is None:
+        return
+    with anyio.move_on_after(CLOSE_TIMEOUT):
+        while not kill_cgroup(cgroup):  # noqa: ASYNC110 (no event tells a cgroup emptied)
+            await anyio.sleep(0.01)  # killed processes take a moment to leave it
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:  # a real-time signal (SIGRTMIN+n) has no enum member
+        return f"SIG{number}"
 
 
 @dataclass(eq=False)

@@ -30,8 +30,8 @@ from typing import Any, Generic, TypeVar
 
 import anyio
 
+from ..errors import RpcError
 from ..protocol import jsonrpc as rpc
-from .connection import RpcError
 from .safe_fs import (
     Cancelled,
     Root,

@@ -25,12 +25,12 @@ from typing import Any
 
 from ..errors import ElicitationError
 from . import elicitation, schema
+from .elicitation import ElicitationPart
 from .limits import DEFAULT_LIMITS, Budget, Limits, TurnLimits, count, cut_content, excess
 from .mutations import Delta, Mutation, PartUpdated, SessionChanged
 from .session_facts import SessionFacts
 from .state import (
     UNFINISHED,
-    ElicitationPart,
     ErrorPart,
     MessagePart,
     Part,

@@ -24,10 +24,7 @@ from typing import Any, Literal
 
 from . import items
 from .coerce import dicts, integer, mapping, number, opt_text, text
-from .elicitation import ElicitationPart as ElicitationPart
-from .terminals import DEFAULT_OUTPUT_LIMIT as DEFAULT_OUTPUT_LIMIT
-from .terminals import Terminal as Terminal
-from .terminals import TerminalView as TerminalView
+from .elicitation import ElicitationPart
 
 #: The roles the fold gives messages. A message read from a transcript keeps any other role it
 #: has (drawn as agent text, but not part of the answer).

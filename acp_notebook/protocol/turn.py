@@ -31,12 +31,11 @@ from .state import (
     PlanEntry,
     PlanPart,
     RawPart,
-    Terminal,
-    TerminalView,
     ToolCallPart,
     Usage,
     part_from_json,
 )
+from .terminals import Terminal, TerminalView
 
 #: Stop reasons that mean the agent finished the work it was given.
 SUCCESS_STOP_REASONS = frozenset({"end_turn"})

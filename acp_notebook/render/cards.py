@@ -10,7 +10,8 @@ from html import escape
 
 from ..protocol import limits
 from ..protocol.items import BlockContent, DiffContent, TerminalContent, TextContent
-from ..protocol.state import PermissionPart, RawPart, Terminal, ToolCallPart
+from ..protocol.state import PermissionPart, RawPart, ToolCallPart
+from ..protocol.terminals import Terminal
 from ..protocol.turn import Transcript
 from . import clip, labels
 from .agentmd import inline, pre_text, to_html

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from html import escape
 from typing import Any
 
+from ..protocol.elicitation import ElicitationPart
 from ..protocol.state import (
-    ElicitationPart,
     ErrorPart,
     MessagePart,
     Part,

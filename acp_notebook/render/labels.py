@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from ..protocol.state import PermissionPart, Terminal, Usage
+from ..protocol.state import PermissionPart, Usage
+from ..protocol.terminals import Terminal
 from ..protocol.turn import Transcript
 
 KIND_ICONS: dict[str, str] = {

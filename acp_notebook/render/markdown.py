@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from ..protocol.elicitation import ElicitationPart
 from ..protocol.items import DiffContent, TerminalContent
-from ..protocol.state import ElicitationPart, PermissionPart, Terminal, ToolCallPart
+from ..protocol.state import PermissionPart, ToolCallPart
+from ..protocol.terminals import Terminal
 from ..protocol.turn import Transcript
 from . import clip, elicit_card, labels, mdsafe
 from .diff import unified

@@ -3,8 +3,9 @@ permission, unknown update and error, then the footer. For terminals, logs and `
 
 from __future__ import annotations
 
+from ..protocol.elicitation import ElicitationPart
 from ..protocol.items import DiffContent, TerminalContent
-from ..protocol.state import ElicitationPart, ErrorPart, PermissionPart, RawPart, ToolCallPart
+from ..protocol.state import ErrorPart, PermissionPart, RawPart, ToolCallPart
 from ..protocol.turn import Transcript
 from . import elicit_card, labels
 from .diff import unified
