@@ -57,7 +57,7 @@ from .protocol.turn import TurnResult
 if TYPE_CHECKING:
     from .client.client import Client, connect
     from .client.options import ClientOptions
-    from .client.permissions import PermissionPolicy, PermissionRequest
+    from .client.serving.permissions import PermissionPolicy, PermissionRequest
     from .client.session import Session
     from .client.turn import TurnHandle
 
@@ -65,11 +65,11 @@ if TYPE_CHECKING:
 _LAZY = {
     "connect": ".client.client",
     "Client": ".client.client",
-    "ClientOptions": ".client.client",
+    "ClientOptions": ".client.options",
     "Session": ".client.session",
     "TurnHandle": ".client.turn",
-    "PermissionPolicy": ".client.permissions",
-    "PermissionRequest": ".client.permissions",
+    "PermissionPolicy": ".client.serving.permissions",
+    "PermissionRequest": ".client.serving.permissions",
 }
 
 

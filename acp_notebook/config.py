@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .client.mcp_config import McpServerSpec, parse_mcp_entry
-from .client.regular_file import read_regular
+from .client.serving.regular_file import read_regular
 from .errors import ConfigError
 
 DEMO = "demo"

@@ -172,7 +172,7 @@ class AcpNotebook(Magics):
         return registry
 
     def client_options(self) -> dict[str, Any]:
-        from .client.permissions import PermissionPolicy
+        from .client.serving.permissions import PermissionPolicy
 
         return {
             "fs": self.fs,

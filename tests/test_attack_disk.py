@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from acp_notebook.client import safe_fs
-from acp_notebook.client.workspace import Workspace
+from acp_notebook.client.serving import safe_fs
+from acp_notebook.client.serving.workspace import Workspace
 from acp_notebook.errors import RpcError
 
 pytestmark = pytest.mark.anyio

@@ -10,7 +10,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from acp_notebook.client.permissions import PermissionPolicy
+from acp_notebook.client.serving.permissions import PermissionPolicy
 from tests.agents.script import script
 from tests.client_helpers import Agent, reports
 

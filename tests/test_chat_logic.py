@@ -361,7 +361,7 @@ def test_a_message_whose_files_were_read_during_stop_is_given_back_not_sent(
     import threading
 
     from acp_notebook.client import attachments
-    from acp_notebook.client.workspace import Workspace
+    from acp_notebook.client.serving.workspace import Workspace
     from acp_notebook.widgets.chat import ChatWidget
     from tests.agents.script import script
     from tests.client_helpers import Watcher, tool_call

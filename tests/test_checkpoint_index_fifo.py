@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from acp_notebook.client import checkpoint_files as files
-from acp_notebook.client.safe_fs import Root
+from acp_notebook.client.serving import checkpoint_files as files
+from acp_notebook.client.serving.safe_fs import Root
 from acp_notebook.errors import RpcError
 from tests.blocking import open_fifo_ends, raised_within
 

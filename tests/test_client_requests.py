@@ -10,8 +10,8 @@ import sys
 import anyio
 import pytest
 
-from acp_notebook.client.permissions import PermissionPolicy
-from acp_notebook.client.terminal import Terminals
+from acp_notebook.client.serving.permissions import PermissionPolicy
+from acp_notebook.client.serving.terminal import Terminals
 from acp_notebook.protocol.mutations import Delta
 from tests.agents.script import script
 from tests.client_helpers import Agent, Watcher, alive, gone, reports

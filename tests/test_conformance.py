@@ -25,7 +25,7 @@ import pytest
 
 from acp_notebook.client.client import Client, connect
 from acp_notebook.client.mcp_config import McpServerSpec
-from acp_notebook.client.permissions import PermissionPolicy, PermissionRequest
+from acp_notebook.client.serving.permissions import PermissionPolicy, PermissionRequest
 from acp_notebook.client.transport import AgentStreams, in_process
 from acp_notebook.demo_agent.agent import DemoAgent
 from acp_notebook.demo_agent.wire import Wire

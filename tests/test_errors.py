@@ -14,7 +14,7 @@ import pytest
 
 import acp_notebook
 from acp_notebook import errors
-from acp_notebook.client.permissions import PermissionPolicy
+from acp_notebook.client.serving.permissions import PermissionPolicy
 from acp_notebook.config import AgentSpec, Registry
 from acp_notebook.notebook.cell import open_session
 from acp_notebook.notebook.ledger import Ledger
@@ -59,7 +59,8 @@ BUILTIN_EXCEPTIONS = {
 
 # Exception classes outside errors.py: internal signals that never leave their module.
 INTERNAL_CLASSES = {
-    "acp_notebook/client/safe_fs.py: Cancelled": "a worker thread's stop; workspace.py catches it",
+    "acp_notebook/client/serving/safe_fs.py: Cancelled": "a worker thread's stop; workspace.py "
+    "catches it",
     "acp_notebook/notebook/kernel_tools_run.py: CodeTimedOut": "raised in the agent's code at its "
     "turn's deadline; run_code catches it and reports it as that code's error",
 }
@@ -84,15 +85,15 @@ INTERNAL_RAISES = {
     "agent's code, as a text stream refuses them: run_code reports it as that code's error",
     "acp_notebook/notebook/kernel_server_mcp.py: TypeError": "a tool argument of the agent's: "
     "answered as a tool error",
-    "acp_notebook/client/regular_file.py: OSError": "a path in a setting that is not a regular "
-    "file: config.py makes it a ConfigError, recording.py a ReplayError",
+    "acp_notebook/client/serving/regular_file.py: OSError": "a path in a setting that is not a "
+    "regular file: config.py makes it a ConfigError, recording.py a ReplayError",
     "acp_notebook/notebook/stored_sessions.py: OSError": "caught in _write, kept as a problem",
     "acp_notebook/run/execute.py: OSError": "a folder at the output's name: run_notebook "
     "reports the save's failure as that notebook's",
     "acp_notebook/widgets/elicit_form.py: TimeoutError": "a handler's timeout: the client "
-    "declines the request (client/elicit.py)",
+    "declines the request (client/serving/elicit.py)",
     "acp_notebook/widgets/turn_view.py: TimeoutError": "a permission handler's timeout: the "
-    "client rejects the request, fail closed, and records why (client/serving.py)",
+    "client rejects the request, fail closed, and records why (client/serving/requests.py)",
 }
 
 
@@ -146,7 +147,7 @@ def test_builtin_exceptions_are_raised_only_where_a_boundary_catches_them() -> N
 
 def test_no_exception_class_is_defined_outside_errors_py_by_the_source() -> None:
     found = exception_classes()
-    assert "acp_notebook/client/safe_fs.py: Cancelled" in found  # the walk sees classes
+    assert "acp_notebook/client/serving/safe_fs.py: Cancelled" in found  # the walk sees classes
     new = {k: line for k, line in found.items() if k not in INTERNAL_CLASSES}
     assert not new, f"exception class(es) outside errors.py, define them there: {new}"
 

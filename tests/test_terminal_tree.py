@@ -22,9 +22,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_notebook.client import terminal
-from acp_notebook.client.supervisor import cgroup_available
-from acp_notebook.client.terminal import Terminals
+from acp_notebook.client.serving import terminal
+from acp_notebook.client.serving.supervisor import cgroup_available
+from acp_notebook.client.serving.terminal import Terminals
 from acp_notebook.protocol.mutations import Delta
 from tests.agents.script import script
 from tests.client_helpers import Agent, Watcher, alive, gone, reports, run_script

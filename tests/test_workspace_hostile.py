@@ -21,8 +21,8 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from acp_notebook.client import safe_fs, workspace
-from acp_notebook.client.workspace import Workspace
+from acp_notebook.client.serving import safe_fs, workspace
+from acp_notebook.client.serving.workspace import Workspace
 from acp_notebook.errors import RpcError
 from tests.agents.script import script
 from tests.client_helpers import Agent, reports
@@ -470,7 +470,7 @@ async def test_a_read_stuck_in_the_filesystem_does_not_hold_up_close(
         release.wait(20)
         return real_read_range(*args)
 
-    monkeypatch.setattr("acp_notebook.client.workspace.read_range", stuck)
+    monkeypatch.setattr("acp_notebook.client.serving.workspace.read_range", stuck)
     try:
         with anyio.fail_after(15):
             # The scripted agent ignores session/cancel while it waits for an answer: a short

@@ -23,8 +23,8 @@ import anyio
 from ..errors import PromptError, RpcError
 from ..protocol import content
 from ..protocol import jsonrpc as rpc
-from .regular_file import read_regular, read_within
-from .safe_fs import Root, store, within
+from .serving.regular_file import read_regular, read_within
+from .serving.safe_fs import Root, store, within
 
 #: The largest local file a prompt attaches. It goes to the agent whole, in one message (base64
 #: for images and blobs); a model's context holds far less, and the kernel holds it twice.

@@ -30,8 +30,8 @@ from .connection import Connection
 from .options import ClientOptions
 from .process import AgentProcess
 from .registry import SessionRegistry
+from .serving.terminal import TerminalSlots
 from .session import Session
-from .terminal import TerminalSlots
 from .threads import run_in_daemon_thread
 from .transport import AgentTransport
 

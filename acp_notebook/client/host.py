@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from .connection import Connection
 from .registry import SessionRegistry
 from .runner import AgentLink
-from .terminal import TerminalSlots
+from .serving.terminal import TerminalSlots
 
 
 class SessionHost(AgentLink, Protocol):

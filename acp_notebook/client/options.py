@@ -10,9 +10,9 @@ from ..errors import InvalidArgumentError
 from ..protocol.limits import DEFAULT_LIMITS, Limits
 from ..protocol.terminals import DEFAULT_OUTPUT_LIMIT
 from ..protocol.wirelog import DEFAULT_SIZE
-from .elicit import ElicitationHandler
-from .permissions import PermissionHandler, PermissionPolicy
-from .terminal import DEFAULT_MAX_TERMINALS
+from .serving.elicit import ElicitationHandler
+from .serving.permissions import PermissionHandler, PermissionPolicy
+from .serving.terminal import DEFAULT_MAX_TERMINALS
 from .transport import TransportFactory
 
 
@@ -33,7 +33,7 @@ class ClientOptions:
     #: Asked when the policy says ask: returns the chosen option id, or None to reject. None:
     #: nobody to ask, so what would be asked is rejected.
     permission_handler: PermissionHandler | None = None
-    #: Answers `elicitation/create` (client/elicit.py); None: every elicitation is declined.
+    #: Answers `elicitation/create` (client/serving/elicit.py); None: every elicitation is declined.
     elicitation_handler: ElicitationHandler | None = None
     #: Paths the agent may neither read nor write (the notebook being run), under any name.
     protected_paths: Sequence[str | os.PathLike[str]] = ()

@@ -34,8 +34,8 @@ from ..protocol.turn import TurnRecord, TurnResult, session_title
 from ..protocol.turnstate import TurnOutcome, TurnState
 from .connection import Connection
 from .options import ClientOptions
+from .serving.terminal import Terminals
 from .structured import settle
-from .terminal import Terminals
 from .turn import TurnHandle
 
 log = logging.getLogger("acp_notebook")

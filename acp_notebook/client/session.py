@@ -26,16 +26,16 @@ from ..protocol.state import ToolCallPart, Usage
 from ..protocol.terminals import TerminalView
 from ..protocol.turn import TurnRecord, TurnResult
 from .attachments import load_parts
-from .checkpoints import Checkpoints
-from .elicit import ElicitationHandler
 from .host import SessionHost
-from .permissions import PermissionHandler, PermissionPolicy
 from .runner import TurnRunner
-from .serving import AgentRequests
+from .serving.checkpoints import Checkpoints
+from .serving.elicit import ElicitationHandler
+from .serving.permissions import PermissionHandler, PermissionPolicy
+from .serving.requests import AgentRequests
+from .serving.terminal import Terminals
+from .serving.workspace import Workspace
 from .structured import terms
-from .terminal import Terminals
 from .turn import TurnHandle
-from .workspace import Workspace
 
 log = logging.getLogger("acp_notebook")
 
@@ -70,7 +70,7 @@ class Session:
         self._subscribers: list[Subscriber] = []
         self.permission_policy: PermissionPolicy = opts.permission_policy
         self.permission_handler: PermissionHandler | None = opts.permission_handler
-        #: Answers the agent's `elicitation/create` for this session (see client/elicit.py).
+        #: Answers the agent's `elicitation/create` for this session (see client/serving/elicit.py).
         self.elicitation_handler: ElicitationHandler | None = opts.elicitation_handler
         self.workspace = Workspace(
             [cwd, *additional_directories], opts.protected_paths, opts.protect_notebooks

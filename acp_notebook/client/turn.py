@@ -15,8 +15,8 @@ from ..protocol.turnstate import EndListener, TurnMachine, TurnState
 if TYPE_CHECKING:
     from ..protocol.costs import CostLimit
     from ..protocol.structured import OutputSpec
-    from .elicit import ElicitationHandler
-    from .permissions import PermissionHandler, PermissionPolicy
+    from .serving.elicit import ElicitationHandler
+    from .serving.permissions import PermissionHandler, PermissionPolicy
 
 
 class TurnSession(Protocol):

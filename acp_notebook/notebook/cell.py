@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import anyio
 
 from ..client import auth
-from ..client.permissions import PermissionPolicy
+from ..client.serving.permissions import PermissionPolicy
 from ..client.session import Session
 from ..client.turn import TurnHandle
 from ..config import AgentSpec

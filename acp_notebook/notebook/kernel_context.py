@@ -22,8 +22,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..client.regular_file import read_within
-from ..client.safe_fs import Root
+from ..client.serving.regular_file import read_within
+from ..client.serving.safe_fs import Root
 from ..errors import RpcError
 from . import cell_errors
 from .kernel_tools import ShortRepr

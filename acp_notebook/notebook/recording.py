@@ -25,7 +25,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from ..client.regular_file import read_regular
+from ..client.serving.regular_file import read_regular
 from ..errors import ReplayError
 from ..render import MIME_TRANSCRIPT
 from . import views

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..client.checkpoints import RevertResult
+from ..client.serving.checkpoints import RevertResult
 from ..render.diff import unified
 from .views import Code, Doc
 

@@ -1,6 +1,6 @@
 """A client terminal as a turn records it: the live, bounded output buffer (`TerminalView`) and
-its frozen record in the transcript (`Terminal`). Pure, no I/O; `client/terminal.py` runs the
-commands and feeds the view."""
+its frozen record in the transcript (`Terminal`). Pure, no I/O; `client/serving/terminal.py`
+runs the commands and feeds the view."""
 
 from __future__ import annotations
 

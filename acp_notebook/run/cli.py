@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from ..client.permissions import TOOL_KINDS
+from ..client.serving.permissions import TOOL_KINDS
 from . import params
 from .console import Console, shown
 from .execute import Outcome, Settings, run_all

@@ -23,7 +23,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from nbformat import NotebookNode
 
-from ..client import safe_fs
+from ..client.serving import safe_fs
 from ..protocol.redact import Redactor
 from ..render import MIME_TRANSCRIPT
 from . import params

@@ -17,7 +17,7 @@ from typing import Any
 
 import anyio
 
-from ..client.elicit import Answer
+from ..client.serving.elicit import Answer
 from ..errors import ElicitationError
 from ..notebook.views import text
 from ..protocol.elicitation import ElicitationPart, check_answer

@@ -30,7 +30,7 @@ import anywidget
 import traitlets
 from IPython.display import DisplayHandle
 
-from ..client.permissions import PermissionRequest
+from ..client.serving.permissions import PermissionRequest
 from ..client.session import Session
 from ..client.transcript import final_transcript, live_transcript
 from ..client.turn import TurnHandle

@@ -30,8 +30,9 @@ from typing import Any, Generic, TypeVar
 
 import anyio
 
-from ..errors import RpcError
-from ..protocol import jsonrpc as rpc
+from ...errors import RpcError
+from ...protocol import jsonrpc as rpc
+from ..threads import run_in_daemon_thread
 from .safe_fs import (
     Cancelled,
     Root,
@@ -45,7 +46,6 @@ from .safe_fs import (
     require_regular,
     write_replace,
 )
-from .threads import run_in_daemon_thread
 
 DEFAULT_MAX_READ_BYTES = 10 * 1024 * 1024
 MAX_PATH_BYTES = 4096  # PATH_MAX: no longer path names a file the agent could use itself

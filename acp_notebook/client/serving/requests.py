@@ -12,12 +12,13 @@ from typing import Any, Protocol
 
 import anyio
 
-from ..errors import ElicitationError, RpcError
-from ..protocol import jsonrpc as rpc
-from ..protocol import methods
-from ..protocol.elicitation import ElicitationPart
-from ..protocol.fold import SessionFold
-from ..protocol.state import PermissionPart, ToolCallPart
+from ...errors import ElicitationError, RpcError
+from ...protocol import jsonrpc as rpc
+from ...protocol import methods
+from ...protocol.elicitation import ElicitationPart
+from ...protocol.fold import SessionFold
+from ...protocol.state import PermissionPart, ToolCallPart
+from ..turn import TurnHandle
 from .checkpoints import Checkpoints
 from .elicit import ElicitationHandler, answer
 from .permissions import (
@@ -29,7 +30,6 @@ from .permissions import (
     pick_option,
 )
 from .terminal import Terminals
-from .turn import TurnHandle
 from .workspace import Workspace
 
 

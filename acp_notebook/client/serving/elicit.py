@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from ..errors import ElicitationError
-from ..protocol.elicitation import ElicitationPart, check_answer
+from ...errors import ElicitationError
+from ...protocol.elicitation import ElicitationPart, check_answer
 
 Answer = Mapping[str, Any] | str | None
 ElicitationHandler = Callable[[ElicitationPart], Awaitable[Answer]]

@@ -35,9 +35,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..errors import InvalidArgumentError
-from ..protocol import schema
-from ..protocol.state import PermissionPart, ToolCallPart
+from ...errors import InvalidArgumentError
+from ...protocol import schema
+from ...protocol.state import PermissionPart, ToolCallPart
 
 Decision = Literal["allow", "reject", "ask"]
 TOOL_KINDS = frozenset(

@@ -34,10 +34,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from ..errors import InvalidArgumentError, RpcError, TurnStateError
+from ...errors import InvalidArgumentError, RpcError, TurnStateError
+from ..threads import run_in_daemon_thread
 from . import checkpoint_files as files
 from .safe_fs import Root, Spot
-from .threads import run_in_daemon_thread
 from .workspace import Landed, Workspace
 
 log = logging.getLogger("acp_notebook")

@@ -31,11 +31,11 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from ..errors import RpcError
-from ..protocol import jsonrpc as rpc
-from ..protocol import methods
-from ..protocol.terminals import DEFAULT_OUTPUT_LIMIT, TerminalView
-from .process import child_env
+from ...errors import RpcError
+from ...protocol import jsonrpc as rpc
+from ...protocol import methods
+from ...protocol.terminals import DEFAULT_OUTPUT_LIMIT, TerminalView
+from ..process import child_env
 from .supervisor import kill_cgroup
 from .workspace import Workspace
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from ..errors import RpcError
-from ..protocol import jsonrpc as rpc
+from ...errors import RpcError
+from ...protocol import jsonrpc as rpc
 from .safe_fs import (
     Root,
     Spot,

@@ -36,8 +36,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from ..errors import RpcError
-from ..protocol import jsonrpc as rpc
+from ...errors import RpcError
+from ...protocol import jsonrpc as rpc
 
 MAX_LINKS = 40  # symlinks followed in one path, as Linux's own limit
 # Directory descriptors a walk holds below its root. A 4096-byte path can be 2,000 components
