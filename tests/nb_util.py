@@ -174,7 +174,7 @@ def transcripts(cell: NotebookNode) -> list[dict[str, Any]]:
 
 def answer(transcript: Any) -> str:
     """A saved transcript's answer as its readers rebuild it (`TurnResult.from_json`): the record
-    keeps it in the parts only (`protocol.transcript.compact`)."""
+    keeps it in the parts only (`protocol.turn.compact`)."""
     return TurnResult.from_json(transcript).text
 
 

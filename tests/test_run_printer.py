@@ -10,8 +10,14 @@ import pytest
 
 from acp_notebook.protocol.redact import Redactor
 from acp_notebook.run.console import Console, wants_colour
-from acp_notebook.run.printer import MAX_ANSWER, MAX_ANSWER_LINE, MAX_LINE, Line, TurnPrinter
-from acp_notebook.run.summary import Totals
+from acp_notebook.run.printer import (
+    MAX_ANSWER,
+    MAX_ANSWER_LINE,
+    MAX_LINE,
+    Line,
+    Totals,
+    TurnPrinter,
+)
 
 KEY = "sk-live-0123456789abcdefghij"
 

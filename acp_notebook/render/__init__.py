@@ -6,7 +6,7 @@
 The bundle holds `text/markdown` (the answer, then a compact record), `text/html` (the rich
 view), `text/plain`, and the transcript itself under `MIME_TRANSCRIPT`, so a saved notebook can
 be read, diffed and replayed (a cell's record leaves the Markdown out: `RECORD_FORMATS`). The
-transcript is read back into the fold's own parts (`protocol.transcript.read_turn`) and drawn
+transcript is read back into the fold's own parts (`protocol.turn.read_turn`) and drawn
 from them; it may be malformed (a saved notebook, an older version): reading and rendering never
 raise.
 """

@@ -27,8 +27,8 @@ from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 from markdown_it.utils import OptionsDict
 
+from ..protocol.weburl import beside, link_host, safe_url
 from . import fences
-from .urls import beside, link_host, safe_url
 
 #: Levels of block nesting (a list item inside a list counts two) before the text goes plain.
 MAX_NESTING = 20
@@ -69,7 +69,7 @@ def _checked_link(url: str) -> bool:
 
 def _normalized_link(url: str) -> str:
     """A destination as its link will have it: an http(s) one as the browser reads it
-    (`urls.safe_url`), since markdown-it's own normalisation reads hosts its own way (it drops
+    (`weburl.safe_url`), since markdown-it's own normalisation reads hosts its own way (it drops
     an empty `https://@host`'s `@`, and spells `ｅvil` as `xn--vil-376s`, not `evil`) before any
     check could see them; others as markdown-it writes them. "" (no link) when refused."""
     checked = safe_url(url)

@@ -15,9 +15,9 @@ from ..protocol.terminals import Terminal
 from ..protocol.turn import Transcript
 from . import clip, labels
 from .agentmd import inline, pre_text, to_html
+from .clip import dump
 from .diff import unified
 from .htmlbits import attr, block, css_class, json_details, note
-from .jsondump import dump
 
 _MARKDOWNISH = re.compile(
     r"^ {0,3}(?:#{1,6} |```|~~~|[-*+] \S|\d{1,3}[.)] \S|> |\|.*\|)"

@@ -8,11 +8,13 @@ re-rendered many times a second while a turn streams.
 
 from __future__ import annotations
 
+import json
 import re
+import reprlib
 from dataclasses import dataclass
 from typing import Any
 
-from ..protocol.limits import MAX_CHARS, count
+from ..protocol.limits import JSON_CHARS, MAX_CHARS, count, cut_text
 
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -234,3 +236,38 @@ def _tail_part(part: dict[str, Any], max_chars: int) -> dict[str, Any]:
         what.append(f"{n:,} image{'s' if n != 1 else ''} or file{'s' if n != 1 else ''}")
     note = f"[… {' and '.join(what)}: all of them are in the record when the turn ends]"
     return {**part, "text": f"{note}\n\n{window}", "blocks": []}
+
+
+# -- any value as indented JSON text, clipped: never raises, whatever the value holds -------------
+
+_repr = reprlib.Repr()
+_repr.maxstring = 2000
+_repr.maxother = 2000
+_repr.maxlevel = 8
+
+
+def dump(value: Any, limit: int = JSON_CHARS) -> Clipped:
+    """`value` as JSON (a bounded repr if it is not JSON), clipped to `limit` characters.
+
+    An object is shown one top-level key a line, each value compact: readable, and encoded by
+    the C encoder (`indent` would switch json to its much slower pure-Python encoder).
+    """
+    try:
+        if isinstance(value, dict) and value and all(isinstance(k, str) for k in value):
+            text = (
+                "{\n"
+                + ",\n".join(f"  {_compact(k)}: {_compact(v)}" for k, v in value.items())
+                + "\n}"
+            )
+        else:
+            text = _compact(value)
+    except (ValueError, TypeError, RecursionError):
+        try:
+            text = _repr.repr(value)
+        except Exception:  # a broken __repr__ in a hand-made transcript
+            text = f"<{type(value).__name__}>"
+    return Clipped(*cut_text(text, limit))
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=_repr.repr, separators=(", ", ": "))

@@ -1,7 +1,8 @@
 """Small pieces of HTML the turn view is made of: notes, collapsed JSON, content blocks.
 
 Everything from the agent is escaped here: text with `html.escape`, Markdown by `agentmd`, and
-only http(s) links (read as the browser will: `urls`) and base64 raster images become attributes.
+only http(s) links (read as the browser will: `protocol/weburl.py`) and base64 raster images
+become attributes.
 
 The markup is lean because a record is saved as it is, once per turn (issue 12): attribute
 values of our own that are one safe word go unquoted, the others (several words, or anything
@@ -21,11 +22,10 @@ from typing import Any
 
 from ..protocol import limits
 from ..protocol.coerce import mapping, text
-from ..protocol.weburl import visible
+from ..protocol.weburl import beside, link_host, visible
 from . import clip
 from .agentmd import pre_text, to_html
-from .jsondump import dump
-from .urls import beside, link_host
+from .clip import dump
 
 _CLASS_SAFE = re.compile(r"[^a-z0-9_]")
 _ATTR_SAFE = re.compile(r"[A-Za-z0-9_.-]{1,80}")
@@ -101,7 +101,7 @@ def _image(mime: str, data: str) -> str:
 
 
 def _link(url: str, label: str) -> str:
-    """A link to a web address the browser reads as we do (`urls.link_host`), with the host it
+    """A link to a web address the browser reads as we do (`weburl.link_host`), with the host it
     opens beside it; anything else is its label as text."""
     link = link_host(url)
     if link is None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import string
 
-from .urls import safe_url
+from ..protocol.weburl import safe_url
 
 _ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;", "\\": "&#92;", "$": "&#36;", "@": "&#64;"}
 _TEXT = str.maketrans({c: _ENTITIES.get(c, "\\" + c) for c in string.punctuation})

@@ -15,7 +15,8 @@ from functools import lru_cache
 
 from markdown_it.tree import SyntaxTreeNode
 
-from . import agentmd, mdsafe, urls
+from ..protocol import weburl
+from . import agentmd, mdsafe
 
 _ALIGN = {"text-align:left": ":--", "text-align:right": "--:", "text-align:center": ":-:"}
 
@@ -146,8 +147,8 @@ def _inline(node: SyntaxTreeNode, *, in_link: bool = False) -> str:
 
 
 def _host_note(href: str, label: str) -> str:
-    """The host the link opens, after it, when its label does not say it (`urls.beside`)."""
-    host = urls.beside(href, label)
+    """The host the link opens, after it, when its label does not say it (`weburl.beside`)."""
+    host = weburl.beside(href, label)
     return f" ({mdsafe.text(host)})" if host else ""
 
 

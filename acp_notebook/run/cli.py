@@ -17,8 +17,7 @@ from ..client.serving.permissions import TOOL_KINDS
 from . import params
 from .console import Console, shown
 from .execute import Outcome, Settings, run_all
-from .printer import Line
-from .summary import Totals
+from .printer import Line, Totals
 
 USAGE_ERROR = 2
 OUTPUT_SUFFIX = ".out.ipynb"

@@ -28,8 +28,7 @@ from ..protocol.redact import Redactor
 from ..render import MIME_TRANSCRIPT
 from . import params
 from .console import Tagged
-from .printer import Line, TurnPrinter, safe
-from .summary import Totals, seconds
+from .printer import Line, Totals, TurnPrinter, safe, seconds
 
 #: Lines of a failed cell's error shown (the `TurnFailed` paragraph is far shorter).
 ERROR_LINES = 40
