@@ -215,8 +215,8 @@ class AcpNotebook(Magics):
         return self._run_cell(opts, cell, line)
 
     async def _run_cell(self, opts: CellOptions, body: str, line: str) -> Any:
+        from .display.publish import guarded
         from .notebook import session_cell
-        from .notebook.publish import guarded
 
         # Errors quote the agent (its error message, its stderr): they leave masked.
         return await guarded(session_cell.run(self, opts, body, line))
@@ -226,8 +226,8 @@ class AcpNotebook(Magics):
     @line_magic("agent")  # type: ignore[arg-type]  # IPython's stubs reject a renamed method
     def agent_line(self, line: str) -> Coroutine[Any, Any, Any]:
         """%agent [list|status|sessions|resume|load|mode|config|stop|restart|close|help] ..."""
+        from .display.publish import guarded
         from .notebook import commands
-        from .notebook.publish import guarded
 
         return guarded(commands.run(self, line))
 
@@ -274,8 +274,8 @@ def load_ipython_extension(ipython: Any) -> None:
     # JupyterLab opens ipywidgets' control comm once, when it connects: its target must exist
     # from the start, or is_interactive() never sees a widget front-end and Lab gets no Stop or
     # permission buttons. Stand-ins import ipywidgets only when a front-end opens it.
+    from .display.masking import install_log_mask
     from .notebook import interrupts, rewrite
-    from .notebook.masking import install_log_mask
     from .widgets.targets import register_lazily
 
     register_lazily()
@@ -326,7 +326,7 @@ def unload_ipython_extension(ipython: Any) -> None:
 
     if note_cell in ipython.events.callbacks["post_run_cell"]:
         ipython.events.unregister("post_run_cell", note_cell)
-    from .notebook.display import unregister
+    from .display.reprs import unregister
 
     unregister(ipython)
     magics = instance(ipython)
@@ -335,8 +335,8 @@ def unload_ipython_extension(ipython: Any) -> None:
 
 
 def _register_formatters(ipython: Any) -> None:
-    from .notebook.display import register
-    from .notebook.masking import REDACTOR  # the Runtime's redactor, which is made later
+    from .display.masking import REDACTOR  # the Runtime's redactor, which is made later
+    from .display.reprs import register
 
     register(ipython, REDACTOR)
 

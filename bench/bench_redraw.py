@@ -6,7 +6,7 @@
 One process, one `stream_agent.py` turn of N chunks of S bytes. Every E chunks a subscriber
 redraws, as a view would between two of its pauses, and times it (CPU, `time.process_time`):
 
-  headless   `LiveView._bundle()` (notebook/live.py: the transcript, masked, clipped, rendered)
+  headless   `LiveView._bundle()` (display/live.py: the transcript, masked, clipped, rendered)
   widget     what `TurnView` does (widgets/turn_view.py): the live transcript, masked, read back,
              and `TurnDiff.update` on it (no widget: no kernel here)
 
@@ -35,7 +35,7 @@ KEYS = ["ghp_Zq8xW2vN5rT7yU1iO3pL9kJ4hG6fD0sA", "sk-ant-api03-Qm4Rt8Wz2Xc6Vb1Nn5
 async def one_turn(args: argparse.Namespace, view: str) -> tuple[float, int, int]:
     import acp_notebook
     from acp_notebook.client.transcript import live_transcript
-    from acp_notebook.notebook.live import LiveView
+    from acp_notebook.display.live import LiveView
     from acp_notebook.protocol.turn import read_turn
     from acp_notebook.widgets.turn_diff import TurnDiff
 

@@ -156,7 +156,7 @@ def test_no_menu_without_modes_or_options() -> None:
 
 
 def test_the_record_has_each_user_message_once_and_one_stylesheet() -> None:
-    from acp_notebook.notebook import publish
+    from acp_notebook.display import publish
     from acp_notebook.widgets.chat_turn import user_part
 
     turns = []
@@ -267,7 +267,7 @@ def json_of(value: Any) -> str:
 
 
 def test_a_page_that_keeps_the_record_gets_each_turn_once() -> None:
-    from acp_notebook.notebook import publish
+    from acp_notebook.display import publish
     from acp_notebook.widgets.chat_keep import RecordKeeper
     from acp_notebook.widgets.chat_record import join, piece
 

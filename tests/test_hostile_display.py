@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from acp_notebook.notebook import views
+from acp_notebook.display import views
 from acp_notebook.notebook.commands import sessions_doc, status_doc
 from acp_notebook.protocol.state import Usage
 from acp_notebook.widgets.chat import status_html

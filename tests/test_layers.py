@@ -68,6 +68,7 @@ LAYER_OF: dict[str, str] = {
     "client": "client",
     "config": "client",
     "render": "render",
+    "display": "display",
     "widgets": "widgets",
     "notebook": "notebook",
     "magics": "magics",
@@ -77,19 +78,22 @@ LAYER_OF: dict[str, str] = {
 }
 
 # The layers each layer may import (itself always included). `base` (errors, the version)
-# is importable from anywhere. `widgets` and `notebook` share the top tier (the cycle test
-# keeps their modules from importing each other in a loop); `magics` is the thin entry point
-# above them that only the root imports. The root `__init__` re-exports from every layer, lazily
-# for the client. The demo agent is a separate program: stdlib only, nothing of the package.
+# is importable from anywhere. `display` (publishing, masking, the live view) sits below both
+# `widgets` and `notebook`, which never import each other: the `%%agent` flow gets the widget
+# views from `magics` (the thin entry point above both, which only the root imports) as the
+# `notebook.host.Widgets` protocol it owns. The root `__init__` re-exports from every layer,
+# lazily for the client. The demo agent is a separate program: stdlib only, nothing of the package.
+BELOW_THE_TOP = {"base", "protocol", "client", "render", "display"}
 LAYERS: dict[str, set[str]] = {
     "base": {"base"},
     "protocol": {"base", "protocol"},
     "client": {"base", "protocol", "client"},
     "render": {"base", "protocol", "render"},
-    "widgets": {"base", "protocol", "client", "render", "widgets", "notebook"},
-    "notebook": {"base", "protocol", "client", "render", "widgets", "notebook"},
-    "magics": {"base", "protocol", "client", "render", "widgets", "notebook", "magics"},
-    "root": {"base", "protocol", "client", "render", "widgets", "notebook", "magics", "root"},
+    "display": {"base", "protocol", "client", "render", "display"},
+    "widgets": {*BELOW_THE_TOP, "widgets", "notebook"},
+    "notebook": {*BELOW_THE_TOP, "notebook", "widgets"},
+    "magics": {*BELOW_THE_TOP, "widgets", "notebook", "magics"},
+    "root": {*BELOW_THE_TOP, "widgets", "notebook", "magics", "root"},
     "demo_agent": {"demo_agent"},
     "run": {"base", "protocol", "client", "render", "run"},
     "kernel_mcp": {"kernel_mcp"},
@@ -97,11 +101,15 @@ LAYERS: dict[str, set[str]] = {
 
 # Third-party packages a pure layer must not import (checked on the top-level name).
 UI = {"IPython", "ipywidgets", "ipykernel", "traitlets", "nbformat", "nbclient"}
+WIDGET_TOOLKITS = {"ipywidgets", "anywidget"}
 FORBIDDEN_THIRD_PARTY: dict[str, set[str]] = {
     "protocol": {"anyio", *UI},
     "render": {"anyio", *UI},
     "client": UI,
     "base": {"anyio", *UI},
+    # The widget toolkits are the widget layer's: the others ask it (`widgets/targets.py`).
+    "display": WIDGET_TOOLKITS,
+    "notebook": WIDGET_TOOLKITS,
 }
 # The demo agent must start in tens of milliseconds: the standard library only.
 STDLIB_ONLY = {"demo_agent", "kernel_mcp"}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_notebook.notebook import display
+from acp_notebook.display import reprs
 from tests.nb_util import execute, transcripts
 
 pytestmark = pytest.mark.timeout(90)
@@ -90,7 +90,7 @@ def test_a_widget_front_end_opening_the_control_comm_is_seen() -> None:
     assert found == {"seen": True, "ipywidgets_targets": True}
 
 
-@pytest.mark.parametrize(("module", "name"), [display.HANDLE, *display.MASKED_REPRS])
+@pytest.mark.parametrize(("module", "name"), [reprs.HANDLE, *reprs.MASKED_REPRS])
 def test_the_client_classes_shown_by_name_exist(module: str, name: str) -> None:
     cls = getattr(importlib.import_module(module), name)
     assert (cls.__module__, cls.__name__) == (module, name)

@@ -1,5 +1,5 @@
 """The bytes a headless live view sends per turn (issue 12: at most 2 times the transcript's, at
-any pace), and that it stays live while it keeps to them (notebook/live_meter.py).
+any pace), and that it stays live while it keeps to them (display/live_meter.py).
 
 The record at the end sends about 1.5 times the transcript (its HTML, its text, the transcript
 itself); the live updates before it send at most `LIVE_SHARE` of what the turn holds. A redraw
@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from acp_notebook.notebook import publish
-from acp_notebook.notebook.live_meter import (
+from acp_notebook.display import publish
+from acp_notebook.display.live_meter import (
     LIVE_FORCED_MAX,
     LIVE_MESSAGE,
     LIVE_MIN_TAIL,

@@ -756,7 +756,7 @@ def test_kernel_interrupt_cancels_turn_and_kernel_stays_usable(tmp_path: Path) -
     agent = scripted("--record", str(log))
     nb = new_nb(
         # Short, then silent: shown by the redraw of a view stale for a second, beyond its
-        # share of bytes (notebook/live_meter.py).
+        # share of bytes (display/live_meter.py).
         f"%%agent --agent {agent}\n" + script({"say": "streaming"}, {"sleep": 60}),
         "print(6 * 7)",
         f"%%agent --agent {agent}\nstill there?",

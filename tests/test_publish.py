@@ -17,8 +17,8 @@ import anyio
 import pytest
 from IPython.core.error import UsageError
 
+from acp_notebook.display import masking, publish
 from acp_notebook.errors import TurnInterrupted
-from acp_notebook.notebook import masking, publish
 from acp_notebook.protocol.redact import MASK, Redactor
 from acp_notebook.protocol.turn import TurnResult, read_turn
 from acp_notebook.render import MIME_TRANSCRIPT
@@ -97,7 +97,7 @@ def test_reprs_shown_as_cell_values_are_masked(
 ) -> None:
     from IPython.core.interactiveshell import InteractiveShell
 
-    from acp_notebook.notebook.display import register
+    from acp_notebook.display.reprs import register
     from acp_notebook.protocol.turn import TurnResult
 
     shell = InteractiveShell.instance()
@@ -175,7 +175,7 @@ def _long_turn(answer: str) -> dict[str, object]:
 
 
 def test_a_headless_redraw_draws_the_end_of_a_long_answer(late_key: str) -> None:
-    from acp_notebook.notebook.live import LIVE_TAIL
+    from acp_notebook.display.live import LIVE_TAIL
     from acp_notebook.render import LIVE_FORMATS, MIME_TRANSCRIPT
 
     # The key straddles where the tail starts: masked before the cut, no piece of it is shown.
@@ -214,7 +214,7 @@ def test_a_short_answer_is_drawn_whole_by_a_redraw() -> None:
 def test_closing_a_live_view_does_not_wait_out_its_pause_between_redraws() -> None:
     from types import SimpleNamespace
 
-    from acp_notebook.notebook.live import LiveView
+    from acp_notebook.display.live import LiveView
 
     subscribers: list[Any] = []
     session = _stub_session(lambda f: subscribers.append(f) or (lambda: None))
@@ -241,7 +241,7 @@ def test_a_live_view_listens_to_nothing_while_its_redraw_is_due() -> None:
     follow would tell it nothing more), and subscribes again as the redraw reads the state."""
     from types import SimpleNamespace
 
-    from acp_notebook.notebook.live import LiveView
+    from acp_notebook.display.live import LiveView
 
     subscribers: list[Any] = []
     drawn: list[int] = []
@@ -295,7 +295,7 @@ def test_a_live_views_first_redraw_keeps_the_pause_after_its_first_display() -> 
     drawn a pause later (1 / max_rate), not in a message of their own right after it."""
     from types import SimpleNamespace
 
-    from acp_notebook.notebook.live import LiveView
+    from acp_notebook.display.live import LiveView
 
     subscribers: list[Any] = []
     session = _stub_session(lambda f: subscribers.append(f) or (lambda: None))

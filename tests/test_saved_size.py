@@ -154,7 +154,7 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> dict[str, NotebookNode]:
 def test_a_turn_is_saved_in_a_few_times_its_visible_text(saved: dict[str, NotebookNode]) -> None:
     for name, cell in saved.items():
         data = record(cell)
-        # No empty output beside the record: the live display became it (notebook/live.py).
+        # No empty output beside the record: the live display became it (display/live.py).
         assert all(any(o.get("data", {}).values()) or o.get("text") for o in cell.outputs)
         assert "<style" not in data["text/html"]
         assert "text/markdown" not in data  # a third copy no front-end shows beside the HTML

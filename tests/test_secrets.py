@@ -138,7 +138,7 @@ def test_a_key_never_reaches_the_saved_notebook(tmp_path: Path, when: str) -> No
     if when != "set by a cell":  # every other way of leaking, without the late key
         env["MY_API_KEY"] = KEY
     echoes = script(
-        # A long answer: its share of bytes pays for redraws (notebook/live_meter.py).
+        # A long answer: its share of bytes pays for redraws (display/live_meter.py).
         {"huge_say": 40_000},
         {"say": "whole: {KEY}. "},
         {"say": "split: {KEY_A}"},

@@ -1,7 +1,7 @@
 """The transcript of a turn still running (or replayed), with what its session knows: the shape
 of `TurnResult.to_json()`, written by `protocol/turn.py`'s `turn_json`.
 
-Renderers take this one shape (masked first, see `notebook.publish`) and read it back into the
+Renderers take this one shape (masked first, see `display.publish`) and read it back into the
 fold's own parts (`protocol.turn.read_turn`), so a live turn, a finished one and a turn read
 back from a saved notebook are the same objects, drawn by the same code.
 """

@@ -13,9 +13,9 @@ from typing import Any
 from ..client import auth
 from ..client.client import Client
 from ..config import AgentSpec
-from . import publish
+from ..display import publish
+from ..display.views import Code, Doc, lines
 from .host import Host
-from .views import Code, Doc, lines
 
 
 def methods_doc(spec: AgentSpec, client: Client, host: Host) -> Doc:

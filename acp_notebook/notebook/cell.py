@@ -20,6 +20,9 @@ from ..client.serving.permissions import PermissionPolicy
 from ..client.session import Session
 from ..client.turn import TurnHandle
 from ..config import AgentSpec
+from ..display import publish, views
+from ..display.live import LiveView
+from ..display.views import Code
 from ..errors import (
     AgentStartError,
     AuthRequiredError,
@@ -29,12 +32,9 @@ from ..errors import (
 )
 from ..errors import TurnFailed as TurnFailed  # defined in errors.py; still importable here
 from ..protocol.turn import TurnResult
-from . import publish, views
-from .live import LiveView
 from .options import CellOptions as CellOptions  # declared in options.py; importable here
 from .runtime import Runtime
 from .stored_sessions import Memory
-from .views import Code
 
 #: Characters of terminal logins' command lines a failed cell's advice shows, whole; past it a
 #: method's line says where its command is shown (`%agent auth`), not a part of it.

@@ -8,8 +8,10 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from ..display import publish, views
+from ..display.views import Code, Doc, Value
 from ..errors import AcpError, CapabilityError
-from . import auth_cmds, mcp_servers, publish, replay, views
+from . import auth_cmds, mcp_servers, replay
 from .cell import apply_settings, start_error_message
 from .host import Host
 from .ledger import ledger_doc
@@ -20,7 +22,6 @@ from .status_docs import MAX_ITEMS as MAX_ITEMS
 from .status_docs import key, sessions_doc, status_doc
 from .stored_sessions import Memory
 from .stored_sessions import sessions_doc as sessions_of_kernel
-from .views import Code, Doc, Value
 from .wire_docs import log_doc
 
 MAX_LOG = 1000  # messages each way asked for; the client keeps `wire_log_size` reads' worth

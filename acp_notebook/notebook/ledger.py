@@ -15,12 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..display import views
+from ..display.views import Code, Doc
 from ..errors import BudgetExceededError
 from ..protocol.coerce import integer
 from ..protocol.costs import CostLimit, money, same_currency
 from ..protocol.turn import TurnResult
-from . import views
-from .views import Code, Doc
 
 if TYPE_CHECKING:
     from ..client.session import Session

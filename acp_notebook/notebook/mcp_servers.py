@@ -21,8 +21,8 @@ from IPython.core.error import UsageError
 
 from ..client.mcp_config import McpServerSpec, bare_url, mcp_secrets
 from ..config import AgentSpec
+from ..display import views
 from ..errors import ConfigError, McpTransportError
-from . import views
 from .host import Host
 
 if TYPE_CHECKING:

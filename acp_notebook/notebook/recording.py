@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..client.serving.regular_file import read_regular
+from ..display import views
 from ..errors import ReplayError
 from ..render import MIME_TRANSCRIPT
-from . import views
 
 #: A recorded notebook larger than this is refused: nobody's turns need it, a hostile file might.
 MAX_NOTEBOOK_BYTES = 128 * 1024 * 1024

@@ -33,16 +33,16 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from ..display import publish, views
+from ..display.views import Code
 from ..errors import ReplayError, TurnFailed
 from ..protocol.refold import refold
 from ..protocol.structured import OutputSpec
 from ..protocol.turn import TurnResult
 from ..render import mdsafe
-from . import publish, views
 from .host import Host
 from .options import CellOptions, parse_cell_line
 from .recording import RecordedCell, Recording, load
-from .views import Code
 
 ENV = "ACP_NOTEBOOK_REPLAY"
 ENV_MODE = "ACP_NOTEBOOK_REPLAY_MODE"

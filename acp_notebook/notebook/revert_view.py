@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..client.serving.checkpoints import RevertResult
+from ..display.views import Code, Doc
 from ..render.diff import unified
-from .views import Code, Doc
 
 MAX_DIFF_LINES = 400  # per file; a revert of a large file shows its head
 

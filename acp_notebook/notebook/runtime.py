@@ -23,9 +23,9 @@ import anyio
 from ..client.client import Client, connect
 from ..client.session import Session
 from ..config import AgentSpec
+from ..display.masking import REDACTOR, install_log_mask
 from ..protocol.redact import secret_args, secret_values
 from .ledger import Ledger
-from .masking import REDACTOR, install_log_mask
 
 
 class AgentHost:

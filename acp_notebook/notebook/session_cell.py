@@ -10,6 +10,8 @@ import anyio
 from IPython.core.error import UsageError
 
 from ..config import AgentSpec
+from ..display import publish, views
+from ..display.live import LiveView
 from ..errors import (
     AcpError,
     ConfigError,
@@ -20,7 +22,7 @@ from ..errors import (
     TurnInterrupted,
 )
 from ..protocol.turn import TurnResult
-from . import mcp_servers, publish, replay, views
+from . import mcp_servers, replay
 from .cell import (
     apply_settings,
     failure_message,
@@ -32,7 +34,6 @@ from .cell import (
     wait_turn,
 )
 from .host import Host
-from .live import LiveView
 from .options import CellOptions
 from .stored_sessions import Memory
 

@@ -26,7 +26,9 @@ SLACK = 4  # a field is masked at this many times its limit, then clipped (see s
 
 
 def redactor() -> Redactor:
-    from .publish import REDACTOR  # the kernel's one redactor: its env and its agents' secrets
+    from ..display.publish import (
+        REDACTOR,  # the kernel's one redactor: its env and its agents' secrets
+    )
 
     return REDACTOR
 

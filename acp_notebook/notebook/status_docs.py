@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import views
-from .views import Code, Doc, Strong, Value
+from ..display import views
+from ..display.views import Code, Doc, Strong, Value
 
 
 def key(value: Any) -> str:

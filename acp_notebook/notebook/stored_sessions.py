@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..display import publish, views
+from ..display.views import Code, Doc
 from ..errors import CapabilityError, ProtocolError, RequestError
-from . import publish, views
-from .views import Code, Doc
 
 if TYPE_CHECKING:
     from ..client.client import Client

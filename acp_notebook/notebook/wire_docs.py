@@ -11,8 +11,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from ..display.views import Code, Doc
 from ..protocol.wirelog import WireEntry
-from .views import Code, Doc
 
 STRING_CLIP = 200  # characters shown of one string value
 ITEMS_CLIP = 20  # items shown of one list or object

@@ -310,7 +310,7 @@ class SessionFold:
         target = record.overflow[role]
         if target is None:
             # Not kept: its characters go back to the budget (`_chunk` took them), which tells
-            # what the turn holds (the headless live view's share: notebook/live_meter.py).
+            # what the turn holds (the headless live view's share: display/live_meter.py).
             record.budget.text += len(text)
             self.keep.drop(record, "text_chars", len(text))
             return

@@ -503,12 +503,12 @@ def read_turn(transcript: Any, *, live: bool = False) -> Transcript:
         duration=number(t.get("duration")),
         note=text(t.get("note")),
         title=" ".join(text(t.get("title")).split())[:200],
-        terminal_cards=_terminal_cards(parts),
-        rejected_calls=_rejected_calls(parts),
+        terminal_cards=terminal_cards_of(parts),
+        rejected_calls=rejected_calls_of(parts),
     )
 
 
-def _rejected_calls(parts: list[Part]) -> frozenset[str]:
+def rejected_calls_of(parts: list[Part]) -> frozenset[str]:
     """`Transcript.rejected_calls`: a call asked about again and allowed is not rejected."""
     answers: dict[str, bool] = {}
     for part in parts:
@@ -517,7 +517,7 @@ def _rejected_calls(parts: list[Part]) -> frozenset[str]:
     return frozenset(call for call, rejected in answers.items() if rejected)
 
 
-def _terminal_cards(parts: list[Part]) -> dict[str, ToolCallPart]:
+def terminal_cards_of(parts: list[Part]) -> dict[str, ToolCallPart]:
     """Each terminal's first tool call that shows it (`Transcript.terminal_cards`)."""
     cards: dict[str, ToolCallPart] = {}
     for part in parts:

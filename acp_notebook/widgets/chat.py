@@ -32,8 +32,8 @@ from IPython.display import DisplayHandle
 
 from ..client.session import Session
 from ..client.turn import TurnHandle
-from ..notebook import publish
-from ..notebook.views import Code, Strong, Value, html_span, money, number, percent, text
+from ..display import publish
+from ..display.views import Code, Strong, Value, html_span, money, number, percent, text
 from ..protocol.mutations import Mutation, SessionChanged, TurnStarted
 from ..protocol.redact import Redactor
 from ..protocol.state import Usage

@@ -16,7 +16,7 @@ from typing import Any
 
 from IPython.display import DisplayHandle
 
-from ..notebook import publish
+from ..display import publish
 from .chat_input import ChatInput
 from .chat_record import html_start, join, piece
 

@@ -16,7 +16,7 @@ from typing import Any
 import ipywidgets as w
 
 from ..client.session import Session
-from ..notebook.views import text
+from ..display.views import text
 from .loop import KernelLoop
 
 MODE = "mode"

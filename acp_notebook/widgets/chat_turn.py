@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..client.transcript import final_transcript, live_transcript
-from ..notebook import publish
+from ..display import publish
 from ..protocol.turn import Transcript, TurnResult, read_turn
 from ..protocol.turnstate import TurnState
 from .turn_view import TurnView

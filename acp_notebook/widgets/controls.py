@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..notebook.views import text
+from ..display.views import text
 from ..render import labels
 
 # A button of an option without a name (nor id): our word for the kind alone.

@@ -18,8 +18,8 @@ from typing import Any
 import anyio
 
 from ..client.serving.elicit import Answer
+from ..display.views import text
 from ..errors import ElicitationError
-from ..notebook.views import text
 from ..protocol.elicitation import ElicitationPart, check_answer
 
 

@@ -34,10 +34,9 @@ from ..client.serving.permissions import PermissionRequest
 from ..client.session import Session
 from ..client.transcript import final_transcript, live_transcript
 from ..client.turn import TurnHandle
-from ..notebook import display as shown
-from ..notebook import publish
-from ..notebook.live import LiveView
-from ..notebook.views import text
+from ..display import publish, reprs
+from ..display.live import LiveView
+from ..display.views import text
 from ..protocol.redact import Redactor
 from ..protocol.turn import Transcript, TurnResult, read_turn
 from ..render.style import CSS
@@ -304,7 +303,7 @@ class TurnView(LiveView):
         if self.view_handle is not None:
             publish.update(self.view_handle, bundle)
         if not keep_record:
-            shown.shown_in_place(result)
+            reprs.shown_in_place(result)
         self.widget.close()
 
 

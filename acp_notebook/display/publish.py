@@ -2,7 +2,7 @@
 
 Displays and display updates (`show`, `update`), the exceptions a magic raises (`guarded`), the
 extension's log records (`LogMask`, to the cell's stderr) and the plain-text reprs of its objects
-(see `display.register`) all pass through `REDACTOR`, so a key cannot reach a cell or a saved
+(see `reprs.register`) all pass through `REDACTOR`, so a key cannot reach a cell or a saved
 notebook by a path that forgot to mask. Renderers are pure and do not mask; the transcript they
 draw is masked before rendering too (`REDACTOR.obj`), because a renderer may split a key (a
 highlighted span, a wrapped line) where the mask of the finished bundle would no longer see it.

@@ -33,7 +33,7 @@ from ..protocol.mutations import Mutation, SessionChanged
 from ..protocol.redact import Redactor
 from ..protocol.turn import TurnRecord, TurnResult
 from ..render import LIVE_FORMATS, MIME_TRANSCRIPT
-from . import display, publish
+from . import publish, reprs
 from .live_meter import LIVE_TAIL, Meter
 
 __all__ = ["LIVE_TAIL", "LiveView"]
@@ -185,7 +185,7 @@ class LiveView:
         """Final update: the static record, in the live display's place when there is one.
 
         Without `keep_record` the cell's value will show the record too: the live display
-        becomes the record and the value's display adds nothing (`display.shown_in_place`), as
+        becomes the record and the value's display adds nothing (`reprs.shown_in_place`), as
         the widget view does. A display cannot be removed once shown (only the whole cell's
         outputs can be cleared, with the other outputs before it), so emptying it and showing
         the record as the value left an empty output in every saved notebook. Not opening a
@@ -204,7 +204,7 @@ class LiveView:
         publish.update(self._handle, record)
         self.updates += 1
         if not keep_record:
-            display.shown_in_place(result)
+            reprs.shown_in_place(result)
 
     async def aclose(self) -> None:
         """Stop the render task. It has nothing left to draw (`finish` drew the end): it is
