@@ -23,6 +23,7 @@ from .notebook.options import CellOptions, parse_cell_line
 
 if TYPE_CHECKING:
     from .notebook.runtime import Runtime
+    from .widgets.kit import WidgetKit
 
 
 @magics_class
@@ -190,12 +191,17 @@ class AcpNotebook(Magics):
     def is_interactive(self) -> bool:
         if self.interactive != "auto":
             return bool(self.interactive == "yes")
-        from ipywidgets import Widget
+        from .widgets.targets import front_end_connected
 
-        # A widget front-end (JupyterLab, Notebook 7, VS Code) opens the widget control comm
-        # when it connects; nbclient, papermill and `jupyter execute` never do. ipywidgets keeps
-        # that comm in a private attribute and offers no public way to ask: read, never written.
-        return getattr(Widget, "_control_comm", None) is not None
+        return front_end_connected()
+
+    @property
+    def widgets(self) -> WidgetKit:
+        """The widget views the `%%agent` flow and `%agent chat` show (notebook/host.py's
+        `Widgets`): handed in from here, so the notebook layer never imports the widgets."""
+        from .widgets.kit import WidgetKit
+
+        return WidgetKit()
 
     # -- %%agent ---------------------------------------------------------------------------------
 

@@ -90,8 +90,8 @@ LAYERS: dict[str, set[str]] = {
     "client": {"base", "protocol", "client"},
     "render": {"base", "protocol", "render"},
     "display": {"base", "protocol", "client", "render", "display"},
-    "widgets": {*BELOW_THE_TOP, "widgets", "notebook"},
-    "notebook": {*BELOW_THE_TOP, "notebook", "widgets"},
+    "widgets": {*BELOW_THE_TOP, "widgets"},
+    "notebook": {*BELOW_THE_TOP, "notebook"},
     "magics": {*BELOW_THE_TOP, "widgets", "notebook", "magics"},
     "root": {*BELOW_THE_TOP, "widgets", "notebook", "magics", "root"},
     "demo_agent": {"demo_agent"},
@@ -110,6 +110,7 @@ FORBIDDEN_THIRD_PARTY: dict[str, set[str]] = {
     # The widget toolkits are the widget layer's: the others ask it (`widgets/targets.py`).
     "display": WIDGET_TOOLKITS,
     "notebook": WIDGET_TOOLKITS,
+    "magics": WIDGET_TOOLKITS,
 }
 # The demo agent must start in tens of milliseconds: the standard library only.
 STDLIB_ONLY = {"demo_agent", "kernel_mcp"}
@@ -479,7 +480,7 @@ FOREIGN_PRIVATE: dict[str, str] = {
         "UsageError in a magic otherwise sends an older cell's traceback or none"
     ),
     "acp_notebook/magics.py: shell._last_traceback_during_displayhook": "the same, its twin",
-    "acp_notebook/magics.py: Widget._control_comm": (
+    "acp_notebook/widgets/targets.py: Widget._control_comm": (
         "ipywidgets opens it when a widget front-end connects and offers no public way to "
         "ask whether one did; read only, never written"
     ),
@@ -657,6 +658,31 @@ def test_layer_checker_finds_upward_and_third_party_imports(tmp_path: Path) -> N
     assert "pkg/render/r.py:3: pkg.render.r (render) imports pkg.client.c (client)" in text
     assert "pkg/demo_agent/__init__.py:2: pkg.demo_agent (demo_agent) imports pydantic" in text
     assert "pkg.stray belongs to no layer" in text
+
+
+def test_layer_checker_keeps_widgets_and_notebook_apart(tmp_path: Path) -> None:
+    """A widget importing the notebook layer, or the notebook importing a widget (even inside a
+    function, the way a lazy import would), fails; both importing the display layer does not."""
+    write_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/display/__init__.py": "",
+            "pkg/display/publish.py": "from ..render import r\n",
+            "pkg/render/r.py": "",
+            "pkg/widgets/view.py": "from ..display import publish\nfrom ..notebook import cell\n",
+            "pkg/notebook/cell.py": "from ..display.publish import x\n"
+            "def f():\n    from ..widgets.view import View\n",
+            "pkg/magics.py": "from .notebook import cell\nfrom .widgets import view\n"
+            "import ipywidgets\n",
+        },
+    )
+    found = layer_offenders(tmp_path, "pkg")
+    text = "\n".join(found)
+    assert len(found) == 3, text
+    assert "pkg/widgets/view.py:2: pkg.widgets.view (widgets) imports pkg.notebook.cell" in text
+    assert "pkg/notebook/cell.py:3: pkg.notebook.cell (notebook) imports pkg.widgets.view" in text
+    assert "pkg/magics.py:3: pkg.magics (magics) imports ipywidgets" in text
 
 
 def test_size_checker_finds_long_modules_and_functions(tmp_path: Path) -> None:

@@ -316,8 +316,6 @@ async def _close(host: Host, args: argparse.Namespace) -> None:
 
 
 async def _chat(host: Host, args: argparse.Namespace) -> Any:
-    from ..widgets.chat import ChatWidget
-
     spec, _ = host.registry().resolve(args.agent or _agent_of_last(host))
     name = args.session or spec.name
     try:
@@ -325,7 +323,7 @@ async def _chat(host: Host, args: argparse.Namespace) -> Any:
     except AcpError as exc:
         raise UsageError(_error_text(host, start_error_message(exc, spec))) from None
     # The cell's value, so it shows as the cell's result and `chat = _` reaches it from code.
-    return ChatWidget(session, redactor=host.runtime.redactor)
+    return host.widgets.chat(session, redactor=host.runtime.redactor)
 
 
 async def _log(host: Host, args: argparse.Namespace) -> None:

@@ -3,14 +3,58 @@
 `magics.AcpNotebook` is that object (its traitlets configuration, the kernel's namespace); the
 `%%agent` flow (`session_cell`) and the `%agent` commands (`commands`) take it as a `Host` and
 use nothing else of it, so they never import `magics.py`.
+
+The widget views come the same way (`Host.widgets`, typed as `Widgets` here): the notebook layer
+never imports `widgets/`, which sits beside it on the display layer (tests/test_layers.py).
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config import Registry
 from .runtime import Runtime
+
+if TYPE_CHECKING:
+    from ..client.session import Session
+    from ..client.turn import TurnHandle
+    from ..display.live import LiveView
+    from ..protocol.redact import Redactor
+
+
+class Starting(Protocol):
+    """A turn's view shown while its agent and session start, with Stop (`on_stop`, set by the
+    cell to cancel the start; `stopping` once pressed); `end` replaces it when no turn came."""
+
+    on_stop: Callable[[], object]
+    stopping: bool
+
+    def end(self, bundle: dict[str, Any]) -> None:
+        """No turn came of it: `bundle` (ours, static) in place of the view."""
+
+
+class Widgets(Protocol):
+    """The widget views of a front-end that can show them (widgets/kit.py's `WidgetKit`)."""
+
+    def starting(self) -> Starting:
+        """A view saying "starting agent…", shown at once."""
+
+    def turn_view(
+        self,
+        session: Session,
+        turn: TurnHandle,
+        *,
+        on_stop: Callable[[], object],
+        max_rate: float,
+        redactor: Redactor,
+        permission_timeout: float,
+        start: Starting | None,
+    ) -> LiveView:
+        """The live view of `turn`, drawn by a widget, in the place of `start` if given."""
+
+    def chat(self, session: Session, *, redactor: Redactor) -> Any:
+        """A chat widget on `session` (the value of `%agent chat`)."""
 
 
 class Host(Protocol):
@@ -77,3 +121,7 @@ class Host(Protocol):
 
     def is_interactive(self) -> bool:
         """Whether someone can click buttons (a widget front-end is connected)."""
+
+    @property
+    def widgets(self) -> Widgets:
+        """The widget views (ipywidgets is imported when this is first read)."""

@@ -33,7 +33,7 @@ from .cell import (
     start_error_message,
     wait_turn,
 )
-from .host import Host
+from .host import Host, Starting
 from .options import CellOptions
 from .stored_sessions import Memory
 
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from ..client.client import Client
     from ..client.session import Session
     from ..client.turn import TurnHandle
-    from ..widgets.turn_view import StartingView
 
 
 async def run(host: Host, opts: CellOptions, body: str, line: str = "") -> Any:
@@ -123,13 +122,11 @@ def _resolve(host: Host, opts: CellOptions) -> tuple[AgentSpec, str]:
         raise UsageError(str(exc)) from None
 
 
-def _starting_view(host: Host, opts: CellOptions) -> StartingView | None:
+def _starting_view(host: Host, opts: CellOptions) -> Starting | None:
     """In a widget front-end, the turn's view shown before the agent starts (else None)."""
     if not host.is_interactive() or opts.quiet:
         return None
-    from ..widgets.turn_view import StartingView
-
-    return StartingView(on_stop=lambda: None)  # on_stop is set by _start_shown
+    return host.widgets.starting()  # on_stop is set by _start_shown
 
 
 async def _start_shown(
@@ -138,7 +135,7 @@ async def _start_shown(
     opts: CellOptions,
     client_options: dict[str, Any],
     timeout: float | None,
-    view: StartingView,
+    view: Starting,
 ) -> Session | None:
     """`_start` under a view saying "starting agent…" whose Stop cancels the start: the agent,
     if this cell started it, is stopped, and the cell ends quietly (None). A failure or the
@@ -176,13 +173,11 @@ def _live_view(
     session: Session,
     turn: TurnHandle,
     opts: CellOptions,
-    starting: StartingView | None = None,
+    starting: Starting | None = None,
 ) -> LiveView:
     if host.is_interactive() and not opts.quiet:
-        from ..widgets.turn_view import TurnView
-
         # A widget front-end: one live view per turn, patched in place (widgets/turn_view.py).
-        return TurnView(
+        return host.widgets.turn_view(
             session,
             turn,
             on_stop=lambda: _spawn(turn.cancel()),

@@ -30,6 +30,16 @@ def _open_widget(comm: Any, msg: dict[str, Any]) -> None:
     Widget.handle_comm_opened(comm, msg)
 
 
+def front_end_connected() -> bool:
+    """Whether a widget front-end is connected (someone can click buttons)."""
+    from ipywidgets import Widget
+
+    # A widget front-end (JupyterLab, Notebook 7, VS Code) opens the widget control comm when it
+    # connects; nbclient, papermill and `jupyter execute` never do. ipywidgets keeps that comm in
+    # a private attribute and offers no public way to ask: read, never written.
+    return getattr(Widget, "_control_comm", None) is not None
+
+
 def register_lazily() -> None:
     """Stand-ins for ipywidgets' two targets, unless ipywidgets is imported (its own are)."""
     if "ipywidgets" in sys.modules:
