@@ -236,15 +236,17 @@ def test_closing_a_live_view_does_not_wait_out_its_pause_between_redraws() -> No
 
 
 @pytest.mark.timeout(20)
-def test_a_live_view_listens_to_nothing_while_its_redraw_is_due() -> None:
-    """Once a mutation of its turn makes a redraw due, the view unsubscribes (the chunks that
-    follow would tell it nothing more), and subscribes again as the redraw reads the state."""
+def test_a_live_view_hears_every_mutation_of_its_turn_and_redraws_once_for_them() -> None:
+    """The view stays subscribed while a redraw is due: the `Delta`s that follow are the text
+    the redraw masks and draws (`live_turn.py`), so none may be missed. Many mutations of its
+    turn make one redraw due; another turn's make none; it unsubscribes when the turn ends."""
     from types import SimpleNamespace
 
     from acp_notebook.display.live import LiveView
 
     subscribers: list[Any] = []
     drawn: list[int] = []
+    taken: list[Any] = []
 
     def subscribe(f: Any) -> Any:
         subscribers.append(f)
@@ -257,27 +259,27 @@ def test_a_live_view_listens_to_nothing_while_its_redraw_is_due() -> None:
         drew = asyncio.Event()
 
         def bundle(tail: int = 0) -> dict[str, Any]:
-            drawn.append(len(subscribers))
+            drawn.append(len(taken))
             drew.set()
             return {}
 
         view = LiveView(session, turn, max_rate=1000, show=False)  # type: ignore[arg-type]
         view._bundle = bundle  # type: ignore[method-assign]
         view._handle = SimpleNamespace()  # type: ignore[assignment]  # draws, to a stub
+        view.live.take = taken.append  # type: ignore[method-assign]
         view.start()
-        subscribers[0](SimpleNamespace(turn_id="another turn"))
-        assert len(subscribers) == 1  # nothing of this turn: still listening
-        subscribers[0](SimpleNamespace(turn_id="t1"))
-        assert subscribers == []  # a redraw is due
+        subscribers[0](SimpleNamespace(turn_id="another turn"))  # due would draw before the rest
+        for _ in range(3):
+            subscribers[0](SimpleNamespace(turn_id="t1"))
+        assert len(subscribers) == 1 and len(taken) == 4  # still listening: each one heard
         with anyio.fail_after(5):
             await drew.wait()
         drew.clear()
-        assert drawn == [1]  # subscribed again before the redraw read the state
-        subscribers[0](SimpleNamespace(turn_id="t1"))  # so the next change makes another due
-        assert subscribers == []
+        assert drawn == [4]  # one redraw for the three, none for the other turn's
+        subscribers[0](SimpleNamespace(turn_id="t1"))  # the next change makes another due
         with anyio.fail_after(5):
             await drew.wait()
-        assert drawn == [1, 1]
+        assert drawn == [4, 5]
         view.finish(TurnResult(turn_id="t1", success=True, text=""), keep_record=True)
         await view.aclose()
         assert subscribers == []

@@ -35,6 +35,7 @@ from ..protocol.turn import TurnRecord, TurnResult
 from ..render import LIVE_FORMATS, MIME_TRANSCRIPT
 from . import publish, reprs
 from .live_meter import LIVE_TAIL, Meter
+from .live_turn import LiveTurn
 
 __all__ = ["LIVE_TAIL", "LiveView"]
 
@@ -75,6 +76,8 @@ class LiveView:
         self._due = False  # a redraw is due: `_dirty` set by a mutation, not cleared since
         self._done = False
         self._handle: DisplayHandle | None = None
+        #: The turn, masked, kept up to date from the mutations (`live_turn.py`).
+        self.live = LiveTurn(session, turn, self.redactor, note)
         self._subscription: Callable[[], None] | None = session.subscribe(self._on_mutation)
         self._task: asyncio.Task[None] | None = None
 
@@ -95,7 +98,8 @@ class LiveView:
         return max(self.min_interval, 3 * cost)
 
     def _on_mutation(self, mutation: Mutation) -> None:
-        if self._due:  # a session delivering a mutation to a copy of its subscribers
+        self.live.take(mutation)  # every one: a `Delta` is the only word of its text
+        if self._due:
             return
         if (
             isinstance(mutation, SessionChanged)
@@ -104,13 +108,11 @@ class LiveView:
             self._mark_due()
 
     def _mark_due(self) -> None:
+        # The view stays subscribed: the next redraw masks and draws only what the mutations
+        # since this one changed (`live_turn.py`), which costs the session a `Delta` per chunk
+        # (0.4 us, 8 ms of CPU in a 20,000-chunk turn), and spares the redraw the whole turn.
         self._due = True
         self._dirty.set()
-        # The redraw reads the whole state: until it does, no mutation can tell the view more.
-        # Unsubscribed meanwhile, the session builds and delivers nothing per chunk for it (with
-        # no other subscriber, not even the `Delta`): 0.4 us a chunk, 8 ms of CPU in a
-        # 20,000-chunk turn, an eighth of it (`bench/bench_kernel.py`).
-        self._unsubscribe()
 
     def _unsubscribe(self) -> None:
         if self._subscription is not None:
@@ -121,28 +123,27 @@ class LiveView:
         """A redraw starts: what changes from here on makes the next one due."""
         self._dirty.clear()
         self._due = False
-        if self._subscription is None and not self._done:
-            self._subscription = self.session.subscribe(self._on_mutation)
 
     def _record(self) -> TurnRecord | None:
-        record = self.session.turn_record
-        return record if record is not None and record.turn_id == self.turn.id else None
+        return self.live.record()
 
     def _finished(self) -> bool:
         return self._done
 
     def _bundle(self, tail: int = LIVE_TAIL) -> dict[str, Any]:
-        transcript = live_transcript(self.session, self._record(), self.turn, self.note)
-        formats: tuple[str, ...] = LIVE_FORMATS
         # Headless under `acp-notebook run`, which sets this: the runner reads the turn from
         # every update's transcript to print it as it streams (the saved notebook keeps only
-        # the final record, which replaces these updates).
+        # the final record, which replaces these updates): the whole turn, masked, each time.
         if self.runner:
+            transcript = live_transcript(self.session, self._record(), self.turn, self.note)
             formats = (*LIVE_FORMATS, MIME_TRANSCRIPT)
-        # live: a text ending in the start of a key holds that end back until the next redraw.
-        return publish.turn(
-            transcript, live=True, formats=formats, redactor=self.redactor, tail=tail
-        )
+            return publish.turn(
+                transcript, live=True, formats=formats, redactor=self.redactor, tail=tail
+            )
+        # Its last parts only, masked where they changed since the last redraw; live: a text
+        # ending in the start of a key holds that end back until the next redraw.
+        drawn = self.live.tail_transcript(tail)
+        return publish.turn(drawn, live=True, formats=LIVE_FORMATS, masked=True)
 
     async def _render_loop(self, pause: float = 0.0) -> None:
         # The first display (`start`'s) is a draw like the others: the first chunks, which

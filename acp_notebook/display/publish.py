@@ -50,18 +50,22 @@ def turn(
     redactor: Redactor = REDACTOR,
     open_parts: frozenset[str] = frozenset(),
     tail: int = 0,
+    masked: bool = False,
 ) -> dict[str, Any]:
     """A turn's bundle: its transcript masked (`live`: holding back a text's end that could be
     the start of a key), then rendered. Every string of the bundle is drawn from that transcript,
     so `show` and `update` do not mask it a second time: a second pass over a large turn's HTML
     cost 8 ms a redraw, three times the rendering. With `tail`, the turn's last parts only are
     drawn, about `tail` characters of them (`clip.live_tail`); a transcript in the bundle stays
-    whole, less the top-level text and thoughts its parts hold (`transcript.compact`)."""
-    masked = redactor.obj(transcript, live=live)
-    drawn = live_tail(masked, tail) if tail else masked
+    whole, less the top-level text and thoughts its parts hold (`transcript.compact`). With
+    `masked`, the transcript was masked by the caller (`live_turn.LiveTurn`, which masks only
+    what changed), and is drawn as it is."""
+    if not masked:
+        transcript = redactor.obj(transcript, live=live)
+    drawn = live_tail(transcript, tail) if tail else transcript
     bundle = render_bundle(drawn, live=live, formats=formats, open_parts=open_parts)
     if MIME_TRANSCRIPT in bundle:
-        bundle[MIME_TRANSCRIPT] = compact(masked)
+        bundle[MIME_TRANSCRIPT] = compact(transcript)
     return _Masked(bundle)
 
 

@@ -193,6 +193,47 @@ class Redactor:
             return value
         return self._obj(value, live, growing=True, below=False)
 
+    def settle(self, text: str) -> tuple[str, str]:
+        """For a text that keeps growing (a streaming answer, fed piece by piece): `(masked,
+        rest)`, where `masked` is the start of `text` that nothing appended later can change,
+        masked, and `rest` the raw end to settle again with what comes next.
+
+        So a live view masks each piece of a long answer once, not the whole answer at every
+        redraw, and a key split across chunks is still one key: a match reads at most
+        `_after` characters, so one that starts that far from the end is complete, and the cut
+        is moved back to the start of a match that runs across it (that match is found whole
+        in `rest` next time). Masking what was settled so far and then `rest` gives what
+        masking the whole text would, but that two masks meeting at the cut stay two."""
+        self.refresh()
+        pattern = self._pattern
+        if pattern is None:
+            return text, ""
+        cut = len(text) - self._after
+        if cut <= 0:
+            return "", text
+        hits = self._hits
+        if hits is None or len(text) <= _SMALL_TEXT:
+            regions = [(0, len(text))]
+        else:
+            regions = self._regions(text, hits)
+        cut = self._before_match(text, cut, pattern, regions)
+        return self._text(text[:cut], False), text[cut:]
+
+    @staticmethod
+    def _before_match(
+        text: str, cut: int, pattern: re.Pattern[str], regions: list[tuple[int, int]]
+    ) -> int:
+        """`cut`, or the start of the first match that runs across it."""
+        for start, end in regions:
+            if start >= cut:
+                break
+            for match in pattern.finditer(text, start, end):
+                if match.start() >= cut:
+                    break
+                if match.end() > cut:
+                    return match.start()
+        return cut
+
     def _obj(self, value: Any, live: bool, *, growing: bool, below: bool) -> Any:
         if isinstance(value, str):
             return self._text(value, live and growing)

@@ -96,7 +96,7 @@ def _last_drawn(line: str) -> str:
     return drawn[-1] if drawn else ""
 
 
-def live_tail(transcript: dict[str, Any], max_chars: int) -> dict[str, Any]:
+def live_tail(transcript: dict[str, Any], max_chars: int, *, earlier: int = 0) -> dict[str, Any]:
     """The transcript with its last parts only, about `max_chars` characters of them: a message
     longer than what is left is cut to its last characters (at a paragraph or line break when
     there is one), after a note saying how much is left out; the parts before are left out,
@@ -110,7 +110,11 @@ def live_tail(transcript: dict[str, Any], max_chars: int) -> dict[str, Any]:
     the square of its length. The record at the end is drawn from the whole transcript. Mask
     before clipping: a key cut in two would no longer be found. Work is proportional to the
     parts kept: a part's size is its text's length and its blocks' JSON (a message) or its
-    JSON's, counted up to what is left."""
+    JSON's, counted up to what is left.
+
+    A live view that keeps the turn itself may hand over its last parts only, with `earlier`
+    saying how many came before them, and a long message's end only, its dict saying how many
+    characters came before that end (`"before"`): what is drawn is the same."""
     parts = transcript.get("parts")
     if not isinstance(parts, list):
         return transcript
@@ -135,7 +139,7 @@ def live_tail(transcript: dict[str, Any], max_chars: int) -> dict[str, Any]:
             break
         kept.append(part)
         room, taken = room - size, taken + 1
-    left_out = len(parts) - taken
+    left_out = len(parts) - taken + earlier
     if left_out == 0 and len(kept) == taken:  # nothing cut, nothing stood in for: unchanged
         if all(k is p for k, p in zip(kept, reversed(parts), strict=True)):
             return transcript
@@ -214,7 +218,9 @@ def _message_chars(part: Any, room: int) -> int:
         and isinstance(part.get("text"), str)
     ):
         blocks = part.get("blocks")
-        return len(part["text"]) + (count(blocks, room) if blocks else 0)
+        before = part.get("before")  # characters of the text not given (`live_tail`)
+        before = before if type(before) is int and before > 0 else 0
+        return before + len(part["text"]) + (count(blocks, room) if blocks else 0)
     return -1
 
 
@@ -228,14 +234,17 @@ def _tail_part(part: dict[str, Any], max_chars: int) -> dict[str, Any]:
         if at >= 0:
             window = window[at + len(brk) :]
             break
-    left_out = len(text) - len(window)
+    before = part.get("before")
+    left_out = len(text) - len(window) + (before if type(before) is int and before > 0 else 0)
     blocks = part.get("blocks")
     what = [f"{left_out:,} earlier characters"] if left_out else []
     if blocks:  # drawn after the text: an image may alone be longer than a redraw may draw
         n = len(blocks) if isinstance(blocks, list) else 1
         what.append(f"{n:,} image{'s' if n != 1 else ''} or file{'s' if n != 1 else ''}")
     note = f"[… {' and '.join(what)}: all of them are in the record when the turn ends]"
-    return {**part, "text": f"{note}\n\n{window}", "blocks": []}
+    drawn = {**part, "text": f"{note}\n\n{window}", "blocks": []}
+    drawn.pop("before", None)
+    return drawn
 
 
 # -- any value as indented JSON text, clipped: never raises, whatever the value holds -------------

@@ -10,14 +10,16 @@ opened) goes to the chat's static record (`chat_record.py`).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..client.transcript import final_transcript, live_transcript
+from ..client.transcript import final_transcript
 from ..display import publish
+from ..protocol.state import Part, part_from_json
 from ..protocol.turn import Transcript, TurnResult, read_turn
 from ..protocol.turnstate import TurnState
 from .turn_view import TurnView
@@ -35,6 +37,8 @@ class ChatTurnView(TurnView):
     #: Called (on the page's message thread: hand it to the kernel's loop) when the reader takes
     #: back the message of a turn still queued; the chat gives it back to its input box.
     on_take_back: Callable[[], object] | None = None
+    #: The user's message as drawn: (how many keys it was masked with, the part).
+    _you_masked: tuple[int, Part] | None = None
 
     def start(self) -> None:
         if self.answers:
@@ -46,11 +50,16 @@ class ChatTurnView(TurnView):
     def _transcript(self) -> Transcript:
         if self.final is not None:
             return self.final
-        transcript = live_transcript(self.session, self._record(), self.turn, self.note)
-        transcript.pop("duration", None)  # the page counts the time itself
-        you = user_part(self.turn.prompt, self.session.cwd)
-        transcript["parts"] = [you, *transcript.get("parts", [])]
-        return read_turn(self.redactor.obj(transcript, live=True), live=True)
+        turn = self.live.transcript()
+        return dataclasses.replace(turn, parts=(self._you(), *turn.parts))
+
+    def _you(self) -> Part:
+        """The user's message, masked: again only when a key joined (the prompt is fixed)."""
+        secrets = len(self.redactor.secrets)
+        if self._you_masked is None or self._you_masked[0] != secrets:
+            you = self.redactor.obj(user_part(self.turn.prompt, self.session.cwd))
+            self._you_masked = (secrets, part_from_json(you))
+        return self._you_masked[1]
 
     def _state(self, turn: Transcript) -> str:
         if self.turn.state is TurnState.QUEUED and self.turn.result is None:
@@ -83,9 +92,11 @@ class ChatTurnView(TurnView):
         you = user_part(self.turn.prompt, self.session.cwd)
         transcript["parts"] = [you, *transcript.get("parts", [])]
         transcript = self.redactor.obj(transcript)  # the user's message is masked too
+        texts = self.live.texts
+        self.live.sync()  # a key that joined since the last redraw: no text is taken as held
         self.final = read_turn(transcript)
         self.recorded = transcript
-        self._send(self.diff.update(self.final), force=True)
+        self._send(self.diff.update(self.final, texts), self.final, force=True)
 
     def record(self) -> dict[str, Any]:
         """The finished turn's static record (HTML, text, transcript: a cell's), the cards the

@@ -15,19 +15,28 @@ The kernel sends a turn to its view as operations on parts keyed by id, never as
 `after` is the id of the part before it ("" for the first). A message still growing (the last
 part of a live turn) is sent as plain text deltas, shown with `textContent`; once it stops
 growing it is sent once as HTML from our Markdown renderer (raw HTML off). Every string here was
-masked before (the caller hands a transcript read from a masked dict).
+masked before (the caller hands a masked transcript).
+
+A live view hands the growing message's text apart (`texts`, `display/live_turn.py`'s
+`MaskedText`): only its new end is read, never the whole answer; and the parts that changed since
+its last update (`changed`): the others are not drawn again. So an update costs what changed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from typing import Any
 
+from ..display.live_turn import MaskedText
 from ..protocol.state import MessagePart, Part
 from ..protocol.turn import Transcript
 from ..render.html import render_part, render_tail
 
 #: The roles whose growing text is streamed as deltas (a user message arrives whole).
 _STREAMED = {"agent", "thought"}
+#: Characters of a streamed text's end remembered, to check that the page's text is still the
+#: start of the new one (a key completed at its end is masked: the page gets it anew).
+_CHECK = 256
 
 
 def _streams(part: Part, turn: Transcript, last: bool) -> bool:
@@ -50,30 +59,49 @@ class TurnDiff:
         self._tail: str | None = None
         # part id -> the answer text the page holds (streamed, or sent as "md")
         self._source: dict[str, str] = {}
+        # part id -> (generation, length, last _CHECK characters) of a text streamed from a
+        # `MaskedText`, which is never held whole here
+        self._streamed: dict[str, tuple[int, int, str]] = {}
+        self._last = ""  # the id of the last part at the last update (drawn as growing)
         self.bytes = 0  # characters of text and HTML sent, for the benchmark
 
-    def snapshot(self, turn: Transcript) -> list[dict[str, Any]]:
+    def snapshot(
+        self, turn: Transcript, texts: Mapping[str, MaskedText] | None = None
+    ) -> list[dict[str, Any]]:
         self._sent.clear()
         self._source.clear()
+        self._streamed.clear()
         self._tail = None
-        return [{"op": "reset"}, *self.update(turn)]
+        return [{"op": "reset"}, *self.update(turn, texts)]
 
-    def update(self, turn: Transcript) -> list[dict[str, Any]]:
+    def update(
+        self,
+        turn: Transcript,
+        texts: Mapping[str, MaskedText] | None = None,
+        changed: Collection[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """The operations that bring the page to `turn`. With `changed`, a part drawn before
+        that is not in it, nor the last part then or now, is taken as drawn already."""
         ops: list[dict[str, Any]] = []
         seen: set[str] = set()
         after = ""
         last = len(turn.parts) - 1
+        was_last, self._last = self._last, turn.parts[-1].part_id if turn.parts else ""
         for i, part in enumerate(turn.parts):
             pid = part.part_id
             if pid in seen:  # a malformed transcript: one id, two parts; the first one wins
                 continue
             seen.add(pid)
-            ops += self._part(part, turn, after, last=i == last)
+            kept = changed is not None and pid not in changed and pid in self._sent
+            if not (kept and i != last and pid != was_last):
+                ops += self._part(part, turn, after, last=i == last, texts=texts)
             after = pid
-        for pid in [p for p in self._sent if p not in seen]:
-            del self._sent[pid]
-            self._source.pop(pid, None)
-            ops.append({"op": "remove", "id": pid})
+        if len(self._sent) > len(seen):
+            for pid in [p for p in self._sent if p not in seen]:
+                del self._sent[pid]
+                self._source.pop(pid, None)
+                self._streamed.pop(pid, None)
+                ops.append({"op": "remove", "id": pid})
         tail = render_tail(turn, running=False)
         if tail != self._tail:
             self._tail = tail
@@ -82,10 +110,25 @@ class TurnDiff:
         return ops
 
     def _part(
-        self, part: Part, turn: Transcript, after: str, *, last: bool
+        self,
+        part: Part,
+        turn: Transcript,
+        after: str,
+        *,
+        last: bool,
+        texts: Mapping[str, MaskedText] | None,
     ) -> list[dict[str, Any]]:
         pid = part.part_id
         prev = self._sent.get(pid)
+        source = texts.get(pid) if texts is not None else None
+        if source is not None and _streams(part, turn, last):
+            assert isinstance(part, MessagePart)
+            return self._stream(
+                part, source, after, streamed=prev is not None and prev[0] == "text"
+            )
+        held = self._streamed.pop(pid, None)
+        if held is not None and (source is None or held[0] != source.generation):
+            held = None  # masked anew since: the page's text is no start of this one
         if _streams(part, turn, last):
             assert isinstance(part, MessagePart)
             text = part.text
@@ -97,6 +140,8 @@ class TurnDiff:
                 return [{"op": "append", "id": pid, "text": delta}] if delta else []
             self.bytes += len(text)
             return [{"op": "stream", "id": pid, "after": after, "role": part.role, "text": text}]
+        if prev is not None and prev[0] == "text" and pid not in self._source:
+            prev = None  # streamed from a `MaskedText`: what the page holds is not kept here
         html = render_part(part, turn, growing=turn.live and last)
         if prev == ("html", html):
             return []
@@ -111,8 +156,32 @@ class TurnDiff:
             if known != part.text:
                 if known and part.text.startswith(known):
                     op["md"], op["md_from"] = part.text[len(known) :], len(known)
+                elif held is not None and part.text[: held[1]].endswith(held[2]):
+                    op["md"], op["md_from"] = part.text[held[1] :], held[1]
                 else:
                     op["md"] = part.text
                 self._source[pid] = part.text
                 self.bytes += len(op["md"])
         return [op]
+
+    def _stream(
+        self, part: MessagePart, source: MaskedText, after: str, *, streamed: bool
+    ) -> list[dict[str, Any]]:
+        """A growing message read from its `MaskedText`: what the page lacks of it, its end
+        checked to still be what the page holds (else the whole text again)."""
+        pid = part.part_id
+        known = self._streamed.get(pid)
+        self._source.pop(pid, None)  # the page's text is known by its length and end
+        self._sent[pid] = ("text", "")
+        if streamed and known is not None and known[0] == source.generation:
+            _, length, end = known
+            new = source.since(length - len(end))
+            if new.startswith(end):
+                delta = new[len(end) :]
+                self._streamed[pid] = (source.generation, length + len(delta), new[-_CHECK:])
+                self.bytes += len(delta)
+                return [{"op": "append", "id": pid, "text": delta}] if delta else []
+        text = source.text()
+        self._streamed[pid] = (source.generation, len(text), text[-_CHECK:])
+        self.bytes += len(text)
+        return [{"op": "stream", "id": pid, "after": after, "role": part.role, "text": text}]

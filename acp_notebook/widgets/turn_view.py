@@ -32,10 +32,11 @@ from IPython.display import DisplayHandle
 
 from ..client.serving.permissions import PermissionRequest
 from ..client.session import Session
-from ..client.transcript import final_transcript, live_transcript
+from ..client.transcript import final_transcript
 from ..client.turn import TurnHandle
 from ..display import publish, reprs
 from ..display.live import LiveView
+from ..display.live_turn import MaskedText
 from ..display.views import text
 from ..protocol.redact import Redactor
 from ..protocol.turn import Transcript, TurnResult, read_turn
@@ -181,7 +182,8 @@ class TurnView(LiveView):
     def _page_said(self, content: dict[str, Any]) -> None:
         kind = content.get("type")
         if kind == "sync":  # a view (re)connected: everything, from the start
-            self._send(self.diff.snapshot(self._transcript()), force=True)
+            turn = self._transcript()
+            self._send(self.diff.snapshot(turn, self._texts()), turn, force=True)
         elif kind == "stop" and self.turn.result is None and not self.turn.cancel_requested:
             self.on_stop()
             self._dirty.set()
@@ -231,11 +233,20 @@ class TurnView(LiveView):
     # -- the kernel's side ----------------------------------------------------------------------
 
     def _transcript(self) -> Transcript:
+        """The turn as drawn now: masked where it changed since the last redraw (`live`)."""
         if self.final is not None:
             return self.final
-        transcript = live_transcript(self.session, self._record(), self.turn, self.note)
-        transcript.pop("duration", None)  # the page counts the time itself
-        return read_turn(self.redactor.obj(transcript, live=True), live=True)
+        return self.live.transcript()
+
+    def _texts(self) -> dict[str, MaskedText] | None:
+        """Where a growing message's text is read (None once the turn's record is drawn)."""
+        return self.live.texts if self.final is None else None
+
+    def _changed(self) -> set[str]:
+        """The parts whose drawing may have changed since the last redraw."""
+        changed = set(self.live.changed)
+        self.live.changed.clear()
+        return changed
 
     def _state(self, turn: Transcript) -> str:
         result = self.turn.result
@@ -268,8 +279,7 @@ class TurnView(LiveView):
             for k, v in self.pending.items()
         ]
 
-    def _send(self, ops: list[dict[str, Any]], *, force: bool = False) -> None:
-        turn = self._transcript()
+    def _send(self, ops: list[dict[str, Any]], turn: Transcript, *, force: bool = False) -> None:
         head = self._head(turn)
         if not ops and head == self.head and not force:
             return
@@ -286,7 +296,8 @@ class TurnView(LiveView):
                 break
             self._redrawing()
             started = time.perf_counter()
-            self._send(self.diff.update(self._transcript()))
+            turn = self._transcript()
+            self._send(self.diff.update(turn, self._texts(), self._changed()), turn)
             cost = time.perf_counter() - started
             await asyncio.sleep(self._pause(cost))  # as LiveView's
 
@@ -297,8 +308,10 @@ class TurnView(LiveView):
         self._dirty.set()
         self._unsubscribe()
         transcript = self.redactor.obj(final_transcript(result, self.note))
+        texts = self.live.texts
+        self.live.sync()  # a key that joined since the last redraw: no text is taken as held
         self.final = read_turn(transcript)
-        self._send(self.diff.update(self.final), force=True)
+        self._send(self.diff.update(self.final, texts), self.final, force=True)
         bundle = publish.turn(transcript, redactor=self.redactor, open_parts=self.opened)
         if self.view_handle is not None:
             publish.update(self.view_handle, bundle)
