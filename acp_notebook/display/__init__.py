@@ -3,5 +3,6 @@
 
 `publish.py` is the one way out (every bundle masked), `masking.py` the kernel's redactor,
 `views.py` the HTML and text of commands and widgets, `reprs.py` how results and handles show
-when displayed, `live.py` the headless live view and its redraw loop, `live_meter.py` its budget.
+when displayed, `live.py` the headless live view and its redraw loop, `live_meter.py` its budget,
+`live_turn.py` the running turn both live views draw, masked where it changed.
 """

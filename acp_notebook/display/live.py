@@ -196,6 +196,7 @@ class LiveView:
         self._done = True
         self._dirty.set()
         self._unsubscribe()
+        self.live.release()
         if self._handle is None and not keep_record:
             return
         record = publish.turn(final_transcript(result, self.note), redactor=self.redactor)

@@ -41,7 +41,7 @@ from ..render.clip import live_tail
 #: whole text then, once).
 RECENT = 32_768
 UNREAD = 1 << 20
-#: The roles whose growing text the widget view streams as text (see `widgets/turn_diff.py`).
+#: The roles whose growing text the widget view streams as text (a user message arrives whole).
 STREAMED = frozenset({"agent", "thought"})
 _TEXT_CHANNELS = frozenset({"text", "thought", "user"})
 
@@ -153,6 +153,7 @@ class LiveTurn:
         self._json: dict[str, dict[str, Any]] = {}  # masked JSON of the other parts
         self._parts: dict[str, Part] = {}  # their masked parts, read from it
         self._messages: dict[str, tuple[int, int, MessagePart]] = {}  # stopped-growing copies
+        self._blocks: dict[str, list[dict[str, Any]]] = {}  # messages' blocks, masked
         self._prompt: tuple[Any, Any] = (None, None)  # (the prompt, masked)
         # What every tool card's drawing depends on besides the card: the terminals' output
         # (a card draws its terminal's) and which calls were refused (their status).
@@ -201,6 +202,7 @@ class LiveTurn:
             self._pending.clear()
             self._dirty.update(self._json)
             self._messages.clear()
+            self._blocks.clear()
             self.changed.update(self._sources)
         parts = record.parts if record is not None else []
         for part in parts:
@@ -234,27 +236,41 @@ class LiveTurn:
             self._dirty.discard(pid)
             self.changed.add(pid)
             self._messages.pop(pid, None)
+            self._blocks.pop(pid, None)
 
     def _forget(self) -> None:
         for table in (self._texts, self._pending, self._sources, self._json, self._parts):
             table.clear()
         self._messages.clear()
+        self._blocks.clear()
         self._dirty.clear()
+
+    def release(self) -> None:
+        """Let go of the masked copies (the turn ended: its record is drawn from its result);
+        a view kept afterwards (a chat's log) does not keep a second copy of its text."""
+        self._record = None
+        self._forget()
+        self.changed.clear()
+
+    def _masked_blocks(self, pid: str, part: MessagePart) -> list[dict[str, Any]]:
+        if not part.blocks:
+            return []
+        blocks = self._blocks.get(pid)
+        if blocks is None:
+            blocks = self._blocks[pid] = self.redactor.obj(part.blocks)
+        return blocks
 
     def _message(self, pid: str, part: MessagePart, *, whole: bool) -> MessagePart:
         """A masked copy of a message: with its text when `whole`, else without it (a message
         still growing, which the widget view reads through `texts`)."""
         masked_text = self._texts[pid]
         if not whole:
-            copy = MessagePart(pid, part.role, part.message_id)
-            copy.blocks = self.redactor.obj(part.blocks) if part.blocks else []
-            return copy
+            return MessagePart(pid, part.role, part.message_id, self._masked_blocks(pid, part))
         key = (masked_text.generation, masked_text.length)
         known = self._messages.get(pid)
         if known is not None and known[:2] == key:
             return known[2]
-        copy = MessagePart(pid, part.role, part.message_id)
-        copy.blocks = self.redactor.obj(part.blocks) if part.blocks else []
+        copy = MessagePart(pid, part.role, part.message_id, self._masked_blocks(pid, part))
         copy.append(masked_text.text())
         self._messages[pid] = (*key, copy)
         return copy

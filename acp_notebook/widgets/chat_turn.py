@@ -97,6 +97,7 @@ class ChatTurnView(TurnView):
         self.final = read_turn(transcript)
         self.recorded = transcript
         self._send(self.diff.update(self.final, texts), self.final, force=True)
+        self.live.release()
 
     def record(self) -> dict[str, Any]:
         """The finished turn's static record (HTML, text, transcript: a cell's), the cards the

@@ -27,13 +27,11 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from ..display.live_turn import MaskedText
+from ..display.live_turn import STREAMED, MaskedText
 from ..protocol.state import MessagePart, Part
 from ..protocol.turn import Transcript
 from ..render.html import render_part, render_tail
 
-#: The roles whose growing text is streamed as deltas (a user message arrives whole).
-_STREAMED = {"agent", "thought"}
 #: Characters of a streamed text's end remembered, to check that the page's text is still the
 #: start of the new one (a key completed at its end is masked: the page gets it anew).
 _CHECK = 256
@@ -44,7 +42,7 @@ def _streams(part: Part, turn: Transcript, last: bool) -> bool:
         turn.live
         and last
         and isinstance(part, MessagePart)
-        and part.role in _STREAMED
+        and part.role in STREAMED
         and not part.blocks
     )
 

@@ -312,6 +312,7 @@ class TurnView(LiveView):
         self.live.sync()  # a key that joined since the last redraw: no text is taken as held
         self.final = read_turn(transcript)
         self._send(self.diff.update(self.final, texts), self.final, force=True)
+        self.live.release()
         bundle = publish.turn(transcript, redactor=self.redactor, open_parts=self.opened)
         if self.view_handle is not None:
             publish.update(self.view_handle, bundle)
