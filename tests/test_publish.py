@@ -236,50 +236,60 @@ def test_closing_a_live_view_does_not_wait_out_its_pause_between_redraws() -> No
 
 
 @pytest.mark.timeout(20)
-def test_a_live_view_hears_every_mutation_of_its_turn_and_redraws_once_for_them() -> None:
+def test_a_live_view_hears_every_chunk_of_its_turn_and_redraws_once_for_them() -> None:
     """The view stays subscribed while a redraw is due: the `Delta`s that follow are the text
-    the redraw masks and draws (`live_turn.py`), so none may be missed. Many mutations of its
-    turn make one redraw due; another turn's make none; it unsubscribes when the turn ends."""
+    the redraw masks and draws (`live_turn.py`), so none may be missed. Many chunks of its turn
+    make one redraw due; another turn's make none; it unsubscribes when the turn ends."""
     from types import SimpleNamespace
 
     from acp_notebook.display.live import LiveView
+    from acp_notebook.protocol.mutations import Delta
+    from acp_notebook.protocol.state import MessagePart
 
     subscribers: list[Any] = []
-    drawn: list[int] = []
-    taken: list[Any] = []
+    drawn: list[str] = []
 
     def subscribe(f: Any) -> Any:
         subscribers.append(f)
         return lambda: subscribers.remove(f)
 
     session = _stub_session(subscribe)
-    turn = SimpleNamespace(id="t1", result=None)
+    session.usage, session.id, session.title, session.terminal_views = None, "s1", None, {}
+    session.client.agent_name = "demo"
+    answer = MessagePart("m1", "agent")
+    session.turn_record.parts.append(answer)
+    turn = SimpleNamespace(id="t1", result=None, prompt=[])
+
+    def chunk(text: str, turn_id: str = "t1") -> None:
+        if turn_id == "t1":
+            answer.append(text)
+        subscribers[0](Delta(turn_id, "m1", "text", text))
 
     async def main() -> None:
         drew = asyncio.Event()
 
         def bundle(tail: int = 0) -> dict[str, Any]:
-            drawn.append(len(taken))
+            drawn.append(view.live.texts["m1"].text() if view.live.sync() else "")
             drew.set()
             return {}
 
         view = LiveView(session, turn, max_rate=1000, show=False)  # type: ignore[arg-type]
         view._bundle = bundle  # type: ignore[method-assign]
         view._handle = SimpleNamespace()  # type: ignore[assignment]  # draws, to a stub
-        view.live.take = taken.append  # type: ignore[method-assign]
         view.start()
-        subscribers[0](SimpleNamespace(turn_id="another turn"))  # due would draw before the rest
-        for _ in range(3):
-            subscribers[0](SimpleNamespace(turn_id="t1"))
-        assert len(subscribers) == 1 and len(taken) == 4  # still listening: each one heard
+        chunk("not ours", turn_id="another turn")  # due, it would draw before the rest
+        for word in ("one ", "two ", "three "):
+            chunk(word)
+        assert len(subscribers) == 1  # still listening, though a redraw is due
         with anyio.fail_after(5):
             await drew.wait()
         drew.clear()
-        assert drawn == [4]  # one redraw for the three, none for the other turn's
-        subscribers[0](SimpleNamespace(turn_id="t1"))  # the next change makes another due
+        assert drawn == ["one two three "]  # one redraw for the three chunks, each heard
+        chunk("four ")  # the next chunk makes another due, and the one after is heard too
+        chunk("five")
         with anyio.fail_after(5):
             await drew.wait()
-        assert drawn == [4, 5]
+        assert drawn == ["one two three ", "one two three four five"]
         view.finish(TurnResult(turn_id="t1", success=True, text=""), keep_record=True)
         await view.aclose()
         assert subscribers == []

@@ -77,8 +77,8 @@ class LiveView:
         self._done = False
         self._handle: DisplayHandle | None = None
         #: The turn, masked, kept up to date from the mutations (`live_turn.py`).
-        self.live = LiveTurn(session, turn, self.redactor, note)
-        self._subscription: Callable[[], None] | None = session.subscribe(self._on_mutation)
+        self.live = LiveTurn(session, turn, self.redactor, note, on_change=self._on_mutation)
+        self._subscription: Callable[[], None] | None = session.subscribe(self.live.take)
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -98,7 +98,7 @@ class LiveView:
         return max(self.min_interval, 3 * cost)
 
     def _on_mutation(self, mutation: Mutation) -> None:
-        self.live.take(mutation)  # every one: a `Delta` is the only word of its text
+        """What `live.take` tells (each mutation but the chunks that follow one due)."""
         if self._due:
             return
         if (
@@ -123,6 +123,7 @@ class LiveView:
         """A redraw starts: what changes from here on makes the next one due."""
         self._dirty.clear()
         self._due = False
+        self.live.heard = False
 
     def _record(self) -> TurnRecord | None:
         return self.live.record()

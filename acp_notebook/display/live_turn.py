@@ -23,6 +23,7 @@ import dataclasses
 import io
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from ..client.session import Session
@@ -137,9 +138,19 @@ class LiveTurn:
     and read on the session's loop."""
 
     def __init__(
-        self, session: Session, turn: TurnHandle, redactor: Redactor, note: str = ""
+        self,
+        session: Session,
+        turn: TurnHandle,
+        redactor: Redactor,
+        note: str = "",
+        on_change: Callable[[Mutation], object] | None = None,
     ) -> None:
         self.session = session
+        #: Called with each mutation but the `Delta`s that follow one while `heard` is set: the
+        #: view's own subscriber (a redraw is due), spared a call per chunk.
+        self.on_change = on_change
+        #: Set at a `Delta` of the turn; the view clears it when a redraw starts.
+        self.heard = False
         self.turn = turn
         self.turn_id = turn.id
         self.redactor = redactor
@@ -164,7 +175,9 @@ class LiveTurn:
     # -- fed by the view's subscription ---------------------------------------------------------
 
     def take(self, mutation: Mutation) -> None:
-        """Note what `mutation` changed (a mutation of another turn is ignored)."""
+        """Note what `mutation` changed (a mutation of another turn is ignored), then tell
+        `on_change`. The view subscribes this: it runs once per streamed chunk, so the `Delta`
+        of a chunk is one call, with nothing to tell once a redraw is due."""
         if type(mutation) is Delta:
             if mutation.turn_id != self.turn_id:
                 return
@@ -176,8 +189,13 @@ class LiveTurn:
                     pending.append(mutation.text)
             elif mutation.channel == "tool_input":
                 self._dirty.add(mutation.part_id)
+            if self.heard:
+                return
+            self.heard = True
         elif type(mutation) is PartUpdated and mutation.turn_id == self.turn_id:
             self._dirty.add(mutation.part.part_id)
+        if self.on_change is not None:
+            self.on_change(mutation)
 
     # -- read at a redraw -----------------------------------------------------------------------
 
