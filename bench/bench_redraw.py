@@ -65,6 +65,7 @@ async def one_turn(args: argparse.Namespace, view: str) -> tuple[list[float], fl
             seen += 1
             if seen % args.every == 0:
                 started = time.process_time()
+                live._redrawing()  # as a view's redraw starts: listening again, if it stopped
                 redraw()
                 spent.append(time.process_time() - started)
 

@@ -14,8 +14,12 @@ import random
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from acp_notebook.client.transcript import live_transcript
+from acp_notebook.display import live_turn
 from acp_notebook.display.live_turn import LiveTurn, MaskedText
+from acp_notebook.protocol.limits import DEFAULT_LIMITS
 from acp_notebook.protocol.mutations import Delta, PartUpdated
 from acp_notebook.protocol.redact import MASK, Redactor
 from acp_notebook.protocol.state import MessagePart, ToolCallPart
@@ -38,11 +42,12 @@ class Turn:
 
     def __init__(self, redactor: Redactor) -> None:
         self.record = TurnRecord(turn_id="t1")
+        client = SimpleNamespace(agent_name="demo", options=SimpleNamespace(limits=DEFAULT_LIMITS))
         session = SimpleNamespace(
             turn_record=self.record,
             usage=None,
             id="s1",
-            client=SimpleNamespace(agent_name="demo"),
+            client=client,
             terminal_views={},
             title=None,
             cwd=".",
@@ -50,6 +55,7 @@ class Turn:
         self.session = session
         self.handle = SimpleNamespace(id="t1", prompt=[{"type": "text", "text": "hi"}])
         self.live = LiveTurn(session, self.handle, redactor)  # type: ignore[arg-type]
+        self.live.subscribed = True  # as a view's: each change is handed to `take`
 
     def message(self, pid: str, text: str, role: str = "agent") -> MessagePart:
         part = MessagePart(pid, role)
@@ -99,13 +105,22 @@ def redraw(turn: Turn, diff: TurnDiff, page: Page) -> None:
     page.apply(diff.update(drawn, turn.live.texts, changed))
 
 
+@pytest.fixture(params=["reading the parts", "hearing the mutations"])
+def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A turn under `LISTEN_FROM` (what changed is read from the parts) and one over it (from
+    the mutations): both must give the same."""
+    if request.param == "hearing the mutations":
+        monkeypatch.setattr(live_turn, "LISTEN_FROM", 0)
+    return str(request.param)
+
+
 def collapsed(text: str) -> str:
     while MASK * 2 in text:
         text = text.replace(MASK * 2, MASK)
     return text
 
 
-def test_a_key_split_across_chunks_and_redraws_never_shows() -> None:
+def test_a_key_split_across_chunks_and_redraws_never_shows(mode: str) -> None:
     rng = random.Random(3)
     pieces = ["plain words and sk-live- or ghp_ starts. " * 30, "\n\n", KEY, OTHER, KEY[:20]]
     for _ in range(20):
@@ -129,7 +144,7 @@ def test_a_key_split_across_chunks_and_redraws_never_shows() -> None:
         assert collapsed(page.texts["m1"]) == collapsed(shown)
 
 
-def test_the_views_draw_what_masking_the_whole_turn_drew() -> None:
+def test_the_views_draw_what_masking_the_whole_turn_drew(mode: str) -> None:
     redactor = Redactor([KEY])
     turn = Turn(redactor)
     thought = turn.message("m1", "thinking about " + KEY[:12], role="thought")
@@ -150,7 +165,7 @@ def test_the_views_draw_what_masking_the_whole_turn_drew() -> None:
     assert turn.live.texts["m2"].text() == redactor.text(answer.text, live=True)
 
 
-def test_a_redraw_masks_what_was_appended_not_the_turn() -> None:
+def test_a_redraw_masks_what_was_appended_not_the_turn(mode: str) -> None:
     """The masking work of a redraw after a chunk is the chunk (and a key's length around it),
     the same for a turn of 100 KB and of 2 MB."""
 
@@ -191,7 +206,7 @@ def test_a_redraw_masks_what_was_appended_not_the_turn() -> None:
     assert work[1] < 5_000, work  # the chunk, a key's reach around it, the small fields
 
 
-def test_a_key_that_joins_the_environment_masks_what_was_streamed_anew() -> None:
+def test_a_key_that_joins_the_environment_masks_what_was_streamed_anew(mode: str) -> None:
     environ = {"HOME": "/home/x"}
     redactor = Redactor(environ=environ)
     turn, diff, page = Turn(redactor), TurnDiff(), Page()

@@ -236,13 +236,16 @@ def test_closing_a_live_view_does_not_wait_out_its_pause_between_redraws() -> No
 
 
 @pytest.mark.timeout(20)
-def test_a_live_view_hears_every_chunk_of_its_turn_and_redraws_once_for_them() -> None:
-    """The view stays subscribed while a redraw is due: the `Delta`s that follow are the text
-    the redraw masks and draws (`live_turn.py`), so none may be missed. Many chunks of its turn
-    make one redraw due; another turn's make none; it unsubscribes when the turn ends."""
+def test_a_live_view_listens_while_its_turn_is_small_and_hears_every_chunk_of_a_long_one() -> None:
+    """A turn under `LISTEN_FROM`: once a mutation makes a redraw due, the view unsubscribes
+    (the session builds no `Delta` for it) and the redraw reads the parts. A longer turn: the
+    view hears every chunk, each `Delta` being the text the redraw masks and draws
+    (`live_turn.py`), so none may be missed. Either way one redraw for many chunks, none for
+    another turn's, and no subscription once the turn ended."""
     from types import SimpleNamespace
 
     from acp_notebook.display.live import LiveView
+    from acp_notebook.display.live_turn import LISTEN_FROM
     from acp_notebook.protocol.mutations import Delta
     from acp_notebook.protocol.state import MessagePart
 
@@ -256,40 +259,50 @@ def test_a_live_view_hears_every_chunk_of_its_turn_and_redraws_once_for_them() -
     session = _stub_session(subscribe)
     session.usage, session.id, session.title, session.terminal_views = None, "s1", None, {}
     session.client.agent_name = "demo"
+    record = session.turn_record
     answer = MessagePart("m1", "agent")
-    session.turn_record.parts.append(answer)
+    record.parts.append(answer)
     turn = SimpleNamespace(id="t1", result=None, prompt=[])
 
     def chunk(text: str, turn_id: str = "t1") -> None:
         if turn_id == "t1":
             answer.append(text)
-        subscribers[0](Delta(turn_id, "m1", "text", text))
+        for subscriber in list(subscribers):
+            subscriber(Delta(turn_id, "m1", "text", text))
 
     async def main() -> None:
         drew = asyncio.Event()
 
         def bundle(tail: int = 0) -> dict[str, Any]:
-            drawn.append(view.live.texts["m1"].text() if view.live.sync() else "")
+            view.live.sync()
+            drawn.append(view.live.texts["m1"].text())
             drew.set()
             return {}
+
+        async def redrawn() -> None:
+            with anyio.fail_after(5):
+                await drew.wait()
+            drew.clear()
 
         view = LiveView(session, turn, max_rate=1000, show=False)  # type: ignore[arg-type]
         view._bundle = bundle  # type: ignore[method-assign]
         view._handle = SimpleNamespace()  # type: ignore[assignment]  # draws, to a stub
         view.start()
         chunk("not ours", turn_id="another turn")  # due, it would draw before the rest
-        for word in ("one ", "two ", "three "):
+        assert len(subscribers) == 1
+        chunk("one ")
+        assert subscribers == []  # a small turn: a redraw is due, nothing more to hear
+        chunk("two ")  # not heard: read from the part
+        await redrawn()
+        assert drawn == ["one two "] and len(subscribers) == 1  # one redraw, listening again
+        record.budget.text -= LISTEN_FROM  # the turn grew long (as its budget counts)
+        chunk("three ")
+        await redrawn()  # from this redraw on, every chunk is heard
+        for word in ("four ", "five"):
             chunk(word)
         assert len(subscribers) == 1  # still listening, though a redraw is due
-        with anyio.fail_after(5):
-            await drew.wait()
-        drew.clear()
-        assert drawn == ["one two three "]  # one redraw for the three chunks, each heard
-        chunk("four ")  # the next chunk makes another due, and the one after is heard too
-        chunk("five")
-        with anyio.fail_after(5):
-            await drew.wait()
-        assert drawn == ["one two three ", "one two three four five"]
+        await redrawn()
+        assert drawn == ["one two ", "one two three ", "one two three four five"]
         view.finish(TurnResult(turn_id="t1", success=True, text=""), keep_record=True)
         await view.aclose()
         assert subscribers == []
