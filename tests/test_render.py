@@ -25,13 +25,12 @@ from acp_notebook.protocol.state import (
     Usage,
 )
 from acp_notebook.protocol.terminals import TerminalView
-from acp_notebook.protocol.turn import TurnResult
+from acp_notebook.protocol.turn import TurnResult, read_turn
 from acp_notebook.render import (
     ALL_FORMATS,
     LIVE_FORMATS,
     MIME_TRANSCRIPT,
     fences,
-    read_turn,
     render_bundle,
     render_html,
     render_markdown,

@@ -18,10 +18,10 @@ import anyio.lowlevel
 
 from ..errors import CapabilityError, ClientClosedError, RequestError
 from ..protocol import content, methods
-from ..protocol.choices import check_mode, config_change
 from ..protocol.costs import CostLimit
 from ..protocol.fold import SessionFold
 from ..protocol.mutations import Delta, Mutation, SessionChanged, TurnFinished
+from ..protocol.session_facts import check_mode, config_change
 from ..protocol.state import ToolCallPart, Usage
 from ..protocol.terminals import TerminalView
 from ..protocol.turn import TurnRecord, TurnResult

@@ -85,8 +85,8 @@ class TurnRecord:
     def to_json(
         self,
         *,
-        agent: str | None,
-        terminals: dict[str, TerminalView],
+        agent: str | None = None,
+        terminals: dict[str, TerminalView] | None = None,
         session_id: str | None = None,
         usage: Usage | None = None,
         prompt: list[dict[str, Any]] | None = None,
@@ -97,6 +97,7 @@ class TurnRecord:
         record holds, with what the session knows (the agent's name, the views of the
         session's terminals, its usage and title)."""
         parts = [p.to_json() for p in self.parts]
+        views = terminals or {}
         return turn_json(
             turn_id=self.turn_id,
             session_id=session_id,
@@ -106,7 +107,7 @@ class TurnRecord:
             usage=usage,
             plan=self.plan.entries if self.plan else (),
             prompt=self.prompt if prompt is None else prompt,
-            terminals=[terminals[t].to_json() for t in self.terminal_ids() if t in terminals],
+            terminals=[views[t].to_json() for t in self.terminal_ids() if t in views],
             parts=parts,
             duration=time.time() - self.started_at,
             dropped=self.dropped,

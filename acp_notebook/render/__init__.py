@@ -27,7 +27,6 @@ __all__ = [
     "LIVE_FORMATS",
     "MIME_TRANSCRIPT",
     "RECORD_FORMATS",
-    "read_turn",
     "render_bundle",
     "render_html",
     "render_markdown",
