@@ -50,16 +50,6 @@ _CHUNK_ROLES: dict[str, Role] = {
     "user_message_chunk": "user",
 }
 _CHANNEL = {"agent": "text", "thought": "thought", "user": "user"}
-# Updates that change what the user sees of a turn; others (usage, commands...) are ambient.
-AMBIENT_KINDS = frozenset(
-    {
-        "available_commands_update",
-        "current_mode_update",
-        "config_option_update",
-        "session_info_update",
-        "usage_update",
-    }
-)
 
 
 class SessionFold:
