@@ -293,7 +293,7 @@ def load_ipython_extension(ipython: Any) -> None:
     _register_formatters(ipython)
     if _reset_last_traceback not in ipython.events.callbacks["pre_run_cell"]:
         ipython.events.register("pre_run_cell", _reset_last_traceback)
-    from .notebook.cell_errors import note_cell
+    from .kernel_tools.cell_errors import note_cell
 
     if note_cell not in ipython.events.callbacks["post_run_cell"]:  # what --error gives
         ipython.events.register("post_run_cell", note_cell)
@@ -328,7 +328,7 @@ def unload_ipython_extension(ipython: Any) -> None:
     interrupts.uninstall(ipython)
     if _reset_last_traceback in ipython.events.callbacks["pre_run_cell"]:
         ipython.events.unregister("pre_run_cell", _reset_last_traceback)
-    from .notebook.cell_errors import note_cell
+    from .kernel_tools.cell_errors import note_cell
 
     if note_cell in ipython.events.callbacks["post_run_cell"]:
         ipython.events.unregister("post_run_cell", note_cell)

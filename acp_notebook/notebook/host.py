@@ -111,7 +111,7 @@ class Host(Protocol):
 
     @property
     def kernel_tools(self) -> bool:
-        """Whether new sessions get the kernel's MCP tools (`notebook/kernel_server.py`)."""
+        """Whether new sessions get the kernel's MCP tools (`kernel_tools/server.py`)."""
 
     def registry(self) -> Registry:
         """The agents one can name, read anew (config, TOML file, built-ins)."""

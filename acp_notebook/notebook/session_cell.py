@@ -109,7 +109,7 @@ def _kernel_tools_terms(host: Host, opts: CellOptions, turn: TurnHandle, deadlin
     if deadline != math.inf:
         turn.bound(deadline)
     if opts.no_kernel_tools:
-        from .kernel_server import refuse_turn
+        from ..kernel_tools.server import refuse_turn
 
         refuse_turn(host.runtime, turn)
 
@@ -331,7 +331,7 @@ async def _settings(host: Host, session: Session, opts: CellOptions) -> None:
 def _prompt(host: Host, opts: CellOptions, body: str) -> str | list[Any]:
     """The cell's body, with the context its options ask for: `--with` variables, `--error`,
     `--cells`, `--file` attachments."""
-    from . import context
+    from ..kernel_tools import context
 
     parts: list[dict[str, Any]] = []
     for name in opts.variables:

@@ -36,21 +36,21 @@ from .._version import __version__
 from ..protocol import limits
 from ..protocol.limits import clip_text
 from ..render import clip as card_clip
-from . import kernel_tools
-from .kernel_tools import MAX_TEXT, ToolOutput
-from .kernel_tools_run import run_code, stoppable
+from . import variables
+from .run import run_code, stoppable
+from .variables import MAX_TEXT, ToolOutput
 
 if TYPE_CHECKING:
     import weakref
 
     from ..client.session import Session
     from ..client.turn import TurnHandle
-    from .kernel_tools_run import CellGate
-    from .runtime import Runtime
+    from ..notebook.runtime import Runtime
+    from .run import CellGate
 
 
 class ToolHost(Protocol):
-    """What the tools need of the kernel's server (`kernel_server.KernelServer`); a grant is
+    """What the tools need of the kernel's server (`server.KernelServer`); a grant is
     that server's token record, passed back to it."""
 
     shell: Any
@@ -200,10 +200,10 @@ def _reader(kernel: ToolHost, name: str, args: dict[str, Any]) -> Callable[[], T
     if name == "list_variables":
         hidden = getattr(kernel.shell, "user_ns_hidden", {})
         include = _arg(args, "include_hidden", bool, False)
-        return lambda: kernel_tools.list_variables(ns, hidden, include)
+        return lambda: variables.list_variables(ns, hidden, include)
     if name == "inspect_variable":
         variable = _arg(args, "name", str)
-        return lambda: kernel_tools.inspect_variable(ns, variable)
+        return lambda: variables.inspect_variable(ns, variable)
     if name == "notebook_cells":
         count = max(1, min(_arg(args, "count", int, 10), 100))
         return lambda: _cells(kernel, count)
@@ -220,7 +220,7 @@ def _time_left(turn: TurnHandle | None) -> float | None:
 
 
 def _cells(kernel: ToolHost, count: int) -> ToolOutput:
-    from .kernel_context import cells_text, recent_cells
+    from .cells import cells_text, recent_cells
 
     text = cells_text(recent_cells(kernel.shell, count)) or "(no cells above this one yet)"
     return ToolOutput(
@@ -229,7 +229,7 @@ def _cells(kernel: ToolHost, count: int) -> ToolOutput:
 
 
 def _last_error(kernel: ToolHost) -> ToolOutput:
-    from .kernel_context import last_error
+    from .cells import last_error
 
     error = last_error(kernel.shell)
     if error is None:
