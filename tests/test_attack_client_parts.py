@@ -285,7 +285,7 @@ def test_the_clients_card_is_marked_open_and_its_title_literal() -> None:
     """Drawn, the client's card is open (its code is what the person is asked about), marked as
     the client's, which no card of the agent's can be; its title shows the code's first line as
     it is (a code span: `__dict__` is not bold, a backslash stays)."""
-    from acp_notebook.kernel_tools.tools import _title
+    from acp_notebook.kernel_tools.card import _title
     from acp_notebook.protocol.turn import read_turn
     from acp_notebook.render.html import render_html
 
