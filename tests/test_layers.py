@@ -70,6 +70,7 @@ LAYER_OF: dict[str, str] = {
     "render": "render",
     "display": "display",
     "widgets": "widgets",
+    "chat": "widgets",  # the chat widget, a subsystem of the widgets tier
     "notebook": "notebook",
     "magics": "magics",
     "demo_agent": "demo_agent",

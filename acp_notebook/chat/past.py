@@ -22,9 +22,9 @@ from typing import Any
 
 from ..client.session import Session
 from ..protocol.turn import Transcript
-from .loop import KernelLoop
-from .turn_diff import TurnDiff
-from .turn_view import TurnWidget
+from ..widgets.loop import KernelLoop
+from ..widgets.turn_diff import TurnDiff
+from ..widgets.turn_view import TurnWidget
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ class PastView:
         self.widget.on_msg(self._on_page)
 
     def _on_page(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        # Maybe on a subshell's thread (loop.py): the widget sends from the kernel's loop.
+        # Maybe on a subshell's thread (widgets/loop.py): the widget sends from the kernel's loop.
         if isinstance(content, dict) and content.get("type") == "sync":
             self.kernel.call(self._draw)
 

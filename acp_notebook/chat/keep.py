@@ -1,9 +1,9 @@
 """Where the chat's static record is kept up to date: in the page when it can, else by the kernel.
 
-The record (`chat_record.py`) is an output of its own after the chat's. The kernel can only
+The record (`record.py`) is an output of its own after the chat's. The kernel can only
 replace an output whole (`update_display_data`), so updating it after each turn would send the
 whole conversation again every turn: a long chat would cost the square of its length. A page that
-holds the notebook (JupyterLab, Notebook 7: chat_input.js, `keepRecord`) says it keeps the record
+holds the notebook (JupyterLab, Notebook 7: static/input.js, `keepRecord`) says it keeps the record
 (`keep`, with how many turns its copy holds); from then on the kernel sends it each turn's piece
 once, as a message to the chat's input widget, and the page adds it to the output it will save.
 Without such a page (nbclient, papermill, `await chat.send(...)` in a script, a front-end
@@ -17,8 +17,8 @@ from typing import Any
 from IPython.display import DisplayHandle
 
 from ..display import publish
-from .chat_input import ChatInput
-from .chat_record import html_start, join, piece
+from .input import ChatInput
+from .record import html_start, join, piece
 
 
 class RecordKeeper:

@@ -11,7 +11,7 @@ transcripts are kept as a list under the chat's own MIME type (a cell's turn typ
 and tools that replay cells read it), without what they would hold twice (`lean`).
 
 A turn adds one `piece` to the record, and the record is its pieces joined (`join`) by plain
-concatenation, so a page can add a turn to the record it holds (chat_input.js, `appendRecord`)
+concatenation, so a page can add a turn to the record it holds (static/input.js, `appendRecord`)
 from that turn's piece alone: a long chat does not send its whole record again after each turn.
 """
 
@@ -25,7 +25,7 @@ from ..render.style import MATH_OFF, STYLE
 MIME_CHAT = "application/vnd.acp-notebook.chat+json"
 #: The class of the record's HTML; the live chat hides its record output (static/chat.css).
 RECORD_CLASS = "acpnb-chat-record"
-#: How the pieces of the text view are joined (chat_input.js joins them the same way).
+#: How the pieces of the text view are joined (static/input.js joins them the same way).
 PLAIN_JOIN = "\n\n"
 EMPTY = "(no message yet)"
 #: A rule of the record's stylesheet: the chat's widget output is hidden when it cannot be drawn
@@ -87,7 +87,7 @@ def chat_record(turns: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def user_text(transcript: Any) -> str:
-    """The user's message that opens a chat turn's transcript (see chat_turn.user_part)."""
+    """The user's message that opens a chat turn's transcript (see turns.user_part)."""
     parts = transcript.get("parts") if isinstance(transcript, dict) else None
     first = parts[0] if isinstance(parts, list) and parts else None
     if isinstance(first, dict) and first.get("role") == "user":

@@ -4,7 +4,7 @@ A cell's turn view is a display of its own, replaced at the end by the turn's re
 the view is a child of the log instead: it opens with the user's message, patches its parts in
 place while the turn streams (an opened card stays open), and at the end it stays, showing the
 turn's final state. Its record (the same bundle a cell keeps, drawn with the cards the reader
-opened) goes to the chat's static record (`chat_record.py`).
+opened) goes to the chat's static record (`record.py`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from ..display import publish
 from ..protocol.state import Part, part_from_json
 from ..protocol.turn import Transcript, TurnResult, read_turn
 from ..protocol.turnstate import TurnState
-from .turn_view import TurnView
+from ..widgets.turn_view import TurnView
 
 
 class ChatTurnView(TurnView):

@@ -3,7 +3,7 @@
 ipywidgets' Textarea inserts a newline on Enter and tells the kernel nothing; its Text sends on
 Enter but holds one line. This box sends a `submit` message with the text on Enter (or its Send
 button), never for an empty or blank text, and clears itself. Its front-end also keeps the
-chat's log following new output until the user scrolls up (see chat_input.js).
+chat's log following new output until the user scrolls up (see static/input.js).
 
 Completion: `/` at the start lists `commands` (the agent's, with their descriptions); `@` lists
 `files` (the workspace's, asked for with a `files` message when the reader types `@`). Arrows
@@ -11,7 +11,7 @@ move, Enter or Tab choose, Escape closes. A chosen `@path` still in the text whe
 with the `submit` message, as `files`. When the kernel goes away the page drops the chat's own
 output (found by `token`), so the notebook keeps the chat's static record, not a dead widget.
 While the chat is live, the page also keeps that record up to date itself (`on_keep`,
-`chat_keep.py`): each turn is sent to it once, not the whole conversation again.
+`keep.py`): each turn is sent to it once, not the whole conversation again.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from typing import Any
 import anywidget
 import traitlets
 
-from .chat_record import RECORD_CLASS
+from ..widgets.turn_view import STATIC as VIEW_STATIC
+from .record import RECORD_CLASS
 
 _HERE = Path(__file__).parent
 MAX_FILES_SENT = 20  # `@` attachments of one message
@@ -42,10 +43,10 @@ class ChatInput(anywidget.AnyWidget):
     The callbacks run where the widget message arrives (a subshell's thread in JupyterLab):
     hand real work to the kernel's loop (`widgets.loop.KernelLoop`)."""
 
-    # One module per widget: the helpers the turn view shares (static/plain_text.js) go first.
+    # One module per widget: the helpers it shares with the turn view (plain_text.js) go first.
     _esm = "\n".join(
         p.read_text(encoding="utf-8")
-        for p in (_HERE / "static/plain_text.js", _HERE / "chat_input.js")
+        for p in (VIEW_STATIC / "plain_text.js", _HERE / "static" / "input.js")
     )
     _css = CSS
     value = traitlets.Unicode("").tag(sync=True)
@@ -74,7 +75,7 @@ class ChatInput(anywidget.AnyWidget):
         self.on_msg(received)
 
     def on_keep(self, callback: Callable[[Any], None]) -> None:
-        """`callback(have)` when the page says it keeps the chat's record (`chat_keep.py`) and
+        """`callback(have)` when the page says it keeps the chat's record (`keep.py`) and
         holds `have` turns of it (unchecked: the page is not trusted)."""
 
         def received(_widget: Any, content: Any, _buffers: Any) -> None:
