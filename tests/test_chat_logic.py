@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from acp_notebook.chat.files import list_files, resolve_in
+from acp_notebook.chat.input import list_files, resolve_in
 from acp_notebook.chat.pickers import ChatPickers, pickers
 from acp_notebook.chat.record import MIME_CHAT, chat_record
 from acp_notebook.errors import PromptError
@@ -183,7 +183,7 @@ def test_the_record_has_each_user_message_once_and_one_stylesheet() -> None:
 def test_listing_reads_a_bounded_number_of_folders(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from acp_notebook.chat import files as chat_files
+    from acp_notebook.chat import input as chat_files
 
     for i in range(20):  # many folders holding nothing: the walk still ends early
         (tmp_path / f"d{i:02}").mkdir()
@@ -267,8 +267,7 @@ def json_of(value: Any) -> str:
 
 
 def test_a_page_that_keeps_the_record_gets_each_turn_once() -> None:
-    from acp_notebook.chat.keep import RecordKeeper
-    from acp_notebook.chat.record import join, piece
+    from acp_notebook.chat.record import RecordKeeper, join, piece
     from acp_notebook.display import publish
 
     class Page:
@@ -451,7 +450,7 @@ def test_turns_started_elsewhere_on_the_session_are_shown_and_recorded_once(agen
     """A turn prompted on the session itself (as a `%%agent -s` cell does) shows in the chat
     open on it, with the user's message, and is recorded once; a chat opened while it runs
     shows it too; the chat's own turn has one view, in both chats; Stop in a chat stops it."""
-    from acp_notebook.chat.past import past_turns
+    from acp_notebook.chat.turns import past_turns
     from acp_notebook.chat.widget import ChatWidget
     from tests.agents.script import script
     from tests.client_helpers import Watcher, tool_call
@@ -494,7 +493,7 @@ def test_turns_started_elsewhere_on_the_session_are_shown_and_recorded_once(agen
 def test_a_huge_folder_is_not_read_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`@` completion read every entry of a folder, then sorted them, to keep `limit * 4`: a
     folder of millions of files (an agent's shell makes one in seconds) held them all."""
-    from acp_notebook.chat import files as chat_files
+    from acp_notebook.chat import input as chat_files
 
     read = 0
 

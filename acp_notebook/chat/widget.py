@@ -4,17 +4,17 @@
 (`--session`), so a conversation can move between cells and the chat. Each turn is the per-turn live
 view (`turns.py`, a `TurnView` in the log): the user's message first, parts patched in place,
 permission buttons in their cards. Enter sends, Shift+Enter is a newline, `/` and `@` complete
-commands and workspace files (`input.py`, `files.py`); the mode and config menus (`pickers.py`)
+commands and workspace files (`input.py`); the mode and config menus (`pickers.py`)
 follow the session. Clicks and messages are handled on the kernel's loop, whatever thread they
 arrive in (`../widgets/loop.py`). A message sent while a turn runs waits behind it; Stop gives such
 a message back to the input box (`stop`), and one whose @files are still being read too. A new chat
 on a session that had one (`%agent chat -s X` run again) opens with the conversation so far
-(`past.py`). A turn started elsewhere on the session while the chat is open (a `%%agent -s X` cell,
+(`turns.py`). A turn started elsewhere on the session while the chat is open (a `%%agent -s X` cell,
 another chat) is shown and recorded too (`_follow`, on the session's `TurnStarted`), so the chat
 holds the session's whole conversation, as Zed's thread.
 
 The chat's output is followed by its static record (`record.py`), which gets each turn as it
-ends (`keep.py`: by the page when it can, so a turn costs what it adds): the live page hides
+ends (`record.py`: by the page when it can, so a turn costs what it adds): the live page hides
 it; once the chat is closed or its kernel is gone, it is what the notebook shows, so a saved
 notebook reads without a kernel.
 """
@@ -41,12 +41,10 @@ from ..protocol.turn import TurnResult
 from ..protocol.turnstate import TurnState
 from ..widgets.loop import KernelLoop
 from ..widgets.turn_view import WIDGET_VIEW
-from .files import list_files, resolve_in
-from .input import ChatInput
-from .keep import RecordKeeper
-from .past import PastTurn, PastView, past_turns, remember
+from .input import ChatInput, list_files, resolve_in
 from .pickers import ChatPickers
-from .turns import ChatTurnView
+from .record import RecordKeeper
+from .turns import ChatTurnView, PastTurn, PastView, past_turns, remember
 
 MAX_COMMANDS = 200
 #: The chat's output as text: a live chat is drawn, so this is read only where it cannot be.
@@ -83,7 +81,7 @@ class ChatWidget:
         #: The finished turns' records, in order (the chat's static record joins them).
         self.records: list[dict[str, Any]] = []
         self.keeper = RecordKeeper(self.input)
-        #: The session's conversation in earlier chats (`past.py`): shown first, recorded.
+        #: The session's conversation in earlier chats (`turns.py`): shown first, recorded.
         self._show_past(list(past_turns(session)))
         #: What the chat sent into each turn that has not started yet (turn id -> messages, each
         #: its text and attached files): Stop gives it back to the input box (`stop`).
@@ -276,7 +274,7 @@ class ChatWidget:
             self.input.send({"event": "attach", "files": files})
 
     async def list_files(self) -> list[str]:
-        """The workspace's files for `@` completion (bounded: `files.list_files`)."""
+        """The workspace's files for `@` completion (bounded: `input.list_files`)."""
         files = await asyncio.to_thread(list_files, self.session.cwd)
         self.input.files = files
         return files
