@@ -2,7 +2,7 @@
 
 `AcpNotebook` is the magics object IPython holds: its settings and the kernel's `Runtime`. The
 `%%agent` options and their parser are in `notebook/options.py`, the rewrite that makes the cells
-awaited in `notebook/rewrite.py`, the `%%agent` flow in `notebook/session_cell.py` and the
+awaited in `notebook/rewrite.py`, the `%%agent` flow in `notebook/cell.py` and the
 `%agent` subcommands in `notebook/commands.py`; those take this object as a `notebook.host.Host`.
 """
 
@@ -222,10 +222,10 @@ class AcpNotebook(Magics):
 
     async def _run_cell(self, opts: CellOptions, body: str, line: str) -> Any:
         from .display.publish import guarded
-        from .notebook import session_cell
+        from .notebook import cell
 
         # Errors quote the agent (its error message, its stderr): they leave masked.
-        return await guarded(session_cell.run(self, opts, body, line))
+        return await guarded(cell.run(self, opts, body, line))
 
     # -- %agent ----------------------------------------------------------------------------------
 

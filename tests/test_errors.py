@@ -16,9 +16,9 @@ import acp_notebook
 from acp_notebook import errors
 from acp_notebook.client.serving.permissions import PermissionPolicy
 from acp_notebook.config import AgentSpec, Registry
-from acp_notebook.notebook.cell import open_session
 from acp_notebook.notebook.ledger import Ledger
 from acp_notebook.notebook.runtime import Runtime
+from acp_notebook.notebook.start import open_session
 from acp_notebook.protocol.costs import CostLimit
 from tests.client_helpers import Agent
 from tests.test_layers import PACKAGE, REPO, load_package

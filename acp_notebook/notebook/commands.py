@@ -12,12 +12,11 @@ from ..display import publish, views
 from ..display.views import Code, Doc, Value
 from ..errors import AcpError, CapabilityError
 from . import auth_cmds, mcp_servers, replay
-from .cell import apply_settings, start_error_message
 from .host import Host
 from .ledger import ledger_doc
 from .options import CellOptions, Parser, parse
 from .runtime import NamedSession
-from .session_cell import open_named
+from .start import apply_settings, open_named, start_error_message
 from .status_docs import MAX_ITEMS as MAX_ITEMS
 from .status_docs import key, sessions_doc, status_doc
 from .stored_sessions import Memory

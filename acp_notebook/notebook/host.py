@@ -1,7 +1,7 @@
 """What the notebook layer needs from the object that registered the magics.
 
 `magics.AcpNotebook` is that object (its traitlets configuration, the kernel's namespace); the
-`%%agent` flow (`session_cell`) and the `%agent` commands (`commands`) take it as a `Host` and
+`%%agent` flow (`cell`) and the `%agent` commands (`commands`) take it as a `Host` and
 use nothing else of it, so they never import `magics.py`.
 
 The widget views come the same way (`Host.widgets`, typed as `Widgets` here): the notebook layer
