@@ -83,7 +83,7 @@ INTERNAL_RAISES = {
     "at the end of its input: run_code reports it as that code's error",
     "acp_notebook/kernel_tools/run.py: TypeError": "bytes written to stdout by the "
     "agent's code, as a text stream refuses them: run_code reports it as that code's error",
-    "acp_notebook/kernel_tools/tools.py: TypeError": "a tool argument of the agent's: "
+    "acp_notebook/kernel_tools/card.py: TypeError": "a tool argument of the agent's: "
     "answered as a tool error",
     "acp_notebook/client/serving/regular_file.py: OSError": "a path in a setting that is not a "
     "regular file: config.py makes it a ConfigError, recording.py a ReplayError",

@@ -5,7 +5,7 @@ running turn (the code, then what it printed), and a permission request through 
 and buttons as the agent's own (`Session.client_call`, `Session.ask_for`): headless it is
 rejected unless `--allow execute`, and `--deny execute` rejects it. The agent cannot change that
 card (the fold refuses its updates for it), and the code must be one the card shows whole and in
-the order it runs (`_unshowable`): the person is asked about exactly what runs. The run itself,
+the order it runs (`unshowable`): the person is asked about exactly what runs. The run itself,
 bounded and stoppable, is `run.py`'s.
 """
 
@@ -46,7 +46,7 @@ _BLANK = re.compile(
     "\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
 )
 GATE_TIMEOUT = 300.0  # seconds run_code waits for a user's cell to end
-_OPTIONS = [
+OPTIONS = [
     {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
     {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
 ]
@@ -62,33 +62,33 @@ async def run_asked(
     code runs only for the turn that asked, while it runs: a turn that ended meanwhile (its
     Stop, the cell's interrupt) or whose --timeout passed gets a refusal. It is stopped by the
     kernel's interrupt, which also cancels the turn, and by the turn's deadline."""
-    refused = _unshowable(code)
+    refused = unshowable(code)
     if refused is not None:
         return ToolOutput(refused, error=True)
     turn = session.running
-    code_block = _fenced(code, "python")
-    call = session.client_call("execute", _title(code), [code_block])
+    code_block = fenced(code, "python")
+    call = session.client_call("execute", title("Run code in the kernel", code), [code_block])
     if call is None:
         return ToolOutput(
             "the turn is past its size limits: the code could not be shown, so it was not run",
             error=True,
         )
-    answer = await session.ask_for(call, _OPTIONS)
+    answer = await session.ask_for(call, OPTIONS)
     outcome = answer.get("outcome", {}) if isinstance(answer, dict) else {}
     if outcome.get("optionId") != "allow":
-        note = _text("Not run: the permission was not given.")
+        note = text_part("Not run: the permission was not given.")
         session.client_update(call, "failed", [code_block, note])
         return ToolOutput("the user (or the permission policy) did not allow running this code")
     if not gate.may_run(turn):  # the chat's turn while a cell of the user's runs
-        session.client_update(call, "pending", [code_block, _text(WAITING)])
+        session.client_update(call, "pending", [code_block, text_part(WAITING)])
     free = await _wait_for_kernel(gate, turn)
     if free is not None:
-        session.client_update(call, "failed", [code_block, _text(f"Not run: {free}.")])
+        session.client_update(call, "failed", [code_block, text_part(f"Not run: {free}.")])
         return ToolOutput(f"the code was not run: {free}", error=True)
     session.client_update(call, "in_progress", [code_block])
     ran = run_code(code, ns, mask, time_left(turn))
     status = "failed" if ran.error is not None else "completed"
-    session.client_update(call, status, [code_block, _fenced(ran.to_text(), "text")])
+    session.client_update(call, status, [code_block, fenced(ran.to_text(), "text")])
     if ran.stopped == "interrupted" and turn is not None:
         # The user interrupted the kernel: the turn ends too, as after a Stop. (A cell's
         # interrupt also cancels the cell, which cancels it again: a no-op.) Not awaited here:
@@ -136,12 +136,12 @@ def cancel_soon(session: Session, turn: TurnHandle) -> None:
         session.client.task_group.start_soon(cancel)
 
 
-def _unshowable(code: str) -> str | None:
+def unshowable(code: str) -> str | None:
     """Why `code` cannot be shown to the person asked exactly as it would run (None if it can):
     the card shows the head of a long text only; controls and format characters do not show or
     reorder what is shown (a line that reads one way and runs another); a name in another
     script reads as the ASCII one it looks like (a Cyrillic `оs` is not `os`)."""
-    text = _fenced(code, "python")["content"]["text"] if len(code) <= MAX_CODE else ""
+    text = fenced(code, "python")["content"]["text"] if len(code) <= MAX_CODE else ""
     if not text or card_clip.head(text, limits.TEXT_LINES).note:
         return (
             f"the code is longer than its card shows whole (at most {limits.TEXT_LINES - 2} "
@@ -192,16 +192,16 @@ def _non_ascii_names(code: str) -> set[str]:
     return names
 
 
-def _title(code: str) -> str:
-    """ "Run code in the kernel: `<its first line>`": the permission shows the title next to its
-    buttons, and the whole code is in the card."""
+def title(what: str, code: str) -> str:
+    """ "`what`: `<its first line>`" ("Run code in the kernel: ..."): the permission shows the
+    title next to its buttons, and the whole code is in the card."""
     lines = [line.strip() for line in code.strip().splitlines()] or [""]
     first = lines[0] if len(lines[0]) <= 60 else lines[0][:59] + "…"
     more = f" (+{len(lines) - 1} more lines)" if len(lines) > 1 else ""
-    return f"Run code in the kernel: {_code_span(first)}{more}"
+    return f"{what}: {code_span(first)}{more}"
 
 
-def _code_span(text: str) -> str:
+def code_span(text: str) -> str:
     """`text` as a Markdown code span: titles are drawn as Markdown, where `obj.__dict__` would
     show as obj.**dict** and `x = 1 \\# y` lose its backslash; in a span, it shows as it is."""
     if not text:
@@ -211,14 +211,14 @@ def _code_span(text: str) -> str:
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
-def _text(text: str) -> dict[str, Any]:
+def text_part(text: str) -> dict[str, Any]:
     return {"type": "content", "content": {"type": "text", "text": text}}
 
 
-def _fenced(text: str, language: str) -> dict[str, Any]:
+def fenced(text: str, language: str) -> dict[str, Any]:
     # A fence longer than any run of backticks inside, so the code cannot close it.
     ticks = "`" * max(3, _longest_backticks(text) + 1)
-    return _text(f"{ticks}{language}\n{text}\n{ticks}")
+    return text_part(f"{ticks}{language}\n{text}\n{ticks}")
 
 
 def _longest_backticks(text: str) -> int:
@@ -234,3 +234,13 @@ def time_left(turn: TurnHandle | None) -> float | None:
     if turn is None or turn.deadline is None:
         return None
     return turn.deadline - anyio.current_time()
+
+
+def arg(args: dict[str, Any], name: str, kind: type, default: Any = None) -> Any:
+    """A tool's argument `name` of type `kind` (TypeError if it is not), else `default`."""
+    value = args.get(name, default)
+    if value is None or (kind is int and isinstance(value, bool)) or not isinstance(value, kind):
+        if value is None and default is not None:
+            return default
+        raise TypeError(f"{name} must be a {kind.__name__}")
+    return value

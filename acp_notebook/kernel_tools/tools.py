@@ -28,7 +28,7 @@ from mcp.shared.message import SessionMessage
 from .._version import __version__
 from ..protocol.limits import clip_text
 from . import variables
-from .card import cancel_soon, run_asked, time_left
+from .card import arg, cancel_soon, run_asked, time_left
 from .run import stoppable
 from .variables import MAX_TEXT, ToolOutput
 
@@ -135,18 +135,9 @@ def build(kernel: ToolHost, grant: Any) -> Server[Any]:
     )
 
 
-def _arg(args: dict[str, Any], name: str, kind: type, default: Any = None) -> Any:
-    value = args.get(name, default)
-    if value is None or (kind is int and isinstance(value, bool)) or not isinstance(value, kind):
-        if value is None and default is not None:
-            return default
-        raise TypeError(f"{name} must be a {kind.__name__}")
-    return value
-
-
 async def _call(kernel: ToolHost, grant: Any, name: str, args: dict[str, Any]) -> ToolOutput:
     if name == "run_code":
-        code = _arg(args, "code", str)  # checked before the session: a TypeError names it
+        code = arg(args, "code", str)  # checked before the session: a TypeError names it
         session = kernel.session_of(grant)
         if session is None:
             return ToolOutput("the session is not open: code cannot run", error=True)
@@ -176,13 +167,13 @@ def _reader(kernel: ToolHost, name: str, args: dict[str, Any]) -> Callable[[], T
     ns = kernel.shell.user_ns
     if name == "list_variables":
         hidden = getattr(kernel.shell, "user_ns_hidden", {})
-        include = _arg(args, "include_hidden", bool, False)
+        include = arg(args, "include_hidden", bool, False)
         return lambda: variables.list_variables(ns, hidden, include)
     if name == "inspect_variable":
-        variable = _arg(args, "name", str)
+        variable = arg(args, "name", str)
         return lambda: variables.inspect_variable(ns, variable)
     if name == "notebook_cells":
-        count = max(1, min(_arg(args, "count", int, 10), 100))
+        count = max(1, min(arg(args, "count", int, 10), 100))
         return lambda: _cells(kernel, count)
     if name == "last_error":
         return lambda: _last_error(kernel)
