@@ -92,6 +92,8 @@ INTERNAL_RAISES = {
     "reports the save's failure as that notebook's",
     "acp_notebook/widgets/elicit_form.py: TimeoutError": "a handler's timeout: the client "
     "declines the request (client/serving/elicit.py)",
+    "acp_notebook/widgets/kit.py: TypeError": "a bug, not an input: the notebook hands "
+    "`turn_view` only what this kit's `starting` made; nothing should catch it",
     "acp_notebook/widgets/turn_view.py: TimeoutError": "a permission handler's timeout: the "
     "client rejects the request, fail closed, and records why (client/serving/requests.py)",
 }
