@@ -29,6 +29,7 @@ from acp_notebook.client.process import StderrTail
 from acp_notebook.client.transport import AgentTransport, TransportFactory
 from acp_notebook.protocol import methods
 from acp_notebook.protocol.redact import Redactor
+from tests import acp_late_schema
 
 Side = Literal["client", "agent"]
 
@@ -206,10 +207,18 @@ def check_frames(stream: Stream, side: Side) -> tuple[list[str], set[str]]:
                 problems += [
                     f"{method} params {p}" for p in schema_errors(models[0], msg.get("params"))
                 ]
+                problems += [f"{method} params {p}" for p in late_params_errors(method, msg)]
         elif method is not None:
             model = notifications.get(method)
             seen.add(method)
-            if model is None and not method.startswith("_"):
+            late = late_update(method, msg.get("params"))
+            if late is not None:  # newer than the SDK's schema: the hand-written one
+                seen.add(f"{method} {late}")
+                problems += [
+                    f"{method} {late} {p}"
+                    for p in late_errors(acp_late_schema.notification(late), msg.get("params"))
+                ]
+            elif model is None and not method.startswith("_"):
                 problems.append(f"{method} is no {side} notification of ACP: {where}")
             elif model is not None:
                 problems += [
@@ -232,6 +241,42 @@ def check_frames(stream: Stream, side: Side) -> tuple[list[str], set[str]]:
                     f"{of} result {p}" for p in answer_errors(of, asked_params, msg["result"])
                 ]
     return problems, seen
+
+
+def late_update(method: str, params: Any) -> str | None:
+    """The kind of a `session/update` newer than the SDK's schema (`acp_late_schema`), or None."""
+    update = params.get("update") if isinstance(params, dict) else None
+    kind = update.get("sessionUpdate") if isinstance(update, dict) else None
+    if method == methods.SESSION_UPDATE and kind in acp_late_schema.UPDATES:
+        return str(kind)
+    return None
+
+
+def late_errors(schema: dict[str, Any], value: Any) -> list[str]:
+    return [
+        f"{'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message[:300]}"
+        for e in jsonschema.Draft202012Validator(schema).iter_errors(value)
+    ]
+
+
+_SYSTEM_PROMPT_METHODS = {methods.SESSION_NEW, methods.SESSION_LOAD, methods.SESSION_RESUME}
+
+
+def late_params_errors(method: str, msg: dict[str, Any]) -> list[str]:
+    """What the spec's later fields of a request's params get wrong (the SDK predates them):
+    the client's opt-ins in initialize, `systemPrompt` on session setup."""
+    params = msg.get("params")
+    if not isinstance(params, dict):
+        return []
+    if method == methods.INITIALIZE:
+        caps = params.get("clientCapabilities")
+        return late_errors(acp_late_schema.CLIENT_CAPABILITIES, caps) if caps is not None else []
+    if method in _SYSTEM_PROMPT_METHODS and "systemPrompt" in params:
+        return [
+            f"systemPrompt {p}"
+            for p in late_errors(acp_late_schema.SYSTEM_PROMPT, params["systemPrompt"])
+        ]
+    return []
 
 
 def answer_errors(method: str, params: Any, result: Any) -> list[str]:
@@ -325,6 +370,7 @@ def capability_errors(stream: Stream, side: Side) -> list[str]:
                 and session_caps.get("additionalDirectories") is None
             ):
                 problems.append(f"{method} with additionalDirectories, not advertised")
+            problems += _late_client_errors(stream, method, params, session_caps)
     else:
         fs = client_caps.get("fs") or {}
         for msg in _messages(bytes(stream.from_agent)):
@@ -335,7 +381,63 @@ def capability_errors(stream: Stream, side: Side) -> list[str]:
                 problems.append("fs/write_text_file, but no fs.writeTextFile capability")
             if method in methods.TERMINAL_METHODS and client_caps.get("terminal") is not True:
                 problems.append(f"{method}, but no terminal capability")
+            late = late_update(str(method), msg.get("params"))
+            needs = acp_late_schema.NEEDS.get(late or "")
+            if needs is not None and not acp_late_schema.has(client_caps, needs):
+                problems.append(f"{late}, but the client did not opt in ({'.'.join(needs)})")
     return problems
+
+
+def _cancellable_children(stream: Stream) -> set[str]:
+    """The children the agent announced with a `cancel` capability, at any time."""
+    out = set()
+    for msg in _messages(bytes(stream.from_agent)):
+        params = msg.get("params")
+        if late_update(str(msg.get("method")), params) != "subagent_update":
+            continue
+        update = params["update"]
+        caps = update.get("capabilities")
+        if isinstance(caps, dict) and isinstance(caps.get("cancel"), dict):
+            out.add(str(update.get("sessionId")))
+    return out
+
+
+def _late_client_errors(
+    stream: Stream, method: Any, params: dict[str, Any], session_caps: dict[str, Any]
+) -> list[str]:
+    """The client's frames that use what the agent did not offer: a system prompt the agent
+    does not take (or an override it cannot do), a cancel of a child that cannot be cancelled."""
+    problems = []
+    prompt = params.get("systemPrompt")
+    if method in _SYSTEM_PROMPT_METHODS and prompt is not None:
+        offered = session_caps.get("systemPrompt")
+        if not isinstance(offered, dict):
+            problems.append(
+                f"{method} with a systemPrompt, but no sessionCapabilities.systemPrompt"
+            )
+        elif isinstance(prompt, dict) and prompt.get("mode") == "override":
+            if not acp_late_schema.has(offered, ("mode", "override")):
+                problems.append(f"{method} with an override systemPrompt, not advertised")
+    if method == methods.SESSION_CANCEL:
+        own = {
+            str((m.get("result") or {}).get("sessionId"))
+            for m in _messages(bytes(stream.from_agent))
+            if isinstance(m.get("result"), dict)
+        }
+        sid = params.get("sessionId")
+        if sid not in own and sid not in _cancellable_children(stream) and _announced(stream, sid):
+            problems.append(f"session/cancel of the subagent {sid!r}, which cannot be cancelled")
+    return problems
+
+
+def _announced(stream: Stream, session_id: Any) -> bool:
+    """Whether the agent announced `session_id` as a subagent."""
+    for msg in _messages(bytes(stream.from_agent)):
+        params = msg.get("params")
+        if late_update(str(msg.get("method")), params) == "subagent_update":
+            if params["update"].get("sessionId") == session_id:
+                return True
+    return False
 
 
 class _Tapped:

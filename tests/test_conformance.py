@@ -514,6 +514,68 @@ async def unanswered_requests(client: Client, agent: Agent) -> None:
     await client.new_session()  # the marker exists now: answered
 
 
+# -- ACP of late 2026: subagents, plan operations, notices, compaction (tests/acp_late_schema.py)
+
+LATE_STEPS: tuple[dict[str, Any], ...] = (
+    {
+        "subagent": {
+            "id": "child-1",
+            "title": "Explore",
+            "description": "reads",
+            "steps": [
+                {"say": "child text"},
+                {
+                    "update": {
+                        "sessionUpdate": "tool_call",
+                        "toolCallId": "k1",
+                        "title": "Read",
+                        "name": "read_file",
+                    }
+                },
+                {"permission": True},
+                {"session_message": {"messageId": "sm1", "text": "to the parent"}},
+            ],
+        }
+    },
+    {"subagent_update": {"sessionId": "child-1", "title": "Explore (done)"}},
+    {"notice": {"severity": "warning", "title": "MCP server down", "description": "going on"}},
+    {"compaction": {"id": "c1", "chunks": ["sum"], "summary": "summary", "used": 10, "size": 100}},
+    {
+        "plan_update": {
+            "type": "items",
+            "planId": "p1",
+            "entries": [{"content": "a", "priority": "high", "status": "pending"}],
+        }
+    },
+    {
+        "plan_update": {
+            "type": "markdown",
+            "planId": "p2",
+            "content": "# Plan",
+            "path": "/tmp/plan.md",
+        }
+    },
+    {"plan_removed": "p1"},
+    {"subagent": {"id": "child-2", "cancel": True, "steps": [{"wait_child_cancel": True}]}},
+)
+
+
+@scenario(
+    "subagent",
+    "subagent_update",
+    "wait_child_cancel",
+    "session_message",
+    "notice",
+    "compaction",
+    "plan_update",
+    "plan_removed",
+    permission_handler=allow_first,
+)
+async def late_kinds(client: Client, agent: Agent) -> None:
+    session = await client.new_session()
+    await run_script(session, *LATE_STEPS)
+
+
 # Options of steps (not steps themselves) and of the client, named by the scenarios using them.
 OPTIONS_OF_STEPS = {"cancel_after", "quiet", "after_cancel", "auth_method"}
 

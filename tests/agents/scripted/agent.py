@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from . import late
 from .host import Host, Output, quietly
 from .store import Session, Store, config_options
 from .turn import PendingCall, Turn
@@ -57,6 +58,9 @@ class Agent:
         self._initialized = False
         self._authenticated = False
         self.client_auth_terminal = False
+        #: The client's `clientCapabilities` (what it opted in to: `late.opted_in`).
+        self.client_capabilities: JsonObj = {}
+        self.children = late.Children()  # the subagents announced, and their cancels
         self._followups: list[JsonObj] = []  # notifications to send after the current response
         self._ids = itertools.count()
         self._pending: dict[str, PendingCall] = {}
@@ -196,6 +200,8 @@ class Agent:
         params: JsonObj = msg["params"] if isinstance(msg.get("params"), dict) else {}
         if msg["method"] == "session/cancel":
             session_id = params.get("sessionId")
+            if self.children.cancel(session_id):  # a subagent's: its work stops, not the turn
+                return
             with self._lock:
                 turn = self._turns.get(session_id) if isinstance(session_id, str) else None
         elif msg["method"] == "$/cancel_request":
@@ -283,6 +289,7 @@ class Agent:
             raise RpcError(INVALID_PARAMS, "protocolVersion must be an integer")
         self._initialized = True
         client_caps = params.get("clientCapabilities")
+        self.client_capabilities = client_caps if isinstance(client_caps, dict) else {}
         auth_caps = client_caps.get("auth") if isinstance(client_caps, dict) else None
         # Terminal auth methods are offered only to clients that can run them (the spec).
         self.client_auth_terminal = (

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from . import late
 from .host import AgentGone, quietly
 from .wire import (
     AUTO_ID,
@@ -172,6 +173,14 @@ class Turn:
     def _checkpoint(self) -> None:
         if self._cancellable and self.cancelled.is_set():
             raise Cancelled
+
+    def run_steps(self, steps: list[JsonObj]) -> None:
+        """Run `steps` now, within this turn (a step that runs others: `late.py`'s subagent)."""
+        self._run_steps(steps)
+
+    def checkpoint(self) -> None:
+        """Raise `Cancelled` if the turn was cancelled (and heeds it)."""
+        self._checkpoint()
 
     def _run_steps(self, steps: list[JsonObj]) -> None:
         for step in steps:
@@ -418,6 +427,8 @@ class Turn:
         "next_prompt": _next_prompt,
     }
 
+
+Turn._STEPS.update(late.STEPS)  # subagents, plan operations, notices, compaction
 
 #: Every step a script may use (its action key): tests that cover them all enumerate these.
 STEP_NAMES = frozenset(Turn._STEPS)
