@@ -1,10 +1,12 @@
 """The parts of a turn: the one model the fold builds, subscribers receive and renderers draw.
 
-Plain mutable records, no I/O: messages (agent, user, thought), tool calls, permission requests,
-the plan, updates of kinds newer than our schema, and errors. Each writes itself into the
-transcript (`to_json`) and is read back from it (`from_json`, total: a saved notebook's part may
-be malformed or from an older version, and reads as well as it can, never raising), so a turn
-streaming, finished, or read from a notebook is the same objects. Tool call content, locations
+Plain mutable records, no I/O: messages (agent, user, thought, and between the agent's
+sessions), tool calls, permission requests, plans, subagents (a child session's sub-turn, with
+parts of its own), notices and compactions (`notes.py`), updates of kinds newer than our
+schema, and errors. Each writes itself into the transcript (`to_json`) and is read back from
+it (`from_json`, total: a saved notebook's part may be malformed or from an older version, and
+reads as well as it can, never raising), so a turn streaming, finished, or read from a notebook
+is the same objects. Tool call content, locations
 and permission options stay the ACP dicts the agent sent; `items` has typed views of them.
 
 Message text lives in a `StringIO` (from a message's second chunk) so memory grows with the text,
@@ -25,6 +27,7 @@ from typing import Any, Literal
 from . import items
 from .coerce import dicts, integer, mapping, number, opt_text, text
 from .elicitation import ElicitationPart
+from .notes import CompactionPart, NoticePart
 
 #: The roles the fold gives messages. A message read from a transcript keeps any other role it
 #: has (drawn as agent text, but not part of the answer).
@@ -99,6 +102,9 @@ class ToolCallPart:
     raw_input: Any = None
     raw_output: Any = None
     meta: dict[str, Any] | None = None
+    #: The tool's programmatic name (`read_file`), beside `title`: informational, the agent's
+    #: word (ACP v1, 2026-09-17). None when the agent did not send it.
+    name: str | None = None
     size: int = field(default=0, repr=False)  # characters counted against the turn's budget
     # Every kind the agent ever stated for this call (updates and permission requests), not
     # only the latest: a permission policy must not let a call shed a kind by relabelling.
@@ -135,6 +141,8 @@ class ToolCallPart:
             out["rawOutput"] = self.raw_output
         if self.by_client:
             out["byClient"] = True
+        if self.name is not None:
+            out["name"] = self.name
         return out
 
     @classmethod
@@ -149,6 +157,7 @@ class ToolCallPart:
             locations=dicts(d.get("locations")),
             raw_input=d.get("rawInput"),
             raw_output=d.get("rawOutput"),
+            name=(opt_text(d.get("name")) or "")[:200] or None,
             by_client=d.get("byClient") is True,
         )
 
@@ -259,19 +268,46 @@ class PlanEntry:
 
 @dataclass(slots=True, eq=False)
 class PlanPart:
-    """The plan as last sent: every `plan` update replaces it whole."""
+    """A plan as last sent. The legacy `plan` (no `plan_id`): every update replaces its entries.
+    A plan by id (`plan_update`): a checklist (`entries`) or a Markdown document (`markdown`,
+    and the `path` of its file if the agent named one); `removed` once `plan_removed` said so."""
 
     part_id: str
     entries: list[PlanEntry] = field(default_factory=list)
+    plan_id: str | None = None
+    markdown: str | None = None
+    path: str | None = None
+    removed: bool = False
 
     kind = "plan"
 
     def to_json(self) -> dict[str, Any]:
-        return {"type": "plan", "id": self.part_id, "entries": [e.to_json() for e in self.entries]}
+        out: dict[str, Any] = {
+            "type": "plan",
+            "id": self.part_id,
+            "entries": [e.to_json() for e in self.entries],
+        }
+        if self.plan_id is not None:
+            out["planId"] = self.plan_id
+        if self.markdown is not None:
+            out["markdown"] = self.markdown
+        if self.path is not None:
+            out["path"] = self.path
+        if self.removed:
+            out["removed"] = True
+        return out
 
     @classmethod
     def from_json(cls, d: dict[Any, Any]) -> PlanPart:
-        return cls(text(d.get("id")), PlanEntry.list_from_json(d.get("entries")))
+        markdown = d.get("markdown")
+        return cls(
+            text(d.get("id")),
+            PlanEntry.list_from_json(d.get("entries")),
+            opt_text(d.get("planId")),
+            text(markdown) if isinstance(markdown, str) else None,
+            opt_text(d.get("path")),
+            d.get("removed") is True,
+        )
 
 
 @dataclass(slots=True, eq=False)
@@ -333,8 +369,95 @@ class ErrorPart:
         )
 
 
+#: How deep a transcript's subagent cards are read (deeper ones are kept as data).
+READ_DEPTH = 4
+
+
+@dataclass(slots=True, eq=False)
+class SubagentPart:
+    """A child session's work in this turn (a sub-turn card): what the parent's agent said it
+    is (`title`, `description`), its work state (`running`, `idle`… and on idle why it stopped),
+    whether the client may cancel it, and its own parts (written by the child's fold)."""
+
+    part_id: str
+    session_id: str
+    title: str | None = None
+    description: str | None = None
+    state: str | None = None
+    stop_reason: str | None = None
+    can_cancel: bool = False
+    parts: list[Part] = field(default_factory=list)
+    #: What its fold left out, by kind (as `TurnRecord.dropped`).
+    dropped: dict[str, int] = field(default_factory=dict)
+    #: Its context use and cost, when the child reported them.
+    usage: Usage | None = None
+
+    kind = "subagent"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "subagent", "id": self.part_id, "sessionId": self.session_id}
+        for key, value in (
+            ("title", self.title),
+            ("description", self.description),
+            ("state", self.state),
+            ("stopReason", self.stop_reason),
+        ):
+            if value is not None:
+                out[key] = value
+        if self.can_cancel:
+            out["canCancel"] = True
+        out["parts"] = [p.to_json() for p in self.parts]
+        if self.dropped:
+            out["dropped"] = dict(self.dropped)
+        if self.usage is not None:
+            out["usage"] = self.usage.to_json()
+        return out
+
+    @classmethod
+    def from_json(cls, d: dict[Any, Any]) -> SubagentPart:
+        return cls.read(d, 0)
+
+    @classmethod
+    def read(cls, d: dict[Any, Any], depth: int) -> SubagentPart:
+        parts: list[Part] = []
+        for x in dicts(d.get("parts")):
+            if x.get("type") == "subagent":
+                deep = depth + 1 >= READ_DEPTH
+                parts.append(
+                    RawPart(text(x.get("id")), "subagent", x) if deep else cls.read(x, depth + 1)
+                )
+            else:
+                parts.append(part_from_json(x))
+        dropped = {
+            text(k): n
+            for k, v in mapping(d.get("dropped")).items()
+            if (n := integer(v)) is not None
+        }
+        return cls(
+            text(d.get("id")),
+            text(d.get("sessionId")),
+            opt_text(d.get("title")),
+            opt_text(d.get("description")),
+            opt_text(d.get("state")),
+            opt_text(d.get("stopReason")),
+            d.get("canCancel") is True,
+            parts,
+            dropped,
+            Usage.from_json(d.get("usage")),
+        )
+
+
 Part = (
-    MessagePart | ToolCallPart | PermissionPart | ElicitationPart | PlanPart | RawPart | ErrorPart
+    MessagePart
+    | ToolCallPart
+    | PermissionPart
+    | ElicitationPart
+    | PlanPart
+    | RawPart
+    | ErrorPart
+    | NoticePart
+    | CompactionPart
+    | SubagentPart
 )
 
 _READERS: dict[str, Callable[[dict[Any, Any]], Part]] = {
@@ -345,6 +468,9 @@ _READERS: dict[str, Callable[[dict[Any, Any]], Part]] = {
     "plan": PlanPart.from_json,
     "raw": RawPart.from_json,
     "error": ErrorPart.from_json,
+    "notice": NoticePart.from_json,
+    "compaction": CompactionPart.from_json,
+    "subagent": SubagentPart.from_json,
 }
 
 

@@ -57,6 +57,8 @@ def tool_call(out: list[str], call: ToolCallPart, turn: Transcript) -> None:
         f"<details class={cls}{' open' if is_open else ''}>"
         f"<summary>{head} {badge}{glyph} {escape(word)}</b>{stats}{own}</summary>"
     )
+    if call.name:  # the tool's own name (the agent's word; `title` is this call's)
+        out.append(f"<div class=acpnb-muted>tool <code>{escape(call.name)}</code></div>")
     if locations:
         locs = ", ".join(
             f"<code>{escape(loc.path)}{f':{loc.line}' if loc.line is not None else ''}</code>"

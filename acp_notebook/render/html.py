@@ -17,6 +17,7 @@ from html import escape
 from typing import Any
 
 from ..protocol.elicitation import ElicitationPart
+from ..protocol.notes import CompactionPart, NoticePart
 from ..protocol.state import (
     ErrorPart,
     MessagePart,
@@ -25,6 +26,7 @@ from ..protocol.state import (
     PlanEntry,
     PlanPart,
     RawPart,
+    SubagentPart,
     ToolCallPart,
 )
 from ..protocol.turn import Transcript
@@ -125,12 +127,27 @@ def _blocks(out: list[str], blocks: tuple[dict[Any, Any], ...] | list[dict[Any, 
         out.append(block(b))
 
 
-def _plan(out: list[str], entries: list[PlanEntry], *, over: bool) -> None:
+def _plan_part(out: list[str], p: PlanPart, *, live: bool) -> None:
+    name = f" <code>{escape(p.plan_id)}</code>" if p.plan_id is not None else ""
+    if p.removed:
+        if not live:  # gone from the live view; the record says it was there
+            out.append(f"<div class=acpnb-plan><strong>📋 Plan</strong>{name} ")
+            out.append("<span class=acpnb-muted>removed</span></div>")
+        return
+    if p.markdown is not None:
+        path = f" <span class=acpnb-muted>{escape(p.path)}</span>" if p.path else ""
+        out.append(f"<div class=acpnb-plan><strong>📋 Plan</strong>{name}{path}")
+        out.append(f"<div class=acpnb-answer>{to_html(p.markdown)}</div></div>")
+        return
+    _plan(out, p.entries, over=not live, name=name)
+
+
+def _plan(out: list[str], entries: list[PlanEntry], *, over: bool, name: str = "") -> None:
     if not entries:
         return
     done = sum(1 for e in entries if e.status == "completed")
     out.append(
-        f"<div class=acpnb-plan><strong>📋 Plan</strong> "
+        f"<div class=acpnb-plan><strong>📋 Plan</strong>{name} "
         f"<span class=acpnb-muted>{done}/{len(entries)} done</span><ul>"
     )
     for e in entries:
@@ -152,6 +169,55 @@ def _plan(out: list[str], entries: list[PlanEntry], *, over: bool) -> None:
             f"<li{cls}><span title={attr(word)}>{glyph}</span> {inline(e.content)}{prio}</li>"
         )
     out.append("</ul></div>")
+
+
+def _notice(out: list[str], p: NoticePart) -> None:
+    heading = f"{labels.NOTICE[p.level]}: {' '.join(p.title.split())}"
+    if p.level != p.severity:  # a severity of the agent's own: its word, as data
+        heading += f" ({p.severity})"
+    _alert(out, "warning" if p.level == "warning" else p.level, heading, p.description or "")
+
+
+def _compaction(out: list[str], p: CompactionPart, *, live: bool) -> None:
+    words = labels.compaction(p.status, live=live)
+    error = f": {escape(p.error)}" if p.error else ""
+    summary = p.text
+    blocks = [b for b in p.summary if b.get("type") != "text"]
+    if not summary and not blocks:
+        out.append(f"<div class=acpnb-compaction>🗜 <strong>{escape(words)}</strong>{error}</div>")
+        return
+    out.append(
+        f"<details class=acpnb-compaction><summary>🗜 <strong>{escape(words)}</strong>{error} "
+        "<span class=acpnb-muted>(its summary)</span></summary><div class=acpnb-answer>"
+    )
+    out.append(to_html(summary))
+    _blocks(out, blocks)
+    out.append("</div></details>")
+
+
+def _subagent(out: list[str], p: SubagentPart, turn: Transcript) -> None:
+    """A child session's sub-turn: a card with its title, state and description, then its own
+    parts, each drawn as the turn's are (and keyed by id: the live view finds a child's
+    permission request by it)."""
+    glyph, word = labels.subagent_state(p.state, p.stop_reason, live=turn.live)
+    title = escape(" ".join((p.title or p.session_id).split())[:300])
+    out.append(
+        f"<details class=acpnb-subagent><summary>🤖 <strong>{title}</strong> "
+        f"<span class=acpnb-muted>· <span title=state>{glyph}</span> {escape(word)}</span>"
+    )
+    if p.usage is not None and p.usage.cost_amount is not None:
+        cost = labels.money(p.usage.cost_amount, p.usage.cost_currency)
+        out.append(f" <span class=acpnb-muted>· {escape(cost)}</span>")
+    out.append("</summary>")
+    if p.description:
+        out.append(f"<div class=acpnb-muted>{_multiline(p.description)}</div>")
+    out.append("<div class=acpnb-subturn>")
+    for child in p.parts:
+        out.append(f"<div data-part={attr(child.part_id)}>{render_part(child, turn)}</div>")
+    dropped = sum(p.dropped.values())
+    if dropped:
+        out.append(note(f"{dropped:,} more updates of this subagent were left out (limits)"))
+    out.append("</div></details>")
 
 
 def _alert(out: list[str], level: str, heading: str, message: str) -> None:
@@ -216,7 +282,10 @@ _DRAW: dict[type[Any], Callable[[list[str], Any, Transcript, bool], None]] = {
     ToolCallPart: lambda out, p, turn, growing: tool_call(out, p, turn),
     PermissionPart: lambda out, p, turn, growing: permission(out, p, turn.live),
     ElicitationPart: lambda out, p, turn, growing: elicit_card.html(out, p, turn.live),
-    PlanPart: lambda out, p, turn, growing: _plan(out, p.entries, over=not turn.live),
+    PlanPart: lambda out, p, turn, growing: _plan_part(out, p, live=turn.live),
+    NoticePart: lambda out, p, turn, growing: _notice(out, p),
+    CompactionPart: lambda out, p, turn, growing: _compaction(out, p, live=turn.live),
+    SubagentPart: lambda out, p, turn, growing: _subagent(out, p, turn),
     RawPart: lambda out, p, turn, growing: raw(out, p),
     ErrorPart: lambda out, p, turn, growing: _error(out, p),
 }

@@ -275,3 +275,51 @@ def footer(turn: Transcript) -> list[str]:
     if sr := stop_reason(turn):
         pieces.append(sr)
     return pieces
+
+
+#: A subagent's work state (ACP's words; a word of the agent's own is shown as it is).
+SUBAGENT_STATE: dict[str, tuple[str, str]] = {
+    "running": ("◌", "working"),
+    "requires_action": ("⏳", "waiting for you"),
+    "unknown": ("·", "state unknown"),
+}
+#: Why an idle subagent stopped.
+SUBAGENT_STOP: dict[str, tuple[str, str]] = {
+    "end_turn": ("✓", "done"),
+    "cancelled": ("⏹", "cancelled"),
+    "error": ("✗", "failed"),
+    "refusal": ("⛔", "refused"),
+    "max_tokens": ("⚠", "stopped: out of tokens"),
+    "max_turn_requests": ("⚠", "stopped: too many requests"),
+}
+
+
+def subagent_state(state: str | None, stop_reason: str | None, *, live: bool) -> tuple[str, str]:
+    """(glyph, word) for a subagent's work state; in a turn that is over, a child still said to
+    be working is "not finished"."""
+    if state == "idle":
+        return SUBAGENT_STOP.get(stop_reason or "", ("✓", "idle"))
+    if state is None:
+        return ("·", "starting" if live else "no state reported")
+    if not live and state == "running":
+        return NOT_DONE[0], "not finished"
+    return SUBAGENT_STATE.get(state, ("•", state))
+
+
+#: A compaction's status: the marker's words.
+COMPACTION: dict[str, str] = {
+    "in_progress": "compacting the context…",
+    "completed": "context compacted",
+    "failed": "context compaction failed",
+    "cancelled": "context compaction cancelled",
+}
+
+
+def compaction(status: str, *, live: bool) -> str:
+    if status == "in_progress" and not live:
+        return "context compaction (unfinished)"
+    return COMPACTION.get(status, f"context compaction: {status}")
+
+
+#: A notice's heading, by severity (an unknown severity is shown as info, its word kept).
+NOTICE: dict[str, str] = {"info": "ℹ Notice", "warning": "⚠ Notice", "error": "✗ Notice"}

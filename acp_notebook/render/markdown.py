@@ -8,11 +8,20 @@ diffs and terminal output are `<pre>` blocks around character references.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 
 from ..protocol.elicitation import ElicitationPart
 from ..protocol.items import DiffContent, TerminalContent
-from ..protocol.state import PermissionPart, ToolCallPart
+from ..protocol.notes import CompactionPart, NoticePart
+from ..protocol.state import (
+    MessagePart,
+    Part,
+    PermissionPart,
+    PlanPart,
+    SubagentPart,
+    ToolCallPart,
+)
 from ..protocol.terminals import Terminal
 from ..protocol.turn import Transcript
 from . import clip, elicit_card, labels, mdsafe
@@ -21,7 +30,20 @@ from .mdwrite import inline, plain, to_markdown
 from .style import MATH_OFF
 
 #: The part kinds drawn here (messages as the answer; others have a line of their kind).
-_DRAWN = frozenset({"message", "plan", "tool_call", "permission", "elicitation", "raw", "error"})
+_DRAWN = frozenset(
+    {
+        "message",
+        "plan",
+        "tool_call",
+        "permission",
+        "elicitation",
+        "raw",
+        "error",
+        "notice",
+        "compaction",
+        "subagent",
+    }
+)
 #: The Markdown view is a summary: diffs and terminal output are clipped harder than in HTML.
 DIFF_LINES = 80
 TERMINAL_LINES = 40
@@ -48,33 +70,22 @@ def render_markdown(turn: Transcript) -> str:
 def _record(turn: Transcript) -> list[str]:
     out: list[str] = []
     if turn.plan:
-        done = sum(1 for e in turn.plan if e.status == "completed")
-        lines = [f"**Plan** ({done}/{len(turn.plan)} done)", ""]
-        for e in turn.plan:
-            box = "x" if e.status == "completed" else " "
-            glyph, word = labels.plan_status(e.status, over=not turn.live)
-            # The box says done or not; a word only for what it cannot say (a step running).
-            shown = e.status in ("completed", "pending") or word == labels.NOT_DONE[1]
-            state = "" if shown else f" {glyph} *{mdsafe.inline(word)}*"
-            prio = f" · {mdsafe.inline(e.priority)}" if e.priority else ""
-            lines.append(f"- [{box}] {inline(e.content) or '…'}{state}{prio}")
-        out.append("\n".join(lines))
+        out.append(_legacy_plan(turn))
 
-    kinds = ToolCallPart | PermissionPart | ElicitationPart
-    actions = [p for p in turn.parts if isinstance(p, kinds)]
+    out.extend(_plan_by_id(p, turn) for p in turn.parts if isinstance(p, PlanPart) and p.plan_id)
+    actions = _actions(turn.parts, turn)
     if actions:
-        lines = ["**Tool calls**", ""]
-        for p in actions:
-            try:
-                if isinstance(p, ToolCallPart):
-                    lines.extend(_tool_call(p, turn))
-                elif isinstance(p, PermissionPart):
-                    lines.append(_permission(p, turn))
-                else:
-                    lines.append(elicit_card.markdown_line(p, turn.live))
-            except Exception as exc:  # nor one tool call the others
-                lines.append(f"- (could not render this part: {type(exc).__name__})")
+        out.append("\n".join(["**Tool calls**", "", *actions]))
+    subagents = [p for p in turn.parts if isinstance(p, SubagentPart)]
+    if subagents:
+        lines = ["**Subagents**", ""]
+        for sub in subagents:
+            lines.extend(_subagent(sub, turn))
         out.append("\n".join(lines))
+    for p in turn.parts:
+        if isinstance(p, CompactionPart):
+            error = f": {mdsafe.inline(p.error)}" if p.error else ""
+            out.append(f"🗜 *{mdsafe.inline(labels.compaction(p.status, live=turn.live))}*{error}")
 
     for r in turn.raws:
         problem = f" ({mdsafe.inline(r.problem)})" if r.problem else ""
@@ -91,6 +102,12 @@ def _record(turn: Transcript) -> list[str]:
         (("⚠ **Error:** " if e.level == "error" else "⚠ **Warning:** ") + mdsafe.inline(e.message))
         for e in turn.errors
     ]
+    alerts += [
+        f"{labels.NOTICE[n.level]}: **{mdsafe.inline(n.title)}**"
+        + (f" — {mdsafe.inline(n.description)}" if n.description else "")
+        for n in turn.parts
+        if isinstance(n, NoticePart)
+    ]
     if turn.stop_reason == "refusal":
         alerts.append(f"⛔ **Refused.** {labels.REFUSAL}")
     elif turn.stop_reason == "cancelled":
@@ -105,6 +122,73 @@ def _record(turn: Transcript) -> list[str]:
     if footer:
         out.append("*" + " · ".join(mdsafe.inline(p) for p in footer) + "*")
     return out
+
+
+def _legacy_plan(turn: Transcript) -> str:
+    """The legacy plan (`turn.plan`, the one checklist of an agent without plan ids)."""
+    done = sum(1 for e in turn.plan if e.status == "completed")
+    lines = [f"**Plan** ({done}/{len(turn.plan)} done)", ""]
+    for e in turn.plan:
+        box = "x" if e.status == "completed" else " "
+        glyph, word = labels.plan_status(e.status, over=not turn.live)
+        # The box says done or not; a word only for what it cannot say (a step running).
+        shown = e.status in ("completed", "pending") or word == labels.NOT_DONE[1]
+        state = "" if shown else f" {glyph} *{mdsafe.inline(word)}*"
+        prio = f" · {mdsafe.inline(e.priority)}" if e.priority else ""
+        lines.append(f"- [{box}] {inline(e.content) or '…'}{state}{prio}")
+    return "\n".join(lines)
+
+
+def _actions(parts: Sequence[Part], turn: Transcript) -> list[str]:
+    """The list items of the tool calls, permission requests and questions among `parts`."""
+    lines: list[str] = []
+    for p in parts:
+        try:
+            if isinstance(p, ToolCallPart):
+                lines.extend(_tool_call(p, turn))
+            elif isinstance(p, PermissionPart):
+                lines.append(_permission(p, turn))
+            elif isinstance(p, ElicitationPart):
+                lines.append(elicit_card.markdown_line(p, turn.live))
+        except Exception as exc:  # nor one tool call the others
+            lines.append(f"- (could not render this part: {type(exc).__name__})")
+    return lines
+
+
+def _plan_by_id(p: PlanPart, turn: Transcript) -> str:
+    name = f"**Plan** {mdsafe.code(p.plan_id or '?')}"
+    if p.removed:
+        return f"{name} (removed)"
+    if p.markdown is not None:
+        return f"{name}\n\n{_quoted(p.markdown)}"
+    done = sum(1 for e in p.entries if e.status == "completed")
+    lines = [f"{name} ({done}/{len(p.entries)} done)", ""]
+    for e in p.entries:
+        box = "x" if e.status == "completed" else " "
+        lines.append(f"- [{box}] {inline(e.content) or '…'}")
+    return "\n".join(lines)
+
+
+def _quoted(markdown: str) -> str:
+    """The agent's Markdown, written back safe (`mdwrite`), as a block quote."""
+    try:
+        body = to_markdown(markdown)
+    except Exception:
+        body = plain(markdown)
+    return "\n".join(f"> {line}" if line else ">" for line in body.splitlines())
+
+
+def _subagent(p: SubagentPart, turn: Transcript) -> list[str]:
+    _, word = labels.subagent_state(p.state, p.stop_reason, live=turn.live)
+    title = inline(" ".join((p.title or p.session_id).split())) or mdsafe.code(p.session_id)
+    lines = [f"- 🤖 **{title}** — {mdsafe.inline(word)}"]
+    if p.description:
+        lines.append(f"  {mdsafe.inline(' '.join(p.description.split()))}")
+    answer = "".join(m.text for m in p.parts if isinstance(m, MessagePart) and m.role == "agent")
+    if answer.strip():
+        lines += ["", *(f"  {line}" for line in _quoted(answer).splitlines()), ""]
+    lines += [f"  {line}" for line in _actions(p.parts, turn)]
+    return lines
 
 
 def _tool_call(call: ToolCallPart, turn: Transcript) -> list[str]:

@@ -3,9 +3,21 @@ permission, unknown update and error, then the footer. For terminals, logs and `
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..protocol.elicitation import ElicitationPart
 from ..protocol.items import DiffContent, TerminalContent
-from ..protocol.state import ErrorPart, PermissionPart, RawPart, ToolCallPart
+from ..protocol.notes import CompactionPart, NoticePart
+from ..protocol.state import (
+    ErrorPart,
+    MessagePart,
+    Part,
+    PermissionPart,
+    PlanPart,
+    RawPart,
+    SubagentPart,
+    ToolCallPart,
+)
 from ..protocol.turn import Transcript
 from . import elicit_card, labels
 from .diff import unified
@@ -22,21 +34,7 @@ def render_text(turn: Transcript) -> str:
             glyph, _ = labels.plan_status(e.status, over=not turn.live)
             prio = f" ({_one_line(e.priority)})" if e.priority else ""
             record.append(f"  {glyph} {_one_line(e.content)}{prio}")
-    for p in turn.parts:
-        if isinstance(p, ToolCallPart):
-            record.append(_tool_call(p, turn))
-        elif isinstance(p, PermissionPart):
-            title = _one_line(p.title) or "a tool call"
-            record.append(f"🔐 permission: {title} → {labels.decision(p, live=turn.live)}")
-        elif isinstance(p, ElicitationPart):
-            record.append(elicit_card.text_line(p, turn.live))
-        elif isinstance(p, RawPart):
-            problem = f" ({_one_line(p.problem)})" if p.problem else ""
-            record.append(f"❔ unknown update {_one_line(p.update_kind or '?')}{problem}")
-        elif isinstance(p, ErrorPart):
-            record.append(f"⚠ {p.level}: {_one_line(p.message)}")
-        elif p.kind not in ("message", "plan"):  # drawn above; a kind newer than this view:
-            record.append(f"• a {_one_line(p.kind)} part")
+    record += _lines(turn.parts, turn)
     if turn.stop_reason == "refusal":
         record.append(f"⛔ refused: {labels.REFUSAL}")
     if turn.error and turn.error not in {e.message for e in turn.errors}:
@@ -49,6 +47,66 @@ def render_text(turn: Transcript) -> str:
     if record:
         blocks.append("\n".join(record))
     return "\n\n".join(blocks)
+
+
+def _lines(parts: Sequence[Part], turn: Transcript, depth: int = 0) -> list[str]:
+    """One line per part that is no message nor the legacy plan (drawn above); a subagent's
+    parts below its line, indented."""
+    out: list[str] = []
+    for p in parts:
+        if isinstance(p, ToolCallPart):
+            out.append(_tool_call(p, turn))
+        elif isinstance(p, PermissionPart):
+            title = _one_line(p.title) or "a tool call"
+            out.append(f"🔐 permission: {title} → {labels.decision(p, live=turn.live)}")
+        elif isinstance(p, ElicitationPart):
+            out.append(elicit_card.text_line(p, turn.live))
+        elif isinstance(p, RawPart):
+            problem = f" ({_one_line(p.problem)})" if p.problem else ""
+            out.append(f"❔ unknown update {_one_line(p.update_kind or '?')}{problem}")
+        elif isinstance(p, ErrorPart):
+            out.append(f"⚠ {p.level}: {_one_line(p.message)}")
+        elif isinstance(p, NoticePart):
+            more = f" — {_one_line(p.description)}" if p.description else ""
+            heading = f"{labels.NOTICE[p.level]} ({_one_line(p.severity)})"
+            out.append(f"{heading}: {_one_line(p.title)}{more}")
+        elif isinstance(p, CompactionPart):
+            error = f": {_one_line(p.error)}" if p.error else ""
+            out.append(f"🗜 {labels.compaction(p.status, live=turn.live)}{error}")
+        elif isinstance(p, PlanPart):
+            out += _plan(p, turn)
+        elif isinstance(p, SubagentPart):
+            out += _subagent(p, turn, depth)
+        elif p.kind != "message":  # a kind newer than this view:
+            out.append(f"• a {_one_line(p.kind)} part")
+    return out
+
+
+def _plan(p: PlanPart, turn: Transcript) -> list[str]:
+    if p.plan_id is None:
+        return []  # the legacy plan: drawn above the parts
+    name = f"Plan {_one_line(p.plan_id)}"
+    if p.removed:
+        return [f"{name}: removed"]
+    if p.markdown is not None:
+        return [f"{name}: {_one_line(p.markdown)}"]
+    lines = [f"{name}:"]
+    for e in p.entries:
+        glyph, _ = labels.plan_status(e.status, over=not turn.live)
+        lines.append(f"  {glyph} {_one_line(e.content)}")
+    return lines
+
+
+def _subagent(p: SubagentPart, turn: Transcript, depth: int) -> list[str]:
+    _, word = labels.subagent_state(p.state, p.stop_reason, live=turn.live)
+    title = _one_line(p.title or p.session_id)
+    lines = [f"🤖 subagent {title}: {word}"]
+    answer = "".join(m.text for m in p.parts if isinstance(m, MessagePart) and m.role == "agent")
+    if answer.strip():
+        lines.append(f"  {_one_line(answer)}")
+    if depth < 3:
+        lines += [f"  {line}" for line in _lines(p.parts, turn, depth + 1)]
+    return lines
 
 
 def _tool_call(call: ToolCallPart, turn: Transcript) -> str:

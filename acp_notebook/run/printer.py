@@ -22,8 +22,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..protocol.notes import CompactionPart, NoticePart
 from ..protocol.redact import Redactor
-from ..protocol.state import ErrorPart, MessagePart, PermissionPart, PlanPart, RawPart, ToolCallPart
+from ..protocol.state import (
+    ErrorPart,
+    MessagePart,
+    PermissionPart,
+    PlanPart,
+    RawPart,
+    SubagentPart,
+    ToolCallPart,
+)
 from ..protocol.turn import Transcript, read_turn
 from ..render import labels
 from ..render.clip import terminal_text
@@ -115,6 +124,24 @@ class TurnPrinter:
                 return False
             out.append(self._permission(part, turn))
             return True
+        if isinstance(part, SubagentPart):
+            return self._subagent(part, turn, settled, out)
+        if isinstance(part, PlanPart) and part.plan_id is not None:
+            if settled:  # as it stands when the turn moved on (or ended): once
+                out += self._plan_by_id(part)
+            return settled
+        if isinstance(part, NoticePart):
+            heading = labels.NOTICE[part.level]
+            more = f" — {self._safe(part.description)}" if part.description else ""
+            style = "warn" if part.level != "info" else "dim"
+            out.append(Line(f"{heading}: {self._safe(part.title)}{more}", style))
+            return True
+        if isinstance(part, CompactionPart):
+            if part.status == "in_progress" and not settled:
+                return False
+            words = labels.compaction(part.status, live=not self.finished)
+            out.append(Line(f"🗜 {self._safe(words)}", "dim"))
+            return True
         if isinstance(part, PlanPart):
             # Its steps when first seen (and when rewritten, see feed), not every status change
             # (how many a run sees depends on the snapshots); the end says how many were done.
@@ -127,6 +154,42 @@ class TurnPrinter:
         elif isinstance(part, RawPart):
             out.append(Line(f"❔ unknown update {self._safe(part.update_kind or '?')}", "dim"))
         return True
+
+    def _subagent(
+        self, part: SubagentPart, turn: Transcript, settled: bool, out: list[Line]
+    ) -> bool:
+        """A child session: a line when it starts, its tool calls and answer when it is idle
+        (or the turn ended), so what is printed does not depend on the snapshots seen."""
+        title = self._safe(part.title or part.session_id)
+        if part.part_id not in self._started:
+            self._started.add(part.part_id)
+            out.append(Line(f"🤖 subagent: {title}", "tool"))
+        if part.state != "idle" and turn.success is None:
+            return False
+        for call in (p for p in part.parts if isinstance(p, ToolCallPart)):
+            glyph, word = labels.tool_status(turn.call_status(call))
+            kind = self._safe(call.tool_kind)
+            out.append(Line(f"  ↳ {glyph} {kind}: {self._safe(call.title)} — {word}", "dim"))
+        answer = "".join(
+            m.text for m in part.parts if isinstance(m, MessagePart) and m.role == "agent"
+        )
+        if answer.strip():
+            out.append(Line(f"  ↳ {self._safe(answer)}", "answer"))
+        _, word = labels.subagent_state(part.state, part.stop_reason, live=False)
+        style = "ok" if part.stop_reason in (None, "end_turn") else "warn"
+        out.append(Line(f"🤖 subagent: {title} — {self._safe(word)}", style))
+        return True
+
+    def _plan_by_id(self, part: PlanPart) -> list[Line]:
+        name = f"Plan {self._safe(part.plan_id or '?')}"
+        if part.removed:
+            return [Line(f"{name}: removed", "dim")]
+        if part.markdown is not None:
+            return [Line(f"{name}:", "dim"), Line(f"  {self._safe(part.markdown)}", "dim")]
+        steps = (
+            Line(f"  {i}. {self._safe(e.content)}", "dim") for i, e in enumerate(part.entries, 1)
+        )
+        return [Line(f"{name}:", "dim"), *steps]
 
     def _steps(self, steps: tuple[str, ...], title: str) -> list[Line]:
         self._plan = steps
