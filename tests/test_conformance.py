@@ -576,6 +576,12 @@ async def late_kinds(client: Client, agent: Agent) -> None:
     await run_script(session, *LATE_STEPS)
 
 
+@scenario("system_prompt", "echo_system_prompt", flags=("--system-prompt", "append"))
+async def system_prompt(client: Client, agent: Agent) -> None:
+    session = await client.new_session()
+    await run_script(session, {"echo_system_prompt": True})
+
+
 # Options of steps (not steps themselves) and of the client, named by the scenarios using them.
 OPTIONS_OF_STEPS = {"cancel_after", "quiet", "after_cancel", "auth_method"}
 

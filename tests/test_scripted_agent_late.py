@@ -211,3 +211,31 @@ def test_the_late_frames_conform_to_the_spec(spawn: Any, tmp_path: Path, caps: M
     assert problems == []
     late = {late_update(str(m.get("method")), m.get("params")) for m in frames} - {None}
     assert late == (set(UPDATES) - {"session_message"} if caps else set())
+
+
+PROMPT = {"mode": "append", "content": [{"type": "text", "text": "You work in a notebook."}]}
+
+
+@pytest.mark.timeout(30)
+def test_a_system_prompt_is_taken_only_where_advertised(spawn: Any, tmp_path: Path) -> None:
+    plain: AgentPipe = spawn()
+    caps = plain.initialize()["agentCapabilities"]["sessionCapabilities"]
+    assert "systemPrompt" not in caps
+    refused, _ = plain.call(
+        "session/new", {"cwd": str(tmp_path), "mcpServers": [], "systemPrompt": PROMPT}
+    )
+    assert refused["error"]["message"] == "systemPrompt was not advertised"
+
+    agent: AgentPipe = spawn("--system-prompt", "append")
+    assert agent.initialize()["agentCapabilities"]["sessionCapabilities"]["systemPrompt"] == {}
+    override = {**PROMPT, "mode": "override"}
+    refused, _ = agent.call(
+        "session/new", {"cwd": str(tmp_path), "mcpServers": [], "systemPrompt": override}
+    )
+    assert refused["error"]["message"] == "override was not advertised"
+    made, _ = agent.call(
+        "session/new", {"cwd": str(tmp_path), "mcpServers": [], "systemPrompt": PROMPT}
+    )
+    sid = made["result"]["sessionId"]
+    _, notes = agent.until_response(agent.prompt(sid, script({"echo_system_prompt": True})))
+    assert texts(notes) == ["SYSTEM PROMPT " + json.dumps(PROMPT)]

@@ -467,7 +467,7 @@ def read_turn(transcript: Any, *, live: bool = False) -> Transcript:
     if top_thoughts:
         stand_ins.append(_message("thought", top_thoughts))
         thoughts = top_thoughts
-    plans = [p for p in parts if isinstance(p, PlanPart)]
+    plans = [p for p in parts if isinstance(p, PlanPart) and p.plan_id is None]  # legacy
     plan = tuple(plans[-1].entries if plans else PlanEntry.list_from_json(t.get("plan")))
     if not plans and plan:
         stand_ins.append(PlanPart("", list(plan)))

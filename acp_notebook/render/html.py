@@ -201,8 +201,9 @@ def _subagent(out: list[str], p: SubagentPart, turn: Transcript) -> None:
     permission request by it)."""
     glyph, word = labels.subagent_state(p.state, p.stop_reason, live=turn.live)
     title = escape(" ".join((p.title or p.session_id).split())[:300])
+    opened = " open" if turn.live and p.state != "idle" else ""  # open while it works
     out.append(
-        f"<details class=acpnb-subagent><summary>🤖 <strong>{title}</strong> "
+        f"<details class=acpnb-subagent{opened}><summary>🤖 <strong>{title}</strong> "
         f"<span class=acpnb-muted>· <span title=state>{glyph}</span> {escape(word)}</span>"
     )
     if p.usage is not None and p.usage.cost_amount is not None:

@@ -487,7 +487,10 @@ function render({ model, el }) {
       if (!pending.has(c.dataset.request)) c.remove();
     });
     for (const [id, options] of pending) {
-      const wrap = byId.get(id);
+      // A subagent's request is inside its sub-turn card (keyed by data-part): opened to it.
+      const nested = byId.has(id) ? null : root.querySelector(`[data-part="${CSS.escape(id)}"]`);
+      for (let d = nested && nested.closest("details"); d; d = d.parentElement && d.parentElement.closest("details")) d.open = true;
+      const wrap = byId.get(id) || nested;
       if (!wrap || wrap.querySelector(".acpnb-tv-choices")) continue;
       const row = node("div", "acpnb-tv-choices acpnb-permission");
       row.dataset.request = id;

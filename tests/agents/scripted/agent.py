@@ -317,7 +317,8 @@ class Agent:
                         ("additionalDirectories", args.additional_directories),
                     )
                     if flag
-                },
+                }
+                | late.system_prompt_capability(args.system_prompt),
             },
             "authMethods": self._auth_methods(),
             "agentInfo": {"name": args.agent_name, "version": VERSION},
@@ -370,6 +371,7 @@ class Agent:
         check_list_param(params, "mcpServers", required=True)
         session = self.store.create(cwd)
         session.mcp_servers = list(params["mcpServers"])
+        late.take_system_prompt(self, session, params)
         if self.args.commands:
             self._followups.append(
                 session_update(
@@ -389,6 +391,7 @@ class Agent:
         session.cwd = cwd
         if isinstance(params.get("mcpServers"), list):
             session.mcp_servers = list(params["mcpServers"])
+        late.take_system_prompt(self, session, params)
         self.store.activate(session)
         return session
 

@@ -105,6 +105,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="hang only if FILE does not exist yet; create it with our pid",
     )
     parser.add_argument(
+        "--system-prompt",
+        choices=["append", "override"],
+        help="take a client's systemPrompt (sessionCapabilities.systemPrompt): append mode, "
+        "or both modes; the echo_system_prompt step says what it got",
+    )
+    parser.add_argument(
         "--ignore-sigterm",
         action="store_true",
         help="ignore SIGTERM, so only SIGKILL stops the process",

@@ -19,10 +19,12 @@ the step does what such an agent does instead (a legacy `plan`, a message, nothi
                     "used"?: int, "size"?: int}}
     {"plan_update": {"type": "items"|"markdown", "planId", ...}}
     {"plan_removed": "<planId>"}
+    {"echo_system_prompt": true}             say the session's systemPrompt (`--system-prompt`)
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -196,7 +198,38 @@ def _plan_removed(turn: Turn, step: JsonObj) -> None:
         turn.emit({"sessionUpdate": "plan", "entries": []})
 
 
+def system_prompt_capability(mode: str | None) -> JsonObj:
+    """`sessionCapabilities.systemPrompt` for `--system-prompt` (nothing without it)."""
+    if mode is None:
+        return {}
+    return {"systemPrompt": {"mode": {"override": {}}} if mode == "override" else {}}
+
+
+def take_system_prompt(agent: Agent, session: Session, params: JsonObj) -> None:
+    """Keep the `systemPrompt` of session/new, load or resume; refuse one not advertised, or
+    an override where only append is (as the spec lets an agent)."""
+    prompt = params.get("systemPrompt")
+    if prompt is None:
+        return
+    mode = agent.args.system_prompt
+    if mode is None:
+        raise RpcError(INVALID_PARAMS, "systemPrompt was not advertised")
+    if not isinstance(prompt, dict) or prompt.get("mode") not in ("append", "override"):
+        raise RpcError(INVALID_PARAMS, "systemPrompt must be {mode, content}")
+    if prompt["mode"] == "override" and mode != "override":
+        raise RpcError(INVALID_PARAMS, "override was not advertised")
+    if not isinstance(prompt.get("content"), list):
+        raise RpcError(INVALID_PARAMS, "systemPrompt.content must be a list of content blocks")
+    session.system_prompt = prompt
+
+
+def _echo_system_prompt(turn: Turn, step: JsonObj) -> None:
+    got = json.dumps(turn.session.system_prompt)
+    turn.emit(chunk_update("agent_message_chunk", "SYSTEM PROMPT " + got))
+
+
 STEPS: dict[str, Callable[[Turn, JsonObj], None]] = {
+    "echo_system_prompt": _echo_system_prompt,
     "subagent": _subagent,
     "subagent_update": _raw_subagent_update,
     "wait_child_cancel": _wait_child_cancel,

@@ -41,6 +41,8 @@ class Session:
     next_steps: list[JsonObj] | None = None
     # The `mcpServers` of session/new, load or resume (not persisted): the `mcp` step's servers.
     mcp_servers: list[JsonObj] = field(default_factory=list)
+    # The `systemPrompt` of session/new, load or resume (not persisted: a client re-sends it).
+    system_prompt: JsonObj | None = None
 
     def to_json(self) -> JsonObj:
         return {
