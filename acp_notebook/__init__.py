@@ -52,6 +52,7 @@ from .protocol.mutations import (
     TurnStarted,
 )
 from .protocol.state import PlanEntry, Usage
+from .protocol.subagents import SubagentResult
 from .protocol.turn import TurnResult
 
 if TYPE_CHECKING:
@@ -129,6 +130,7 @@ __all__ = [
     "SchemaError",
     "Session",
     "SessionChanged",
+    "SubagentResult",
     "TurnFailed",
     "TurnFinished",
     "TurnHandle",

@@ -275,7 +275,8 @@ async def test_usage_cost_is_cumulative_and_the_result_has_the_turns_share(agent
 
 @pytest.mark.timeout(30)
 async def test_unknown_and_invalid_updates_are_kept_as_raw_parts(agent: Agent) -> None:
-    notice = {"sessionUpdate": "notice", "severity": "info", "title": "Heads up"}
+    # (`notice` was the example until the client showed notices: ACP v1, 2026-10-09.)
+    notice = {"sessionUpdate": "prompt_suggestions_update", "suggestions": []}
     future = {"sessionUpdate": "some_future_kind", "payload": [1, 2, 3]}
     broken = {"sessionUpdate": "tool_call", "title": "no id"}  # toolCallId is required
     with anyio.fail_after(20):
@@ -294,7 +295,11 @@ async def test_unknown_and_invalid_updates_are_kept_as_raw_parts(agent: Agent) -
             ).finished
     assert result.success, result
     raws = list(result.unknown_updates)
-    assert [r.update_kind for r in raws] == ["notice", "some_future_kind", "tool_call"]
+    assert [r.update_kind for r in raws] == [
+        "prompt_suggestions_update",
+        "some_future_kind",
+        "tool_call",
+    ]
     assert raws[0].raw == notice and raws[1].raw == future and raws[2].raw == broken
     assert raws[2].problem  # says why it could not be folded
     assert all(r in result.parts for r in raws)

@@ -34,6 +34,7 @@ from acp_notebook.protocol import jsonrpc as rpc
 from acp_notebook.protocol import methods
 from acp_notebook.protocol.elicitation import ElicitationPart
 from acp_notebook.protocol.mutations import PartUpdated
+from acp_notebook.protocol.state import SubagentPart
 from tests.agents.script import in_process as scripted_in_process
 from tests.agents.script import script
 from tests.agents.scripted import parse_args
@@ -556,8 +557,10 @@ LATE_STEPS: tuple[dict[str, Any], ...] = (
         }
     },
     {"plan_removed": "p1"},
-    {"subagent": {"id": "child-2", "cancel": True, "steps": [{"wait_child_cancel": True}]}},
 )
+CANCELLABLE_CHILD = {
+    "subagent": {"id": "child-2", "cancel": True, "steps": [{"wait_child_cancel": True}]}
+}
 
 
 @scenario(
@@ -570,10 +573,20 @@ LATE_STEPS: tuple[dict[str, Any], ...] = (
     "plan_update",
     "plan_removed",
     permission_handler=allow_first,
+    sends=(methods.SESSION_CANCEL,),
 )
 async def late_kinds(client: Client, agent: Agent) -> None:
     session = await client.new_session()
-    await run_script(session, *LATE_STEPS)
+    result = await run_script(session, *LATE_STEPS)
+    assert [s.session_id for s in result.subagents] == ["child-1"]
+    # Stop cancels the turn and the child that allows it, each with its own session/cancel.
+    watcher = Watcher(session)
+    turn = await session.prompt(script(CANCELLABLE_CHILD, {"wait_cancel": True}))
+    await watcher.wait_for(
+        lambda m: isinstance(m, PartUpdated) and isinstance(m.part, SubagentPart)
+    )
+    await session.stop()
+    assert (await turn.finished).cancelled
 
 
 @scenario("system_prompt", "echo_system_prompt", flags=("--system-prompt", "append"))

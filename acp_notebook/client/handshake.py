@@ -51,7 +51,12 @@ def initialize_params(options: ClientOptions) -> dict[str, Any]:
         "clientCapabilities": {
             "fs": {"readTextFile": options.fs, "writeTextFile": options.fs},
             "terminal": options.terminal,
-            "session": {"configOptions": {"boolean": {}}},
+            # Notices (a banner in the turn) and compaction (a marker, its summary): notes.py.
+            "session": {"configOptions": {"boolean": {}}, "notices": {}, "compaction": {}},
+            # Plans by id, Markdown plans, removal (plans.py); child sessions shown as sub-turn
+            # cards, cancelled with the turn where they allow it (subagents.py).
+            "plan": {},
+            "subagents": {},
             # Terminal auth methods: the client runs the agent's login (client/auth.py).
             "auth": {"terminal": True},
             # Both modes: unanswered (no handler, headless) they are declined, recorded.

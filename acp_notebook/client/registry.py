@@ -3,6 +3,10 @@
 A new session's first updates may arrive before its id is registered (in the same read as the
 session/new answer): they are kept, within limits, while a session is being opened, and handed
 to it when it registers. Any other update for an unknown id is dropped and counted.
+
+A subagent's session (a child the agent announced on one of ours, `protocol/subagents.py`) is
+no session of the client's: its updates and requests go to the session it was announced on
+(`adopt`), which folds them into the child's sub-turn card.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ class Routed(Protocol):
 
     def receive(self, update: Any) -> None: ...
 
+    def receive_child(self, child_id: str, update: Any) -> None: ...
+
 
 S = TypeVar("S", bound=Routed)
 
@@ -43,6 +49,7 @@ class SessionRegistry(Generic[S]):
         self._limits = limits
         self._report = report
         self._sessions: dict[str, S] = {}
+        self._children: dict[str, S] = {}  # a subagent's id -> the session it works for
         self._orphans: dict[str, list[Any]] = {}
         self._orphan_room = [0, 0]  # updates, characters left
         self._opening = 0
@@ -64,7 +71,7 @@ class SessionRegistry(Generic[S]):
     async def route_request(self, method: str, params: Any) -> Any:
         """A request from the agent: to the session it names, else a JSON-RPC error."""
         sid = params.get("sessionId") if isinstance(params, dict) else None
-        session = self.get(sid)
+        session = self.get(sid) or self.parent_of(sid)
         if session is None:
             if method in _SESSION_METHODS:
                 raise RpcError(rpc.INVALID_PARAMS, f"unknown session: {rpc.excerpt(repr(sid))}")
@@ -87,6 +94,9 @@ class SessionRegistry(Generic[S]):
         session = self._sessions.get(sid) if isinstance(sid, str) else None
         if session is not None:
             session.receive(params.get("update"))
+            return
+        if isinstance(sid, str) and (parent := self._children.get(sid)) is not None:
+            parent.receive_child(sid, params.get("update"))  # a subagent's: its card
             return
         if not isinstance(sid, str):
             self._report(f"session/update without a sessionId: {rpc.excerpt(repr(params))}")
@@ -148,7 +158,22 @@ class SessionRegistry(Generic[S]):
     def forget(self, session: S) -> None:
         if self._sessions.get(session.id) is session:
             del self._sessions[session.id]
+        for child in [c for c, parent in self._children.items() if parent is session]:
+            del self._children[child]
 
+    def adopt(self, child_id: str, parent: S) -> None:
+        """Route the subagent `child_id` to the session it was announced on (`parent`). An id
+        that is a session of ours stays ours: a child cannot take a session over."""
+        if child_id not in self._sessions and len(self._children) < MAX_CHILDREN:
+            self._children.setdefault(child_id, parent)
+
+    def parent_of(self, child_id: Any) -> S | None:
+        """The session a subagent works for, None if `child_id` is no subagent's."""
+        return self._children.get(child_id) if isinstance(child_id, str) else None
+
+
+#: Subagents routed, for all the sessions together (each session bounds its own, too).
+MAX_CHILDREN = 10_000
 
 _SESSION_METHODS = frozenset(
     {

@@ -366,6 +366,9 @@ class TurnRunner:
         if conn is not None and conn.closed is None and self._on_current_agent():
             with contextlib.suppress(Exception):
                 await conn.notify(methods.SESSION_CANCEL, {"sessionId": self._session_id()})
+                # And the subagents that allow it (`capabilities.cancel`), each on its own id.
+                for child_id in self._fold.children.cancellable():
+                    await conn.notify(methods.SESSION_CANCEL, {"sessionId": child_id})
             self._client.task_group.start_soon(self._cancel_watchdog, turn, conn)
 
     async def _cancel_watchdog(self, turn: TurnHandle, conn: Connection) -> None:

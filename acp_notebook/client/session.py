@@ -67,6 +67,8 @@ class Session:
         self.mcp_servers = mcp_servers
         opts = client.options
         self._fold = SessionFold(limits=opts.limits)
+        # A subagent the agent announces on this session: its updates and requests come here.
+        self._fold.children.on_child = lambda child_id: client.registry.adopt(child_id, self)
         self._subscribers: list[Subscriber] = []
         self.permission_policy: PermissionPolicy = opts.permission_policy
         self.permission_handler: PermissionHandler | None = opts.permission_handler
@@ -351,6 +353,11 @@ class Session:
             self._fold.apply(update)
             if self._runner.budgeted:  # most turns have no budget: no call per streamed chunk
                 self._runner.watch_cost()
+
+    def receive_child(self, child_id: str, update: Any) -> None:
+        """A `session/update` for a subagent announced on this session: into its card."""
+        if not self._muted:
+            self._fold.children.apply(child_id, update)
 
     def client_call(
         self, kind: str, title: str, content: list[dict[str, Any]]

@@ -24,10 +24,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ElicitationError
-from . import elicitation, schema
+from . import elicitation, schema, subagents
 from .elicitation import ElicitationPart
 from .limits import DEFAULT_LIMITS, Budget, Limits, TurnLimits, count, cut_content, excess
 from .mutations import Delta, Mutation, PartUpdated, SessionChanged
+from .part_writer import WRITTEN, PartWriter
 from .session_facts import SessionFacts
 from .state import (
     UNFINISHED,
@@ -35,13 +36,11 @@ from .state import (
     MessagePart,
     Part,
     PermissionPart,
-    PlanEntry,
-    PlanPart,
     RawPart,
     Role,
     ToolCallPart,
 )
-from .tool_patch import enum_value, input_text, patch_tool_call
+from .tool_patch import input_text, patch_tool_call
 from .turn import TurnRecord
 
 _CHUNK_ROLES: dict[str, Role] = {
@@ -60,7 +59,10 @@ class SessionFold:
     """
 
     def __init__(
-        self, emit: Callable[[Mutation], None] | None = None, limits: Limits = DEFAULT_LIMITS
+        self,
+        emit: Callable[[Mutation], None] | None = None,
+        limits: Limits = DEFAULT_LIMITS,
+        id_prefix: str = "",  # a subagent's fold: part ids of its own (`subagents.py`)
     ) -> None:
         self.emit = emit
         self.limits = limits
@@ -71,6 +73,11 @@ class SessionFold:
         self.turn: TurnRecord | None = None
         self.visible_output = False  # since the current turn (or attempt) began
         self._ids = itertools.count(1)
+        self._prefix = id_prefix
+        #: How the later kinds' handlers (`part_writer.WRITTEN`) add parts to the record.
+        self.writer = PartWriter(self)
+        #: The subagents announced on this session (each folded by a `SessionFold` of its own).
+        self.children = subagents.Subagents(self.writer, self.make_child, limits.subagents)
         #: The tool calls the client made itself (`SessionFold.client_call`), by id, and the
         #: record each is in. Ownership is kept here, not read from the id: whatever the agent
         #: sends about one of these ids is refused (`refused`).
@@ -126,7 +133,15 @@ class SessionFold:
                 self._updated(call)
 
     def new_id(self, prefix: str) -> str:
-        return f"{prefix}{next(self._ids)}"
+        return f"{self._prefix}{prefix}{next(self._ids)}"
+
+    def make_child(
+        self, prefix: str, parent: subagents.Subagents[SessionFold], emit: Callable[[object], None]
+    ) -> SessionFold:
+        """The fold of a subagent announced on this session: its own ids, smaller limits."""
+        child = SessionFold(emit, self.limits.for_child(), prefix)
+        child.children = parent.nested(child.writer, child.make_child)
+        return child
 
     # -- tool calls ------------------------------------------------------------------------------
 
@@ -229,13 +244,19 @@ class SessionFold:
             self._chunk_block(role, update)
             return
         handler = _HANDLERS.get(kind) if type(kind) is str else None
-        if handler is None:
+        written = WRITTEN.get(kind) if handler is None and type(kind) is str else None
+        if handler is None and written is None:
             self._raw(str(kind), update, None)
             return
         try:
-            handler(self, update)
+            if handler is not None:
+                handler(self, update)
+            elif written is not None:
+                written(self.writer, update)
         except schema.ValidationError as exc:
             self._raw(str(kind), update, schema.describe(exc))
+        except ValueError as exc:  # not what the spec says it is (`notes.NotFolded`)
+            self._raw(str(kind), update, str(exc)[:200])
 
     def _chunk(self, role: Role, text: str, message_id: Any) -> None:
         if self._replaying and role == "user":
@@ -360,7 +381,7 @@ class SessionFold:
         call = self.tool_call(model.tool_call_id)
         if not self._kept(call):
             return
-        patch_tool_call(call, model, set(model.model_fields_set) | {"title"})
+        patch_tool_call(call, model, set(model.model_fields_set) | {"title"}, update)
         self.keep.bound_call(self.target, call, excess(update, self.limits))
         self.visible_output = True
         self._updated(call)
@@ -374,7 +395,7 @@ class SessionFold:
         if not self._kept(call):
             return
         before = input_text(call.raw_input)
-        patch_tool_call(call, model, model.model_fields_set)
+        patch_tool_call(call, model, model.model_fields_set, update)
         self.keep.bound_call(self.target, call, excess(update, self.limits))
         self.visible_output = True
         after = input_text(call.raw_input)
@@ -415,7 +436,7 @@ class SessionFold:
             if not known and self._kept(call):
                 self.target.asked_only[call.tool_call_id] = call
             if model is not None and self._kept(call):
-                patch_tool_call(call, model, model.model_fields_set)
+                patch_tool_call(call, model, model.model_fields_set, tool_call)
                 self.keep.bound_call(self.target, call, 0)
             title, call_id = call.title, call.tool_call_id
             if self._kept(call):
@@ -542,34 +563,6 @@ class SessionFold:
         part.decided_by = by
         self._updated(part)
 
-    # -- snapshots -------------------------------------------------------------------------------
-
-    def _plan(self, update: dict[str, Any]) -> None:
-        record, cap = self.target, self.limits.plan_entries
-        raw = update.get("entries")
-        excess = len(raw) - cap if type(raw) is list and len(raw) > cap else 0
-        if excess and isinstance(raw, list):  # cut before validating: it costs per entry
-            update = {**update, "entries": raw[:cap]}
-        model = schema.validate_update(update)
-        entries = [
-            PlanEntry(e.content, enum_value(e.priority), enum_value(e.status))
-            for e in model.entries
-        ]
-        # The plan is a snapshot: count the largest excess of one plan, not a sum over updates.
-        if excess > record.dropped.get("plan_entries", 0):
-            self.keep.drop(record, "plan_entries", excess - record.dropped.get("plan_entries", 0))
-        entries = self.keep.bounded_entries(record, entries)
-        if record.plan is None:
-            if record.budget.parts <= 0:
-                self.keep.drop(record, "parts")
-                return
-            record.budget.parts -= 1
-            record.plan = PlanPart(self.new_id("plan"))
-            record.parts.append(record.plan)
-        record.plan.entries = entries
-        self.visible_output = True
-        self._updated(record.plan)
-
     def _usage(self, update: dict[str, Any]) -> None:
         problem = self.facts.usage_update(update)
         if problem is not None:
@@ -579,7 +572,7 @@ class SessionFold:
 _HANDLERS: dict[str, Callable[[SessionFold, dict[str, Any]], None]] = {
     "tool_call": SessionFold._tool_call,
     "tool_call_update": SessionFold._tool_call_update,
-    "plan": SessionFold._plan,
+    "subagent_update": lambda fold, u: fold.children.announce(u),
     "available_commands_update": lambda fold, u: fold.facts.commands_update(u),
     "current_mode_update": lambda fold, u: fold.facts.mode_update(u),
     "config_option_update": lambda fold, u: fold.facts.config_update(u),

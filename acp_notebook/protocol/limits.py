@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, Protocol, TypeVar
 
 from .state import ErrorPart, Part, PlanEntry, ToolCallPart
@@ -62,6 +62,21 @@ class Limits:
     list_pages: int = 100
     #: `session/list`: sessions kept at most.
     listed_sessions: int = 10_000
+    #: Subagents (child sessions, `subagents.py`) with a card in one turn.
+    subagents: int = 50
+    #: Parts of one subagent's card in one turn (its text: a quarter of a turn's).
+    subagent_parts: int = 500
+
+    def for_child(self) -> Limits:
+        """The limits of a subagent's fold: its parts, a quarter of the turn's text and other
+        characters, a tenth of its tool calls; its own children as many as a turn's."""
+        return replace(
+            self,
+            parts=self.subagent_parts,
+            text_chars=self.text_chars // 4,
+            turn_chars=self.turn_chars // 4,
+            tool_calls=max(1, self.tool_calls // 10),
+        )
 
 
 DEFAULT_LIMITS = Limits()

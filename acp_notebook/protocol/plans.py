@@ -13,17 +13,21 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from . import schema
 from .notes import NotFolded
 from .state import PlanEntry, PlanPart
+from .tool_patch import enum_value
 
 #: Plans by id a turn keeps (more are dropped and counted).
 MAX_PLANS = 50
 
 
 class PlanHost(Protocol):
-    """What folding plans needs of the fold (`SessionFold` provides it)."""
+    """What folding plans needs of the fold (its `PartWriter`)."""
 
     visible_output: bool
+    #: The record's legacy plan (the one without an id), if it has one.
+    legacy_plan: PlanPart | None
 
     def new_id(self, prefix: str) -> str: ...
 
@@ -38,6 +42,10 @@ class PlanHost(Protocol):
     def clip(self, value: str) -> str: ...
 
     def entries(self, raw: Any) -> list[PlanEntry]: ...
+
+    def plan_cap(self) -> int: ...
+
+    def keep_entries(self, entries: list[PlanEntry], past: int) -> list[PlanEntry]: ...
 
 
 def _entry(e: Any) -> PlanEntry | None:
@@ -58,6 +66,29 @@ def read_entries(raw: Any, cap: int) -> tuple[list[PlanEntry], int]:
         raise NotFolded("entries must be a list")
     kept = [e for e in (_entry(x) for x in raw[:cap]) if e is not None]
     return kept, max(0, len(raw) - cap)
+
+
+def fold_plan(host: PlanHost, update: dict[str, Any]) -> None:
+    """The legacy `plan`: the turn's one checklist, replaced whole by each update (validated
+    with the SDK's model: a plan it does not read is kept as a raw part)."""
+    cap, raw = host.plan_cap(), update.get("entries")
+    past = len(raw) - cap if type(raw) is list and len(raw) > cap else 0
+    if past and isinstance(raw, list):  # cut before validating: it costs per entry
+        update = {**update, "entries": raw[:cap]}
+    model = schema.validate_update(update)
+    entries = host.keep_entries(
+        [PlanEntry(e.content, enum_value(e.priority), enum_value(e.status)) for e in model.entries],
+        past,
+    )
+    part = host.legacy_plan
+    if part is None:
+        part = PlanPart(host.new_id("plan"))
+        if not host.add_part(part, "parts"):
+            return
+        host.legacy_plan = part
+    part.entries = entries
+    host.visible_output = True
+    host.updated(part)
 
 
 def fold_plan_update(host: PlanHost, update: dict[str, Any]) -> None:

@@ -22,13 +22,11 @@ child's own fold by its limits; strings clipped. Pure, no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from .coerce import text
-from .mutations import Mutation, SessionChanged
 from .state import MessagePart, Part, SubagentPart, ToolCallPart, Usage
 
 #: How deep children may nest (a child's child's child…); deeper announcements are dropped.
@@ -39,19 +37,34 @@ _TITLE_CHARS = 500
 _DESCRIPTION_CHARS = 4_000
 
 
+class _Record(Protocol):
+    parts: list[Part]
+    dropped: dict[str, int]
+
+
+class _Facts(Protocol):
+    @property
+    def usage(self) -> Usage | None: ...
+
+
 class ChildFold(Protocol):
     """A child's fold (`SessionFold`): what this module needs of it."""
 
-    emit: Callable[[Mutation], None] | None
+    @property
+    def facts(self) -> _Facts: ...
 
     def apply(self, update: Any) -> None: ...
 
-    def begin_sub_turn(self, turn_id: str) -> tuple[list[Part], dict[str, int]]: ...
+    def begin_turn(self, turn_id: str, prompt: list[dict[str, Any]]) -> _Record: ...
 
     def mark_cancelled(self) -> None: ...
 
-    @property
-    def usage(self) -> Usage | None: ...
+
+F = TypeVar("F", bound=ChildFold)
+
+#: Makes a child's fold: (its id prefix, the children it is one of, what it tells of each
+#: change in it).
+MakeFold = Callable[[str, "Subagents[F]", Callable[[object], None]], F]
 
 
 class SubagentHost(Protocol):
@@ -71,25 +84,26 @@ class SubagentHost(Protocol):
 
 
 @dataclass(slots=True, eq=False)
-class Child:
+class Child(Generic[F]):
     """One announced child: its card in the turn it last worked in, and the fold writing it."""
 
     part: SubagentPart
-    fold: ChildFold
+    fold: F
     home: str  # the id of the parent's record its card is in
+    owner: Subagents[F]  # the children it is one of (of the session it was announced on)
 
 
-class Subagents:
+class Subagents(Generic[F]):
     """The children announced on one session (or on one child: `depth` > 0)."""
 
     def __init__(
         self,
         host: SubagentHost,
-        make_fold: Callable[[str, Subagents], ChildFold],
+        make_fold: MakeFold[F],
         per_turn: int,
         *,
         depth: int = 0,
-        index: dict[str, Child] | None = None,
+        index: dict[str, Child[F]] | None = None,
         on_child: Callable[[str], None] | None = None,
     ) -> None:
         self._host = host
@@ -97,13 +111,11 @@ class Subagents:
         self._per_turn = per_turn
         self.depth = depth
         #: Every descendant of the top-level session, by id (shared by the nested ones).
-        self.index: dict[str, Child] = {} if index is None else index
+        self.index: dict[str, Child[F]] = {} if index is None else index
         #: Told each child's id when it is first announced (the client routes it from then on).
         self.on_child = on_child
 
-    def nested(
-        self, host: SubagentHost, make_fold: Callable[[str, Subagents], ChildFold]
-    ) -> Subagents:
+    def nested(self, host: SubagentHost, make_fold: MakeFold[F]) -> Subagents[F]:
         """The children of one of our children: one level deeper, the same index."""
         return Subagents(
             host,
@@ -132,14 +144,14 @@ class Subagents:
             self.index[child_id] = child
             if self.on_child is not None:
                 self.on_child(child_id)
-        elif child.home != self._host.target_turn_id():
-            child = self._rehome(child)
+        else:
+            child = child.owner.current(child)  # announced again: still its first parent's
             if child is None:
                 return
         patch(child.part, update)
         self._host.updated_in(child.home, child.part)
 
-    def _new_card(self, child_id: str, old: SubagentPart | None) -> Child | None:
+    def _new_card(self, child_id: str, old: SubagentPart | None) -> Child[F] | None:
         """A card for the child in this session's current record (None past the limits)."""
         if self.count_cards() >= self._per_turn:
             self._host.drop("subagents")
@@ -155,13 +167,14 @@ class Subagents:
             )
         if not self._host.add_part(part, "subagents"):
             return None
-        fold = self._make_fold(prefix, self)
-        part.parts, part.dropped = fold.begin_sub_turn(prefix + "turn")
-        child = Child(part, fold, self._host.target_turn_id())
-        fold.emit = partial(self._child_changed, child)
-        return child
+        holder: list[Child[F]] = []  # the child, once made: its fold tells it every change
+        fold = self._make_fold(prefix, self, lambda _: self._child_changed(holder))
+        record = fold.begin_turn(prefix + "turn", [])
+        part.parts, part.dropped = record.parts, record.dropped
+        holder.append(Child(part, fold, self._host.target_turn_id(), self))
+        return holder[0]
 
-    def _rehome(self, child: Child) -> Child | None:
+    def _rehome(self, child: Child[F]) -> Child[F] | None:
         moved = self._new_card(child.part.session_id, child.part)
         if moved is not None:
             self.index[child.part.session_id] = moved
@@ -170,11 +183,11 @@ class Subagents:
     def count_cards(self) -> int:
         return self._host.count_parts("subagent")
 
-    def _child_changed(self, child: Child, mutation: Mutation) -> None:
-        if isinstance(mutation, SessionChanged):
-            if mutation.field != "usage":
-                return  # the child's commands, modes, title: not shown in its card
-            child.part.usage = child.fold.usage
+    def _child_changed(self, made: list[Child[F]]) -> None:
+        if not made:
+            return  # its fold is being made
+        child = made[0]
+        child.part.usage = child.fold.facts.usage  # its cost, when it reports one
         self._host.updated_in(child.home, child.part)
 
     # -- the child's own updates ------------------------------------------------------------------
@@ -185,10 +198,19 @@ class Subagents:
         child = self.index.get(child_id)
         if child is None:
             return False
-        child.fold.apply(update)
+        here = child.owner.current(child)
+        if here is not None:  # else no room for its card in this turn: counted there
+            here.fold.apply(update)
         return True
 
-    def fold_of(self, child_id: Any) -> ChildFold | None:
+    def current(self, child: Child[F]) -> Child[F] | None:
+        """`child` (one of ours) with its card in this session's current record: itself, or,
+        working again in a later turn, a new card there (None past that turn's limits)."""
+        if child.home == self._host.target_turn_id():
+            return child
+        return self._rehome(child)
+
+    def fold_of(self, child_id: Any) -> F | None:
         """The fold of a child (for its permission requests), None if it is not one."""
         child = self.index.get(child_id) if isinstance(child_id, str) else None
         return None if child is None else child.fold
@@ -205,6 +227,51 @@ class Subagents:
         for cid in ids:
             self.index[cid].fold.mark_cancelled()
         return ids
+
+
+class MessageHost(Protocol):
+    """What folding a message between sessions needs of the fold (its `PartWriter`)."""
+
+    def new_id(self, prefix: str) -> str: ...
+
+    def add_part(self, part: MessagePart, kind: str) -> bool: ...
+
+    def updated(self, part: MessagePart) -> None: ...
+
+    def find_part(self, kind: str, key: str) -> Any: ...
+
+    def clip(self, value: str) -> str: ...
+
+
+def fold_session_message(host: MessageHost, update: dict[str, Any]) -> None:
+    """`session_message_chunk` (a block appended) or `session_message` (the message whole): a
+    message between the parent and a child, kept as a message of role `session` (shown, not
+    part of the answer). A whole message already shown is not shown again."""
+    message_id = update.get("messageId")
+    if type(message_id) is not str or not message_id:
+        raise ValueError("messageId must be a non-empty string")
+    chunk = update.get("sessionUpdate") == "session_message_chunk"
+    blocks = [update.get("content")] if chunk else update.get("content")
+    if type(blocks) is not list:
+        blocks = []
+    key = host.clip(message_id)[:200]
+    part = host.find_part("message", key)
+    if isinstance(part, MessagePart) and part.role == "session":
+        if not chunk:
+            return
+    else:
+        part = MessagePart(host.new_id("m"), "session", key)
+        if not host.add_part(part, "messages"):
+            return
+    for block in blocks:
+        if isinstance(block, dict) and block.get("type") == "text":
+            room = _MESSAGE_CHARS - len(part.text)
+            part.append(host.clip(text(block.get("text")))[: max(0, room)])
+    host.updated(part)
+
+
+#: Characters of one message between sessions kept.
+_MESSAGE_CHARS = 64 * 1024
 
 
 def patch(part: SubagentPart, update: dict[str, Any]) -> None:
@@ -240,12 +307,13 @@ class SubagentResult:
 
     #: The child's session id (the agent's).
     session_id: str
-    #: Its title and description, as the parent's agent named it.
+    #: Its title, as the parent's agent named it.
     title: str | None
+    #: What it was given to do, as the parent's agent described it.
     description: str | None
-    #: Its work state as last reported (`running`, `idle`, `requires_action`, …), and why it
-    #: stopped (`end_turn`, `cancelled`, `error`…), if it said.
+    #: Its work state as last reported (`running`, `idle`, `requires_action`, …).
     state: str | None
+    #: Why it stopped (`end_turn`, `cancelled`, `error`…), if it said.
     stop_reason: str | None
     #: Its answer (its agent messages joined).
     text: str
@@ -268,6 +336,6 @@ class SubagentResult:
         )
 
 
-def results(parts: list[Part]) -> tuple[SubagentResult, ...]:
+def results(parts: Sequence[Part]) -> tuple[SubagentResult, ...]:
     """The children of a turn with these parts, in order."""
     return tuple(SubagentResult.of(p) for p in parts if isinstance(p, SubagentPart))

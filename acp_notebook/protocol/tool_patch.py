@@ -13,8 +13,11 @@ from . import schema
 from .state import ToolCallPart
 
 
-def patch_tool_call(call: ToolCallPart, model: Any, present: set[str]) -> None:
-    """Patch `call` with the fields of `model` (a validated update) named in `present`."""
+def patch_tool_call(
+    call: ToolCallPart, model: Any, present: set[str], raw: dict[str, Any] | None = None
+) -> None:
+    """Patch `call` with the fields of `model` (a validated update) named in `present`, and of
+    `raw` (the update as sent) what the SDK's model does not read (`_patch_newer`)."""
     if "title" in present and model.title is not None:
         call.title = model.title
     if "kind" in present and model.kind is not None:
@@ -35,6 +38,25 @@ def patch_tool_call(call: ToolCallPart, model: Any, present: set[str]) -> None:
         call.raw_output = model.raw_output
     if "field_meta" in present:
         call.meta = model.field_meta
+    if raw is not None:
+        _patch_newer(call, raw, "content" in present)
+
+
+def _patch_newer(call: ToolCallPart, raw: dict[str, Any], content: bool) -> None:
+    """What ACP added after the SDK the project pins (0.12.1): the tool's `name` (2026-09-17),
+    and content that links a session (`{"type": "session", "sessionId"}`, a subagent's)."""
+    name = raw.get("name")
+    if type(name) is str:
+        call.name = name[:200] or None
+    items = raw.get("content")
+    if content and type(items) is list:
+        call.content += [
+            {"type": "session", "sessionId": item["sessionId"][:1000]}
+            for item in items[:100]
+            if type(item) is dict
+            and item.get("type") == "session"
+            and type(item.get("sessionId")) is str
+        ]
 
 
 def enum_value(x: Any) -> str:

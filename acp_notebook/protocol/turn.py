@@ -35,6 +35,7 @@ from .state import (
     Usage,
     part_from_json,
 )
+from .subagents import SubagentResult, results
 from .terminals import Terminal, TerminalView
 
 #: Stop reasons that mean the agent finished the work it was given.
@@ -185,6 +186,12 @@ class TurnResult:
     def cancelled(self) -> bool:
         """Whether the turn ended because it was cancelled (Stop, an interrupt, `stop()`)."""
         return self.stop_reason == "cancelled"
+
+    @property
+    def subagents(self) -> tuple[SubagentResult, ...]:
+        """The child sessions the agent exposed in this turn, each with its answer (`text`),
+        its `tool_calls` and how it ended (see `SubagentResult`)."""
+        return results(self.parts)
 
     def to_json(self, note: str = "") -> dict[str, Any]:
         """The turn's transcript: plain JSON, enough to render and replay it without the agent

@@ -107,6 +107,10 @@ def _message(out: list[str], m: MessagePart, *, growing: bool) -> None:
         return
     if not m.text.strip() and not m.blocks:
         return
+    if m.role == "session":  # between the agent's sessions (a parent and its subagent)
+        out.append("<div class=acpnb-muted>✉ a message between the agent's sessions</div>")
+        out.append(f"<blockquote>{to_html(m.text)}</blockquote>")
+        return
     if m.role == "user":
         # The person's own words (or the agent's replay of them): text, never Markdown, which
         # would join the lines of a Shift+Enter into one and read `<b>` or `*` as markup. Every

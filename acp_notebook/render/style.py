@@ -38,6 +38,11 @@ div.acpnb-turn:not(#_) .acpnb-own pre{white-space:pre-wrap;overflow-wrap:anywher
  padding-left:8px;font-style:italic}
 .acpnb-turn .acpnb-user{border-left:3px solid var(--jp-brand-color2,rgba(33,150,243,.6));
  padding-left:8px;margin:6px 0}
+.acpnb-turn .acpnb-subagent{border:1px solid var(--jp-border-color2,rgba(127,127,127,.35));
+ border-left:3px solid var(--jp-brand-color2,rgba(33,150,243,.6));border-radius:6px;
+ padding:4px 10px;margin:6px 0}
+.acpnb-turn .acpnb-subturn{padding-left:6px}
+.acpnb-turn .acpnb-compaction{margin:6px 0;color:var(--jp-ui-font-color2,inherit)}
 .acpnb-turn .acpnb-plan{border:1px solid var(--jp-border-color2,rgba(127,127,127,.35));
  border-radius:6px;padding:4px 10px;margin:6px 0}
 .acpnb-turn .acpnb-plan ul{list-style:none;padding-left:4px;margin:2px 0}

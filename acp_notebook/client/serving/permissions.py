@@ -300,6 +300,9 @@ class PermissionRequest:
     session_id: str | None
     #: Why the policy did not decide (empty if it could have).
     problems: tuple[str, ...] = ()
+    #: The subagent asking (a child session the agent exposed): its name, as the agent titled
+    #: it (or its id). None when the session's agent asks for itself.
+    subagent: str | None = None
 
     @property
     def options(self) -> list[dict[str, Any]]:

@@ -64,8 +64,10 @@ class AgentRequests:
         self._fs = fs  # read when asked: fs/* is served only if the client offered it
         #: Keeps each file's previous content before a write (None: no checkpoints).
         self.checkpoints: Checkpoints | None = None
-        self._permissions: dict[str, tuple[PermissionPart, anyio.CancelScope]] = {}
-        self._elicitations: dict[str, tuple[ElicitationPart, anyio.CancelScope]] = {}
+        # Pending requests, by part id: the part, its scope, the fold it is recorded in (the
+        # session's, or a subagent's).
+        self._permissions: dict[str, tuple[PermissionPart, anyio.CancelScope, SessionFold]] = {}
+        self._elicitations: dict[str, tuple[ElicitationPart, anyio.CancelScope, SessionFold]] = {}
 
     async def handle(self, method: str, params: Any) -> Any:
         """Answer one request; unknown or not offered: METHOD_NOT_FOUND."""
@@ -131,31 +133,30 @@ class AgentRequests:
         # The agent is not trusted: `assess` decides what the request is taken to be, and only
         # a regular request of known kinds may be allowed by the policy (see permissions.py).
         # `own`: the client's own call, which the request (built by the client) is about.
+        fold, subagent = self._fold_for(params) if own is None else (self._fold, None)
         raw_call = params.get("toolCall") if isinstance(params, dict) else None
         call_id = raw_call.get("toolCallId") if isinstance(raw_call, dict) else None
-        if own is None and self._fold.refused(methods.REQUEST_PERMISSION, call_id):
+        if own is None and fold.refused(methods.REQUEST_PERMISSION, call_id):
             return _outcome(None)  # about the client's own call: nothing of it is the agent's
         if own is not None:
             earlier: ToolCallPart | None = own
         else:
-            earlier = (
-                self._fold.target.tool_calls.get(call_id) if isinstance(call_id, str) else None
-            )
+            earlier = fold.target.tool_calls.get(call_id) if isinstance(call_id, str) else None
         request = assess(params, earlier)
         options = request.options
         part = (
-            self._fold.add_client_permission(own, options)
+            fold.add_client_permission(own, options)
             if own is not None
-            else self._fold.add_permission(request.tool_call, options)
+            else fold.add_permission(request.tool_call, options)
         )
         if request.problems:
-            self._fold.add_error(
+            fold.add_error(
                 "the policy cannot decide this permission request: " + "; ".join(request.problems),
                 "warning",
             )
         running = self._owner.running
         if running is not None and running.cancel_requested:
-            self._fold.resolve_permission(part, None, "cancel")
+            fold.resolve_permission(part, None, "cancel")
             return _outcome(None)
         policy = (
             running.permission_policy if running is not None else None
@@ -169,29 +170,39 @@ class AgentRequests:
             decision = "ask"  # allowed, but no allow option offered: never pick another kind
         by = "policy"
         if decision == "ask" and handler is not None and options:
-            return await self._ask(handler, request, part)
+            return await self._ask(handler, request, part, fold, subagent)
         if decision != "allow":
             # "reject", or "ask" with nobody to ask: fail closed. No reject option offered:
             # `cancelled`, the one outcome that allows nothing.
             option_id = pick_option(options, "reject")
             by = "policy" if decision == "reject" else "policy (nobody to ask)"
-        self._fold.resolve_permission(part, option_id, by)
+        fold.resolve_permission(part, option_id, by)
         return _outcome(option_id)
 
     async def _ask(
-        self, handler: PermissionHandler, request: Assessment, part: PermissionPart
+        self,
+        handler: PermissionHandler,
+        request: Assessment,
+        part: PermissionPart,
+        fold: SessionFold,
+        subagent: str | None,
     ) -> dict[str, Any]:
         options = request.options
         option_id: str | None = None
         by = "user"
         scope = anyio.CancelScope()
-        self._permissions[part.part_id] = (part, scope)
+        self._permissions[part.part_id] = (part, scope, fold)
         try:
             with scope:
                 try:
                     option_id = await handler(
                         PermissionRequest(
-                            part, request.label, request.tool_call, self._owner.id, request.problems
+                            part,
+                            request.label,
+                            request.tool_call,
+                            self._owner.id,
+                            request.problems,
+                            subagent,
                         )
                     )
                 except Exception as exc:  # the handler gave up (a timeout, a bug): fail closed
@@ -204,39 +215,50 @@ class AgentRequests:
                     option_id = pick_option(options, "reject")
             if scope.cancelled_caught:  # stop()
                 if part.outcome == "pending":
-                    self._fold.resolve_permission(part, None, "cancel")
+                    fold.resolve_permission(part, None, "cancel")
                 return _outcome(None)
         except anyio.get_cancelled_exc_class():
             # Cancelled from outside this scope (the agent's $/cancel_request, the
             # connection closing): the connection answers `cancelled`; record it so too,
             # instead of leaving the request "pending" in the turn forever.
             if part.outcome == "pending":
-                self._fold.resolve_permission(part, None, "cancel")
+                fold.resolve_permission(part, None, "cancel")
             raise
         finally:
             self._permissions.pop(part.part_id, None)
-        self._fold.resolve_permission(part, option_id, by)
+        fold.resolve_permission(part, option_id, by)
         return _outcome(option_id)
 
     def cancel_pending(self) -> None:
         """Answer every pending permission request `cancelled`, and every elicitation `cancel`
         (the turn ends or is stopped)."""
-        for part, scope in list(self._permissions.values()):
+        for part, scope, fold in list(self._permissions.values()):
             if part.outcome == "pending":
-                self._fold.resolve_permission(part, None, "cancel")
+                fold.resolve_permission(part, None, "cancel")
             scope.cancel()
-        for asked, scope in list(self._elicitations.values()):
+        for asked, scope, fold in list(self._elicitations.values()):
             if asked.outcome == "pending":
-                self._fold.resolve_elicitation(asked, "cancel", None, "cancel")
+                fold.resolve_elicitation(asked, "cancel", None, "cancel")
             scope.cancel()
+
+    def _fold_for(self, params: Any) -> tuple[SessionFold, str | None]:
+        """Where a request is recorded, and who asks: a subagent's own fold (its card in the
+        turn) and its name, when the request names one of the session's subagents."""
+        sid = params.get("sessionId") if isinstance(params, dict) else None
+        children = self._fold.children
+        child = children.fold_of(sid) if sid != self._owner.id else None
+        if child is None or not isinstance(sid, str):
+            return self._fold, None
+        return child, children.name_of(sid)
 
     # -- elicitation -----------------------------------------------------------------------------
 
     async def _elicit(self, params: Any) -> dict[str, Any]:
         """`elicitation/create`: shown in the turn, answered by the turn's (or the session's)
         handler; with none, declined. An answer is checked against the form before it is sent."""
+        fold, _ = self._fold_for(params)
         try:
-            part = self._fold.add_elicitation(params)
+            part = fold.add_elicitation(params)
         except ElicitationError as exc:
             raise RpcError(rpc.INVALID_PARAMS, str(exc)) from None
         running = self._owner.running
@@ -245,16 +267,14 @@ class AgentRequests:
         ) or self._owner.elicitation_handler
         if part.mode == "url" and not part.link.ok:
             # Nobody is asked to follow a link that would mislead; the card says why.
-            self._fold.resolve_elicitation(part, "decline", None, "refused")
+            fold.resolve_elicitation(part, "decline", None, "refused")
             return {"action": part.outcome}
         if handler is None or (running is not None and running.cancel_requested):
             by = "nobody to answer" if handler is None else "cancel"
-            self._fold.resolve_elicitation(
-                part, "decline" if handler is None else "cancel", None, by
-            )
+            fold.resolve_elicitation(part, "decline" if handler is None else "cancel", None, by)
             return {"action": part.outcome}
         scope = anyio.CancelScope()
-        self._elicitations[part.part_id] = (part, scope)
+        self._elicitations[part.part_id] = (part, scope, fold)
         action, content, by = "cancel", None, "cancel"
         try:
             with scope:
@@ -268,7 +288,7 @@ class AgentRequests:
         finally:
             self._elicitations.pop(part.part_id, None)
             if part.outcome == "pending":
-                self._fold.resolve_elicitation(part, action, content, by)
+                fold.resolve_elicitation(part, action, content, by)
         return {"action": action, **({"content": content} if content is not None else {})}
 
 

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .store import Session
-from .wire import INVALID_PARAMS, JsonObj, RpcError, chunk_update
+from .wire import INVALID_PARAMS, Cancelled, JsonObj, RpcError, chunk_update
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -95,14 +95,17 @@ def _subagent(turn: Turn, step: JsonObj) -> None:
             if cancel.is_set():
                 break
             turn.run_steps([child_step])
+    except Cancelled:  # the parent's turn was cancelled: the child's work stops with it
+        cancel.set()
+        raise
     finally:
         turn.session = parent
-    stop = "cancelled" if cancel.is_set() else str(spec.get("stop", "end_turn"))
-    done: JsonObj = {"sessionUpdate": "subagent_update", "sessionId": child_id}
-    if spec.get("cancel"):
-        done["capabilities"] = None  # no work left to cancel: the grant is withdrawn
-    done["state"] = {"state": "idle", "stopReason": stop}
-    turn.emit(done)
+        stop = "cancelled" if cancel.is_set() else str(spec.get("stop", "end_turn"))
+        done: JsonObj = {"sessionUpdate": "subagent_update", "sessionId": child_id}
+        if spec.get("cancel"):
+            done["capabilities"] = None  # no work left to cancel: the grant is withdrawn
+        done["state"] = {"state": "idle", "stopReason": stop}
+        turn.emit(done)
 
 
 def _raw_subagent_update(turn: Turn, step: JsonObj) -> None:
