@@ -53,6 +53,7 @@ HTML_ELEMENTS = MARKDOWN_ELEMENTS | {
 ALLOWED_ATTRIBUTES = frozenset(
     (
         "href class style title target rel start alt src open role align data-turn-id value high"
+        " data-part"  # a subagent card's part, by id (the live view puts its buttons there)
     ).split()
 )
 _STYLE_ATTRIBUTE = re.compile(r"text-align:\w+|max-width:100%")

@@ -80,6 +80,39 @@ def hostile(payload: str) -> dict[str, Any]:
             },
             {"type": "raw", "sessionUpdate": p, "raw": {p: p}, "problem": p},
             {"type": "error", "level": "error", "message": p},
+            # ACP's later kinds: subagents, plans by id, notices, compaction, the tool's name.
+            {
+                "type": "subagent",
+                "id": "s1.card",
+                "sessionId": p,
+                "title": p,
+                "description": p,
+                "state": p,
+                "stopReason": p,
+                "usage": {"used": 1, "size": 2, "cost": {"amount": 1.5, "currency": p}},
+                "parts": [
+                    {"type": "message", "id": p, "role": "agent", "text": p},
+                    {"type": "message", "id": "s1.m2", "role": "session", "text": p},
+                    {"type": "tool_call", "id": "s1.t", "toolCallId": p, "title": p, "name": p},
+                    {"type": "permission", "id": "s1.p", "title": p, "options": []},
+                ],
+                "dropped": {p: 3},
+            },
+            {"type": "notice", "id": "n", "severity": p, "title": p, "description": p},
+            {
+                "type": "compaction",
+                "id": "c",
+                "compactionId": p,
+                "status": p,
+                "summary": [
+                    {"type": "text", "text": p},
+                    {"type": "resource_link", "uri": p, "name": p},
+                ],
+                "streamed": p,
+                "error": p,
+            },
+            {"type": "plan", "id": "pm", "entries": [], "planId": p, "markdown": p, "path": p},
+            {"type": "plan", "id": "pi", "entries": [{"content": p}], "planId": p, "removed": True},
         ],
     }
 
