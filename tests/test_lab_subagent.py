@@ -50,13 +50,13 @@ def test_a_subagents_card_and_its_permission_answered_by_a_click(page, lab) -> N
     buttons.first.wait_for()
     # The request is inside the child's card, which is open, and the card names the child.
     assert card.get_attribute("open") is not None
-    assert "Explore the notes" in card.locator("summary").inner_text()
+    assert "Explore the notes" in card.locator(":scope > summary").inner_text()
     assert buttons.all_inner_texts() == ["Allow", "Reject"]
     shoot(page, "subagent")
     buttons.first.click()
     done(page)
     record = output(page).locator(".acpnb-subagent")
-    assert "done" in record.locator("summary").inner_text()
+    assert "done" in record.locator(":scope > summary").inner_text()
     text = record.inner_text()
     assert "The child is done." in text and "allowed" in text.lower()
     saved = save(page, lab, "subagent.ipynb")

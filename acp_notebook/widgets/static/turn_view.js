@@ -93,6 +93,7 @@ function opensHost(href, host) {
 function allowed(tag, name, value) {
   switch (name) {
     case "class": case "title": case "data-turn-id": return true;
+    case "data-part": return tag === "div"; // a subagent card's part: its buttons go there
     case "role": return /^[a-z]+$/.test(value);
     case "style": return STYLE.test(value.trim());
     case "align": return /^(left|right|center)$/.test(value);
