@@ -115,6 +115,15 @@ class AcpNotebook(Magics):
         help="USD this kernel's turns may cost in all, as the agents report it (0: no limit); "
         "once spent, new turns are refused (see %agent ledger).",
     ).tag(config=True)
+    system_prompt = Unicode(
+        "You work from a cell of a Jupyter notebook (acp_notebook's %%agent): the user reads "
+        "your answer in the cell's output, rendered as Markdown. The acp-notebook-kernel MCP "
+        "tools reach the notebook's live kernel: list_variables and inspect_variable (its "
+        "data), notebook_cells (the cells and their outputs), last_error (the last "
+        "traceback), run_code (run Python in the kernel; the user is asked first).",
+        help="Added to the agent's own instructions on every new, loaded or resumed session, "
+        "where the agent takes them (sessionCapabilities.systemPrompt); empty sends none.",
+    ).tag(config=True)
     kernel_tools = Bool(
         True,
         help="Offer every new session the kernel's MCP tools: list and inspect variables, the "
@@ -186,6 +195,7 @@ class AcpNotebook(Magics):
             "protect_notebooks": self.protect_notebooks,
             "log_file": os.environ.get("ACP_NOTEBOOK_LOG") or self.log_file or None,
             "trace": self.trace,
+            "system_prompt": self.system_prompt,
         }
 
     def is_interactive(self) -> bool:

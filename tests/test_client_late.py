@@ -6,6 +6,7 @@ that announces too much, or updates children it never announced, is bounded and 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anyio
@@ -230,3 +231,23 @@ async def test_a_message_between_sessions_is_shown_not_answered(agent: Agent) ->
     assert "a message between the agent's sessions" in render_bundle(result.to_json())["text/html"]
     (sub,) = result.subagents
     assert [p.text for p in sub.parts if isinstance(p, MessagePart)] == ["report to parent"]
+
+
+async def test_the_system_prompt_goes_where_the_agent_takes_one(agent: Agent) -> None:
+    prompt = {"mode": "append", "content": [{"type": "text", "text": "In a notebook."}]}
+    with anyio.fail_after(30):
+        async with agent.client(
+            "--system-prompt", "append", "--load-session", system_prompt="In a notebook."
+        ) as client:
+            session = await client.new_session()
+            echoed = await run_script(session, {"echo_system_prompt": True})
+            await client.load_session(session.id)
+        async with agent.client(system_prompt="In a notebook.") as client:
+            await client.new_session()  # this agent takes none: none is sent
+        async with agent.client("--system-prompt", "append", system_prompt="") as client:
+            await client.new_session()  # none configured
+    assert echoed.text == "SYSTEM PROMPT " + json.dumps(prompt)
+    news = [m["params"] for m in agent.sent("session/new")]
+    assert [p.get("systemPrompt") for p in news] == [prompt, None, None]
+    (load,) = agent.sent("session/load")
+    assert load["params"]["systemPrompt"] == prompt  # re-sent: the agent does not keep it

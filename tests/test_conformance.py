@@ -589,7 +589,12 @@ async def late_kinds(client: Client, agent: Agent) -> None:
     assert (await turn.finished).cancelled
 
 
-@scenario("system_prompt", "echo_system_prompt", flags=("--system-prompt", "append"))
+@scenario(
+    "system_prompt",
+    "echo_system_prompt",
+    flags=("--system-prompt", "append"),
+    system_prompt="You work in a notebook.",
+)
 async def system_prompt(client: Client, agent: Agent) -> None:
     session = await client.new_session()
     await run_script(session, {"echo_system_prompt": True})

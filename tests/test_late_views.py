@@ -153,3 +153,12 @@ def test_a_saved_subagent_part_reads_whatever_it_holds() -> None:
         depth += 1
     assert depth == READ_DEPTH and isinstance(top, RawPart)
     json.dumps(part_from_json(deep).to_json())  # and it writes back as JSON
+
+
+def test_status_says_what_system_prompt_the_session_was_opened_with() -> None:
+    from acp_notebook.notebook.command_docs import status_doc
+
+    shown = status_doc({"session": "s", "system_prompt": "In a <b>notebook</b>."}).bundle()
+    assert "system prompt: appended: In a <b>notebook</b>." in shown["text/plain"]
+    assert "<b>notebook" not in shown["text/html"]
+    assert "system prompt: none" in status_doc({"session": "s"}).bundle()["text/plain"]

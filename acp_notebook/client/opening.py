@@ -55,14 +55,28 @@ def _servers(client: SessionHost, mcp_servers: list[dict[str, Any]] | None) -> l
 
 
 def _params(
-    session_id: str | None, cwd: str, servers: list[dict[str, Any]], dirs: list[str]
+    client: SessionHost,
+    session_id: str | None,
+    cwd: str,
+    servers: list[dict[str, Any]],
+    dirs: list[str],
 ) -> dict[str, Any]:
     params: dict[str, Any] = {"cwd": cwd, "mcpServers": servers}
     if session_id is not None:
         params = {"sessionId": session_id, **params}
     if dirs:
         params["additionalDirectories"] = dirs
+    prompt = system_prompt(client)
+    if prompt:  # re-sent on load and resume: the agent does not keep it (the spec)
+        params["systemPrompt"] = {"mode": "append", "content": [{"type": "text", "text": prompt}]}
     return params
+
+
+def system_prompt(client: SessionHost) -> str:
+    """The instructions a session of this client is opened with: the client's, where the agent
+    takes them (`sessionCapabilities.systemPrompt`), else none."""
+    takes = isinstance(client.session_capabilities.get("systemPrompt"), dict)
+    return client.options.system_prompt if takes else ""
 
 
 async def open_new(
@@ -73,7 +87,7 @@ async def open_new(
 ) -> tuple[str, dict[str, Any]]:
     """`session/new`, authenticating first if the agent asks and an auth method is set;
     returns the new id and the answer. Used by `new_session` and by a session reopening."""
-    params = _params(None, cwd, _servers(client, mcp_servers), additional_directories)
+    params = _params(client, None, cwd, _servers(client, mcp_servers), additional_directories)
     try:
         with client.registry.opening():
             response = await client.request(methods.SESSION_NEW, params)
@@ -155,7 +169,7 @@ async def load_session(
     client.registry.register(session)  # replayed updates arrive before the answer
     try:
         response = await client.request(
-            methods.SESSION_LOAD, _params(session_id, path, servers, dirs)
+            methods.SESSION_LOAD, _params(client, session_id, path, servers, dirs)
         )
     except BaseException:
         client.registry.forget(session)
@@ -180,7 +194,7 @@ async def resume_session(
     servers = _servers(client, mcp_servers)
     with client.registry.opening():
         response = await client.request(
-            methods.SESSION_RESUME, _params(session_id, path, servers, dirs)
+            methods.SESSION_RESUME, _params(client, session_id, path, servers, dirs)
         )
     return _adopt(client, session_id, path, dirs, servers, response)
 

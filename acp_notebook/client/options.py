@@ -69,6 +69,10 @@ class ClientOptions:
     log_file: str | os.PathLike[str] | None = None
     #: Put a W3C `traceparent` in the `_meta` of every request to the agent.
     trace: bool = False
+    #: Instructions added to the agent's own (`systemPrompt`, append mode) on session/new,
+    #: load and resume, where the agent takes them (`sessionCapabilities.systemPrompt`); ""
+    #: sends none.
+    system_prompt: str = ""
 
     def __post_init__(self) -> None:
         for name in ("initialize_timeout", "request_timeout"):

@@ -76,6 +76,11 @@ def status_doc(facts: dict[str, Any], mask: Callable[[str], str] = str) -> Doc:
         _more(doc, commands, "commands")
     servers = _list_of(facts.get("mcp_servers"))
     doc.item("MCP servers: ", *(_joined([Code(s) for s in servers]) if servers else ["none"]))
+    prompt = facts.get("system_prompt")
+    doc.item(
+        "system prompt: ",
+        *(["appended: ", Value(prompt)] if isinstance(prompt, str) and prompt else ["none"]),
+    )
     doc.item(
         "turns: ",
         Value(facts.get("turns")),
