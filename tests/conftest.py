@@ -276,7 +276,7 @@ def lab_page(_session_lab_page: Any, lab: Lab) -> Iterator[Any]:
     module loaded (~4 s of CPU less a module). Each module leaves it with no document open
     (their kernels shut down, before `lab` checks that none runs); a listener a test adds to it
     is removed by that test."""
-    from tests.test_lab import CLOSE_ALL
+    from tests.browser.test_lab import CLOSE_ALL
 
     yield _session_lab_page
     base = lab[0]
@@ -290,8 +290,8 @@ def page(request: pytest.FixtureRequest, browser: Any) -> Iterator[Any]:
     cookies, storage or cache shared with another test.
 
     In a module marked `pytest.mark.shared_page`, the session's one page instead (`lab_page`):
-    its tests open their notebooks with tests/test_lab.py's `open_notebook`, which closes the
-    previous one (its kernel shut down) and opens the next in the JupyterLab booted there, ~4 s
+    its tests open their notebooks with tests/browser/test_lab.py's `open_notebook`, which closes
+    the previous one (its kernel shut down) and opens the next in the JupyterLab booted there, ~4 s
     of CPU less a test. For tests whose subject is the notebook, not a fresh browser."""
     if request.node.get_closest_marker("shared_page") is not None:
         yield request.getfixturevalue("lab_page")

@@ -17,8 +17,8 @@ from typing import Any
 import nbformat
 import pytest
 
+from tests.browser.test_lab import POLL, READY, command, open_notebook, shoot
 from tests.nb_util import new_nb
-from tests.test_lab import POLL, READY, command, open_notebook, shoot
 
 # What these tests check is in the notebook each opens, not in a fresh browser context (each
 # test loads JupyterLab again where its subject is a reopened notebook).
@@ -144,7 +144,7 @@ def test_chat_enter_sends_stop_cancels_and_the_session_goes_on(page: Any, lab: A
     assert page.evaluate(FROM_BOTTOM) <= 30
 
     # Scrolled up by the user, then a message sent: the log comes down to it and its answer
-    # (scrolling up while a turn streams: tests/test_lab_chat_first.py).
+    # (scrolling up while a turn streams: tests/browser/test_lab_chat_first.py).
     page.evaluate("() => { document.querySelector('.acpnb-chat-log').scrollTop = 0; }")
     box.type("/plan fourth")
     box.press("Enter")

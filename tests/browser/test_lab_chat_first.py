@@ -17,11 +17,11 @@ from typing import Any
 import nbformat
 import pytest
 
-from tests.test_lab import POLL, command, shoot
-from tests.test_lab_chat import FROM_BOTTOM, RECORD, idle, open_nb, run_cell, started_chat
-from tests.test_lab_chat_more import BOX_VALUE, SHUT_DOWN
-from tests.test_lab_view import AGENT
-from tests.test_saved_size import saved_bytes, visible_text
+from tests.browser.test_lab import POLL, command, shoot
+from tests.browser.test_lab_chat import FROM_BOTTOM, RECORD, idle, open_nb, run_cell, started_chat
+from tests.browser.test_lab_chat_more import BOX_VALUE, SHUT_DOWN
+from tests.browser.test_lab_view import AGENT
+from tests.kernel.test_saved_size import saved_bytes, visible_text
 
 pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]
 

@@ -15,9 +15,9 @@ import nbformat
 import pytest
 
 from acp_notebook.chat.widget import UNDRAWN
-from tests.test_lab import POLL, READY, command, shoot
-from tests.test_lab_chat import RECORD, idle, open_nb, run_cell, session_id, started_chat
-from tests.test_lab_view import AGENT
+from tests.browser.test_lab import POLL, READY, command, shoot
+from tests.browser.test_lab_chat import RECORD, idle, open_nb, run_cell, session_id, started_chat
+from tests.browser.test_lab_view import AGENT
 
 # What these tests check is in the notebook each opens, not in a fresh browser context.
 pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]

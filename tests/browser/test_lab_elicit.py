@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from tests.blocking import open_fifo_ends, raised_within
+from tests.browser.test_lab import POLL, READY, command, output
+from tests.browser.test_lab_view import ARTIFACTS, cell, done, run, save
+from tests.browser.test_lab_view_more import COLOURS, contrast
 from tests.client_helpers import reports
 from tests.nb_util import answer
-from tests.test_lab import POLL, READY, command, output
-from tests.test_lab_view import ARTIFACTS, cell, done, run, save
-from tests.test_lab_view_more import COLOURS, contrast
 
 # What these tests check is in the notebook each opens, not in a fresh browser context.
 pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]

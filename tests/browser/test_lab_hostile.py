@@ -1,9 +1,9 @@
 """A hostile agent cannot run script in JupyterLab: what a browser actually runs.
 
-The notebook of tests/test_hostile.py, for every payload class at once, in JupyterLab in headless
-Chromium: full turns, a light turn per payload (session title, mode, config options, currency)
-with `%agent status` after each, `%agent sessions`, turns with a hostile stop reason and error,
-a chat widget, and a permission request per class. Every payload, if it ran, sets
+The notebook of tests/hostile/test_hostile.py, for every payload class at once, in JupyterLab in
+headless Chromium: full turns, a light turn per payload (session title, mode, config options,
+currency) with `%agent status` after each, `%agent sessions`, turns with a hostile stop reason and
+error, a chat widget, and a permission request per class. Every payload, if it ran, sets
 `window.__acp_pwned` (an init script records each set, in every frame, in `__acp_hits`), and any
 alert/confirm/prompt is recorded by `page.on("dialog")`. Checked after the run, after displaying
 each saved output's `text/markdown` alone and its `text/html` alone, and after reopening both
@@ -24,11 +24,11 @@ from typing import Any
 import nbformat
 import pytest
 
+from tests.browser.test_lab import ARTIFACTS, POLL, READY, command, output
 from tests.hostile_payloads import CLASSES, by_class
 from tests.nb_util import new_nb
-from tests.test_lab import ARTIFACTS, POLL, READY, command, output
 
-AGENT = Path(__file__).parent / "agents" / "hostile_agent.py"
+AGENT = Path(__file__).parents[1] / "agents" / "hostile_agent.py"
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
 

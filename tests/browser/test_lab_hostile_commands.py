@@ -1,9 +1,9 @@
 """A hostile agent's strings in `%agent status` and `%agent sessions`, rendered by JupyterLab.
 
-The same payloads and cells as tests/test_hostile_commands.py (each calls `alert` if it runs), in
-a real JupyterLab in headless Chromium. A last cell shows HTML whose handler calls
+The same payloads and cells as tests/hostile/test_hostile_commands.py (each calls `alert` if it
+runs), in a real JupyterLab in headless Chromium. A last cell shows HTML whose handler calls
 `alert('control')`: trusted output runs it, so the page's dialogs prove the detection works, and
-it must be the only dialog. Skipped like tests/test_lab.py without a browser.
+it must be the only dialog. Skipped like tests/browser/test_lab.py without a browser.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import json
 
 import pytest
 
+from tests.browser.test_lab import POLL, open_and_run, output, shoot
+from tests.hostile.test_hostile_commands import config_options, session_files, titles_cell
 from tests.hostile_payloads import ALERTS, encodable
 from tests.nb_util import scripted
-from tests.test_hostile_commands import config_options, session_files, titles_cell
-from tests.test_lab import POLL, open_and_run, output, shoot
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 

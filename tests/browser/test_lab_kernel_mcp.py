@@ -15,9 +15,9 @@ import pytest
 
 from tests.agents.script import script
 from tests.blocking import open_fifo_ends, raised_within
-from tests.test_attack_client_parts import GUESSES, spoofs
-from tests.test_lab import output
-from tests.test_lab_view import AGENT, done, run, shoot
+from tests.browser.test_lab import output
+from tests.browser.test_lab_view import AGENT, done, run, shoot
+from tests.hostile.test_attack_client_parts import GUESSES, spoofs
 
 # What this test checks is in the notebook it opens, not in a fresh browser context.
 pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]

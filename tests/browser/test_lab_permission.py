@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.test_lab import POLL, output
-from tests.test_lab_view import cell, done, run, save, shoot
+from tests.browser.test_lab import POLL, output
+from tests.browser.test_lab_view import cell, done, run, save, shoot
 
 pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]
 

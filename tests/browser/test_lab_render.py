@@ -17,9 +17,9 @@ import nbformat
 import pytest
 from nbconvert import HTMLExporter
 
+from tests.browser.test_lab import ARTIFACTS, POLL, READY
 from tests.hostile_payloads import ALERTS, encodable
 from tests.nb_util import execute, new_nb, script, scripted
-from tests.test_lab import ARTIFACTS, POLL, READY
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -31,7 +31,7 @@ CELL = """\
 from IPython.display import display
 from acp_notebook.render import render_bundle
 from tests.hostile_payloads import ALERTS, encodable
-from tests.test_render_hostile import hostile
+from tests.hostile.test_render_hostile import hostile
 for p in encodable(ALERTS)[{start}:{end}]:
     b = render_bundle(hostile(p))
     display({{"text/markdown": b["text/markdown"]}}, raw=True)

@@ -4,8 +4,8 @@ A turn writes `a.py` and creates `b.txt` (copies of `victim.py` and `keep.py`); 
 agent's shell would, a cell replaces `b.txt` by a link to `keep.py` and `a.py` by a link to
 `victim.py`, and the person runs `%agent revert`; then `a.py` becomes a link to the notebook
 itself and the person runs `%agent revert --force`. Each revert shows the files it refused and
-why, and the victims, and the notebook, are as they were (tests/test_attack_revert.py has the
-same attack without a browser).
+why, and the victims, and the notebook, are as they were
+(tests/hostile/test_attack_revert.py has the same attack without a browser).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import json
 import nbformat
 import pytest
 
+from tests.browser.test_lab import open_and_run, output, shoot
 from tests.nb_util import scripted
-from tests.test_lab import open_and_run, output, shoot
 
 pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(180)]
 

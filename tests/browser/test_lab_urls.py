@@ -1,7 +1,8 @@
-"""Links from the agent in JupyterLab (issue 20, item 3): for every URL of tests/test_urls.py's
-table, the host a card shows is the host Chromium itself opens for the link's href
-(`new URL(href).host`); a refused link is no link, live or in the record; the answer's Markdown
-links show beside them the host Chromium opens. Screenshot: test-artifacts/lab-view-urls.png."""
+"""Links from the agent in JupyterLab (issue 20, item 3): for every URL of
+tests/hostile/test_urls.py's table, the host a card shows is the host Chromium itself opens for the
+link's href (`new URL(href).host`); a refused link is no link, live or in the record; the answer's
+Markdown links show beside them the host Chromium opens. Screenshot:
+test-artifacts/lab-view-urls.png."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from typing import Any
 import ada_url
 import pytest
 
-from tests.test_lab import output
-from tests.test_lab_view import cell, done, run, shoot
-from tests.test_urls import HOSTILE, MD_TABLE, link, markdown_url
+from tests.browser.test_lab import output
+from tests.browser.test_lab_view import cell, done, run, shoot
+from tests.hostile.test_urls import HOSTILE, MD_TABLE, link, markdown_url
 
 # What this test checks is in the notebook it opens, not in a fresh browser context.
 pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]

@@ -25,13 +25,13 @@ import pytest
 from acp_notebook.protocol.turn import TurnResult
 from acp_notebook.render import RECORD_FORMATS, render_bundle
 from tests.agents.script import agent_command, script
-from tests.test_lab import ARTIFACTS, OBSERVE, POLL, READY, command, open_notebook, output
+from tests.browser.test_lab import ARTIFACTS, OBSERVE, POLL, READY, command, open_notebook, output
 
 # What these tests check is in the notebook each opens, not in a fresh browser context.
 pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]
 
 
-DOCS = Path(__file__).parent.parent / "docs"
+DOCS = Path(__file__).parents[2] / "docs"
 AGENT = shlex.quote(shlex.join(agent_command()))
 WIDGET = "application/vnd.jupyter.widget-view+json"
 MIME_TURN = "application/vnd.acp-notebook.turn+json"

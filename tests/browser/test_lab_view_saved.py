@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.test_lab import POLL, READY, output
-from tests.test_lab_view import MIME_TURN, WIDGET, cell, done, run, save, shoot
+from tests.browser.test_lab import POLL, READY, output
+from tests.browser.test_lab_view import MIME_TURN, WIDGET, cell, done, run, save, shoot
 
 # What these tests check is in the notebook each opens, not in a fresh browser context.
 pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.test_lab import POLL, READY, output
-from tests.test_lab_view import run, save, shoot
+from tests.browser.test_lab import POLL, READY, output
+from tests.browser.test_lab_view import run, save, shoot
 
 # What this test checks is in the notebook it opens, not in a fresh browser context.
 pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]

@@ -51,7 +51,7 @@ from tests.conformance import (
 
 pytestmark = pytest.mark.anyio
 
-NOTES_SERVER = Path(__file__).with_name("mcp_notes_server.py")
+NOTES_SERVER = Path(__file__).parents[1] / "mcp_notes_server.py"
 SURROGATE = "\ud800"  # a lone surrogate: legal in the agent's JSON (\ud800), no UTF-8 form
 
 
@@ -538,7 +538,7 @@ REFUSED_AT_START = {"another_protocol_version", "gone_during_initialize"}
 def test_every_step_and_flag_of_the_scripted_agent_has_a_scenario() -> None:
     names = set(STEP_NAMES) | set(vars(parse_args([])))
     covered = set().union(*(s.covers for s in SCENARIOS.values())) | set(NOT_FRAMES)
-    assert names - covered == set(), "add a scenario to tests/test_conformance.py"
+    assert names - covered == set(), "add a scenario to tests/client/test_conformance.py"
     assert covered - names - OPTIONS_OF_STEPS == set()
 
 

@@ -19,7 +19,7 @@ import pytest
 
 Msg = dict[str, Any]
 Answer = Callable[[Msg], Msg]
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ALL_FS = {"fs": {"readTextFile": True, "writeTextFile": True}}
 
 

@@ -31,7 +31,7 @@ time.sleep(120)
 
 
 def start_parent(how: str) -> tuple[subprocess.Popen[str], int]:
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
     parent = subprocess.Popen(
         [sys.executable, "-c", PARENT, how], stdout=subprocess.PIPE, text=True, env=env

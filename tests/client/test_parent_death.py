@@ -69,7 +69,7 @@ CLIENT = textwrap.dedent("""
 @pytest.mark.timeout(60)
 async def test_agent_dies_when_the_client_process_is_killed() -> None:
     argv = [sys.executable, "-c", STUBBORN_AGENT]
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     async with await anyio.open_process(
         [sys.executable, "-c", CLIENT, "work forever", *argv], stderr=subprocess.DEVNULL, cwd=repo
     ) as client:

@@ -28,8 +28,8 @@ from acp_notebook.client.serving.terminal import Terminals
 from acp_notebook.protocol.mutations import Delta
 from tests.agents.script import script
 from tests.client_helpers import Agent, Watcher, alive, gone, reports, run_script
+from tests.kernel.test_hygiene import Kernel, assert_no_growth, counts
 from tests.nb_util import process_gone, scripted, wait_until
-from tests.test_hygiene import Kernel, assert_no_growth, counts
 
 pytestmark = [pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")]
 
@@ -343,7 +343,7 @@ async def test_no_terminal_outlives_the_clients_process(
         f"setsid sleep 1000 & echo $! > {pid_file}.tmp && mv {pid_file}.tmp {pid_file}; "
         "exec sleep 1000"
     )
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
     argv = [
         sys.executable,
         "-c",

@@ -19,7 +19,7 @@ import anyio
 import pytest
 
 from tests.client_helpers import Agent
-from tests.test_checkpoints import turn, write
+from tests.kernel.test_checkpoints import turn, write
 
 pytestmark = [pytest.mark.anyio, pytest.mark.scripted_agent("in_process")]
 

@@ -3,9 +3,9 @@
 What must hold every time: the turn ends (within a second of a crash) with `success` False and an
 error that says what happened, what the agent had already said is kept intact, the next prompt
 works (on a fresh process if the old one died), and no agent process is left. Tests that overlap
-tests/test_client_process.py (exit mid-turn, 50 MB valid line, version 2, exit during initialize
-at the client level) are not repeated here; these cover the other fault points, and the same
-faults seen from a notebook. `bench/stress_faults.py` runs them many times with random timing.
+tests/client/test_client_process.py (exit mid-turn, 50 MB valid line, version 2, exit during
+initialize at the client level) are not repeated here; these cover the other fault points, and the
+same faults seen from a notebook. `bench/stress_faults.py` runs them many times with random timing.
 """
 
 from __future__ import annotations

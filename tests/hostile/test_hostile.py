@@ -8,7 +8,8 @@ title, `updatedAt`, mode, config options and usage currency), `%agent status` af
 request, and a chat widget. Then every rendering that reached the front-end, the saved outputs
 and every live frame on iopub and the chat's HTML, must be inert (`tests/markup_check.py`): what a
 browser would run is found by rendering the Markdown as marked does and parsing the HTML.
-The same notebook in JupyterLab, with a check of what actually ran: tests/test_lab_hostile.py.
+The same notebook in JupyterLab, with a check of what actually ran:
+tests/browser/test_lab_hostile.py.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from tests.markup_check import bundle_problems, payload_ids
 from tests.nb_util import MIME_TURN, RecordingClient, errors, execute, outputs, text
 from tests.shared_kernel import SharedKernel
 
-AGENT = Path(__file__).parent / "agents" / "hostile_agent.py"
+AGENT = Path(__file__).parents[1] / "agents" / "hostile_agent.py"
 
 pytestmark = pytest.mark.timeout(240)
 

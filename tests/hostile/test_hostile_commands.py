@@ -5,7 +5,7 @@ chosen to break out of Markdown or crash the formatting; `session/list` answers 
 files written here. The strings are the `ALERTS` of tests/hostile_payloads.py; every output of
 the command cells must pass tests/markup_check.py, and the cells must not fail. The notebooks run
 in the module's shared kernel (tests/shared_kernel.py). The helpers that build those cells serve
-tests/test_lab_hostile_commands.py too.
+tests/browser/test_lab_hostile_commands.py too.
 """
 
 from __future__ import annotations
@@ -174,7 +174,8 @@ def test_hostile_numbers_in_status(tmp_path: Path, kernel: SharedKernel) -> None
     assert not errors(nb)  # it used to raise OverflowError
     statuses = [text(nb.cells[i]) for i in range(2, len(cells), 2)]
     # Beyond 64 bits, negative, or a cost past 1e15: the client keeps such an update as an
-    # unknown one, not as the usage (tests/test_limits.py), so the status shows no context line.
+    # unknown one, not as the usage (tests/hostile/test_limits.py), so the status shows no
+    # context line.
     for status in statuses[:4]:
         assert "context:" not in status and "0" * 30 not in status, status
     # The largest numbers the client does adopt still format, with a percentage over 100.

@@ -3,7 +3,7 @@
 Every string an agent picks (titles, names, ids, modes, currencies, dates, paths) is tried with
 every payload of `hostile_payloads`, and every number with values that used to crash or leak (huge
 ints, NaN, infinities, bools, strings, nested garbage). Each display must come out, carry no
-Markdown, and pass `markup_check`. tests/test_hostile_commands.py does the same through real
+Markdown, and pass `markup_check`. tests/hostile/test_hostile_commands.py does the same through real
 kernels and the scripted agent.
 """
 

@@ -1,7 +1,7 @@
-"""Links from the agent, read as the browser reads them (issue 20, item 3): the host shown beside
-or for a link is the host the browser opens, computed by a WHATWG parser (ada, the oracle here as
-`new URL(href).host` is in tests/test_lab_urls.py); a link with user info, or that browsers and
-Python's `urlsplit` read differently, is never a link. Checked in the URL elicitation (its part,
+"""Links from the agent, read as the browser reads them (issue 20, item 3): the host shown beside or
+for a link is the host the browser opens, computed by a WHATWG parser (ada, the oracle here as
+`new URL(href).host` is in tests/browser/test_lab_urls.py); a link with user info, or that browsers
+and Python's `urlsplit` read differently, is never a link. Checked in the URL elicitation (its part,
 the client, every view of the record, a headless run) and everywhere else an agent's URL becomes
 a link: Markdown links and images in the answer, its Markdown record, resource links."""
 

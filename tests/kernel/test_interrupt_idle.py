@@ -22,8 +22,8 @@ from jupyter_client.session import Session
 from nbclient.exceptions import CellExecutionError
 
 from acp_notebook.notebook import interrupts
+from tests.kernel.test_magics import poll, stop_button
 from tests.nb_util import kernel_env, make_client, new_nb, process_gone, text, wait_until
-from tests.test_magics import poll, stop_button
 
 pytestmark = pytest.mark.timeout(120)
 

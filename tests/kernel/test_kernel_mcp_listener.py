@@ -16,7 +16,7 @@ import pytest
 from mcp.client import Client
 
 from acp_notebook.kernel_tools import relay as kernel_mcp
-from tests.test_kernel_mcp import ENTRY, Kernel, in_kernel, open_session, params, wait_for
+from tests.kernel.test_kernel_mcp import ENTRY, Kernel, in_kernel, open_session, params, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -18,9 +18,9 @@ import pytest
 from mcp.client import Client
 
 from tests.agents.script import script
+from tests.kernel.test_chat_kernel import comm_msg, model_of, subshell
+from tests.kernel.test_kernel_mcp import ENTRY, Kernel, open_session, params, texts, wait_for
 from tests.nb_util import kernel_env, make_client, new_nb, scripted, text
-from tests.test_chat_kernel import comm_msg, model_of, subshell
-from tests.test_kernel_mcp import ENTRY, Kernel, open_session, params, texts, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -231,7 +231,7 @@ def test_fast_agent_calls_a_server_passed_from_a_cell(tmp_path: Path) -> None:
     """fast-agent takes `mcpServers` from session/new: its passthrough model calls the notes
     server's tool (`***CALL_TOOL server__tool {args}`), which answers with the env it got."""
     agent = fast_agent_command("passthrough", tmp_path / "fast-home", shell=False)
-    server = Path(__file__).with_name("mcp_notes_server.py")
+    server = Path(__file__).parents[1] / "mcp_notes_server.py"
     agents = tmp_path / "agents.toml"
     agents.write_text(
         f"[agents.fast]\ncommand = {json.dumps(agent)}\n"

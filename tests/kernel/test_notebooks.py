@@ -10,7 +10,7 @@ import pytest
 
 from tests.nb_util import MIME_WIDGET, answer, data, execute, outputs, transcripts
 
-NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted((Path(__file__).parents[2] / "notebooks").glob("*.ipynb"))
 
 
 def test_there_are_notebooks() -> None:

@@ -24,7 +24,7 @@ from tests.agents.script import agent_command, script
 from tests.nb_util import MIME_TURN, answer, execute, kernel_env, new_nb, outputs, text, transcripts
 from tests.shared_kernel import SharedKernel
 
-QUICKSTART = Path(__file__).parent.parent / "notebooks" / "quickstart.ipynb"
+QUICKSTART = Path(__file__).parents[2] / "notebooks" / "quickstart.ipynb"
 NOTE = "Replayed from the recorded notebook"
 
 

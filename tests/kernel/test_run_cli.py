@@ -36,7 +36,7 @@ from tests.nb_util import (
     scripted,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SNAPSHOT = REPO / "tests" / "snapshots" / "run_quickstart.txt"
 
 

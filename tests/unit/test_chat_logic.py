@@ -67,7 +67,7 @@ def test_a_chosen_path_is_confined_to_the_workspace(tmp_path: Path) -> None:
     os.symlink(outside, tmp_path / "escape.txt")
     assert resolve_in(tmp_path, "sub/ok.txt") == tmp_path / "sub" / "ok.txt"
     # Names only: a link out (escape.txt), a folder, a missing file are refused where the file
-    # is read, on the descriptor read (tests/test_attack_attach.py).
+    # is read, on the descriptor read (tests/hostile/test_attack_attach.py).
     assert resolve_in(tmp_path, "escape.txt") == tmp_path / "escape.txt"
     for bad in (
         "../" + outside.name,

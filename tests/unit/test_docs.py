@@ -20,9 +20,9 @@ import acp_notebook
 from acp_notebook.magics import AcpNotebook
 from acp_notebook.notebook.commands import USAGE
 from acp_notebook.run import cli
-from tests.test_run_cli import SNAPSHOT, normalise
+from tests.kernel.test_run_cli import SNAPSHOT, normalise
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
 
 
@@ -46,8 +46,8 @@ def test_the_readme_is_short_and_opens_with_what_to_run() -> None:
 
 
 def test_the_readme_shows_the_quickstart_as_it_prints() -> None:
-    # tests/test_run_cli.py holds the quickstart's whole output to SNAPSHOT; the README shows an
-    # excerpt of it ("…" for lines left out), run from the checkout's root.
+    # tests/kernel/test_run_cli.py holds the quickstart's whole output to SNAPSHOT; the README
+    # shows an excerpt of it ("…" for lines left out), run from the checkout's root.
     readme = read(REPO / "README.md")
     block = re.search(r"```text\n(\[1/6\] .*?)```", readme, re.S)
     assert block, "README.md has no ```text block of the quickstart's output"

@@ -21,7 +21,7 @@ from acp_notebook.notebook.runtime import Runtime
 from acp_notebook.notebook.start import open_session
 from acp_notebook.protocol.costs import CostLimit
 from tests.client_helpers import Agent
-from tests.test_layers import PACKAGE, REPO, load_package
+from tests.unit.test_layers import PACKAGE, REPO, load_package
 
 PUBLIC = [
     obj

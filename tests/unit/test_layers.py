@@ -51,7 +51,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PACKAGE = "acp_notebook"
 
 MAX_MODULE_LINES = 600
@@ -279,7 +279,7 @@ def layer_offenders(
         if layer is None:
             offenders.append(
                 f"{module.where(1)}: {name} belongs to no layer: add its prefix to LAYER_OF "
-                "in tests/test_layers.py and to the table in CONTRIBUTING.md"
+                "in tests/unit/test_layers.py and to the table in CONTRIBUTING.md"
             )
             continue
         for edge in imports(module, modules, package):
@@ -546,7 +546,8 @@ def check_against_debt(rule: str, offenders: list[str], what: str) -> None:
     assert not new, _report(new, what)
     paid = sorted(KNOWN_DEBT[rule] - set(keys))
     assert not paid, (
-        f"fixed, so delete from KNOWN_DEBT[{rule!r}] in tests/test_layers.py: " + "; ".join(paid)
+        f"fixed, so delete from KNOWN_DEBT[{rule!r}] in tests/unit/test_layers.py: "
+        + "; ".join(paid)
     )
 
 

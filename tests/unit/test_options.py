@@ -132,7 +132,7 @@ def test_check_refuses_what_argparse_cannot(opts: CellOptions, message: str) -> 
 def test_the_docs_synopsis_names_every_option_in_order() -> None:
     # CONTRIBUTING.md's recipe "Add a %%agent option" ends with the synopsis that opens
     # docs/cells.md: an option declared here but missing there is a recipe half done.
-    page = (Path(__file__).resolve().parents[1] / "docs" / "cells.md").read_text(encoding="utf-8")
+    page = (Path(__file__).resolve().parents[2] / "docs" / "cells.md").read_text(encoding="utf-8")
     block = re.search(r"\A# `%%agent` cells\n\n```\n(%%agent .*?)```", page, re.S)
     assert block, "docs/cells.md does not open with the %%agent synopsis block"
     shown = re.findall(r"\[(--[a-z-]+)", block[1])

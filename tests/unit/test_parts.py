@@ -24,7 +24,7 @@ from acp_notebook.protocol.state import (
 from acp_notebook.protocol.terminals import TerminalView
 from acp_notebook.protocol.turn import Transcript, finish, read_turn
 from acp_notebook.render import render_html, render_markdown, render_text
-from tests.test_fuzz import json_values, near_valid
+from tests.hostile.test_fuzz import json_values, near_valid
 
 
 @given(updates=st.lists(json_values | near_valid(), min_size=1, max_size=8))
@@ -160,7 +160,7 @@ def test_a_part_kind_the_views_do_not_know_is_still_shown() -> None:
 def test_render_submodules_do_not_import_from_the_package() -> None:
     """No cycle through `render/__init__`: a submodule imports its siblings, never a name that
     the package re-exports."""
-    render = Path(__file__).parent.parent / "acp_notebook" / "render"
+    render = Path(__file__).parents[2] / "acp_notebook" / "render"
     modules = {p.stem for p in render.glob("*.py")}
     for path in render.glob("*.py"):
         if path.name == "__init__.py":

@@ -20,7 +20,7 @@ from acp_notebook.protocol.turnstate import (
 )
 from tests.agents.script import script
 from tests.client_helpers import Agent, Watcher
-from tests.test_layers import PACKAGE, REPO, load_package
+from tests.unit.test_layers import PACKAGE, REPO, load_package
 
 S = TurnState
 
