@@ -21,12 +21,13 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from acp_notebook.client.session import Session
 from tests.client_helpers import Agent
 from tests.orphans import dies_with_parent
 from tests.shared_kernel import SharedKernel
@@ -52,6 +53,22 @@ _PAGE_CONFIG = {"buildCheck": False, "buildAvailable": False}
 Lab = tuple[str, str, Path]
 
 
+#: Each folder's bound on one test (pytest-timeout), under CI's load of four workers on two cores:
+#: pure tests, the client on a scripted agent, real kernels (and attacks that need them), a
+#: browser. A test that needs another bound says so with its own mark and the reason beside it.
+TIMEOUT_OF_FOLDER = {"unit": 60, "client": 120, "hostile": 240, "kernel": 240, "browser": 240}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    tests = Path(__file__).parent
+    for item in items:
+        if item.get_closest_marker("timeout") is not None:
+            continue
+        folder = item.path.relative_to(tests).parts[0] if item.path.is_relative_to(tests) else ""
+        if folder in TIMEOUT_OF_FOLDER:
+            item.add_marker(pytest.mark.timeout(TIMEOUT_OF_FOLDER[folder]))
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
@@ -67,6 +84,15 @@ def agent(request: pytest.FixtureRequest, tmp_path: Path) -> Agent:
     if where not in ("process", "in_process"):
         raise ValueError(f"scripted_agent mark: 'process' or 'in_process', not {where!r}")
     return Agent(tmp_path, in_process=where == "in_process")
+
+
+@pytest.fixture
+async def session(agent: Agent) -> AsyncIterator[Session]:
+    """A new session of the test's scripted agent, on a client of its own, closed after the test
+    (bounded by the test's timeout). A test that passes the client options or flags, or asserts
+    after the client closed, says `async with agent.session(...) as session:` instead."""
+    async with agent.client() as client:
+        yield await client.new_session()
 
 
 @pytest.fixture(scope="module")

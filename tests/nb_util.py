@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import os
 import shlex
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +45,6 @@ __all__ = [
     "scripted",
     "text",
     "transcripts",
-    "wait_until",
 ]
 
 
@@ -198,20 +196,6 @@ def errors(nb: NotebookNode) -> list[tuple[int, NotebookNode]]:
 
 
 # -- observing processes outside the test -----------------------------------------------------
-
-
-def wait_until(
-    predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.05
-) -> Any:
-    """Poll an external condition (another process) until it holds, or fail after timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
 
 
 def process_gone(pid: int) -> bool:

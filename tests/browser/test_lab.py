@@ -22,7 +22,7 @@ from tests.nb_util import new_nb
 ARTIFACTS = Path(__file__).parents[2] / "test-artifacts"
 
 # What these tests check is in the notebook each opens, not in a fresh browser context.
-pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.browser, pytest.mark.shared_page]
 
 
 READY = """() => { const w = window.jupyterapp?.shell.currentWidget;

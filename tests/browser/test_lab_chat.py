@@ -22,7 +22,7 @@ from tests.nb_util import new_nb
 
 # What these tests check is in the notebook each opens, not in a fresh browser context (each
 # test loads JupyterLab again where its subject is a reopened notebook).
-pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.browser, pytest.mark.shared_page]
 
 RUN_CELL = """(index) => { const panel = window.jupyterapp.shell.currentWidget;
   panel.content.activeCellIndex = index;

@@ -23,7 +23,7 @@ from tests.browser.test_lab_chat_more import BOX_VALUE, SHUT_DOWN
 from tests.browser.test_lab_view import AGENT
 from tests.kernel.test_saved_size import saved_bytes, visible_text
 
-pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.browser, pytest.mark.shared_page]
 
 MIME_CHAT = "application/vnd.acp-notebook.chat+json"
 

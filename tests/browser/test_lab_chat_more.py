@@ -20,7 +20,7 @@ from tests.browser.test_lab_chat import RECORD, idle, open_nb, run_cell, session
 from tests.browser.test_lab_view import AGENT
 
 # What these tests check is in the notebook each opens, not in a fresh browser context.
-pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.browser, pytest.mark.shared_page]
 
 BOX_VALUE = "() => document.querySelector('.acpnb-chat textarea.acpnb-chat-text').value"
 

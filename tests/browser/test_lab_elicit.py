@@ -19,7 +19,7 @@ from tests.client_helpers import reports
 from tests.nb_util import answer
 
 # What these tests check is in the notebook each opens, not in a fresh browser context.
-pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.browser, pytest.mark.shared_page]
 
 FORM = {
     "message": "Who <b>are</b> you?",

@@ -30,6 +30,7 @@ from tests.nb_util import new_nb
 
 AGENT = Path(__file__).parents[1] / "agents" / "hostile_agent.py"
 
+# Past the folder's 240 s: one notebook of every payload class, each a full turn, in a browser.
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
 
 TRAP = """

@@ -17,7 +17,7 @@ from tests.hostile.test_hostile_commands import config_options, session_files, t
 from tests.hostile_payloads import ALERTS, encodable
 from tests.nb_util import scripted
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.browser]
 
 # A lone surrogate fails a whole display on main (it cannot be encoded): kept out of the cells
 # that show the markup payloads together, so they are rendered and tried.

@@ -12,10 +12,11 @@ import pytest
 
 from tests.agents.script import agent_command
 from tests.browser.test_lab import POLL, open_and_run, output, shoot
-from tests.nb_util import process_gone, wait_until
+from tests.nb_util import process_gone
+from tests.polling import wait_until
 
 # What these tests check is in the notebook each opens, not in a fresh browser context.
-pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.browser, pytest.mark.shared_page]
 
 INTERRUPT = ".jp-NotebookPanel-toolbar [data-jp-item-name='interrupt'] button"
 

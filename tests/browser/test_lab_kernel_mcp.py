@@ -20,7 +20,7 @@ from tests.browser.test_lab_view import AGENT, done, run, shoot
 from tests.hostile.test_attack_client_parts import GUESSES, spoofs
 
 # What this test checks is in the notebook it opens, not in a fresh browser context.
-pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.browser, pytest.mark.shared_page]
 
 
 def test_run_code_asks_in_its_card_and_runs_after_allow(page: Any, lab: Any) -> None:

@@ -14,7 +14,7 @@ import pytest
 from tests.browser.test_lab import POLL, output
 from tests.browser.test_lab_view import cell, done, run, save, shoot
 
-pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.browser, pytest.mark.shared_page]
 
 # The demo agent's names (demo_agent/session.py), and one that lies about its kind.
 OPTIONS = [

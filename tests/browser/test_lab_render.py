@@ -21,7 +21,7 @@ from tests.browser.test_lab import ARTIFACTS, POLL, READY
 from tests.hostile_payloads import ALERTS, encodable
 from tests.nb_util import execute, new_nb, script, scripted
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.browser]
 
 #: A lone surrogate cannot be sent to the page at all.
 PAYLOADS = encodable(ALERTS)

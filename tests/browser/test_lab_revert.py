@@ -18,7 +18,7 @@ import pytest
 from tests.browser.test_lab import open_and_run, output, shoot
 from tests.nb_util import scripted
 
-pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.browser, pytest.mark.shared_page]
 
 VICTIM, KEEP = "victim's code\n", "keep me\n"
 

@@ -16,7 +16,7 @@ from tests.browser.test_lab_view import cell, done, run, shoot
 from tests.hostile.test_urls import HOSTILE, MD_TABLE, link, markdown_url
 
 # What this test checks is in the notebook it opens, not in a fresh browser context.
-pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.browser, pytest.mark.shared_page]
 
 #: The table's web URLs an agent may ask to visit (a longer one is an error to the agent).
 ASKED = [(u, h) for _, u, h in HOSTILE if u.lower().startswith("http") and len(u) < 2000]

@@ -28,7 +28,7 @@ from tests.agents.script import agent_command, script
 from tests.browser.test_lab import ARTIFACTS, OBSERVE, POLL, READY, command, open_notebook, output
 
 # What these tests check is in the notebook each opens, not in a fresh browser context.
-pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.browser, pytest.mark.shared_page]
 
 
 DOCS = Path(__file__).parents[2] / "docs"

@@ -23,10 +23,11 @@ import pytest
 from tests.agents.script import agent_command, script
 from tests.browser.test_lab import POLL, command, output
 from tests.browser.test_lab_view import AGENT, cell, done, run, shoot, tool
-from tests.nb_util import execute, kernel_env, new_nb, process_gone, wait_until
+from tests.nb_util import execute, kernel_env, new_nb, process_gone
+from tests.polling import wait_until
 
 # What these tests check is in the notebook each opens, not in a fresh browser context.
-pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.browser, pytest.mark.shared_page]
 
 LIVE = ".acpnb-tv"
 

@@ -19,7 +19,7 @@ from tests.browser.test_lab import POLL, READY, output
 from tests.browser.test_lab_view import MIME_TURN, WIDGET, cell, done, run, save, shoot
 
 # What these tests check is in the notebook each opens, not in a fresh browser context.
-pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.browser, pytest.mark.shared_page]
 
 SAVED = "running when the notebook was saved"
 

@@ -20,7 +20,7 @@ from tests.browser.test_lab import POLL, READY, output
 from tests.browser.test_lab_view import run, save, shoot
 
 # What this test checks is in the notebook it opens, not in a fresh browser context.
-pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.browser, pytest.mark.shared_page]
 
 HOSTILE = """
 <script>window.__pwned = 'script'</script>

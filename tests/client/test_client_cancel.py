@@ -16,33 +16,30 @@ pytestmark = [pytest.mark.anyio, pytest.mark.scripted_agent("in_process")]
 CANCELLED_OUTCOME = {"outcome": {"outcome": "cancelled"}}
 
 
-@pytest.mark.timeout(30)
 async def test_stop_sends_cancel_marks_tool_calls_and_keeps_late_updates(agent: Agent) -> None:
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            watcher = Watcher(session)
-            turn = await session.prompt(
-                script(
-                    {"say": "working"},
-                    {"update": tool_call("c1", status="in_progress")},
-                    {"update": tool_call("c2", status="pending")},
-                    {"update": tool_call("c3", status="completed")},
-                    {
-                        "wait_cancel": True,
-                        "after_cancel": [
-                            {"say": "late words"},
-                            {"update": tool_update("c2", status="completed")},
-                        ],
-                    },
-                )
+    async with agent.session() as session:
+        watcher = Watcher(session)
+        turn = await session.prompt(
+            script(
+                {"say": "working"},
+                {"update": tool_call("c1", status="in_progress")},
+                {"update": tool_call("c2", status="pending")},
+                {"update": tool_call("c3", status="completed")},
+                {
+                    "wait_cancel": True,
+                    "after_cancel": [
+                        {"say": "late words"},
+                        {"update": tool_update("c2", status="completed")},
+                    ],
+                },
             )
-            await watcher.tool_call("c3")
-            result = await session.stop()
-            assert result is not None and result is turn.result
-            assert session.running is None
-            # The session is usable right after a cancel.
-            assert (await (await session.prompt("next")).finished).text == "echo: next"
+        )
+        await watcher.tool_call("c3")
+        result = await session.stop()
+        assert result is not None and result is turn.result
+        assert session.running is None
+        # The session is usable right after a cancel.
+        assert (await (await session.prompt("next")).finished).text == "echo: next"
     cancels = agent.sent("session/cancel")
     assert cancels == [
         {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session.id}}
@@ -63,7 +60,6 @@ async def test_stop_sends_cancel_marks_tool_calls_and_keeps_late_updates(agent: 
     assert not watcher.of(RequestWarning)  # a user's cancel publishes no warning
 
 
-@pytest.mark.timeout(30)
 async def test_stop_answers_a_pending_permission_request_with_cancelled(agent: Agent) -> None:
     asked = anyio.Event()
 
@@ -71,24 +67,22 @@ async def test_stop_answers_a_pending_permission_request_with_cancelled(agent: A
         asked.set()
         await anyio.Event().wait()  # nobody ever clicks
 
-    with anyio.fail_after(20):
-        async with agent.client(permission_handler=never) as client:
-            session = await client.new_session()
-            turn = await session.prompt(
-                script(
-                    {
-                        "permission": {
-                            "toolCallId": "c1",
-                            "title": "rm -rf",
-                            "kind": "delete",
-                            "status": "pending",
-                        }
-                    },
-                    {"wait_cancel": True},
-                )
+    async with agent.session(permission_handler=never) as session:
+        turn = await session.prompt(
+            script(
+                {
+                    "permission": {
+                        "toolCallId": "c1",
+                        "title": "rm -rf",
+                        "kind": "delete",
+                        "status": "pending",
+                    }
+                },
+                {"wait_cancel": True},
             )
-            await asked.wait()
-            result = await session.stop()
+        )
+        await asked.wait()
+        result = await session.stop()
     assert result is not None and result.stop_reason == "cancelled"
     assert reports(result.text, "PERMISSION ") == [{"result": CANCELLED_OUTCOME}]
     assert [p.outcome for p in result.permissions] == ["cancelled"]
@@ -98,29 +92,25 @@ async def test_stop_answers_a_pending_permission_request_with_cancelled(agent: A
     assert turn.result is result
 
 
-@pytest.mark.timeout(30)
 async def test_a_permission_requested_after_cancel_is_answered_cancelled(agent: Agent) -> None:
     async def allow(request):
         return "allow"
 
-    with anyio.fail_after(20):
-        async with agent.client(permission_handler=allow) as client:
-            session = await client.new_session()
-            watcher = Watcher(session)
-            await session.prompt(
-                script(
-                    {"update": tool_call("c0")},
-                    {"wait_cancel": True, "after_cancel": [{"permission": True}]},
-                )
+    async with agent.session(permission_handler=allow) as session:
+        watcher = Watcher(session)
+        await session.prompt(
+            script(
+                {"update": tool_call("c0")},
+                {"wait_cancel": True, "after_cancel": [{"permission": True}]},
             )
-            await watcher.tool_call("c0")
-            result = await session.stop()
+        )
+        await watcher.tool_call("c0")
+        result = await session.stop()
     assert result is not None and result.stop_reason == "cancelled"
     assert reports(result.text, "PERMISSION ") == [{"result": CANCELLED_OUTCOME}]
 
 
 @pytest.mark.scripted_agent("process")  # the process and its kill are the point
-@pytest.mark.timeout(30)
 async def test_an_agent_that_ignores_cancel_is_killed_after_the_grace_period(agent: Agent) -> None:
     with anyio.fail_after(20):
         async with agent.client("--ignore-sigterm", cancel_grace=0.5) as client:
@@ -152,7 +142,6 @@ async def test_an_agent_that_ignores_cancel_is_killed_after_the_grace_period(age
     assert not watcher.of(RequestWarning)
 
 
-@pytest.mark.timeout(30)
 async def test_a_deaf_turn_is_given_up_not_killed_while_another_session_runs(agent: Agent) -> None:
     with anyio.fail_after(20):
         async with agent.client(cancel_grace=0.5) as client:
@@ -174,82 +163,67 @@ async def test_a_deaf_turn_is_given_up_not_killed_while_another_session_runs(age
     assert finished.success and finished.text == "still here", finished
 
 
-@pytest.mark.timeout(30)
 async def test_cancelling_the_task_awaiting_the_turn_sends_session_cancel(agent: Agent) -> None:
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            watcher = Watcher(session)
-            turn = await session.prompt(script({"update": tool_call("c1")}, {"wait_cancel": True}))
-            scope = anyio.CancelScope()
-            waited = []
+    async with agent.session() as session:
+        watcher = Watcher(session)
+        turn = await session.prompt(script({"update": tool_call("c1")}, {"wait_cancel": True}))
+        scope = anyio.CancelScope()
+        waited = []
 
-            async def waiter() -> None:
-                with scope:
-                    waited.append(await turn.finished)
+        async def waiter() -> None:
+            with scope:
+                waited.append(await turn.finished)
 
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(waiter)
-                await watcher.tool_call("c1")
-                scope.cancel()
-            assert waited == [] and scope.cancelled_caught
-            result = await turn.finished
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(waiter)
+            await watcher.tool_call("c1")
+            scope.cancel()
+        assert waited == [] and scope.cancelled_caught
+        result = await turn.finished
     assert result.stop_reason == "cancelled"
     assert len(agent.sent("session/cancel")) == 1
 
 
-@pytest.mark.timeout(30)
 async def test_a_fail_after_around_the_await_cancels_the_turn(agent: Agent) -> None:
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            watcher = Watcher(session)
-            turn = await session.prompt(script({"update": tool_call("c1")}, {"wait_cancel": True}))
-            await watcher.tool_call("c1")
-            with anyio.move_on_after(0):  # already expired: cancels the await at once
-                await turn.finished
-            result = await turn.finished
+    async with agent.session() as session:
+        watcher = Watcher(session)
+        turn = await session.prompt(script({"update": tool_call("c1")}, {"wait_cancel": True}))
+        await watcher.tool_call("c1")
+        with anyio.move_on_after(0):  # already expired: cancels the await at once
+            await turn.finished
+        result = await turn.finished
     assert result.stop_reason == "cancelled"
     assert len(agent.sent("session/cancel")) == 1
 
 
-@pytest.mark.timeout(30)
 async def test_stop_also_cancels_queued_input_which_never_reaches_the_agent(agent: Agent) -> None:
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            watcher = Watcher(session)
-            running = await session.prompt(
-                script({"update": tool_call("c1")}, {"wait_cancel": True})
-            )
-            await watcher.tool_call("c1")
-            queued = await session.prompt("queued input")
-            assert queued is not running
-            await session.stop()
-            queued_result = await queued.finished
-            assert await session.stop() is None  # nothing running any more
+    async with agent.session() as session:
+        watcher = Watcher(session)
+        running = await session.prompt(script({"update": tool_call("c1")}, {"wait_cancel": True}))
+        await watcher.tool_call("c1")
+        queued = await session.prompt("queued input")
+        assert queued is not running
+        await session.stop()
+        queued_result = await queued.finished
+        assert await session.stop() is None  # nothing running any more
     assert queued_result.stop_reason == "cancelled" and not queued_result.success
     assert running.result is not None and running.result.stop_reason == "cancelled"
     assert len(agent.sent("session/prompt")) == 1
 
 
-@pytest.mark.timeout(30)
 async def test_cancel_during_a_flood_of_chunks(agent: Agent) -> None:
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            watcher = Watcher(session)
-            turn = await session.prompt(
-                script({"update": tool_call("c1")}, {"chunks": 10_000_000, "size": 8})
-            )
-            await watcher.tool_call("c1")
-            result = await turn.cancel()
+    async with agent.session() as session:
+        watcher = Watcher(session)
+        turn = await session.prompt(
+            script({"update": tool_call("c1")}, {"chunks": 10_000_000, "size": 8})
+        )
+        await watcher.tool_call("c1")
+        result = await turn.cancel()
     assert result.stop_reason == "cancelled"
     assert len(result.text) % 8 == 0 and len(result.text) < 80_000_000
 
 
 @pytest.mark.scripted_agent("process")  # the process and its kill are the point
-@pytest.mark.timeout(30)
 async def test_no_agent_process_is_left_after_cancellation_and_close(agent: Agent) -> None:
     with anyio.fail_after(20):
         async with agent.client("--ignore-sigterm", cancel_grace=0.5) as client:

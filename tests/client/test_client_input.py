@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-import anyio
 import pytest
 
 from acp_notebook import PromptError
@@ -22,17 +21,14 @@ PNG = base64.b64decode(
 
 async def sent_blocks(agent: Agent, query, *flags: str, **options) -> list[dict]:
     """Prompt once; return the blocks of the session/prompt the agent received."""
-    with anyio.fail_after(20):
-        async with agent.client(*flags, **options) as client:
-            session = await client.new_session()
-            result = await (await session.prompt(query)).finished
-            assert result.success, result
-            agent.session_id = session.id  # type: ignore[attr-defined]
+    async with agent.session(*flags, **options) as session:
+        result = await (await session.prompt(query)).finished
+        assert result.success, result
+        agent.session_id = session.id  # type: ignore[attr-defined]
     (prompt,) = agent.sent("session/prompt")
     return prompt["params"]["prompt"]
 
 
-@pytest.mark.timeout(30)
 async def test_text_and_context_parts(agent: Agent) -> None:
     blocks = await sent_blocks(
         agent,
@@ -60,23 +56,19 @@ async def test_text_and_context_parts(agent: Agent) -> None:
     ]
 
 
-@pytest.mark.timeout(30)
 @pytest.mark.parametrize("tag", ["Reference", "1st", "", "a b", "a>b", "ref/x", None, "é"])
 async def test_bad_context_tags_are_rejected(agent: Agent, tag) -> None:
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            with pytest.raises(PromptError, match="tag"):
-                await session.prompt(
-                    [
-                        {"type": "context", "tag": tag, "context": "x"},
-                        {"type": "text", "text": "hi"},
-                    ]
-                )
+    async with agent.session() as session:
+        with pytest.raises(PromptError, match="tag"):
+            await session.prompt(
+                [
+                    {"type": "context", "tag": tag, "context": "x"},
+                    {"type": "text", "text": "hi"},
+                ]
+            )
     assert agent.sent("session/prompt") == []
 
 
-@pytest.mark.timeout(30)
 @pytest.mark.parametrize(
     "query",
     [
@@ -89,15 +81,12 @@ async def test_bad_context_tags_are_rejected(agent: Agent, tag) -> None:
     ],
 )
 async def test_malformed_parts_are_prompt_errors(agent: Agent, query) -> None:
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            with pytest.raises(PromptError):
-                await session.prompt(query)
+    async with agent.session() as session:
+        with pytest.raises(PromptError):
+            await session.prompt(query)
     assert agent.sent("session/prompt") == []
 
 
-@pytest.mark.timeout(30)
 async def test_a_text_file_without_capabilities_is_a_resource_link(agent: Agent) -> None:
     path = agent.cwd / "notes.md"
     path.write_text("# Notes\n")
@@ -113,7 +102,6 @@ async def test_a_text_file_without_capabilities_is_a_resource_link(agent: Agent)
     }
 
 
-@pytest.mark.timeout(30)
 async def test_a_text_file_with_embedded_context_is_a_resource(agent: Agent) -> None:
     path = agent.cwd / "data.json"
     path.write_text('{"a": 1}')
@@ -129,7 +117,6 @@ async def test_a_text_file_with_embedded_context_is_a_resource(agent: Agent) -> 
     }
 
 
-@pytest.mark.timeout(30)
 async def test_an_image_file_follows_the_image_capability(agent: Agent, tmp_path: Path) -> None:
     path = agent.cwd / "pic.png"
     path.write_bytes(PNG)
@@ -162,7 +149,6 @@ async def test_an_image_file_follows_the_image_capability(agent: Agent, tmp_path
     assert link[1]["size"] == len(PNG)
 
 
-@pytest.mark.timeout(30)
 async def test_a_data_url_is_stored_in_the_workspace_and_referenced(agent: Agent) -> None:
     payload = "hello from a data URL\n"
     url = "data:text/plain;base64," + base64.b64encode(payload.encode()).decode()
@@ -186,7 +172,6 @@ async def test_a_data_url_is_stored_in_the_workspace_and_referenced(agent: Agent
     assert "base64" not in str(blocks)  # the data itself is not inlined
 
 
-@pytest.mark.timeout(30)
 async def test_a_data_url_image_with_the_image_capability(agent: Agent) -> None:
     url = "data:image/png;base64," + base64.b64encode(PNG).decode()
     blocks = await sent_blocks(
@@ -206,23 +191,19 @@ async def test_a_data_url_image_with_the_image_capability(agent: Agent) -> None:
     }
 
 
-@pytest.mark.timeout(30)
 async def test_bad_files_are_prompt_errors(agent: Agent) -> None:
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            for part in [
-                {"type": "file", "url": str(agent.cwd / "missing.txt")},
-                {"type": "file", "url": str(agent.cwd)},
-                {"type": "file", "url": "data:text/plain;base64,@@@"},
-                {"type": "file", "url": "data:no-comma"},
-            ]:
-                with pytest.raises(PromptError):
-                    await session.prompt([{"type": "text", "text": "x"}, part])
+    async with agent.session() as session:
+        for part in [
+            {"type": "file", "url": str(agent.cwd / "missing.txt")},
+            {"type": "file", "url": str(agent.cwd)},
+            {"type": "file", "url": "data:text/plain;base64,@@@"},
+            {"type": "file", "url": "data:no-comma"},
+        ]:
+            with pytest.raises(PromptError):
+                await session.prompt([{"type": "text", "text": "x"}, part])
     assert agent.sent("session/prompt") == []
 
 
-@pytest.mark.timeout(30)
 async def test_a_fifo_a_device_or_a_huge_file_is_refused_before_it_is_read(agent: Agent) -> None:
     """A FIFO blocked the read for good (the cell never ended; no writer ever comes), a device
     such as /dev/zero or a file of gigabytes filled the kernel's memory: each is a clear error,
@@ -242,18 +223,13 @@ async def test_a_fifo_a_device_or_a_huge_file_is_refused_before_it_is_read(agent
         str(agent.cwd): "a directory",
         str(huge): f"over the limit of {attachments.MAX_ATTACHMENT_BYTES:,}",
     }
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            for url, message in cases.items():
-                with pytest.raises(PromptError, match=message):
-                    await session.prompt(
-                        [{"type": "text", "text": "x"}, {"type": "file", "url": url}]
-                    )
+    async with agent.session() as session:
+        for url, message in cases.items():
+            with pytest.raises(PromptError, match=message):
+                await session.prompt([{"type": "text", "text": "x"}, {"type": "file", "url": url}])
     assert agent.sent("session/prompt") == []
 
 
-@pytest.mark.timeout(30)
 async def test_a_prompts_files_together_are_bounded(agent: Agent, monkeypatch) -> None:
     """Each file under the limit, all of them over the prompt's: refused, nothing sent."""
     from acp_notebook.client import attachments
@@ -262,15 +238,12 @@ async def test_a_prompts_files_together_are_bounded(agent: Agent, monkeypatch) -
     for i in range(3):
         (agent.cwd / f"part{i}.txt").write_text("x" * 2_000)
     files = [{"type": "file", "url": str(agent.cwd / f"part{i}.txt")} for i in range(3)]
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            with pytest.raises(PromptError, match="over the limit of 5,000 for one prompt"):
-                await session.prompt([{"type": "text", "text": "x"}, *files])
+    async with agent.session() as session:
+        with pytest.raises(PromptError, match="over the limit of 5,000 for one prompt"):
+            await session.prompt([{"type": "text", "text": "x"}, *files])
     assert agent.sent("session/prompt") == []
 
 
-@pytest.mark.timeout(30)
 async def test_remote_urls_are_resource_links(agent: Agent) -> None:
     blocks = await sent_blocks(
         agent,
@@ -291,19 +264,14 @@ async def test_remote_urls_are_resource_links(agent: Agent) -> None:
     }
 
 
-@pytest.mark.timeout(30)
 async def test_acp_blocks_are_filtered_by_prompt_capabilities(agent: Agent) -> None:
     image = {"type": "image", "data": base64.b64encode(PNG).decode(), "mimeType": "image/png"}
     resource = {"type": "resource", "resource": {"uri": "file:///x/y.txt", "text": "t"}}
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            # An image without a uri has nothing to downgrade to: refused before sending.
-            with pytest.raises(PromptError, match="image"):
-                await session.prompt([{"type": "text", "text": "x"}, image])
-            result = await (
-                await session.prompt([{"type": "text", "text": "x"}, resource])
-            ).finished
+    async with agent.session() as session:
+        # An image without a uri has nothing to downgrade to: refused before sending.
+        with pytest.raises(PromptError, match="image"):
+            await session.prompt([{"type": "text", "text": "x"}, image])
+        result = await (await session.prompt([{"type": "text", "text": "x"}, resource])).finished
     assert result.success, result
     (prompt,) = agent.sent("session/prompt")
     assert prompt["params"]["prompt"][1] == {
@@ -313,7 +281,6 @@ async def test_acp_blocks_are_filtered_by_prompt_capabilities(agent: Agent) -> N
     }
 
 
-@pytest.mark.timeout(30)
 async def test_acp_blocks_pass_through_when_allowed(agent: Agent) -> None:
     image = {"type": "image", "data": base64.b64encode(PNG).decode(), "mimeType": "image/png"}
     resource = {"type": "resource", "resource": {"uri": "file:///x/y.txt", "text": "t"}}
@@ -326,7 +293,6 @@ async def test_acp_blocks_pass_through_when_allowed(agent: Agent) -> None:
     assert blocks[1:] == [image, resource]
 
 
-@pytest.mark.timeout(30)
 async def test_a_prompt_of_only_a_file_or_context_is_not_empty(agent: Agent) -> None:
     path = agent.cwd / "f.txt"
     path.write_text("x")

@@ -21,7 +21,6 @@ pytestmark = pytest.mark.anyio
 # -- initialize ----------------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(30)
 async def test_initialize_sends_client_info_and_only_implemented_capabilities(agent: Agent) -> None:
     with anyio.fail_after(20):
         async with agent.client() as client:
@@ -44,7 +43,6 @@ async def test_initialize_sends_client_info_and_only_implemented_capabilities(ag
     assert agent.messages()[0]["method"] == "initialize"  # always first
 
 
-@pytest.mark.timeout(30)
 async def test_initialize_with_terminal_and_without_fs(agent: Agent) -> None:
     with anyio.fail_after(20):
         async with agent.client(terminal=True, fs=False):
@@ -55,7 +53,6 @@ async def test_initialize_with_terminal_and_without_fs(agent: Agent) -> None:
     assert not (caps.get("fs") or {}).get("writeTextFile")
 
 
-@pytest.mark.timeout(30)
 async def test_protocol_version_2_is_a_clear_protocol_error(agent: Agent) -> None:
     with anyio.fail_after(20):
         with pytest.raises(ProtocolError) as info:
@@ -65,7 +62,6 @@ async def test_protocol_version_2_is_a_clear_protocol_error(agent: Agent) -> Non
     assert "version 2" in message and "version 1" in message
 
 
-@pytest.mark.timeout(30)
 async def test_agent_exiting_during_initialize_is_agent_start_error_with_stderr(
     agent: Agent,
 ) -> None:
@@ -78,7 +74,6 @@ async def test_agent_exiting_during_initialize_is_agent_start_error_with_stderr(
     assert "exiting with code 4 during initialize, as asked" in message  # the stderr tail
 
 
-@pytest.mark.timeout(30)
 async def test_a_missing_command_is_agent_start_error(tmp_path: Path) -> None:
     with anyio.fail_after(20):
         with pytest.raises(AgentStartError) as info:
@@ -93,7 +88,6 @@ async def test_a_missing_command_is_agent_start_error(tmp_path: Path) -> None:
 # -- environment and output ----------------------------------------------------------------------
 
 
-@pytest.mark.timeout(30)
 async def test_the_agent_gets_the_full_environment_plus_its_own(
     agent: Agent, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -118,7 +112,6 @@ async def test_the_agent_gets_the_full_environment_plus_its_own(
     assert "ACP_NB_TEST_AGENT_ONLY" not in os.environ  # the client's own env is untouched
 
 
-@pytest.mark.timeout(60)
 async def test_megabytes_of_stderr_do_not_deadlock(agent: Agent) -> None:
     with anyio.fail_after(45):
         # At start (before initialize is answered) and during a turn.
@@ -131,21 +124,17 @@ async def test_megabytes_of_stderr_do_not_deadlock(agent: Agent) -> None:
     assert result.success and result.text == "still here"
 
 
-@pytest.mark.timeout(60)
 async def test_the_stderr_tail_appears_in_the_error(agent: Agent) -> None:
-    with anyio.fail_after(45):
-        async with agent.client() as client:
-            session = await client.new_session()
-            result = await (
-                await session.prompt(script({"say": "partial"}, {"stderr": 5_500_000}, {"exit": 9}))
-            ).finished
+    async with agent.session(bound=45) as session:
+        result = await (
+            await session.prompt(script({"say": "partial"}, {"stderr": 5_500_000}, {"exit": 9}))
+        ).finished
     assert result.success is False
     assert "exited with code 9" in (result.error or "")
     assert "stderr filler" in (result.error or "")
     assert len(result.error or "") < 10_000  # a tail, not the whole flood
 
 
-@pytest.mark.timeout(90)
 async def test_a_50_megabyte_line(agent: Agent) -> None:
     size = 50 * 1024 * 1024
     with anyio.fail_after(75):
@@ -164,7 +153,6 @@ async def test_a_50_megabyte_line(agent: Agent) -> None:
 # -- exits and retries ---------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(30)
 @pytest.mark.parametrize("how", [{"exit": 7}, {"kill_self": True}])
 async def test_an_agent_that_exits_mid_turn_ends_the_turn_within_a_second(
     agent: Agent, how
@@ -193,7 +181,6 @@ async def test_an_agent_that_exits_mid_turn_ends_the_turn_within_a_second(
     assert len(warnings) == 1 and warnings[0].will_retry is False
 
 
-@pytest.mark.timeout(30)
 async def test_exit_mid_turn_ends_the_turn_even_if_a_child_keeps_stdout_open(agent: Agent) -> None:
     # A wrapper's child (npx, uvx...) that outlives the agent holds stdout open: no EOF comes.
     pidfile = agent.tmp / "child.pid"
@@ -211,7 +198,6 @@ async def test_exit_mid_turn_ends_the_turn_even_if_a_child_keeps_stdout_open(age
     assert await gone(child)  # the agent's process group went with it
 
 
-@pytest.mark.timeout(30)
 async def test_failure_before_output_is_retried_with_a_fresh_process(agent: Agent) -> None:
     counter = agent.tmp / "counter"
     with anyio.fail_after(20):
@@ -234,7 +220,6 @@ async def test_failure_before_output_is_retried_with_a_fresh_process(agent: Agen
     assert all("exited with code 3" in w.message for w in warnings)
 
 
-@pytest.mark.timeout(30)
 async def test_a_turn_that_wrote_a_file_is_not_retried(agent: Agent) -> None:
     # Re-sending it would write twice: a side effect counts as output for the retry rule.
     target = agent.cwd / "written.txt"
@@ -252,7 +237,6 @@ async def test_a_turn_that_wrote_a_file_is_not_retried(agent: Agent) -> None:
     assert target.read_text() == "once"
 
 
-@pytest.mark.timeout(30)
 async def test_an_internal_error_answer_is_retried_too(agent: Agent) -> None:
     counter = agent.tmp / "counter"
     with anyio.fail_after(20):
@@ -272,7 +256,6 @@ async def test_an_internal_error_answer_is_retried_too(agent: Agent) -> None:
     assert [(w.attempt, w.will_retry) for w in watcher.of(RequestWarning)] == [(1, True)]
 
 
-@pytest.mark.timeout(60)
 async def test_retries_stop_after_six_calls(agent: Agent) -> None:
     counter = agent.tmp / "counter"
     with anyio.fail_after(45):
@@ -294,21 +277,18 @@ async def test_retries_stop_after_six_calls(agent: Agent) -> None:
     assert len(agent.sent("session/prompt")) == 6
 
 
-@pytest.mark.timeout(30)
 async def test_never_a_retry_after_visible_output(agent: Agent) -> None:
     counter = agent.tmp / "counter"
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            watcher = Watcher(session)
-            result = await (
-                await session.prompt(
-                    script(
-                        {"think": "visible reasoning"},
-                        {"fail_until": {"counter": str(counter), "attempts": 5}},
-                    )
+    async with agent.session() as session:
+        watcher = Watcher(session)
+        result = await (
+            await session.prompt(
+                script(
+                    {"think": "visible reasoning"},
+                    {"fail_until": {"counter": str(counter), "attempts": 5}},
                 )
-            ).finished
+            )
+        ).finished
     assert result.success is False
     assert counter.read_text() == "1"
     assert [(w.attempt, w.will_retry) for w in watcher.of(RequestWarning)] == [(1, False)]
@@ -318,7 +298,6 @@ async def test_never_a_retry_after_visible_output(agent: Agent) -> None:
 # -- no orphans ----------------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(30)
 async def test_no_agent_process_is_left_after_close(agent: Agent) -> None:
     with anyio.fail_after(20):
         async with agent.client("--ignore-sigterm") as client:
@@ -329,7 +308,6 @@ async def test_no_agent_process_is_left_after_close(agent: Agent) -> None:
     assert not alive(pid)
 
 
-@pytest.mark.timeout(30)
 async def test_no_agent_process_is_left_after_an_error_in_the_block(agent: Agent) -> None:
     pid = None
     with anyio.fail_after(20):
@@ -341,7 +319,6 @@ async def test_no_agent_process_is_left_after_an_error_in_the_block(agent: Agent
     assert pid is not None and not alive(pid)
 
 
-@pytest.mark.timeout(30)
 async def test_no_agent_process_is_left_after_a_failed_initialize(agent: Agent) -> None:
     with anyio.fail_after(20):
         with pytest.raises(ProtocolError):
@@ -360,7 +337,6 @@ async def test_no_agent_process_is_left_after_a_failed_initialize(agent: Agent) 
     assert mine == []
 
 
-@pytest.mark.timeout(30)
 async def test_no_agent_process_is_left_when_the_task_is_cancelled(agent: Agent) -> None:
     pid = None
     started = anyio.Event()

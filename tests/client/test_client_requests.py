@@ -42,26 +42,22 @@ def error_code(response: dict) -> int | None:
 # -- unknown methods and notifications -----------------------------------------------------------
 
 
-@pytest.mark.timeout(30)
 async def test_unknown_methods_get_method_not_found(agent: Agent) -> None:
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            result = await (
-                await session.prompt(
-                    script(
-                        req("_x/y", anything=1),
-                        req("terminal/create", command="true"),  # terminal=False: not offered
-                        {"request": "_x/no_session", "params": {"sessionId": "sess_unknown"}},
-                    )
+    async with agent.session() as session:
+        result = await (
+            await session.prompt(
+                script(
+                    req("_x/y", anything=1),
+                    req("terminal/create", command="true"),  # terminal=False: not offered
+                    {"request": "_x/no_session", "params": {"sessionId": "sess_unknown"}},
                 )
-            ).finished
+            )
+        ).finished
     assert result.success, result
     codes = [error_code(r) for r in reports(result.text, "RESPONSE ")]
     assert codes == [METHOD_NOT_FOUND] * 3  # elicitation/create is served: test_elicitation
 
 
-@pytest.mark.timeout(30)
 async def test_unknown_notifications_are_ignored(agent: Agent) -> None:
     lines = [
         {"jsonrpc": "2.0", "method": "_vendor/notice", "params": {"x": 1}},
@@ -86,7 +82,6 @@ async def test_unknown_notifications_are_ignored(agent: Agent) -> None:
 # -- permissions ---------------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(30)
 async def test_permission_policy_decides_by_tool_kind(agent: Agent) -> None:
     def ask(kind: str, call_id: str) -> dict:
         return {"permission": {"toolCallId": call_id, "title": f"a {kind}", "kind": kind}}
@@ -114,7 +109,6 @@ async def test_permission_policy_decides_by_tool_kind(agent: Agent) -> None:
     ]
 
 
-@pytest.mark.timeout(30)
 async def test_a_turns_own_policy_and_handler_apply_to_that_turn_only(agent: Agent) -> None:
     asked = []
 
@@ -123,18 +117,12 @@ async def test_a_turns_own_policy_and_handler_apply_to_that_turn_only(agent: Age
         return "allow"
 
     step = {"permission": {"toolCallId": "c1", "title": "an edit", "kind": "edit"}}
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            allowed = await (
-                await session.prompt(
-                    script(step), permission_policy=PermissionPolicy(allow={"edit"})
-                )
-            ).finished
-            handled = await (
-                await session.prompt(script(step), permission_handler=handler)
-            ).finished
-            plain = await (await session.prompt(script(step))).finished
+    async with agent.session() as session:
+        allowed = await (
+            await session.prompt(script(step), permission_policy=PermissionPolicy(allow={"edit"}))
+        ).finished
+        handled = await (await session.prompt(script(step), permission_handler=handler)).finished
+        plain = await (await session.prompt(script(step))).finished
     decided = [
         (r.permissions[0].option_id, r.permissions[0].decided_by) for r in (allowed, handled, plain)
     ]
@@ -146,7 +134,6 @@ async def test_a_turns_own_policy_and_handler_apply_to_that_turn_only(agent: Age
     assert asked == ["c1"]
 
 
-@pytest.mark.timeout(30)
 async def test_permission_handler_is_asked_and_its_answer_sent(agent: Agent) -> None:
     seen = []
 
@@ -161,22 +148,18 @@ async def test_permission_handler_is_asked_and_its_answer_sent(agent: Agent) -> 
         )
         return "allow-always"
 
-    with anyio.fail_after(20):
-        async with agent.client(permission_handler=handler) as client:
-            session = await client.new_session()
-            result = await (
-                await session.prompt(
-                    script(
-                        {"permission": {"toolCallId": "c1", "title": "Edit x", "kind": "edit"}},
-                        {
-                            "permission": {"toolCallId": "c2", "title": "Edit y", "kind": "edit"},
-                            "options": [
-                                {"optionId": "only-no", "name": "No", "kind": "reject_once"}
-                            ],
-                        },
-                    )
+    async with agent.session(permission_handler=handler) as session:
+        result = await (
+            await session.prompt(
+                script(
+                    {"permission": {"toolCallId": "c1", "title": "Edit x", "kind": "edit"}},
+                    {
+                        "permission": {"toolCallId": "c2", "title": "Edit y", "kind": "edit"},
+                        "options": [{"optionId": "only-no", "name": "No", "kind": "reject_once"}],
+                    },
                 )
-            ).finished
+            )
+        ).finished
     assert seen[0] == (
         "edit",
         "c1",
@@ -193,7 +176,6 @@ async def test_permission_handler_is_asked_and_its_answer_sent(agent: Agent) -> 
     assert [c.title for c in result.tool_calls] == ["Edit x", "Edit y"]
 
 
-@pytest.mark.timeout(30)
 async def test_a_failing_handler_rejects_and_the_record_says_why(agent: Agent) -> None:
     # An exception object is always true: `exc or type(exc).__name__` recorded a bare
     # TimeoutError() as "rejected: ", with no reason.
@@ -202,17 +184,15 @@ async def test_a_failing_handler_rejects_and_the_record_says_why(agent: Agent) -
     async def handler(request):
         raise next(failures)
 
-    with anyio.fail_after(20):
-        async with agent.client(permission_handler=handler) as client:
-            session = await client.new_session()
-            result = await (
-                await session.prompt(
-                    script(
-                        {"permission": {"toolCallId": "c1", "title": "Edit x", "kind": "edit"}},
-                        {"permission": {"toolCallId": "c2", "title": "Edit y", "kind": "edit"}},
-                    )
+    async with agent.session(permission_handler=handler) as session:
+        result = await (
+            await session.prompt(
+                script(
+                    {"permission": {"toolCallId": "c1", "title": "Edit x", "kind": "edit"}},
+                    {"permission": {"toolCallId": "c2", "title": "Edit y", "kind": "edit"}},
                 )
-            ).finished
+            )
+        ).finished
     assert [(p.option_id, p.decided_by) for p in result.permissions] == [
         ("reject", "rejected: TimeoutError"),
         ("reject", "rejected: the widget is gone"),
@@ -223,7 +203,6 @@ async def test_a_failing_handler_rejects_and_the_record_says_why(agent: Agent) -
     ] * 2
 
 
-@pytest.mark.timeout(30)
 async def test_agent_cancel_request_cancels_a_pending_permission(agent: Agent) -> None:
     asked = anyio.Event()
 
@@ -231,21 +210,19 @@ async def test_agent_cancel_request_cancels_a_pending_permission(agent: Agent) -
         asked.set()
         await anyio.Event().wait()
 
-    with anyio.fail_after(20):
-        async with agent.client(permission_handler=never) as client:
-            session = await client.new_session()
-            result = await (
-                await session.prompt(
-                    script(
-                        {
-                            "permission": {"toolCallId": "c1", "title": "t", "kind": "edit"},
-                            "cancel_after": 0.2,
-                            "id": "perm-1",
-                        },
-                        {"say": " and on"},
-                    )
+    async with agent.session(permission_handler=never) as session:
+        result = await (
+            await session.prompt(
+                script(
+                    {
+                        "permission": {"toolCallId": "c1", "title": "t", "kind": "edit"},
+                        "cancel_after": 0.2,
+                        "id": "perm-1",
+                    },
+                    {"say": " and on"},
                 )
-            ).finished
+            )
+        ).finished
     assert asked.is_set()
     assert result.success, result  # only the request was cancelled, not the turn
     assert reports(result.text, "PERMISSION ") == [
@@ -367,14 +344,11 @@ def not_allowed(answer: dict) -> bool:
     return outcome == {"outcome": "cancelled"} or outcome.get("optionId") == "reject"
 
 
-@pytest.mark.timeout(40)
 async def test_irregular_permission_requests_are_not_allowed_by_policy_headless(
     agent: Agent,
 ) -> None:
-    with anyio.fail_after(30):
-        async with agent.client(permission_policy=DEFAULT_ALLOW) as client:
-            session = await client.new_session()
-            result = await (await session.prompt(script(*irregular_steps()))).finished
+    async with agent.session(permission_policy=DEFAULT_ALLOW, bound=30) as session:
+        result = await (await session.prompt(script(*irregular_steps()))).finished
     first, *answers = reports(result.text, "RESPONSE ")
     assert first == {"result": {"outcome": {"outcome": "selected", "optionId": "allow"}}}
     verdicts = {name: not_allowed(a) for (name, _, _), a in zip(IRREGULAR, answers, strict=True)}
@@ -386,7 +360,6 @@ async def test_irregular_permission_requests_are_not_allowed_by_policy_headless(
     assert len(warnings) == len(IRREGULAR)
 
 
-@pytest.mark.timeout(40)
 async def test_irregular_permission_requests_go_to_the_handler(agent: Agent) -> None:
     asked: list[tuple[str, tuple[str, ...], list[str]]] = []
 
@@ -396,12 +369,10 @@ async def test_irregular_permission_requests_go_to_the_handler(agent: Agent) -> 
         )
         return None  # the user rejects
 
-    with anyio.fail_after(30):
-        async with agent.client(
-            permission_policy=DEFAULT_ALLOW, permission_handler=handler
-        ) as client:
-            session = await client.new_session()
-            result = await (await session.prompt(script(*irregular_steps()))).finished
+    async with agent.session(
+        permission_policy=DEFAULT_ALLOW, permission_handler=handler, bound=30
+    ) as session:
+        result = await (await session.prompt(script(*irregular_steps()))).finished
     _, *answers = reports(result.text, "RESPONSE ")
     assert all(not_allowed(a) for a in answers)
     askable = [name for name, _, can_ask in IRREGULAR if can_ask]
@@ -418,7 +389,6 @@ async def test_irregular_permission_requests_go_to_the_handler(agent: Agent) -> 
     assert by_name["kind EXECUTE"][0] == "execute"
 
 
-@pytest.mark.timeout(30)
 async def test_a_miscased_denied_kind_is_rejected_without_asking(agent: Agent) -> None:
     asked = []
 
@@ -427,24 +397,22 @@ async def test_a_miscased_denied_kind_is_rejected_without_asking(agent: Agent) -
         return "allow"
 
     policy = PermissionPolicy(allow={"*"}, deny={"execute"}, default="allow")
-    with anyio.fail_after(20):
-        async with agent.client(permission_policy=policy, permission_handler=handler) as client:
-            session = await client.new_session()
-            result = await (
-                await session.prompt(
-                    script(
-                        {"permission": {"toolCallId": "c1", "kind": "EXECUTE", "title": "ls"}},
-                        {
-                            "permission": {
-                                "toolCallId": "c2",
-                                "kind": "read",
-                                "title": "ls",
-                                "content": [{"type": "terminal", "terminalId": "t"}],
-                            }
-                        },
-                    )
+    async with agent.session(permission_policy=policy, permission_handler=handler) as session:
+        result = await (
+            await session.prompt(
+                script(
+                    {"permission": {"toolCallId": "c1", "kind": "EXECUTE", "title": "ls"}},
+                    {
+                        "permission": {
+                            "toolCallId": "c2",
+                            "kind": "read",
+                            "title": "ls",
+                            "content": [{"type": "terminal", "terminalId": "t"}],
+                        }
+                    },
                 )
-            ).finished
+            )
+        ).finished
     answers = reports(result.text, "PERMISSION ")
     assert [a["result"]["outcome"] for a in answers] == [
         {"outcome": "selected", "optionId": "reject"}
@@ -452,46 +420,43 @@ async def test_a_miscased_denied_kind_is_rejected_without_asking(agent: Agent) -
     assert asked == [] and [p.decided_by for p in result.permissions] == ["policy"] * 2
 
 
-@pytest.mark.timeout(30)
 async def test_a_kind_changed_since_the_tool_call_counts_as_both(agent: Agent) -> None:
     policy = PermissionPolicy(allow={"read"}, default="ask")
-    with anyio.fail_after(20):
-        async with agent.client(permission_policy=policy) as client:
-            session = await client.new_session()
-            result = await (
-                await session.prompt(
-                    script(
-                        {
-                            "update": {
-                                "sessionUpdate": "tool_call",
-                                "toolCallId": "c1",
-                                "title": "rm -rf build",
-                                "kind": "execute",
-                            }
-                        },
-                        {"permission": {"toolCallId": "c1", "kind": "read", "title": "look"}},
-                        # Stated only by the earlier update: that kind is the request's kind.
-                        {
-                            "update": {
-                                "sessionUpdate": "tool_call",
-                                "toolCallId": "c2",
-                                "title": "cat x",
-                                "kind": "read",
-                            }
-                        },
-                        {"permission": {"toolCallId": "c2"}},
-                        # Asked again as a read after it was an execute: still an execute.
-                        {
-                            "permission": {
-                                "toolCallId": "c3",
-                                "kind": "execute",
-                                "title": "rm -rf ~",
-                            }
-                        },
-                        {"permission": {"toolCallId": "c3", "kind": "read", "title": "look"}},
-                    )
+    async with agent.session(permission_policy=policy) as session:
+        result = await (
+            await session.prompt(
+                script(
+                    {
+                        "update": {
+                            "sessionUpdate": "tool_call",
+                            "toolCallId": "c1",
+                            "title": "rm -rf build",
+                            "kind": "execute",
+                        }
+                    },
+                    {"permission": {"toolCallId": "c1", "kind": "read", "title": "look"}},
+                    # Stated only by the earlier update: that kind is the request's kind.
+                    {
+                        "update": {
+                            "sessionUpdate": "tool_call",
+                            "toolCallId": "c2",
+                            "title": "cat x",
+                            "kind": "read",
+                        }
+                    },
+                    {"permission": {"toolCallId": "c2"}},
+                    # Asked again as a read after it was an execute: still an execute.
+                    {
+                        "permission": {
+                            "toolCallId": "c3",
+                            "kind": "execute",
+                            "title": "rm -rf ~",
+                        }
+                    },
+                    {"permission": {"toolCallId": "c3", "kind": "read", "title": "look"}},
                 )
-            ).finished
+            )
+        ).finished
     answers = reports(result.text, "PERMISSION ")
     assert [a["result"]["outcome"]["optionId"] for a in answers] == [
         "reject",
@@ -501,7 +466,6 @@ async def test_a_kind_changed_since_the_tool_call_counts_as_both(agent: Agent) -
     ]
 
 
-@pytest.mark.timeout(30)
 async def test_policy_never_answers_with_an_option_of_the_other_kind(agent: Agent) -> None:
     only_reject = [{"optionId": "no", "name": "No", "kind": "reject_once"}]
     only_allow = [{"optionId": "yes", "name": "Yes", "kind": "allow_always"}]
@@ -534,7 +498,6 @@ async def test_policy_never_answers_with_an_option_of_the_other_kind(agent: Agen
 # -- fs ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(30)
 async def test_fs_is_confined_to_the_workspace(agent: Agent) -> None:
     cwd, tmp = agent.cwd, agent.tmp
     (cwd / "inside.txt").write_text("a\nb\nc\nd\n")
@@ -559,10 +522,8 @@ async def test_fs_is_confined_to_the_workspace(agent: Agent) -> None:
         req("fs/write_text_file", path=str(cwd / ".." / "escape.txt"), content="pwned"),
         req("fs/write_text_file", path=str(cwd / "sub" / "new.txt"), content="héllo\n"),
     ]
-    with anyio.fail_after(20):
-        async with agent.client(protected_paths=[cwd / "notebook.ipynb"]) as client:
-            session = await client.new_session()
-            result = await (await session.prompt(script(*steps))).finished
+    async with agent.session(protected_paths=[cwd / "notebook.ipynb"]) as session:
+        result = await (await session.prompt(script(*steps))).finished
     answers = reports(result.text, "RESPONSE ")
     assert len(answers) == len(steps)
     assert answers[0] == {"result": {"content": "a\nb\nc\nd\n"}}
@@ -579,7 +540,6 @@ async def test_fs_is_confined_to_the_workspace(agent: Agent) -> None:
     assert (cwd / "sub" / "new.txt").read_text(encoding="utf-8") == "héllo\n"
 
 
-@pytest.mark.timeout(30)
 async def test_additional_directories_are_part_of_the_workspace(agent: Agent) -> None:
     extra = agent.tmp / "extra"
     extra.mkdir()
@@ -593,20 +553,17 @@ async def test_additional_directories_are_part_of_the_workspace(agent: Agent) ->
     assert reports(result.text, "RESPONSE ") == [{"result": {"content": "extra file"}}]
 
 
-@pytest.mark.timeout(30)
 async def test_fs_off_means_method_not_found(agent: Agent) -> None:
     (agent.cwd / "f.txt").write_text("x")
-    with anyio.fail_after(20):
-        async with agent.client(fs=False) as client:
-            session = await client.new_session()
-            result = await (
-                await session.prompt(
-                    script(
-                        req("fs/read_text_file", path=str(agent.cwd / "f.txt")),
-                        req("fs/write_text_file", path=str(agent.cwd / "f.txt"), content="y"),
-                    )
+    async with agent.session(fs=False) as session:
+        result = await (
+            await session.prompt(
+                script(
+                    req("fs/read_text_file", path=str(agent.cwd / "f.txt")),
+                    req("fs/write_text_file", path=str(agent.cwd / "f.txt"), content="y"),
                 )
-            ).finished
+            )
+        ).finished
     assert [error_code(a) for a in reports(result.text, "RESPONSE ")] == [METHOD_NOT_FOUND] * 2
     assert (agent.cwd / "f.txt").read_text() == "x"
 
@@ -614,45 +571,42 @@ async def test_fs_off_means_method_not_found(agent: Agent) -> None:
 # -- terminals -----------------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(30)
 async def test_terminal_lifecycle_truncation_and_record_after_release(
     agent: Agent, term_ids: None
 ) -> None:
     # "abcé日": 8 bytes. A 4-byte limit drops from the start, then skips the continuation
     # byte of "é", so exactly "日" is left.
     code = "import sys; sys.stdout.buffer.write('abcé日'.encode()); sys.stdout.flush(); sys.exit(3)"
-    with anyio.fail_after(20):
-        async with agent.client(terminal=True) as client:
-            session = await client.new_session()
-            watcher = Watcher(session)
-            result = await (
-                await session.prompt(
-                    script(
-                        req(
-                            "terminal/create",
-                            command=sys.executable,
-                            args=["-c", code],
-                            outputByteLimit=4,
-                        ),
-                        req("terminal/wait_for_exit", terminalId="term-1"),
-                        req("terminal/output", terminalId="term-1"),
-                        req("terminal/release", terminalId="term-1"),
-                        req("terminal/output", terminalId="term-1"),
-                        req(
-                            "terminal/create",
-                            command="echo $GREETING | tr a-z A-Z",
-                            env=[{"name": "GREETING", "value": "hi there"}],
-                        ),
-                        req("terminal/wait_for_exit", terminalId="term-2"),
-                        req("terminal/output", terminalId="term-2"),
-                        req("terminal/create", command="pwd"),
-                        req("terminal/wait_for_exit", terminalId="term-3"),
-                        req("terminal/output", terminalId="term-3"),
-                        req("terminal/release", terminalId="term-3"),
-                        req("terminal/create", command="pwd", cwd="/"),  # outside the workspace
-                    )
+    async with agent.session(terminal=True) as session:
+        watcher = Watcher(session)
+        result = await (
+            await session.prompt(
+                script(
+                    req(
+                        "terminal/create",
+                        command=sys.executable,
+                        args=["-c", code],
+                        outputByteLimit=4,
+                    ),
+                    req("terminal/wait_for_exit", terminalId="term-1"),
+                    req("terminal/output", terminalId="term-1"),
+                    req("terminal/release", terminalId="term-1"),
+                    req("terminal/output", terminalId="term-1"),
+                    req(
+                        "terminal/create",
+                        command="echo $GREETING | tr a-z A-Z",
+                        env=[{"name": "GREETING", "value": "hi there"}],
+                    ),
+                    req("terminal/wait_for_exit", terminalId="term-2"),
+                    req("terminal/output", terminalId="term-2"),
+                    req("terminal/create", command="pwd"),
+                    req("terminal/wait_for_exit", terminalId="term-3"),
+                    req("terminal/output", terminalId="term-3"),
+                    req("terminal/release", terminalId="term-3"),
+                    req("terminal/create", command="pwd", cwd="/"),  # outside the workspace
                 )
-            ).finished
+            )
+        ).finished
     answers = reports(result.text, "RESPONSE ")
     assert answers[0] == {"result": {"terminalId": "term-1"}}
     assert answers[1] == {"result": {"exitCode": 3, "signal": None}}
@@ -678,28 +632,25 @@ async def test_terminal_lifecycle_truncation_and_record_after_release(
     assert "HI THERE" in live
 
 
-@pytest.mark.timeout(30)
 async def test_terminal_kill_and_agent_cancel_request_on_wait_for_exit(
     agent: Agent, term_ids: None
 ) -> None:
-    with anyio.fail_after(20):
-        async with agent.client(terminal=True) as client:
-            session = await client.new_session()
-            result = await (
-                await session.prompt(
-                    script(
-                        req("terminal/create", command="sleep", args=["30"]),
-                        req("terminal/kill", terminalId="term-1"),
-                        req("terminal/wait_for_exit", terminalId="term-1"),
-                        req("terminal/output", terminalId="term-1"),  # still valid after kill
-                        req("terminal/release", terminalId="term-1"),
-                        req("terminal/create", command="sleep", args=["30"]),
-                        {**req("terminal/wait_for_exit", terminalId="term-2"), "cancel_after": 0.2},
-                        req("terminal/output", terminalId="term-2"),  # still running
-                        req("terminal/release", terminalId="term-2"),
-                    )
+    async with agent.session(terminal=True) as session:
+        result = await (
+            await session.prompt(
+                script(
+                    req("terminal/create", command="sleep", args=["30"]),
+                    req("terminal/kill", terminalId="term-1"),
+                    req("terminal/wait_for_exit", terminalId="term-1"),
+                    req("terminal/output", terminalId="term-1"),  # still valid after kill
+                    req("terminal/release", terminalId="term-1"),
+                    req("terminal/create", command="sleep", args=["30"]),
+                    {**req("terminal/wait_for_exit", terminalId="term-2"), "cancel_after": 0.2},
+                    req("terminal/output", terminalId="term-2"),  # still running
+                    req("terminal/release", terminalId="term-2"),
                 )
-            ).finished
+            )
+        ).finished
     answers = reports(result.text, "RESPONSE ")
     assert answers[1] == {"result": {}}
     assert answers[2] == {"result": {"exitCode": None, "signal": "SIGKILL"}}
@@ -711,28 +662,22 @@ async def test_terminal_kill_and_agent_cancel_request_on_wait_for_exit(
     assert result.success, result
 
 
-@pytest.mark.timeout(30)
 async def test_terminals_are_killed_when_the_client_closes(agent: Agent, term_ids: None) -> None:
-    with anyio.fail_after(20):
-        async with agent.client(terminal=True) as client:
-            session = await client.new_session()
-            watcher = Watcher(session)
-            result = await (
-                await session.prompt(
-                    script(req("terminal/create", command="echo $$; exec sleep 30"))
-                )
-            ).finished
-            printed = await watcher.wait_for(
-                lambda m: isinstance(m, Delta) and m.channel == "terminal" and m.text.strip()
-            )
-            assert isinstance(printed, Delta)
-            pid = int(printed.text.strip())
-            assert alive(pid)
+    async with agent.session(terminal=True) as session:
+        watcher = Watcher(session)
+        result = await (
+            await session.prompt(script(req("terminal/create", command="echo $$; exec sleep 30")))
+        ).finished
+        printed = await watcher.wait_for(
+            lambda m: isinstance(m, Delta) and m.channel == "terminal" and m.text.strip()
+        )
+        assert isinstance(printed, Delta)
+        pid = int(printed.text.strip())
+        assert alive(pid)
     assert result.success
     assert await gone(pid)
 
 
-@pytest.mark.timeout(30)
 async def test_client_cancel_request_for_an_abandoned_request(agent: Agent) -> None:
     # When the client stops waiting for an answer it tells the agent with $/cancel_request.
     # The agent must still answer; that late answer is expected, not a protocol error.
@@ -768,7 +713,6 @@ async def test_client_cancel_request_for_an_abandoned_request(agent: Agent) -> N
     assert result.errors == ()
 
 
-@pytest.mark.timeout(30)
 async def test_protocol_errors_are_shown_in_the_turn_and_do_not_end_it(agent: Agent) -> None:
     with anyio.fail_after(20):
         async with agent.client() as client:

@@ -15,7 +15,6 @@ from tests.client_helpers import Agent, Watcher
 pytestmark = [pytest.mark.anyio, pytest.mark.scripted_agent("in_process")]
 
 
-@pytest.mark.timeout(30)
 async def test_new_session_sends_cwd_and_mcp_servers(agent: Agent) -> None:
     extra = agent.tmp / "extra"
     extra.mkdir()
@@ -34,7 +33,6 @@ async def test_new_session_sends_cwd_and_mcp_servers(agent: Agent) -> None:
     }
 
 
-@pytest.mark.timeout(30)
 async def test_additional_directories_need_the_agents_capability(agent: Agent) -> None:
     with anyio.fail_after(20):
         async with agent.client() as client:
@@ -43,7 +41,6 @@ async def test_additional_directories_need_the_agents_capability(agent: Agent) -
     assert not agent.sent("session/new")  # refused before anything was sent
 
 
-@pytest.mark.timeout(40)
 async def test_load_replays_the_conversation_into_history(agent: Agent) -> None:
     state = str(agent.tmp / "state")
     with anyio.fail_after(30):
@@ -73,7 +70,6 @@ async def test_load_replays_the_conversation_into_history(agent: Agent) -> None:
     assert load["params"] == {"sessionId": original.id, "cwd": str(agent.cwd), "mcpServers": []}
 
 
-@pytest.mark.timeout(40)
 async def test_resume_continues_without_replay(agent: Agent) -> None:
     state = str(agent.tmp / "state")
     with anyio.fail_after(30):
@@ -90,7 +86,6 @@ async def test_resume_continues_without_replay(agent: Agent) -> None:
     assert agent.sent("session/load") == []
 
 
-@pytest.mark.timeout(30)
 async def test_load_resume_list_and_close_need_their_capability(agent: Agent) -> None:
     with anyio.fail_after(20):
         async with agent.client() as client:
@@ -106,7 +101,6 @@ async def test_load_resume_list_and_close_need_their_capability(agent: Agent) ->
     assert methods == ["initialize", "session/new"]  # nothing unadvertised was called
 
 
-@pytest.mark.timeout(30)
 async def test_list_follows_cursors(agent: Agent) -> None:
     with anyio.fail_after(20):
         async with agent.client("--list", "--list-page-size", "2") as client:
@@ -126,7 +120,6 @@ async def test_list_follows_cursors(agent: Agent) -> None:
     assert len({c["params"]["cursor"] for c in first_five[1:]}) == 2
 
 
-@pytest.mark.timeout(30)
 async def test_close_sends_session_close_when_advertised(agent: Agent) -> None:
     with anyio.fail_after(20):
         async with agent.client("--close") as client:
@@ -140,73 +133,61 @@ async def test_close_sends_session_close_when_advertised(agent: Agent) -> None:
     assert [m["params"] for m in agent.sent("session/close")] == [{"sessionId": session.id}]
 
 
-@pytest.mark.timeout(30)
 async def test_close_cancels_the_running_turn(agent: Agent) -> None:
-    with anyio.fail_after(20):
-        async with agent.client("--close") as client:
-            session = await client.new_session()
-            watcher = Watcher(session)
-            turn = await session.prompt(script({"say": "busy"}, {"wait_cancel": True}))
-            await watcher.wait_for(lambda m: isinstance(m, PartUpdated))  # it runs at the agent
-            await session.close()
-            result = await turn.finished
+    async with agent.session("--close") as session:
+        watcher = Watcher(session)
+        turn = await session.prompt(script({"say": "busy"}, {"wait_cancel": True}))
+        await watcher.wait_for(lambda m: isinstance(m, PartUpdated))  # it runs at the agent
+        await session.close()
+        result = await turn.finished
     assert result.stop_reason == "cancelled" and result.text == "busy"
     methods = [m.get("method") for m in agent.messages()]
     assert methods.index("session/cancel") < methods.index("session/close")
 
 
-@pytest.mark.timeout(30)
 async def test_modes_and_set_mode(agent: Agent) -> None:
-    with anyio.fail_after(20):
-        async with agent.client("--modes") as client:
-            session = await client.new_session()
-            assert session.mode == "ask"
-            assert [m["id"] for m in session.modes] == ["ask", "code"]
-            await session.set_mode("code")
-            assert session.mode == "code"
-            with pytest.raises(ValueError, match="unknown mode"):
-                await session.set_mode("yolo")
-            assert session.mode == "code"
+    async with agent.session("--modes") as session:
+        assert session.mode == "ask"
+        assert [m["id"] for m in session.modes] == ["ask", "code"]
+        await session.set_mode("code")
+        assert session.mode == "code"
+        with pytest.raises(ValueError, match="unknown mode"):
+            await session.set_mode("yolo")
+        assert session.mode == "code"
     assert [m["params"] for m in agent.sent("session/set_mode")] == [
         {"sessionId": session.id, "modeId": "code"}
     ]
 
 
-@pytest.mark.timeout(30)
 async def test_set_mode_without_modes_is_a_capability_error(agent: Agent) -> None:
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            with pytest.raises(CapabilityError):
-                await session.set_mode("code")
+    async with agent.session() as session:
+        with pytest.raises(CapabilityError):
+            await session.set_mode("code")
     assert agent.sent("session/set_mode") == []
 
 
-@pytest.mark.timeout(30)
 async def test_set_config_option_replaces_the_complete_list(agent: Agent) -> None:
-    with anyio.fail_after(20):
-        async with agent.client("--config-options") as client:
-            session = await client.new_session()
-            assert [o["id"] for o in session.config_options] == ["model", "verbose"]
-            # A stale local list must be replaced whole by the answer, not patched.
-            session.config_options.append(
-                {"id": "stale", "name": "Stale", "type": "boolean", "currentValue": True}
-            )
-            options = await session.set_config_option("model", "smart")
-            assert [o["id"] for o in options] == ["model", "verbose"]
-            assert options == session.config_options
-            assert options[0]["currentValue"] == "smart"
-            options = await session.set_config_option("verbose", True)
-            assert options[1]["currentValue"] is True
-            for config_id, value in [
-                ("model", "huge"),
-                ("model", True),
-                ("verbose", "yes"),
-                ("verbose", 1),
-                ("nonexistent", "x"),
-            ]:
-                with pytest.raises(ValueError):
-                    await session.set_config_option(config_id, value)
+    async with agent.session("--config-options") as session:
+        assert [o["id"] for o in session.config_options] == ["model", "verbose"]
+        # A stale local list must be replaced whole by the answer, not patched.
+        session.config_options.append(
+            {"id": "stale", "name": "Stale", "type": "boolean", "currentValue": True}
+        )
+        options = await session.set_config_option("model", "smart")
+        assert [o["id"] for o in options] == ["model", "verbose"]
+        assert options == session.config_options
+        assert options[0]["currentValue"] == "smart"
+        options = await session.set_config_option("verbose", True)
+        assert options[1]["currentValue"] is True
+        for config_id, value in [
+            ("model", "huge"),
+            ("model", True),
+            ("verbose", "yes"),
+            ("verbose", 1),
+            ("nonexistent", "x"),
+        ]:
+            with pytest.raises(ValueError):
+                await session.set_config_option(config_id, value)
     sent = [m["params"] for m in agent.sent("session/set_config_option")]
     assert sent == [
         {"sessionId": session.id, "configId": "model", "value": "smart"},
@@ -214,7 +195,6 @@ async def test_set_config_option_replaces_the_complete_list(agent: Agent) -> Non
     ]  # the bad values never reached the agent
 
 
-@pytest.mark.timeout(30)
 async def test_auth_required_lists_the_methods(agent: Agent) -> None:
     with anyio.fail_after(20):
         async with agent.client("--auth-required") as client:
@@ -227,7 +207,6 @@ async def test_auth_required_lists_the_methods(agent: Agent) -> None:
     assert agent.sent("authenticate") == []
 
 
-@pytest.mark.timeout(30)
 async def test_auth_method_authenticates_and_retries(agent: Agent) -> None:
     with anyio.fail_after(20):
         async with agent.client("--auth-required", auth_method="token") as client:
@@ -247,7 +226,6 @@ async def test_auth_method_authenticates_and_retries(agent: Agent) -> None:
     assert agent.sent("authenticate")[0]["params"] == {"methodId": "token"}
 
 
-@pytest.mark.timeout(30)
 async def test_authenticate_rejects_an_unknown_method(agent: Agent) -> None:
     with anyio.fail_after(20):
         async with agent.client("--auth-required") as client:
@@ -259,7 +237,6 @@ async def test_authenticate_rejects_an_unknown_method(agent: Agent) -> None:
     assert [m["params"] for m in agent.sent("authenticate")] == [{"methodId": "token"}]
 
 
-@pytest.mark.timeout(30)
 async def test_loading_an_unknown_session_fails_cleanly(agent: Agent) -> None:
     with anyio.fail_after(20):
         async with agent.client("--load-session") as client:
@@ -270,16 +247,13 @@ async def test_loading_an_unknown_session_fails_cleanly(agent: Agent) -> None:
 
 
 @pytest.mark.scripted_agent("process")  # a crash of the agent process, and its restart
-@pytest.mark.timeout(40)
 async def test_after_an_agent_restart_the_session_is_resumed_or_recreated(agent: Agent) -> None:
     state = str(agent.tmp / "state")
-    with anyio.fail_after(30):
-        async with agent.client("--state-dir", state, "--resume") as client:
-            session = await client.new_session()
-            first_id = session.id
-            crashed = await (await session.prompt(script({"say": "x"}, {"exit": 1}))).finished
-            again = await (await session.prompt("still you?")).finished
-            assert session.id == first_id  # resumed on the fresh process
+    async with agent.session("--state-dir", state, "--resume", bound=30) as session:
+        first_id = session.id
+        crashed = await (await session.prompt(script({"say": "x"}, {"exit": 1}))).finished
+        again = await (await session.prompt("still you?")).finished
+        assert session.id == first_id  # resumed on the fresh process
         async with agent.client() as client:  # no resume, no load: a new session
             session = await client.new_session()
             watcher = Watcher(session)

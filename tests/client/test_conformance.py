@@ -542,7 +542,6 @@ def test_every_step_and_flag_of_the_scripted_agent_has_a_scenario() -> None:
     assert covered - names - OPTIONS_OF_STEPS == set()
 
 
-@pytest.mark.timeout(60)
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 async def test_every_frame_the_client_sends_conforms(name: str, tmp_path: Path) -> None:
     case = SCENARIOS[name]
@@ -651,7 +650,6 @@ async def drive_demo(client: Client, cwd: Path) -> None:
         await opened.close()
 
 
-@pytest.mark.timeout(60)
 @pytest.mark.parametrize(
     ("fs", "terminal", "decision"),
     [(True, True, "allow"), (True, False, "reject"), (False, False, "allow")],

@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from tests.nb_util import process_gone, wait_until
+from tests.nb_util import process_gone
+from tests.polling import wait_until
 
 pytestmark = [
-    pytest.mark.timeout(60),
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's"),
 ]
 

@@ -66,7 +66,6 @@ CLIENT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.timeout(60)
 async def test_agent_dies_when_the_client_process_is_killed() -> None:
     argv = [sys.executable, "-c", STUBBORN_AGENT]
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

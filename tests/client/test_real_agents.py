@@ -198,7 +198,6 @@ def assert_ok(result: TurnResult, text: str) -> None:
 # -- 1. plain prompt -----------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(120)
 @pytest.mark.parametrize("agent", agents_for("plain"))
 async def test_plain_prompt(agent: RealAgent, shared: Client) -> None:
     session = await shared.new_session()
@@ -214,7 +213,6 @@ async def test_plain_prompt(agent: RealAgent, shared: Client) -> None:
 # -- 2. a file attached --------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(120)
 @pytest.mark.parametrize("agent", agents_for("file"))
 async def test_attached_file_is_sent_as_the_agent_can_take_it(
     agent: RealAgent, shared: Client
@@ -261,7 +259,6 @@ async def test_attached_file_is_sent_as_the_agent_can_take_it(
 # -- 3. tool call allowed by policy, run in a client terminal ------------------------------------
 
 
-@pytest.mark.timeout(120)
 @pytest.mark.parametrize("agent", agents_for("tool"))
 async def test_tool_call_allowed_by_policy_runs_in_a_client_terminal(
     agent: RealAgent, shared: Client
@@ -292,7 +289,6 @@ async def test_tool_call_allowed_by_policy_runs_in_a_client_terminal(
 # -- 4. permission asked: the handler answers by kind --------------------------------------------
 
 
-@pytest.mark.timeout(120)
 @pytest.mark.parametrize("agent", agents_for("ask"))
 @pytest.mark.parametrize("answer", ["allow_once", "reject_once"])
 async def test_permission_asked_and_answered(agent: RealAgent, shared: Client, answer: str) -> None:
@@ -335,7 +331,6 @@ async def test_permission_asked_and_answered(agent: RealAgent, shared: Client, a
 # -- 5. cancel -----------------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(120)
 @pytest.mark.parametrize("agent", agents_for("cancel"))
 async def test_cancel_a_slow_turn_then_prompt_again(agent: RealAgent, tmp_path: Path) -> None:
     with anyio.fail_after(90):
@@ -362,7 +357,6 @@ async def test_cancel_a_slow_turn_then_prompt_again(agent: RealAgent, tmp_path: 
     assert elapsed < 1.0  # measured: about 10 ms
 
 
-@pytest.mark.timeout(120)
 @pytest.mark.parametrize("agent", agents_for("cancel"))
 async def test_cancel_while_a_permission_request_is_pending(
     agent: RealAgent, shared: Client
@@ -406,7 +400,6 @@ async def test_cancel_while_a_permission_request_is_pending(
     assert_ok(await ask(session, "hello again"), "hello again")
 
 
-@pytest.mark.timeout(120)
 @pytest.mark.parametrize("agent", agents_for("cancel"))
 async def test_cancel_while_a_client_terminal_runs_kills_it(
     agent: RealAgent, shared: Client
@@ -448,7 +441,6 @@ async def test_cancel_while_a_client_terminal_runs_kills_it(
 # -- 6. the agent process dies mid-turn ----------------------------------------------------------
 
 
-@pytest.mark.timeout(120)
 @pytest.mark.parametrize("agent", agents_for("exit"))
 async def test_agent_killed_mid_turn_then_next_prompt_on_a_fresh_process(
     agent: RealAgent, tmp_path: Path
@@ -509,7 +501,6 @@ async def test_agent_killed_mid_turn_then_next_prompt_on_a_fresh_process(
         assert any("cannot resume sessions" in e for e in after.errors)
 
 
-@pytest.mark.timeout(60)
 async def test_echo_agent_killed_mid_turn_is_retried_by_default(tmp_path: Path) -> None:
     """With default retries, a turn that failed before any output runs on a fresh process."""
     with anyio.fail_after(30):

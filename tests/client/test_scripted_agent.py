@@ -115,7 +115,6 @@ def texts(notes: list[Msg], kind: str = "agent_message_chunk") -> list[str]:
     ]
 
 
-@pytest.mark.timeout(30)
 def test_initialize_new_session_and_echo(spawn: Any, tmp_path: Path) -> None:
     agent = spawn(
         "--agent-name",
@@ -142,7 +141,6 @@ def test_initialize_new_session_and_echo(spawn: Any, tmp_path: Path) -> None:
     assert agent.close() == 0
 
 
-@pytest.mark.timeout(30)
 def test_script_say_think_update_and_stop(spawn: Any, tmp_path: Path) -> None:
     agent = spawn()
     agent.initialize()
@@ -170,7 +168,6 @@ def test_script_say_think_update_and_stop(spawn: Any, tmp_path: Path) -> None:
     assert texts(notes) == ["hi", "0000", "0001", "0002"]
 
 
-@pytest.mark.timeout(30)
 def test_unknown_method_and_error_step(spawn: Any, tmp_path: Path) -> None:
     agent = spawn()
     agent.initialize()
@@ -184,7 +181,6 @@ def test_unknown_method_and_error_step(spawn: Any, tmp_path: Path) -> None:
     assert response["error"]["code"] == -32602
 
 
-@pytest.mark.timeout(30)
 def test_permission_request_answered_by_the_client(spawn: Any, tmp_path: Path) -> None:
     agent = spawn()
     agent.initialize()
@@ -211,7 +207,6 @@ def test_permission_request_answered_by_the_client(spawn: Any, tmp_path: Path) -
     ]
 
 
-@pytest.mark.timeout(30)
 def test_request_with_cancel_after_sends_cancel_request(spawn: Any, tmp_path: Path) -> None:
     agent = spawn()
     agent.initialize()
@@ -232,7 +227,6 @@ def test_request_with_cancel_after_sends_cancel_request(spawn: Any, tmp_path: Pa
     assert texts(notes) == ["RESPONSE " + json.dumps({"error": error}, sort_keys=True)]
 
 
-@pytest.mark.timeout(30)
 def test_wait_cancel_runs_after_cancel_steps(spawn: Any, tmp_path: Path) -> None:
     agent = spawn()
     agent.initialize()
@@ -256,7 +250,6 @@ def test_wait_cancel_runs_after_cancel_steps(spawn: Any, tmp_path: Path) -> None
     assert texts(notes) == ["echo: again"]
 
 
-@pytest.mark.timeout(30)
 def test_cancel_during_sleep(spawn: Any, tmp_path: Path) -> None:
     agent = spawn()
     agent.initialize()
@@ -269,7 +262,6 @@ def test_cancel_during_sleep(spawn: Any, tmp_path: Path) -> None:
     assert notes == []
 
 
-@pytest.mark.timeout(30)
 def test_record_holds_every_received_message(spawn: Any, tmp_path: Path) -> None:
     record = tmp_path / "record.jsonl"
     agent = spawn("--record", str(record))
@@ -293,7 +285,6 @@ def test_record_holds_every_received_message(spawn: Any, tmp_path: Path) -> None
     assert lines[3] == cancel
 
 
-@pytest.mark.timeout(30)
 def test_load_after_restart_replays_history(spawn: Any, tmp_path: Path) -> None:
     state = tmp_path / "state"
     first = spawn("--state-dir", str(state), "--load-session")
@@ -325,7 +316,6 @@ def test_load_after_restart_replays_history(spawn: Any, tmp_path: Path) -> None:
     assert texts(notes) == ["echo: third"]
 
 
-@pytest.mark.timeout(30)
 def test_list_pages_and_resume(spawn: Any, tmp_path: Path) -> None:
     agent = spawn("--list", "--resume", "--list-page-size", "2", "--state-dir", str(tmp_path / "s"))
     agent.initialize()
@@ -352,7 +342,6 @@ def test_list_pages_and_resume(spawn: Any, tmp_path: Path) -> None:
     assert response["result"] == {} and notes == []
 
 
-@pytest.mark.timeout(30)
 def test_auth_modes_and_config_options(spawn: Any, tmp_path: Path) -> None:
     agent = spawn("--auth-required", "--modes", "--config-options")
     assert agent.initialize()["authMethods"] == [
@@ -381,7 +370,6 @@ def test_auth_modes_and_config_options(spawn: Any, tmp_path: Path) -> None:
     assert [o["currentValue"] for o in response["result"]["configOptions"]] == ["fast", True]
 
 
-@pytest.mark.timeout(30)
 def test_fail_until_exits_then_succeeds(spawn: Any, tmp_path: Path) -> None:
     counter = tmp_path / "counter"
     prompt = script(
@@ -402,7 +390,6 @@ def test_fail_until_exits_then_succeeds(spawn: Any, tmp_path: Path) -> None:
     assert counter.read_text() == "2"
 
 
-@pytest.mark.timeout(30)
 def test_raw_and_invalid_input(spawn: Any, tmp_path: Path) -> None:
     agent = spawn()
     agent.initialize()

@@ -29,7 +29,8 @@ from acp_notebook.protocol.mutations import Delta
 from tests.agents.script import script
 from tests.client_helpers import Agent, Watcher, alive, gone, reports, run_script
 from tests.kernel.test_hygiene import Kernel, assert_no_growth, counts
-from tests.nb_util import process_gone, scripted, wait_until
+from tests.nb_util import process_gone, scripted
+from tests.polling import wait_until
 
 pytestmark = [pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")]
 
@@ -87,7 +88,6 @@ def grandchild(pid_file: Path, running: bool = True) -> int:
 
 
 @pytest.mark.anyio
-@pytest.mark.timeout(60)
 @pytest.mark.parametrize("how", ["terminal/kill", "terminal/release"])
 @pytest.mark.parametrize("cgroup", [True, False], ids=["cgroup", "subreaper-only"])
 async def test_kill_and_release_end_an_escaped_grandchild(
@@ -95,74 +95,65 @@ async def test_kill_and_release_end_an_escaped_grandchild(
 ) -> None:
     # Without a cgroup (not root, not delegated) the supervisor's subreaper finds it alone.
     monkeypatch.setattr(terminal, "USE_CGROUP", cgroup)
-    with anyio.fail_after(40):
-        async with agent.client(terminal=True) as client:
-            session = await client.new_session()
-            # The command exits at once; its setsid grandchild stays (wait_for_exit returns
-            # with the pid file written). The turn then ends normally: only `how` kills it.
-            result = await run_script(
-                session,
-                req("terminal/create", command=escaping(pid_file)),
-                req("terminal/wait_for_exit", terminalId="term-1"),
-                req(how, terminalId="term-1"),
-            )
-            assert result.success, result
-            assert reports(result.text, "RESPONSE ")[2] == {"result": {}}
-            # (By now `how` has been answered: the grandchild may be gone already.)
-            pid = grandchild(pid_file, running=False)
-            assert await gone(pid), f"{how} left the setsid grandchild running"
+    async with agent.session(terminal=True, bound=40) as session:
+        # The command exits at once; its setsid grandchild stays (wait_for_exit returns
+        # with the pid file written). The turn then ends normally: only `how` kills it.
+        result = await run_script(
+            session,
+            req("terminal/create", command=escaping(pid_file)),
+            req("terminal/wait_for_exit", terminalId="term-1"),
+            req(how, terminalId="term-1"),
+        )
+        assert result.success, result
+        assert reports(result.text, "RESPONSE ")[2] == {"result": {}}
+        # (By now `how` has been answered: the grandchild may be gone already.)
+        pid = grandchild(pid_file, running=False)
+        assert await gone(pid), f"{how} left the setsid grandchild running"
 
 
 @pytest.mark.anyio
-@pytest.mark.timeout(60)
 async def test_a_cancelled_turn_ends_an_escaped_grandchild(agent: Agent, pid_file: Path) -> None:
-    with anyio.fail_after(40):
-        async with agent.client(terminal=True) as client:
-            session = await client.new_session()
-            watcher = Watcher(session)
-            turn = await session.prompt(
-                script(
-                    req("terminal/create", command=escaping(pid_file, RUNNING)),
-                    {"request": "_x/ready", "params": {}, "quiet": True},
-                    {"say": "started"},
-                    {"wait_cancel": True},
-                )
+    async with agent.session(terminal=True, bound=40) as session:
+        watcher = Watcher(session)
+        turn = await session.prompt(
+            script(
+                req("terminal/create", command=escaping(pid_file, RUNNING)),
+                {"request": "_x/ready", "params": {}, "quiet": True},
+                {"say": "started"},
+                {"wait_cancel": True},
             )
-            await ready(watcher)
-            pid = grandchild(pid_file)
-            result = await session.stop()  # the agent does not release: the turn's end kills
-            assert result is not None and result.stop_reason == "cancelled"
-            assert turn.result is result
-            assert await gone(pid), "the cancelled turn left the setsid grandchild running"
+        )
+        await ready(watcher)
+        pid = grandchild(pid_file)
+        result = await session.stop()  # the agent does not release: the turn's end kills
+        assert result is not None and result.stop_reason == "cancelled"
+        assert turn.result is result
+        assert await gone(pid), "the cancelled turn left the setsid grandchild running"
 
 
 @pytest.mark.anyio
-@pytest.mark.timeout(60)
 @pytest.mark.parametrize("how", ["session", "client"])
 async def test_closing_the_session_or_client_ends_an_escaped_grandchild(
     agent: Agent, pid_file: Path, how: str
 ) -> None:
-    with anyio.fail_after(40):
-        async with agent.client(terminal=True) as client:
-            session = await client.new_session()
-            watcher = Watcher(session)
-            # The turn ends normally (end_turn) with the terminal running and never released.
-            result = await run_script(
-                session,
-                req("terminal/create", command=escaping(pid_file, RUNNING)),
-                req("terminal/output", terminalId="term-1"),
-            )
-            assert result.success, result
-            await ready(watcher)
-            pid = grandchild(pid_file)
-            if how == "session":
-                await session.close()
-                assert await gone(pid), "closing the session left the grandchild running"
+    async with agent.session(terminal=True, bound=40) as session:
+        watcher = Watcher(session)
+        # The turn ends normally (end_turn) with the terminal running and never released.
+        result = await run_script(
+            session,
+            req("terminal/create", command=escaping(pid_file, RUNNING)),
+            req("terminal/output", terminalId="term-1"),
+        )
+        assert result.success, result
+        await ready(watcher)
+        pid = grandchild(pid_file)
+        if how == "session":
+            await session.close()
+            assert await gone(pid), "closing the session left the grandchild running"
     assert await gone(pid), "closing the client left the setsid grandchild running"
 
 
 @pytest.mark.anyio
-@pytest.mark.timeout(60)
 async def test_the_agent_dying_ends_its_terminals(agent: Agent, pid_file: Path) -> None:
     with anyio.fail_after(40):
         async with agent.client(terminal=True) as client:
@@ -184,7 +175,6 @@ async def test_the_agent_dying_ends_its_terminals(agent: Agent, pid_file: Path) 
 
 
 @pytest.mark.anyio
-@pytest.mark.timeout(90)
 async def test_the_17th_terminal_is_refused_and_a_released_one_frees_a_slot(agent: Agent) -> None:
     creates = [req("terminal/create", command="sleep", args=["1000"]) for _ in range(17)]
     with anyio.fail_after(60):
@@ -213,7 +203,6 @@ async def test_the_17th_terminal_is_refused_and_a_released_one_frees_a_slot(agen
 
 
 @pytest.mark.anyio
-@pytest.mark.timeout(120)
 async def test_terminals_that_failed_or_were_released_leave_nothing(agent: Agent) -> None:
     grandchildren: list[int] = []
     try:
@@ -263,29 +252,25 @@ async def released_terminals_leave_nothing(agent: Agent, grandchildren: list[int
 
 
 @pytest.mark.anyio
-@pytest.mark.timeout(60)
 async def test_a_huge_output_byte_limit_is_clamped_to_the_clients(agent: Agent) -> None:
     code = "import sys; sys.stdout.write('x' * 5000)"
-    with anyio.fail_after(40):
-        async with agent.client(terminal=True, terminal_output_limit=1000) as client:
-            session = await client.new_session()
-            result = await run_script(
-                session,
-                req(
-                    "terminal/create",
-                    command=sys.executable,
-                    args=["-c", code],
-                    outputByteLimit=10**15,
-                ),
-                req("terminal/wait_for_exit", terminalId="term-1"),
-                req("terminal/output", terminalId="term-1"),
-            )
+    async with agent.session(terminal=True, terminal_output_limit=1000, bound=40) as session:
+        result = await run_script(
+            session,
+            req(
+                "terminal/create",
+                command=sys.executable,
+                args=["-c", code],
+                outputByteLimit=10**15,
+            ),
+            req("terminal/wait_for_exit", terminalId="term-1"),
+            req("terminal/output", terminalId="term-1"),
+        )
     output = reports(result.text, "RESPONSE ")[2]["result"]
     assert output["output"] == "x" * 1000 and output["truncated"] is True
 
 
 @pytest.mark.anyio
-@pytest.mark.timeout(90)
 async def test_released_terminals_keep_a_bounded_total_of_output(agent: Agent) -> None:
     # Released one at a time, 12 terminals stay under the cap of live ones; what they printed
     # is kept up to 8 output limits per session, the newest whole, the oldest dropped.
@@ -298,10 +283,8 @@ async def test_released_terminals_keep_a_bounded_total_of_output(agent: Agent) -
             req("terminal/wait_for_exit", terminalId=tid),
             req("terminal/release", terminalId=tid),
         ]
-    with anyio.fail_after(60):
-        async with agent.client(terminal=True, terminal_output_limit=1000) as client:
-            session = await client.new_session()
-            result = await run_script(session, *steps)
+    async with agent.session(terminal=True, terminal_output_limit=1000, bound=60) as session:
+        result = await run_script(session, *steps)
     assert result.success, result
     outputs = {t["terminalId"]: t for t in result.terminals}
     assert sum(len(t["output"]) for t in outputs.values()) <= 8 * 1000
@@ -334,7 +317,6 @@ CLIENT = textwrap.dedent("""
 
 
 @pytest.mark.anyio
-@pytest.mark.timeout(90)
 @pytest.mark.parametrize("how", ["exit", "sigkill"])
 async def test_no_terminal_outlives_the_clients_process(
     tmp_path: Path, pid_file: Path, how: str
@@ -377,7 +359,6 @@ async def test_no_terminal_outlives_the_clients_process(
 # -- kernels ------------------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(120)
 @pytest.mark.parametrize("how", ["shutdown", "kill"])
 def test_no_terminal_outlives_its_kernel(tmp_path: Path, pid_file: Path, how: str) -> None:
     kernel = Kernel(tmp_path)
@@ -398,7 +379,6 @@ def test_no_terminal_outlives_its_kernel(tmp_path: Path, pid_file: Path, how: st
 
 
 @pytest.mark.anyio
-@pytest.mark.timeout(60)
 @pytest.mark.skipif(not cgroup_available(), reason="needs a writable cgroup v2 (root or delegated)")
 async def test_a_command_that_kills_its_supervisor_still_loses_its_grandchild(
     agent: Agent, pid_file: Path
@@ -407,17 +387,15 @@ async def test_a_command_that_kills_its_supervisor_still_loses_its_grandchild(
     # (Only a supervisor: on a client without one, $PPID would be the test process itself.)
     suicide = "grep -q supervisor.py /proc/$PPID/cmdline && kill -9 $PPID"
     command = escaping(pid_file, f"{suicide}; exec sleep 1000")
-    with anyio.fail_after(40):
-        async with agent.client(terminal=True) as client:
-            session = await client.new_session()
-            result = await run_script(
-                session,
-                req("terminal/create", command=command),
-                req("terminal/wait_for_exit", terminalId="term-1"),
-            )
-            assert result.success, result
-            pid = grandchild(pid_file, running=False)
-            assert await gone(pid), "the grandchild outlived the supervisor the command killed"
+    async with agent.session(terminal=True, bound=40) as session:
+        result = await run_script(
+            session,
+            req("terminal/create", command=command),
+            req("terminal/wait_for_exit", terminalId="term-1"),
+        )
+        assert result.success, result
+        pid = grandchild(pid_file, running=False)
+        assert await gone(pid), "the grandchild outlived the supervisor the command killed"
 
 
 # A supervisor killed by its command before it could say "started": it said its cgroup first.
@@ -438,7 +416,6 @@ os.kill(os.getpid(), signal.SIGKILL)
 
 
 @pytest.mark.anyio
-@pytest.mark.timeout(60)
 @pytest.mark.skipif(not cgroup_available(), reason="needs a writable cgroup v2 (root or delegated)")
 async def test_a_supervisor_killed_before_it_said_started_still_loses_the_tree(
     agent: Agent, pid_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -457,9 +434,7 @@ async def test_a_supervisor_killed_before_it_said_started_still_loses_the_tree(
         return await original(argv, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(terminal.anyio, "open_process", open_process)
-    with anyio.fail_after(40):
-        async with agent.client(terminal=True) as client:
-            session = await client.new_session()
-            await run_script(session, req("terminal/create", command=escaping(pid_file, RUNNING)))
-            pid = grandchild(pid_file, running=False)
-            assert await gone(pid), "the grandchild outlived a supervisor killed before 'started'"
+    async with agent.session(terminal=True, bound=40) as session:
+        await run_script(session, req("terminal/create", command=escaping(pid_file, RUNNING)))
+        pid = grandchild(pid_file, running=False)
+        assert await gone(pid), "the grandchild outlived a supervisor killed before 'started'"

@@ -24,7 +24,7 @@ import pytest
 from acp_notebook.errors import PromptError
 from tests.client_helpers import Agent
 
-pytestmark = [pytest.mark.timeout(120), pytest.mark.scripted_agent("in_process")]
+pytestmark = [pytest.mark.scripted_agent("in_process")]
 
 SENDS = 60
 EMBEDDED = ("--prompt-capabilities", "embedded")  # the file's content goes in the prompt

@@ -15,7 +15,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from acp_notebook.protocol.fold import SessionFold
@@ -23,8 +22,6 @@ from tests.agents.script import script
 from tests.client_helpers import Agent
 from tests.nb_util import execute, scripted, text, transcripts
 from tests.shared_kernel import SharedKernel
-
-pytestmark = pytest.mark.timeout(180)
 
 FAKE = "print('hello')"
 FAKE_TITLE = f"Run code in the kernel: {FAKE}"
@@ -109,17 +106,15 @@ async def test_a_permission_request_for_the_clients_call_is_refused(agent: Agent
         asked.append(request)
         return "allow"
 
-    with anyio.fail_after(30):
-        async with agent.client(permission_handler=handler) as client:
-            session = await client.new_session()
-            call = session.client_call("execute", "Run code in the kernel: x = 1", [])
-            assert call is not None
-            request = {"toolCallId": call.tool_call_id, "kind": "read", "title": "look"}
-            steps = [
-                {"permission": request},
-                {"update": spoof(call.tool_call_id, "tool_call_update")},
-            ]
-            result = await (await session.prompt(script(*steps))).wait()
+    async with agent.session(permission_handler=handler, bound=30) as session:
+        call = session.client_call("execute", "Run code in the kernel: x = 1", [])
+        assert call is not None
+        request = {"toolCallId": call.tool_call_id, "kind": "read", "title": "look"}
+        steps = [
+            {"permission": request},
+            {"update": spoof(call.tool_call_id, "tool_call_update")},
+        ]
+        result = await (await session.prompt(script(*steps))).wait()
     assert asked == []
     assert result.text == 'PERMISSION {"result": {"outcome": {"outcome": "cancelled"}}}'
     assert not [p for p in result.parts if p.kind == "permission"]

@@ -60,7 +60,6 @@ def peak_fds(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     yield peak
 
 
-@pytest.mark.timeout(60)
 async def test_a_path_2000_deep_holds_few_descriptors(tmp_path: Path, peak_fds: list[int]) -> None:
     w = Workspace([tmp_path])
     deep = str(tmp_path) + "/" + "d/" * 2000 + "f.txt"
@@ -73,7 +72,6 @@ async def test_a_path_2000_deep_holds_few_descriptors(tmp_path: Path, peak_fds: 
     assert peak - before <= KEEP + 8, f"{peak - before} descriptors held at once"
 
 
-@pytest.mark.timeout(60)
 async def test_dot_dot_back_past_the_closed_levels(tmp_path: Path) -> None:
     """Climbing back up through levels whose descriptors were closed lands where the walk
     went down, and still never leaves the root."""
@@ -98,7 +96,6 @@ async def test_dot_dot_back_past_the_closed_levels(tmp_path: Path) -> None:
     assert len(os.listdir("/proc/self/fd")) == before  # every descriptor closed
 
 
-@pytest.mark.timeout(60)
 async def test_a_level_swapped_for_a_link_before_it_is_reopened_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

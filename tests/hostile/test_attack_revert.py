@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import anyio
 import pytest
 
 from tests.client_helpers import Agent
@@ -37,7 +36,6 @@ def plant(cwd: Path, a_to: str) -> None:
 
 
 @pytest.mark.parametrize("force", [False, True])
-@pytest.mark.timeout(60)
 async def test_revert_follows_no_link_planted_after_the_writes(agent: Agent, force: bool) -> None:
     cwd = agent.cwd
     notebook = cwd / "analysis.ipynb"
@@ -51,18 +49,16 @@ async def test_revert_follows_no_link_planted_after_the_writes(agent: Agent, for
         path.parent.mkdir(exist_ok=True)
         path.write_text(text)
     (cwd / "sub").mkdir()
-    with anyio.fail_after(40):
-        async with agent.client(protected_paths=[notebook]) as client:
-            session = await client.new_session()
-            # Copies: what the turn wrote is, byte for byte, what the link targets hold.
-            await turn(
-                session,
-                write(cwd / "a.py", VICTIM),
-                write(cwd / "b.txt", KEEP),
-                write(cwd / "sub" / "c.txt", OTHER),
-            )
-            plant(cwd, "analysis.ipynb" if force else "victim.py")
-            result = await session.revert(force=force)
+    async with agent.session(protected_paths=[notebook], bound=40) as session:
+        # Copies: what the turn wrote is, byte for byte, what the link targets hold.
+        await turn(
+            session,
+            write(cwd / "a.py", VICTIM),
+            write(cwd / "b.txt", KEEP),
+            write(cwd / "sub" / "c.txt", OTHER),
+        )
+        plant(cwd, "analysis.ipynb" if force else "victim.py")
+        result = await session.revert(force=force)
     assert (cwd / "victim.py").read_text() == VICTIM
     assert (cwd / "keep.py").read_text() == KEEP
     assert (cwd / "elsewhere" / "c.txt").read_text() == OTHER
@@ -76,7 +72,6 @@ async def test_revert_follows_no_link_planted_after_the_writes(agent: Agent, for
     assert result.refused == [str(cwd / n) for n in ("a.py", "b.txt", "sub/c.txt")]
 
 
-@pytest.mark.timeout(60)
 async def test_revert_restores_only_the_file_the_turn_wrote(agent: Agent) -> None:
     """A regular file that is not the one written (a hard link to `keep.py`, same bytes) is
     refused without --force; with it only the name is replaced or deleted, never another
@@ -86,30 +81,25 @@ async def test_revert_restores_only_the_file_the_turn_wrote(agent: Agent) -> Non
     notebook.write_text(NOTEBOOK)
     (cwd / "keep.py").write_text(KEEP)
     (cwd / "a.py").write_text("a before\n")
-    with anyio.fail_after(40):
-        async with agent.client(protected_paths=[notebook]) as client:
-            session = await client.new_session()
-            await turn(session, write(cwd / "b.txt", KEEP), write(cwd / "a.py", "a after\n"))
-            [b, _] = session.checkpoints[0].files
-            assert (b.dev, b.ino) == (os.stat(cwd / "b.txt").st_dev, os.stat(cwd / "b.txt").st_ino)
-            (cwd / "b.txt").unlink()
-            os.link(cwd / "keep.py", cwd / "b.txt")
-            (cwd / "a.py").unlink()
-            os.link(notebook, cwd / "a.py")
-            refused = await session.revert()
-            assert [f.action for f in refused.files] == ["refused", "refused"], refused
-            assert (
-                "was replaced by another file since the agent wrote it" in refused.files[0].reason
-            )
-            assert "protected" in refused.files[1].reason
-            forced = await session.revert(force=True)
-            assert [f.action for f in forced.files] == ["deleted", "refused"], forced
-            assert "protected" in forced.files[1].reason
+    async with agent.session(protected_paths=[notebook], bound=40) as session:
+        await turn(session, write(cwd / "b.txt", KEEP), write(cwd / "a.py", "a after\n"))
+        [b, _] = session.checkpoints[0].files
+        assert (b.dev, b.ino) == (os.stat(cwd / "b.txt").st_dev, os.stat(cwd / "b.txt").st_ino)
+        (cwd / "b.txt").unlink()
+        os.link(cwd / "keep.py", cwd / "b.txt")
+        (cwd / "a.py").unlink()
+        os.link(notebook, cwd / "a.py")
+        refused = await session.revert()
+        assert [f.action for f in refused.files] == ["refused", "refused"], refused
+        assert "was replaced by another file since the agent wrote it" in refused.files[0].reason
+        assert "protected" in refused.files[1].reason
+        forced = await session.revert(force=True)
+        assert [f.action for f in forced.files] == ["deleted", "refused"], forced
+        assert "protected" in forced.files[1].reason
     assert (cwd / "keep.py").read_text() == KEEP and not (cwd / "b.txt").exists()
     assert notebook.read_text() == NOTEBOOK and (cwd / "a.py").read_text() == NOTEBOOK
 
 
-@pytest.mark.timeout(60)
 async def test_a_link_inside_at_the_write_still_reverts(agent: Agent) -> None:
     """A write through a link that stays inside (there before the turn) landed in its target:
     the revert goes back to where it landed, without following anything."""
@@ -117,12 +107,10 @@ async def test_a_link_inside_at_the_write_still_reverts(agent: Agent) -> None:
     (cwd / "real").mkdir()
     (cwd / "alias").symlink_to(cwd / "real")
     (cwd / "real" / "a.py").write_text("before\n")
-    with anyio.fail_after(40):
-        async with agent.client() as client:
-            session = await client.new_session()
-            await turn(session, write(cwd / "alias" / "a.py", "after\n"))
-            [record] = session.checkpoints[0].files
-            assert record.real == str(cwd / "real" / "a.py")
-            result = await session.revert()
+    async with agent.session(bound=40) as session:
+        await turn(session, write(cwd / "alias" / "a.py", "after\n"))
+        [record] = session.checkpoints[0].files
+        assert record.real == str(cwd / "real" / "a.py")
+        result = await session.revert()
     assert result.paths("restored") == [str(cwd / "alias" / "a.py")]
     assert (cwd / "real" / "a.py").read_text() == "before\n"

@@ -8,15 +8,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 from acp_notebook.client.serving import checkpoint_files as files
 from acp_notebook.client.serving.safe_fs import Root
 from acp_notebook.errors import RpcError
 from tests.blocking import open_fifo_ends, raised_within
 
 
-@pytest.mark.timeout(60)
 def test_appending_to_a_fifo_index_fails_at_once(tmp_path: Path) -> None:
     index = tmp_path / "checkpoints" / "index.jsonl"
     index.parent.mkdir()

@@ -29,8 +29,6 @@ from tests.shared_kernel import SharedKernel
 
 AGENT = Path(__file__).parents[1] / "agents" / "hostile_agent.py"
 
-pytestmark = pytest.mark.timeout(240)
-
 
 def hostile_argv(cls: str, *flags: str) -> list[str]:
     return [sys.executable, str(AGENT), "--payloads", cls, *flags]

@@ -14,15 +14,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from acp_notebook.notebook.command_docs import MAX_ITEMS
 from tests.hostile_payloads import ALERTS as PAYLOADS
 from tests.markup_check import bundle_problems
 from tests.nb_util import errors, execute, scripted, text
 from tests.shared_kernel import SharedKernel
-
-pytestmark = pytest.mark.timeout(120)
 
 
 def problems_of(cell: Any) -> list[str]:

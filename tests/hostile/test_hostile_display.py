@@ -24,8 +24,6 @@ from acp_notebook.widgets.controls import option_label, option_tip
 from tests.hostile_payloads import TEXTS as PAYLOADS
 from tests.markup_check import bundle_problems, html_problems, self_test
 
-pytestmark = pytest.mark.timeout(60)
-
 NUMBERS: list[Any] = [
     10**400,
     -(10**400),

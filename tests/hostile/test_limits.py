@@ -365,26 +365,22 @@ def test_values_kept_by_the_fold_are_finite_json() -> None:
 # -- through the client ----------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(60)
 async def test_alternating_chunks_through_the_client_stay_in_bounded_parts(agent: Agent) -> None:
-    with anyio.fail_after(50):
-        async with agent.client() as client:
-            session = await client.new_session()
-            result = await run_script(
-                session,
-                {
-                    "flood": [chunk("a"), chunk("t", "agent_thought_chunk")],
-                    "times": 100_000,
-                },
-                {"say": "END"},
-            )
+    async with agent.session(bound=50) as session:
+        result = await run_script(
+            session,
+            {
+                "flood": [chunk("a"), chunk("t", "agent_thought_chunk")],
+                "times": 100_000,
+            },
+            {"say": "END"},
+        )
     assert result.success, result.error
     assert len(result.parts) == 5_001
     assert result.text.replace("\n", "").endswith("aEND")  # nothing lost, END joined last
     assert result.to_json()["dropped"] == {"parts": 95_000 // 2 + 1}  # the agent chunks
 
 
-@pytest.mark.timeout(60)
 async def test_updates_after_the_turn_are_bounded(agent: Agent) -> None:
     with anyio.fail_after(50):
         async with agent.client() as client:
@@ -424,7 +420,6 @@ async def test_updates_after_the_turn_are_bounded(agent: Agent) -> None:
             assert ambient.dropped == {"text_chars": 5_000_000 - 1024 * 1024}
 
 
-@pytest.mark.timeout(60)
 async def test_updates_for_unknown_sessions_are_dropped_never_buffered(agent: Agent) -> None:
     with anyio.fail_after(50):
         async with agent.client() as client:
@@ -449,7 +444,6 @@ async def test_updates_for_unknown_sessions_are_dropped_never_buffered(agent: Ag
             assert not client.registry.held()
 
 
-@pytest.mark.timeout(60)
 @pytest.mark.parametrize("mode", ["empty", "repeat", "fresh"])
 async def test_endless_session_list_paging_stops(agent: Agent, mode: str) -> None:
     with anyio.fail_after(50):
@@ -464,27 +458,24 @@ async def test_endless_session_list_paging_stops(agent: Agent, mode: str) -> Non
         assert len(listed) == 100 and pages == 100  # the page cap
 
 
-@pytest.mark.timeout(60)
 async def test_nan_from_the_agent_reaches_no_transcript(agent: Agent) -> None:
-    with anyio.fail_after(50):
-        async with agent.client() as client:
-            session = await client.new_session()
-            sid = session.id
-            raw = (
-                '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"'
-                + sid
-                + '","update":{"sessionUpdate":"tool_call","toolCallId":"c1","title":"t",'
-                '"rawInput":{"n":NaN,"big":1e999}}}}'
-            )
-            usage = (
-                '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"'
-                + sid
-                + '","update":{"sessionUpdate":"usage_update","used":'
-                + "9" * 400
-                + ',"size":100}}}'
-            )
-            result = await run_script(session, {"raw": raw}, {"raw": usage}, {"say": "ok"})
-            assert session.usage is None
+    async with agent.session(bound=50) as session:
+        sid = session.id
+        raw = (
+            '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"'
+            + sid
+            + '","update":{"sessionUpdate":"tool_call","toolCallId":"c1","title":"t",'
+            '"rawInput":{"n":NaN,"big":1e999}}}}'
+        )
+        usage = (
+            '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"'
+            + sid
+            + '","update":{"sessionUpdate":"usage_update","used":'
+            + "9" * 400
+            + ',"size":100}}}'
+        )
+        result = await run_script(session, {"raw": raw}, {"raw": usage}, {"say": "ok"})
+        assert session.usage is None
     (call,) = result.tool_calls
     assert isinstance(call, ToolCallPart) and call.raw_input == {"n": None, "big": None}
     assert any(p.problem and "used" in p.problem for p in result.unknown_updates)
@@ -494,7 +485,6 @@ async def test_nan_from_the_agent_reaches_no_transcript(agent: Agent) -> None:
 # -- the saved notebook ----------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(120)
 def test_a_100000_entry_plan_saves_a_small_notebook(tmp_path: Path) -> None:
     nb = execute(
         [f"%%agent --agent {scripted()}\n" + script({"plan_entries": 100_000}, {"say": "planned"})],
@@ -527,11 +517,8 @@ def test_an_error_answer_keeps_an_excerpt_of_a_huge_message() -> None:
     assert frame.error["code"] == -32603
 
 
-@pytest.mark.timeout(60)
 async def test_a_huge_unknown_response_id_is_quoted_as_an_excerpt(agent: Agent) -> None:
-    with anyio.fail_after(50):
-        async with agent.client() as client:
-            session = await client.new_session()
-            result = await run_script(session, {"respond_id": "i" * 100_000}, {"say": "ok"})
+    async with agent.session(bound=50) as session:
+        result = await run_script(session, {"respond_id": "i" * 100_000}, {"say": "ok"})
     (error,) = result.errors
     assert "unknown or already answered request id" in error and len(error) < 1_000

@@ -26,7 +26,6 @@ def _huge(path: Path, size: int) -> Path:
     return path
 
 
-@pytest.mark.timeout(60)
 def test_an_agents_file_that_is_no_small_regular_file_is_a_config_error(tmp_path: Path) -> None:
     fifo = tmp_path / "agents.toml"
     os.mkfifo(fifo)
@@ -55,7 +54,6 @@ def test_a_hostile_agents_file_is_a_config_error(tmp_path: Path, text: bytes, me
         read_agents_file(path)
 
 
-@pytest.mark.timeout(60)
 def test_a_recording_that_is_no_small_regular_file_is_a_replay_error(tmp_path: Path) -> None:
     fifo = tmp_path / "recorded.ipynb"
     os.mkfifo(fifo)

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import ada_url
-import anyio
 import pytest
 
 from acp_notebook.client import auth
@@ -140,7 +139,6 @@ def test_hidden_characters_of_a_refused_link_are_shown_not_hidden() -> None:
 
 
 @pytest.mark.anyio
-@pytest.mark.timeout(40)
 @pytest.mark.scripted_agent("in_process")
 async def test_a_refused_link_is_declined_without_asking_anyone(agent: Agent) -> None:
     asked: list[str] = []
@@ -150,11 +148,9 @@ async def test_a_refused_link_is_declined_without_asking_anyone(agent: Agent) ->
         return "accept"
 
     bad, good = "https://accounts.google.com@evil.example/", "https://login.example.com/"
-    with anyio.fail_after(30):
-        async with agent.client(elicitation_handler=handler) as client:
-            session = await client.new_session()
-            steps = [{"request": "elicitation/create", "params": link(u)} for u in (bad, good)]
-            result = await (await session.prompt(script(*steps))).finished
+    async with agent.session(elicitation_handler=handler, bound=30) as session:
+        steps = [{"request": "elicitation/create", "params": link(u)} for u in (bad, good)]
+        result = await (await session.prompt(script(*steps))).finished
     assert [r["result"] for r in reports(result.text, "RESPONSE ")] == [
         {"action": "decline"},
         {"action": "accept"},

@@ -15,7 +15,7 @@ from acp_notebook.errors import AuthFailedError, AuthRequiredError, CapabilityEr
 from tests.client_helpers import Agent
 from tests.nb_util import execute, kernel_env, scripted, text
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.anyio]
 
 
 async def test_a_terminal_login_runs_the_agents_command_then_the_agent_restarts(

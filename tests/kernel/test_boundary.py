@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
-import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from acp_notebook.protocol.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
@@ -97,7 +96,6 @@ def setup(tmp_path: Path) -> tuple[Path, dict[str, Path], dict[str, str]]:
     return work, paths, env
 
 
-@pytest.mark.timeout(150)
 def test_boundary_terminal_secrets_and_permissions_in_a_headless_run(tmp_path: Path) -> None:
     work, p, env = setup(tmp_path)
     boundary = script(
@@ -225,7 +223,6 @@ def test_boundary_terminal_secrets_and_permissions_in_a_headless_run(tmp_path: P
     assert SECRET in p["record"].read_text()
 
 
-@pytest.mark.timeout(150)
 def test_the_executing_notebook_is_protected_when_known_and_the_switch(tmp_path: Path) -> None:
     work, p, env = setup(tmp_path)
     probe = script(

@@ -12,7 +12,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from acp_notebook import InvalidArgumentError
@@ -35,16 +34,13 @@ def usage(amount: float, currency: str = "USD") -> dict[str, Any]:
     }
 
 
-@pytest.mark.timeout(30)
 async def test_a_turn_past_its_budget_is_cancelled_and_marked(agent: Agent) -> None:
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            first = await session.prompt(script(usage(1.0), {"say": "before"}))
-            assert (await first.finished).success
-            steps = script(usage(1.05), {"say": "working"}, usage(1.5), {"wait_cancel": True})
-            turn = await session.prompt(steps, max_cost=0.25)
-            result = await turn.finished
+    async with agent.session() as session:
+        first = await session.prompt(script(usage(1.0), {"say": "before"}))
+        assert (await first.finished).success
+        steps = script(usage(1.05), {"say": "working"}, usage(1.5), {"wait_cancel": True})
+        turn = await session.prompt(steps, max_cost=0.25)
+        result = await turn.finished
     assert not result.success and result.over_budget
     assert result.stop_reason == "cancelled"  # what the agent answered
     # The turn's own cost (the cumulative cost minus the session's before it).
@@ -53,17 +49,14 @@ async def test_a_turn_past_its_budget_is_cancelled_and_marked(agent: Agent) -> N
     assert result.to_json()["overBudget"] is True
 
 
-@pytest.mark.timeout(30)
 async def test_a_cost_in_another_currency_is_not_compared_and_the_turn_says_so(
     agent: Agent,
 ) -> None:
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            turn = await session.prompt(
-                script(usage(5, "EUR"), usage(9, "EUR"), {"say": "done"}), max_cost=0.1
-            )
-            result = await turn.finished
+    async with agent.session() as session:
+        turn = await session.prompt(
+            script(usage(5, "EUR"), usage(9, "EUR"), {"say": "done"}), max_cost=0.1
+        )
+        result = await turn.finished
     assert result.success and not result.over_budget
     assert agent.sent("session/cancel") == []
     (note,) = [e for e in result.errors if "not applied" in e]
@@ -71,22 +64,18 @@ async def test_a_cost_in_another_currency_is_not_compared_and_the_turn_says_so(
 
 
 async def test_a_turn_with_a_budget_and_no_reported_cost_says_so(agent: Agent) -> None:
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            result = await (await session.prompt(script({"say": "hi"}), max_cost=1)).finished
-            plain = await (await session.prompt(script({"say": "hi"}))).finished
+    async with agent.session() as session:
+        result = await (await session.prompt(script({"say": "hi"}), max_cost=1)).finished
+        plain = await (await session.prompt(script({"say": "hi"}))).finished
     assert result.success and NO_COST in result.errors
     assert NO_COST not in plain.errors
 
 
 async def test_a_bad_max_cost_is_refused(agent: Agent) -> None:
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            for bad in (-1, float("nan"), "1", True):
-                with pytest.raises(InvalidArgumentError):
-                    await session.prompt("hi", max_cost=bad)
+    async with agent.session() as session:
+        for bad in (-1, float("nan"), "1", True):
+            with pytest.raises(InvalidArgumentError):
+                await session.prompt("hi", max_cost=bad)
     assert agent.sent("session/prompt") == []
 
 
@@ -119,7 +108,6 @@ def test_the_ledger_escapes_what_the_agent_chose() -> None:
 # -- a real kernel ---------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(150)
 def test_budgets_and_the_ledger_in_a_kernel(tmp_path: Path) -> None:
     from tests.nb_util import errors, execute, scripted, text
 

@@ -15,11 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.nb_util import kernel_env, make_client, new_nb, text
-
-pytestmark = pytest.mark.timeout(90)
 
 # Runs in the kernel: wait (bounded by the test's timeout) for the chat's condition.
 WAIT = "while not ({}):\n    await asyncio.sleep(0.02)\n"

@@ -38,7 +38,6 @@ async def turn(session: Session, *steps: dict[str, Any]) -> str:
     return result.turn_id
 
 
-@pytest.mark.timeout(30)
 async def test_a_turn_is_checkpointed_and_reverted(agent: Agent) -> None:
     old, new = agent.cwd / "a.txt", agent.cwd / "sub" / "b.txt"
     old.write_text("before\n")
@@ -70,118 +69,92 @@ async def test_a_turn_is_checkpointed_and_reverted(agent: Agent) -> None:
                 await session.revert()
 
 
-@pytest.mark.timeout(30)
-async def test_a_file_changed_since_is_refused_unless_forced(agent: Agent) -> None:
+async def test_a_file_changed_since_is_refused_unless_forced(
+    agent: Agent, session: Session
+) -> None:
     path = agent.cwd / "a.txt"
     path.write_text("v1")
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            # Two writes in one turn: the checkpoint is what the file held before the turn.
-            turn_id = await turn(session, write(path, "v2"), write(path, "v3"))
-            path.write_text("edited by hand")
-            refused = await session.revert(turn_id)
-            [only] = refused.files
-            assert (
-                only.action == "refused" and str(path) in only.reason and "--force" in only.reason
-            )
-            assert path.read_text() == "edited by hand"
-            forced = await session.revert(turn_id, force=True)
-            assert forced.paths("restored") == [str(path)]
-            assert path.read_text() == "v1"
+    # Two writes in one turn: the checkpoint is what the file held before the turn.
+    turn_id = await turn(session, write(path, "v2"), write(path, "v3"))
+    path.write_text("edited by hand")
+    refused = await session.revert(turn_id)
+    [only] = refused.files
+    assert only.action == "refused" and str(path) in only.reason and "--force" in only.reason
+    assert path.read_text() == "edited by hand"
+    forced = await session.revert(turn_id, force=True)
+    assert forced.paths("restored") == [str(path)]
+    assert path.read_text() == "v1"
 
 
-@pytest.mark.timeout(30)
-async def test_the_default_is_the_last_turn_that_wrote(agent: Agent) -> None:
+async def test_the_default_is_the_last_turn_that_wrote(agent: Agent, session: Session) -> None:
     one, two = agent.cwd / "one.txt", agent.cwd / "two.txt"
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            first = await turn(session, write(one, "1"))
-            await turn(session, write(two, "2"))
-            await turn(session)  # wrote nothing: no checkpoints
-            assert len(session.checkpoints) == 2
-            await session.revert()
-            assert one.exists() and not two.exists()
-            assert (await session.revert()).turn_id == first
-            assert not one.exists()
-            with pytest.raises(InvalidArgumentError, match="no checkpoints for turn 'turn-nope'"):
-                await session.revert("turn-nope")
+    first = await turn(session, write(one, "1"))
+    await turn(session, write(two, "2"))
+    await turn(session)  # wrote nothing: no checkpoints
+    assert len(session.checkpoints) == 2
+    await session.revert()
+    assert one.exists() and not two.exists()
+    assert (await session.revert()).turn_id == first
+    assert not one.exists()
+    with pytest.raises(InvalidArgumentError, match="no checkpoints for turn 'turn-nope'"):
+        await session.revert("turn-nope")
 
 
-@pytest.mark.timeout(30)
-async def test_bounds_leave_the_write_but_say_not_covered(agent: Agent) -> None:
+async def test_bounds_leave_the_write_but_say_not_covered(agent: Agent, session: Session) -> None:
     big = agent.cwd / "big.txt"
     big.write_text("x" * 100)
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            session.checkpoints.max_file_bytes = 10
-            await turn(session, write(big, "small"))
-            [record] = session.checkpoints[0].files
-            assert not record.covered and "larger than 10 bytes" in record.reason
-            assert big.read_text() == "small"  # the write happened all the same
-            result = await session.revert()
-            assert [(f.action, f.reason) for f in result.files] == [("not covered", record.reason)]
-            assert big.read_text() == "small"
+    session.checkpoints.max_file_bytes = 10
+    await turn(session, write(big, "small"))
+    [record] = session.checkpoints[0].files
+    assert not record.covered and "larger than 10 bytes" in record.reason
+    assert big.read_text() == "small"  # the write happened all the same
+    result = await session.revert()
+    assert [(f.action, f.reason) for f in result.files] == [("not covered", record.reason)]
+    assert big.read_text() == "small"
 
-            # The session's budget: the first file fits, the second no longer does.
-            session.checkpoints.max_file_bytes = 1000
-            session.checkpoints.max_session_bytes = 150
-            for name in ("c.txt", "d.txt"):
-                (agent.cwd / name).write_text("y" * 100)
-            await turn(session, write(agent.cwd / "c.txt", "1"), write(agent.cwd / "d.txt", "2"))
-            c, d = session.checkpoints[1].files
-            assert c.covered and not d.covered and "reached 150 bytes" in d.reason
-            assert (agent.cwd / "d.txt").read_text() == "2"
+    # The session's budget: the first file fits, the second no longer does.
+    session.checkpoints.max_file_bytes = 1000
+    session.checkpoints.max_session_bytes = 150
+    for name in ("c.txt", "d.txt"):
+        (agent.cwd / name).write_text("y" * 100)
+    await turn(session, write(agent.cwd / "c.txt", "1"), write(agent.cwd / "d.txt", "2"))
+    c, d = session.checkpoints[1].files
+    assert c.covered and not d.covered and "reached 150 bytes" in d.reason
+    assert (agent.cwd / "d.txt").read_text() == "2"
 
 
-@pytest.mark.timeout(30)
 async def test_checkpoints_never_leave_the_workspace(agent: Agent) -> None:
     outside = agent.tmp / "outside"
     outside.mkdir()
     os.symlink(outside, agent.cwd / ".acp_notebook")  # planted by the agent's own tools
     path = agent.cwd / "a.txt"
     path.write_text("private")
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            await turn(session, write(path, "new"))
-            [record] = session.checkpoints[0].files
-            assert not record.covered and "cannot keep it" in record.reason
+    async with agent.session() as session:
+        await turn(session, write(path, "new"))
+        [record] = session.checkpoints[0].files
+        assert not record.covered and "cannot keep it" in record.reason
     assert path.read_text() == "new"
     assert not any(p.is_file() for p in outside.rglob("*"))
 
 
-@pytest.mark.timeout(30)
-async def test_a_tampered_checkpoint_is_not_restored(agent: Agent) -> None:
+async def test_a_tampered_checkpoint_is_not_restored(agent: Agent, session: Session) -> None:
     path = agent.cwd / "a.txt"
     path.write_text("original")
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            await turn(session, write(path, "agent"))
-            [record] = session.checkpoints[0].files
-            Path(record.checkpoint or "").write_text("planted")
-            [only] = (await session.revert(force=True)).files
-            assert only.action == "refused" and "checkpoint file" in only.reason
-            assert path.read_text() == "agent"
+    await turn(session, write(path, "agent"))
+    [record] = session.checkpoints[0].files
+    Path(record.checkpoint or "").write_text("planted")
+    [only] = (await session.revert(force=True)).files
+    assert only.action == "refused" and "checkpoint file" in only.reason
+    assert path.read_text() == "agent"
 
 
-@pytest.mark.timeout(30)
-async def test_a_refused_write_leaves_no_record(agent: Agent) -> None:
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            result = await (
-                await session.prompt(script(write(agent.tmp / "escape.txt", "x")))
-            ).finished
-            assert "error" in reports(result.text, "RESPONSE ")[0]
-            assert len(session.checkpoints) == 0
+async def test_a_refused_write_leaves_no_record(agent: Agent, session: Session) -> None:
+    result = await (await session.prompt(script(write(agent.tmp / "escape.txt", "x")))).finished
+    assert "error" in reports(result.text, "RESPONSE ")[0]
+    assert len(session.checkpoints) == 0
 
 
 @pytest.mark.scripted_agent("process")
-@pytest.mark.timeout(120)
 def test_agent_revert_in_a_kernel(tmp_path: Path) -> None:
     notes = tmp_path / "notes.txt"
     notes.write_text("mine\n")

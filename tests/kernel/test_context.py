@@ -62,7 +62,6 @@ def test_other_values_use_a_bounded_repr() -> None:
     assert len(big["context"]) < MAX_CHARS + 200 and "more characters" in big["context"]
 
 
-@pytest.mark.timeout(90)
 def test_with_sends_variables_before_the_prompt(tmp_path: Path) -> None:
     nb = execute(
         [
@@ -110,7 +109,6 @@ def test_a_big_containers_repr_is_bounded_before_it_is_made() -> None:
     assert "Broken" in broken["context"]
 
 
-@pytest.mark.timeout(60)
 def test_a_wide_frame_is_described_without_formatting_every_column() -> None:
     """A DataFrame of 100,000 columns: `head(10).to_string()` formatted them all (7.7 MB, 33 s
     of a blocked kernel) and the dtypes listed them all, before both were cut."""

@@ -258,7 +258,6 @@ def ask(params: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.anyio
-@pytest.mark.timeout(40)
 @pytest.mark.scripted_agent("in_process")
 async def test_a_handler_answers_and_the_agent_gets_the_converted_values(agent: Agent) -> None:
     seen: list[ElicitationPart] = []
@@ -290,7 +289,6 @@ def agent_caps(agent: Agent) -> Any:
 
 
 @pytest.mark.anyio
-@pytest.mark.timeout(40)
 @pytest.mark.scripted_agent("in_process")
 async def test_without_a_handler_declined_and_a_failing_handler_declines_saying_why(
     agent: Agent,
@@ -301,14 +299,12 @@ async def test_without_a_handler_declined_and_a_failing_handler_declines_saying_
     async def wrong(part: ElicitationPart) -> Any:
         return {"name": "A"}  # too short: the answer is checked before it is sent
 
-    with anyio.fail_after(30):
-        async with agent.client() as client:
-            session = await client.new_session()
-            plain = await (await session.prompt(script(ask(form())))).finished
-            session.elicitation_handler = too_slow
-            slow = await (await session.prompt(script(ask(form())))).finished
-            session.elicitation_handler = wrong
-            bad = await (await session.prompt(script(ask(form()), ask({"mode": "x"})))).finished
+    async with agent.session(bound=30) as session:
+        plain = await (await session.prompt(script(ask(form())))).finished
+        session.elicitation_handler = too_slow
+        slow = await (await session.prompt(script(ask(form())))).finished
+        session.elicitation_handler = wrong
+        bad = await (await session.prompt(script(ask(form()), ask({"mode": "x"})))).finished
     assert [r["result"] for r in reports(plain.text, "RESPONSE ")] == [{"action": "decline"}]
     assert [r["result"] for r in reports(slow.text, "RESPONSE ")] == [{"action": "decline"}]
     bad_answers = reports(bad.text, "RESPONSE ")
@@ -324,7 +320,6 @@ async def test_without_a_handler_declined_and_a_failing_handler_declines_saying_
 
 
 @pytest.mark.anyio
-@pytest.mark.timeout(40)
 @pytest.mark.scripted_agent("in_process")
 async def test_stop_cancels_a_pending_elicitation(agent: Agent) -> None:
     asked = anyio.Event()
@@ -333,13 +328,11 @@ async def test_stop_cancels_a_pending_elicitation(agent: Agent) -> None:
         asked.set()
         await anyio.sleep_forever()
 
-    with anyio.fail_after(30):
-        async with agent.client(elicitation_handler=never) as client:
-            session = await client.new_session()
-            turn = await session.prompt(script(ask(form())))
-            await asked.wait()
-            await turn.cancel()
-            result = await turn.finished
+    async with agent.session(elicitation_handler=never, bound=30) as session:
+        turn = await session.prompt(script(ask(form())))
+        await asked.wait()
+        await turn.cancel()
+        result = await turn.finished
     (part,) = [p for p in result.parts if isinstance(p, ElicitationPart)]
     assert part.outcome == "cancel"
 

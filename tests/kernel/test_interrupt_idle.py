@@ -22,10 +22,9 @@ from jupyter_client.session import Session
 from nbclient.exceptions import CellExecutionError
 
 from acp_notebook.notebook import interrupts
-from tests.kernel.test_magics import poll, stop_button
-from tests.nb_util import kernel_env, make_client, new_nb, process_gone, text, wait_until
-
-pytestmark = pytest.mark.timeout(120)
+from tests.kernel.test_magics import stop_button
+from tests.nb_util import kernel_env, make_client, new_nb, process_gone, text
+from tests.polling import until, wait_until
 
 
 def _pids(marker: str) -> list[int]:
@@ -109,9 +108,9 @@ def test_an_interrupt_while_a_quiet_agent_starts_ends_the_cell(tmp_path: Path) -
 
     async def interrupt_the_start(watcher: Any) -> tuple[list[int], float]:
         running = asyncio.create_task(client.async_execute_cell(nb.cells[1], 1))
-        view, _ = await poll(lambda: stop_button(client, starting=True), 30, "the view")
-        pids = await poll(lambda: _pids(marker) or None, 30, "the agent process")
-        await poll(lambda: got.exists() or None, 30, "the agent to receive initialize")
+        view, _ = await until(lambda: stop_button(client, starting=True), 30, "the view")
+        pids = await until(lambda: _pids(marker) or None, 30, "the agent process")
+        await until(lambda: got.exists() or None, 30, "the agent to receive initialize")
         # A round trip through the kernel's loop after it sent initialize: after the answer the
         # loop has nothing left to do and sleeps in select(), where the interrupt lands.
         await _round_trip(client, watcher, view)
@@ -147,7 +146,6 @@ def test_an_interrupt_while_a_quiet_agent_starts_ends_the_cell(tmp_path: Path) -
     assert all(process_gone(p) for p in pids), "the agent outlived the interrupted start"
 
 
-@pytest.mark.timeout(30)
 def test_the_wrapped_handler_wakes_the_loop_and_leaves_with_the_cell() -> None:
     """What ipykernel does, in small: a SIGINT handler that queues its work with a plain
     call_soon while the loop sleeps. Wrapped, the work runs long before the loop's only timer."""

@@ -192,7 +192,6 @@ def test_a_big_dict_output_is_not_sorted_to_show_four_keys() -> None:
     assert CountedKey.compared == 0, f"{CountedKey.compared} comparisons to show a few keys"
 
 
-@pytest.mark.timeout(120)
 def test_a_notebook_of_many_cells_is_read_without_validating_it(tmp_path: Path) -> None:
     """A notebook file of 200,000 small cells (under the size bound): nbformat read and
     validated it, cell by cell (15 s of a blocked kernel, more for the bound's 20 MB), for each
@@ -354,7 +353,6 @@ def _prompts(record: Path) -> list[list[dict[str, Any]]]:
     return [m["params"]["prompt"] for m in messages if m.get("method") == "session/prompt"]
 
 
-@pytest.mark.timeout(120)
 def test_error_cells_and_an_exception_reach_the_agent(tmp_path: Path) -> None:
     record = tmp_path / "agent.jsonl"
     agent = scripted("--record", str(record))
@@ -392,7 +390,6 @@ def test_error_cells_and_an_exception_reach_the_agent(tmp_path: Path) -> None:
     assert [b.get("tag") for b in recorded[:3]] == ["variable", "error", "cells"]
 
 
-@pytest.mark.timeout(120)
 def test_cells_from_the_notebook_file_and_its_link(tmp_path: Path) -> None:
     record = tmp_path / "agent.jsonl"
     nb = new_nb(

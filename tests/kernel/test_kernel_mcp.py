@@ -26,8 +26,7 @@ from mcp.client.stdio import StdioServerParameters
 from acp_notebook.kernel_tools import relay as kernel_mcp
 from acp_notebook.kernel_tools import server as kernel_server
 from tests.nb_util import kernel_env, make_client, new_nb, process_gone, scripted, text
-
-pytestmark = pytest.mark.timeout(120)
+from tests.polling import until
 
 HAVE_SCIENCE = all(
     __import__("importlib").util.find_spec(m) for m in ("numpy", "pandas", "matplotlib")
@@ -90,14 +89,6 @@ def relay(entry: dict[str, Any], token: str | None = None) -> subprocess.Popen[b
         stderr=subprocess.PIPE,
         env=env,
     )
-
-
-async def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 class Kernel:
@@ -262,7 +253,7 @@ def test_the_relay_goes_with_its_session_and_with_the_kernel(tmp_path: Path) -> 
         socket_dir.append(Path(second["args"][-1]).parent)
         relays.extend([relay(first), relay(second)])
         await kernel.run()  # session c closes: its relay ends, d's stays
-        await wait_for(lambda: relays[0].poll() is not None, 15, "c's relay to exit")
+        await until(lambda: relays[0].poll() is not None, 15, "c's relay to exit")
         assert relays[1].poll() is None
         refused = relay(first)  # and c's token is refused from now on
         _, err = refused.communicate(timeout=30)
@@ -296,7 +287,6 @@ def test_without_a_socket_there_are_no_tools_and_the_cell_still_runs(tmp_path: P
     in_kernel(tmp_path, cells, body, XDG_RUNTIME_DIR=str(deep))
 
 
-@pytest.mark.timeout(60)
 def test_the_relays_token_is_not_left_in_its_proc_environ(tmp_path: Path) -> None:
     """The relay popped its token from `os.environ`, which only drops the C pointer to it: the
     bytes stayed in its environment block, which `/proc/<pid>/environ` shows to any process of

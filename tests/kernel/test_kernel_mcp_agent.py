@@ -17,8 +17,6 @@ from tests.agents.script import script
 from tests.nb_util import execute, scripted, text, transcripts
 from tests.real_agents import fast_agent_command
 
-pytestmark = pytest.mark.timeout(180)
-
 CALLS = [
     {"name": "list_variables", "arguments": {}},
     {"name": "inspect_variable", "arguments": {"name": "count"}},

@@ -12,13 +12,11 @@ import socket
 from pathlib import Path
 from typing import Any
 
-import pytest
 from mcp.client import Client
 
 from acp_notebook.kernel_tools import relay as kernel_mcp
-from tests.kernel.test_kernel_mcp import ENTRY, Kernel, in_kernel, open_session, params, wait_for
-
-pytestmark = pytest.mark.timeout(120)
+from tests.kernel.test_kernel_mcp import ENTRY, Kernel, in_kernel, open_session, params
+from tests.polling import until
 
 
 def token_of(entry: dict[str, Any]) -> str:
@@ -84,7 +82,7 @@ def test_connections_are_bounded_and_a_legitimate_relay_still_works(tmp_path: Pa
             with connect(first, token_of(first)) as probe:
                 return answer(probe) == b"OK"
 
-        await wait_for(first_token_works, 30, "the first session's token to work again")
+        await until(first_token_works, 30, "the first session's token to work again")
         await tools_answer(first)
 
     in_kernel(tmp_path, cells, body)

@@ -19,10 +19,9 @@ from mcp.client import Client
 
 from tests.agents.script import script
 from tests.kernel.test_chat_kernel import comm_msg, model_of, subshell
-from tests.kernel.test_kernel_mcp import ENTRY, Kernel, open_session, params, texts, wait_for
+from tests.kernel.test_kernel_mcp import ENTRY, Kernel, open_session, params, texts
 from tests.nb_util import kernel_env, make_client, new_nb, scripted, text
-
-pytestmark = pytest.mark.timeout(180)
+from tests.polling import until
 
 
 def run_cell(code: str, options: str = "--allow execute") -> str:
@@ -63,7 +62,7 @@ def test_the_kernels_interrupt_stops_the_agents_code_and_the_next_cell_answers(
 
     async def body(kernel: Kernel) -> None:
         running = asyncio.create_task(kernel.run())
-        await wait_for(mark.exists, 90, "the agent's code to run")
+        await until(mark.exists, 90, "the agent's code to run")
         started = time.monotonic()
         await kernel.client.km.interrupt_kernel()
         done, _ = await asyncio.wait({running}, timeout=30)
@@ -107,7 +106,7 @@ def test_an_interrupt_stops_the_agents_code_while_no_cell_runs(tmp_path: Path, t
         entry = await kernel.entry()
         async with Client(params(entry)) as mcp:
             call = asyncio.create_task(mcp.call_tool(tool, arguments))
-            await wait_for(mark.exists, 60, "the agent's code to run")
+            await until(mark.exists, 60, "the agent's code to run")
             await kernel.client.km.interrupt_kernel()
             done, _ = await asyncio.wait({call}, timeout=30)
             assert done, f"{tool} ran on 30 s after the kernel's interrupt"
@@ -184,7 +183,7 @@ def test_a_chat_turns_code_waits_for_the_running_cell(tmp_path: Path) -> None:
             shell = await subshell(client)
             box = model_of(client, "AnyModel", _anywidget_id="acp_notebook.chat.input.ChatInput")
             running = asyncio.create_task(client.async_execute_cell(nb.cells[3], 3))
-            await wait_for(started.exists, 30, "the user's cell to start")
+            await until(started.exists, 30, "the user's cell to start")
             submit = {"method": "custom", "content": {"event": "submit", "text": prompt}}
             comm_msg(client, shell, box, submit)
             await asyncio.wait_for(running, 60)
@@ -223,7 +222,7 @@ def test_an_interrupt_stops_a_chat_turns_code_and_ends_the_turn(tmp_path: Path) 
             box = model_of(client, "AnyModel", _anywidget_id="acp_notebook.chat.input.ChatInput")
             submit = {"method": "custom", "content": {"event": "submit", "text": prompt}}
             comm_msg(client, shell, box, submit)
-            await wait_for(mark.exists, 60, "the agent's code to run")
+            await until(mark.exists, 60, "the agent's code to run")
             await client.km.interrupt_kernel()
             for index in (3, 4):
                 await asyncio.wait_for(client.async_execute_cell(nb.cells[index], index), 30)

@@ -16,8 +16,6 @@ import pytest
 from acp_notebook.display import reprs
 from tests.nb_util import execute, transcripts
 
-pytestmark = pytest.mark.timeout(90)
-
 HEAVY = ("acp_notebook.client.client", "pydantic", "markdown_it", "ipywidgets")
 
 LOAD = f"""
@@ -96,7 +94,6 @@ def test_the_client_classes_shown_by_name_exist(module: str, name: str) -> None:
     assert (cls.__module__, cls.__name__) == (module, name)
 
 
-@pytest.mark.timeout(90)
 def test_a_kernel_starts_light_and_its_first_agent_cell_works(tmp_path: Path) -> None:
     """A kernel loads the extension at start (the venv's ipython_kernel_config.json): nothing
     heavy until the first `%%agent` cell, which then runs the demo agent as always."""

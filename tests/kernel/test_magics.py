@@ -37,11 +37,9 @@ from tests.nb_util import (
     scripted,
     text,
     transcripts,
-    wait_until,
 )
+from tests.polling import until, wait_until
 from tests.shared_kernel import SharedKernel
-
-pytestmark = pytest.mark.timeout(90)
 
 INTERNAL_FRAME = re.compile(r"acp_notebook[/\\]\w+")
 
@@ -71,7 +69,6 @@ def last_json(cell) -> object:
 # -- one turn, saved ------------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(60)
 def test_plain_turn_saves_static_record_and_binds_result(tmp_path: Path) -> None:
     nb = execute(
         [
@@ -121,7 +118,6 @@ def test_plain_turn_saves_static_record_and_binds_result(tmp_path: Path) -> None
     }
 
 
-@pytest.mark.timeout(90)
 def test_a_result_shown_in_place_is_shown_whole_when_displayed_later(tmp_path: Path) -> None:
     # The magic run from code: its live display becomes the record, but the result is not the
     # cell's value, so nothing consumes the mark that blanks the value's display; a later
@@ -143,7 +139,6 @@ def test_a_result_shown_in_place_is_shown_whole_when_displayed_later(tmp_path: P
     assert [o["output_type"] for o in outputs(again)] == ["display_data"]
 
 
-@pytest.mark.timeout(90)
 def test_a_result_shown_in_place_and_displayed_by_the_user_shows_each_time(tmp_path: Path) -> None:
     # The record is in place; the user's own display() calls show it (not an empty output the
     # first time and the record the second), and the cell's value after them adds nothing.
@@ -161,7 +156,6 @@ def test_a_result_shown_in_place_and_displayed_by_the_user_shows_each_time(tmp_p
     assert [o for o in outputs(cell) if o["output_type"] == "execute_result"] == []
 
 
-@pytest.mark.timeout(60)
 def test_the_demo_agent_notice_is_shown_once_per_kernel(tmp_path: Path) -> None:
     nb = execute(["%%agent\nfirst", "%%agent --quiet\nsecond", "%%agent -s other\nthird"], tmp_path)
 
@@ -174,7 +168,6 @@ def test_the_demo_agent_notice_is_shown_once_per_kernel(tmp_path: Path) -> None:
         assert only_transcript(cell)["success"] is True
 
 
-@pytest.mark.timeout(60)
 def test_display_updates_are_coalesced(tmp_path: Path, kernel: SharedKernel) -> None:
     # 100 bursts of 5 chunks, 10 ms apart: 500 chunks in about a second of streaming. Without
     # the cap (max_update_rate = 1000) this cell sent about 180 display updates. 40,000
@@ -236,7 +229,6 @@ def test_display_updates_are_coalesced(tmp_path: Path, kernel: SharedKernel) -> 
 # -- permissions, headless -----------------------------------------------------------------------
 
 
-@pytest.mark.timeout(60)
 def test_headless_permission_rejected_unless_allowed_and_deny_wins(
     tmp_path: Path, kernel: SharedKernel
 ) -> None:
@@ -298,7 +290,6 @@ def assert_one_paragraph(message: str) -> None:
     assert "What to try:" in message
 
 
-@pytest.mark.timeout(60)
 def test_failed_demo_turn_raises_one_clear_message(tmp_path: Path, kernel: SharedKernel) -> None:
     exc, cell = run_failing(tmp_path, "%%agent\n/fail please", kernel=kernel)
     message = str(exc)
@@ -310,7 +301,6 @@ def test_failed_demo_turn_raises_one_clear_message(tmp_path: Path, kernel: Share
     assert record["success"] is False
 
 
-@pytest.mark.timeout(60)
 def test_agent_exit_mid_turn_raises_with_exit_code_and_stderr(
     tmp_path: Path, kernel: SharedKernel
 ) -> None:
@@ -325,7 +315,6 @@ def test_agent_exit_mid_turn_raises_with_exit_code_and_stderr(
     assert record["success"] is False and answer(record) == "half an answer"
 
 
-@pytest.mark.timeout(60)
 def test_timeout_cancels_the_turn_and_raises(tmp_path: Path, kernel: SharedKernel) -> None:
     log = tmp_path / "agent.jsonl"
     agent = scripted("--record", str(log))
@@ -360,7 +349,6 @@ def cell_seconds(cell) -> float:
     return (end - start).total_seconds()
 
 
-@pytest.mark.timeout(90)
 @pytest.mark.parametrize("method", ["initialize", "session/new", "session/set_mode"])
 def test_timeout_covers_starting_the_agent_and_the_session(
     tmp_path: Path, method: str, kernel: SharedKernel
@@ -397,7 +385,6 @@ def test_timeout_covers_starting_the_agent_and_the_session(
     assert "$/cancel_request" in methods
 
 
-@pytest.mark.timeout(90)
 def test_request_timeout_setting_bounds_session_start(tmp_path: Path, kernel: SharedKernel) -> None:
     marker = tmp_path / "hung"
     agent = scripted("--hang-method", "session/new", "--hang-once-marker", str(marker))
@@ -421,7 +408,6 @@ def test_request_timeout_setting_bounds_session_start(tmp_path: Path, kernel: Sh
     assert answer(only_transcript(nb.cells[2])).strip() == "echo: hello again"
 
 
-@pytest.mark.timeout(60)
 def test_bad_options_are_usage_errors(tmp_path: Path, kernel: SharedKernel) -> None:
     bad = {
         "%%agent --nope\nhi": "unrecognized arguments: --nope",
@@ -466,7 +452,6 @@ def test_help_prints_once_and_does_not_fail_even_without_a_body(
 # -- sessions, modes, config ----------------------------------------------------------------------
 
 
-@pytest.mark.timeout(60)
 def test_sessions_new_mode_and_config(tmp_path: Path, kernel: SharedKernel) -> None:
     nb = execute(
         [
@@ -497,7 +482,6 @@ def test_sessions_new_mode_and_config(tmp_path: Path, kernel: SharedKernel) -> N
 # -- background turns ----------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(60)
 def test_background_returns_a_handle_and_finished_resolves(
     tmp_path: Path, kernel: SharedKernel
 ) -> None:
@@ -521,7 +505,6 @@ def test_background_returns_a_handle_and_finished_resolves(
     assert "Stopped turn" in stopped and "cancelled" in stopped
 
 
-@pytest.mark.timeout(60)
 def test_background_out_stays_the_handle_after_the_turn_ends(
     tmp_path: Path, kernel: SharedKernel
 ) -> None:
@@ -557,7 +540,6 @@ def test_background_out_stays_the_handle_after_the_turn_ends(
 # -- %agent --------------------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(90)
 def test_line_commands(tmp_path: Path, kernel: SharedKernel) -> None:
     nb = execute(
         [
@@ -605,7 +587,6 @@ def test_line_commands(tmp_path: Path, kernel: SharedKernel) -> None:
 # -- kernel shutdown -----------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(60)
 def test_kernel_shutdown_leaves_no_agent_process(tmp_path: Path) -> None:
     nb = new_nb("%%agent\nhello", "%agent status\nprint(_agent_status['pid'])")
     client = make_client(nb, tmp_path)
@@ -619,16 +600,6 @@ def test_kernel_shutdown_leaves_no_agent_process(tmp_path: Path) -> None:
 
 
 # -- Stop and interrupt without a browser ---------------------------------------------------------
-
-
-async def poll(predicate, timeout: float, what: str):
-    """Wait for nbclient's view of the kernel (filled by the running cell's task) to change."""
-    deadline = time.monotonic() + timeout
-    while (value := predicate()) is None:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(0.02)
-    return value
 
 
 def view_state(client, comm_id: str) -> str | None:
@@ -666,7 +637,6 @@ def click(client, target: tuple[str, dict]) -> None:
     )
 
 
-@pytest.mark.timeout(60)
 def test_stop_click_cancels_turn_without_raising(tmp_path: Path) -> None:
     nb = new_nb(
         '%config AcpNotebook.interactive = "yes"',
@@ -681,7 +651,7 @@ def test_stop_click_cancels_turn_without_raising(tmp_path: Path) -> None:
             await client.async_execute_cell(nb.cells[0], 0)
             started = time.monotonic()
             running = asyncio.create_task(client.async_execute_cell(nb.cells[1], 1))
-            button = await poll(lambda: stop_button(client), 20, "the Stop button")
+            button = await until(lambda: stop_button(client), 20, "the Stop button")
             click(client, button)
             await running  # a Stop is not a failure: no CellExecutionError
             took = time.monotonic() - started
@@ -700,7 +670,6 @@ def test_stop_click_cancels_turn_without_raising(tmp_path: Path) -> None:
     assert not errors(nb)
 
 
-@pytest.mark.timeout(60)
 def test_stop_while_the_agent_starts_cancels_the_start(tmp_path: Path) -> None:
     """The view is shown before the agent answers initialize; its Stop ends the start: no
     error, the agent process stopped, the kernel free for the next cell."""
@@ -717,8 +686,8 @@ def test_stop_while_the_agent_starts_cancels_the_start(tmp_path: Path) -> None:
         async with client.async_setup_kernel(env=kernel_env(tmp_path)):
             await client.async_execute_cell(nb.cells[0], 0)
             running = asyncio.create_task(client.async_execute_cell(nb.cells[1], 1))
-            button = await poll(lambda: stop_button(client, starting=True), 20, "the Stop")
-            pids = await poll(lambda: _pids(marker) or None, 20, "the agent process")
+            button = await until(lambda: stop_button(client, starting=True), 20, "the Stop")
+            pids = await until(lambda: _pids(marker) or None, 20, "the agent process")
             click(client, button)
             await running  # no CellExecutionError
             await client.async_execute_cell(nb.cells[2], 2)
@@ -732,7 +701,6 @@ def test_stop_while_the_agent_starts_cancels_the_start(tmp_path: Path) -> None:
     assert not errors(nb)
 
 
-@pytest.mark.timeout(60)
 def test_a_prompt_refused_after_the_start_leaves_no_starting_view(tmp_path: Path) -> None:
     nb = new_nb(
         '%config AcpNotebook.interactive = "yes"',
@@ -750,7 +718,6 @@ def _pids(marker: str) -> list[int]:
     return [int(p) for p in found.split()]
 
 
-@pytest.mark.timeout(60)
 def test_kernel_interrupt_cancels_turn_and_kernel_stays_usable(tmp_path: Path) -> None:
     log = tmp_path / "agent.jsonl"
     agent = scripted("--record", str(log))
@@ -777,7 +744,7 @@ def test_kernel_interrupt_cancels_turn_and_kernel_stays_usable(tmp_path: Path) -
     async def main() -> float:
         async with client.async_setup_kernel(env=kernel_env(tmp_path)):
             running = asyncio.create_task(client.async_execute_cell(nb.cells[0], 0))
-            await poll(said_streaming, 60, "the turn to stream")  # the agent starts, under load
+            await until(said_streaming, 60, "the turn to stream")  # the agent starts, under load
             # Timed from the interrupt: the agent's start is not what is measured (seconds
             # on a loaded machine), the cancel is (the turn would sleep a minute otherwise).
             started = time.monotonic()
@@ -808,7 +775,6 @@ def test_kernel_interrupt_cancels_turn_and_kernel_stays_usable(tmp_path: Path) -
     assert "Traceback" not in shown and "Traceback" not in text(nb.cells[0])
 
 
-@pytest.mark.timeout(90)
 def test_except_exception_does_not_swallow_the_interrupt_of_a_turn(tmp_path: Path) -> None:
     # A person's `except Exception:` around a turn must let their own interrupt through; an
     # `except KeyboardInterrupt:` catches it, with the cancelled turn's result.
@@ -836,7 +802,7 @@ def test_except_exception_does_not_swallow_the_interrupt_of_a_turn(tmp_path: Pat
     async def interrupted(index: int) -> None:
         running = asyncio.create_task(client.async_execute_cell(nb.cells[index], index))
         # A cell that ended before it streamed has nothing to interrupt: its error is the story.
-        await poll(lambda: streaming(index) or running.done() or None, 60, f"cell {index}")
+        await until(lambda: streaming(index) or running.done() or None, 60, f"cell {index}")
         if not running.done():
             await client.km.interrupt_kernel()
         await running
@@ -854,7 +820,6 @@ def test_except_exception_does_not_swallow_the_interrupt_of_a_turn(tmp_path: Pat
     assert "".join(printed).strip() == "caught TurnInterrupted cancelled"
 
 
-@pytest.mark.timeout(90)
 def test_changed_settings_restart_the_agent_so_they_apply(
     tmp_path: Path, kernel: SharedKernel
 ) -> None:
@@ -873,7 +838,6 @@ def test_changed_settings_restart_the_agent_so_they_apply(
     assert text(nb.cells[3]).strip() == "True"
 
 
-@pytest.mark.timeout(90)
 def test_load_shows_the_replayed_history(tmp_path: Path, kernel: SharedKernel) -> None:
     nb = execute(
         [

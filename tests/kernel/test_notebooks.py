@@ -21,6 +21,7 @@ def expects_error(cell) -> bool:
     return "raises-exception" in cell.get("metadata", {}).get("tags", [])
 
 
+# Past the folder's 240 s: each runs a whole notebook of notebooks/, a dozen turns and kernels.
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs_and_records_every_turn(path: Path, tmp_path: Path) -> None:

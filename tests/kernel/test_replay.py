@@ -92,7 +92,6 @@ def record(tmp_path: Path, sources: list[str], log: Path, **kwargs: Any) -> Path
 # -- the quickstart, replayed with no agent on PATH ---------------------------------------------
 
 
-@pytest.mark.timeout(240)
 def test_quickstart_replays_with_no_agent_command_on_path(
     tmp_path: Path, kernel: SharedKernel
 ) -> None:
@@ -151,7 +150,6 @@ CELLS = [
 ]
 
 
-@pytest.mark.timeout(240)
 def test_replay_serves_values_without_the_agent_and_fails_a_changed_cell(
     tmp_path: Path, kernel: SharedKernel
 ) -> None:
@@ -213,7 +211,6 @@ def test_replay_serves_values_without_the_agent_and_fails_a_changed_cell(
     assert prompts(log) == ["first question", "second question"]
 
 
-@pytest.mark.timeout(240)
 def test_the_recorded_notebook_edited_then_replayed_fails_the_edited_cell(
     tmp_path: Path, kernel: SharedKernel
 ) -> None:
@@ -244,7 +241,6 @@ def test_the_recorded_notebook_edited_then_replayed_fails_the_edited_cell(
     assert prompts(log) == ["first question", "second question"]
 
 
-@pytest.mark.timeout(240)
 def test_fill_runs_the_agent_for_the_changed_cell_only(
     tmp_path: Path, kernel: SharedKernel
 ) -> None:
@@ -268,7 +264,6 @@ def test_fill_runs_the_agent_for_the_changed_cell_only(
     assert any("Not replayed" in s and "the agent runs for this cell" in s for s in said)
 
 
-@pytest.mark.timeout(240)
 def test_a_recorded_failure_fails_again_with_its_paragraph(
     tmp_path: Path, kernel: SharedKernel
 ) -> None:
@@ -298,7 +293,6 @@ def test_a_recorded_failure_fails_again_with_its_paragraph(
     assert len(prompts(log)) == 1
 
 
-@pytest.mark.timeout(240)
 def test_a_structured_answer_replays_as_the_schemas_object(
     tmp_path: Path, kernel: SharedKernel
 ) -> None:
@@ -334,7 +328,6 @@ def test_a_structured_answer_replays_as_the_schemas_object(
     assert len(prompts(log)) == 1
 
 
-@pytest.mark.timeout(240)
 def test_background_replays_as_a_finished_handle(tmp_path: Path, kernel: SharedKernel) -> None:
     log = tmp_path / "agent.jsonl"
     wait = "h = _\nr = await h.finished\nprint('R', r.text.strip(), h.result is r)"
@@ -372,7 +365,6 @@ def test_background_replays_as_a_finished_handle(tmp_path: Path, kernel: SharedK
     assert prompts(log) == ["in the background", "later"]
 
 
-@pytest.mark.timeout(240)
 def test_malformed_recordings_give_a_clear_error(tmp_path: Path, kernel: SharedKernel) -> None:
     log = tmp_path / "agent.jsonl"
     recorded = record(tmp_path, CELLS, log, kernel=kernel)
@@ -518,7 +510,6 @@ def run_with_id(kc: Any, code: str, cell_id: str) -> tuple[str, list[dict[str, A
             return shell["content"]["status"], seen
 
 
-@pytest.mark.timeout(240)
 def test_cells_are_matched_by_the_id_the_front_end_sends(
     tmp_path: Path, kernel: SharedKernel
 ) -> None:
@@ -592,7 +583,6 @@ def test_a_record_that_does_not_say_what_it_was_asked_is_not_replayed(tmp_path: 
     assert no_prompt.transcript is None and "no prompt to compare" in no_prompt.problem
 
 
-@pytest.mark.timeout(240)
 def test_a_hostile_recording_replays_within_the_live_limits(
     tmp_path: Path, kernel: SharedKernel
 ) -> None:

@@ -42,8 +42,6 @@ from nbformat import NotebookNode
 from acp_notebook.protocol.turn import TurnResult
 from tests.nb_util import MIME_TURN, execute, script, scripted
 
-pytestmark = pytest.mark.timeout(180)
-
 #: (text/plain + text/html bytes) / visible bytes, at most: what the record reaches (3.61x and
 #: 2.96x when measured), with a little room for the footer's figures (time, cost) that vary.
 BOUNDS = {"short": 3.7, "long": 3.0}

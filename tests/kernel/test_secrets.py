@@ -131,7 +131,6 @@ def tool_call(call_id: str, title: str) -> dict[str, Any]:
     }
 
 
-@pytest.mark.timeout(150)
 @pytest.mark.parametrize("when", ["set by a cell", "in the kernel's environment"])
 def test_a_key_never_reaches_the_saved_notebook(tmp_path: Path, when: str) -> None:
     env = setup(tmp_path)

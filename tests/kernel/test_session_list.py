@@ -6,13 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from tests.agents.script import agent_command
 from tests.nb_util import execute, kernel_env, text
 
 
-@pytest.mark.timeout(180)
 def test_sessions_are_paged_filtered_by_directory_and_cut_at_n(tmp_path: Path) -> None:
     log = tmp_path / "agent.jsonl"
     agents = tmp_path / "agents.toml"

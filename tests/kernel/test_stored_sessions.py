@@ -21,8 +21,6 @@ from acp_notebook.notebook.stored_sessions import MAX_ENTRIES, NO_NOTEBOOK, Sess
 from tests.nb_util import data, execute, kernel_env, make_client, new_nb, scripted, text
 from tests.shared_kernel import SharedKernel
 
-pytestmark = pytest.mark.timeout(120)
-
 
 def agent(tmp_path: Path, *flags: str) -> str:
     return scripted("--state-dir", str(tmp_path / "agent-state"), *flags)
@@ -208,7 +206,6 @@ def test_symlinks_are_not_followed(tmp_path: Path) -> None:
     assert SessionStore(tmp_path / "w2").get("nb", "r", "a") is None
 
 
-@pytest.mark.timeout(60)
 def test_the_folder_swapped_for_a_link_while_writing_is_not_followed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -282,7 +279,6 @@ print("\\n".join(store.problems) or "done", flush=True)
 """
 
 
-@pytest.mark.timeout(240)
 def test_two_processes_writing_at_once_keep_every_entry(tmp_path: Path) -> None:
     import subprocess
     import sys

@@ -12,7 +12,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from pydantic import BaseModel
 
@@ -39,14 +38,11 @@ def prompts(agent: Agent) -> list[list[dict[str, Any]]]:
 
 
 async def ask(agent: Agent, text: str, output_type: Any) -> Any:
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            turn = await session.prompt(text, output_type=output_type)
-            return await turn.finished
+    async with agent.session() as session:
+        turn = await session.prompt(text, output_type=output_type)
+        return await turn.finished
 
 
-@pytest.mark.timeout(30)
 async def test_a_valid_answer_is_the_output(agent: Agent) -> None:
     answer = fenced({"name": "Lyon", "population": 522_000})
     result = await ask(agent, script({"say": answer}), City)
@@ -63,7 +59,6 @@ async def test_a_valid_answer_is_the_output(agent: Agent) -> None:
     assert json.dumps(City.model_json_schema(), indent=2) in sent[-1]["text"]
 
 
-@pytest.mark.timeout(30)
 async def test_an_invalid_answer_is_sent_back_once_and_the_second_answer_counts(
     agent: Agent,
 ) -> None:
@@ -85,7 +80,6 @@ async def test_an_invalid_answer_is_sent_back_once_and_the_second_answer_counts(
     assert result.text.count("Oslo") == 2
 
 
-@pytest.mark.timeout(30)
 async def test_a_second_invalid_answer_fails_the_turn_with_the_error(agent: Agent) -> None:
     # Not JSON at all; the re-ask is echoed ("echo: ..."), which is not JSON either.
     result = await ask(agent, script({"say": "I'd rather not."}), City)
@@ -96,7 +90,6 @@ async def test_a_second_invalid_answer_fails_the_turn_with_the_error(agent: Agen
     assert len(prompts(agent)) == 2  # asked once more, not more
 
 
-@pytest.mark.timeout(30)
 async def test_a_json_schema_dict_is_validated_with_jsonschema(agent: Agent) -> None:
     schema = {
         "title": "Tags",
@@ -117,7 +110,6 @@ async def test_a_json_schema_dict_is_validated_with_jsonschema(agent: Agent) -> 
     assert json.dumps(schema, indent=2) in prompts(agent)[0][-1]["text"]
 
 
-@pytest.mark.timeout(30)
 async def test_a_hostile_answer_fails_with_a_bounded_escaped_error(agent: Agent) -> None:
     # A huge answer that is no JSON, with markup and an escape sequence at its start.
     hostile = "<img src=x onerror=alert(1)>\x1b[31m" + "x" * 300_000
@@ -150,25 +142,22 @@ def test_parsing_takes_the_last_json_block_else_the_whole_text() -> None:
 async def test_a_bad_schema_or_a_queued_turn_is_refused_before_anything_is_sent(
     agent: Agent,
 ) -> None:
-    with anyio.fail_after(20):
-        async with agent.client() as client:
-            session = await client.new_session()
-            with pytest.raises(SchemaError):
-                await session.prompt("hi", output_type={"type": "no such type"})
-            with pytest.raises(SchemaError):
-                await session.prompt("hi", output_type=object())
-            running = await session.prompt(script({"wait_cancel": True}))
-            await session.prompt("queued")
-            with pytest.raises(InvalidArgumentError, match="queued turn"):
-                await session.prompt("hi", output_type=City)
-            await running.cancel()
+    async with agent.session() as session:
+        with pytest.raises(SchemaError):
+            await session.prompt("hi", output_type={"type": "no such type"})
+        with pytest.raises(SchemaError):
+            await session.prompt("hi", output_type=object())
+        running = await session.prompt(script({"wait_cancel": True}))
+        await session.prompt("queued")
+        with pytest.raises(InvalidArgumentError, match="queued turn"):
+            await session.prompt("hi", output_type=City)
+        await running.cancel()
     assert all("no such type" not in json.dumps(p) for p in prompts(agent))
 
 
 # -- a real kernel ---------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(120)
 def test_schema_cells_in_a_kernel(tmp_path: Path) -> None:
     from tests.nb_util import errors, execute, scripted, text
 

@@ -82,7 +82,6 @@ async def test_the_limiter_bounds_how_many_run_at_once() -> None:
                 gate.set()
 
 
-@pytest.mark.timeout(90)
 def test_a_kernel_with_a_live_agent_exits_by_itself_on_shutdown(tmp_path: os.PathLike[str]) -> None:
     """Before: the agent's start left a non-daemon anyio worker thread, so the kernel never
     exited on a shutdown request and was killed after jupyter_client's wait (its atexit hook,

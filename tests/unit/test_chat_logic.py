@@ -17,8 +17,6 @@ from acp_notebook.chat.record import MIME_CHAT, chat_record
 from acp_notebook.errors import PromptError
 from acp_notebook.widgets.loop import KernelLoop
 
-pytestmark = pytest.mark.timeout(30)
-
 MODES = [{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}]
 MODEL = {
     "id": "model",

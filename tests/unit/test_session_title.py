@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import anyio
 import pytest
 
 from acp_notebook.protocol.turn import read_turn
@@ -15,15 +14,12 @@ from tests.client_helpers import Agent
 
 
 @pytest.mark.anyio
-@pytest.mark.timeout(40)
 @pytest.mark.scripted_agent("in_process")
 async def test_the_title_the_agent_gave_ends_up_in_the_record(agent: Agent) -> None:
     title = {"sessionUpdate": "session_info_update", "title": "Fix <b>the</b>\n  parser"}
-    with anyio.fail_after(30):
-        async with agent.client() as client:
-            session = await client.new_session()
-            untitled = await (await session.prompt("hello")).finished
-            titled = await (await session.prompt(script({"update": title}, {"say": "ok"}))).finished
+    async with agent.session(bound=30) as session:
+        untitled = await (await session.prompt("hello")).finished
+        titled = await (await session.prompt(script({"update": title}, {"say": "ok"}))).finished
     assert untitled.title is None and "title" not in untitled.to_json()
     assert titled.title == "Fix <b>the</b> parser"  # one line
     saved = json.loads(json.dumps(titled.to_json()))
