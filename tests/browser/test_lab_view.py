@@ -127,26 +127,37 @@ def test_permission_buttons_are_inside_their_card_in_a_long_turn(page, lab) -> N
     assert out.locator("button:not(.acpnb-tv-copy)").count() == 0
 
 
+# A cell after the turn's whose Markdown output MathJax typesets: it typesets outputs in the order
+# they render, so once this one is typeset, the turn's output before it has had its turn.
+TYPESET_CONTROL = "from IPython.display import Markdown\nMarkdown('control: $y^2$')"
+TYPESET = ".jp-Notebook mjx-container, .jp-Notebook .MathJax"
+
+
+def typeset_control(page: Any) -> None:
+    page.locator(".jp-Notebook mjx-container").first.wait_for()
+    assert page.locator(TYPESET).count() == 1, "MathJax typeset more than the control"
+
+
 def test_dollars_stay_text_live_and_reopened(page, lab) -> None:
     text = "Two prices: $5 and $6, and $x^2$ stays text."
     steps = [{"say": text}, tool(1), {"sleep": 3}, {"say": " Done."}]
-    run(page, lab, "dollars.ipynb", cell(*steps))
+    run(page, lab, "dollars.ipynb", cell(*steps), TYPESET_CONTROL)
     out = output(page)
     answer = out.locator(".acpnb-answer", has_text="$5 and $6").first
     answer.wait_for()  # rendered as Markdown by the kernel while the turn still runs
     assert out.locator(".acpnb-running").count() == 1
-    page.wait_for_timeout(300)  # MathJax typesets asynchronously: give it a chance to act
     assert "$x^2$" in answer.inner_text()
-    assert page.locator(".jp-Notebook mjx-container, .jp-Notebook .MathJax").count() == 0
+    assert page.locator(TYPESET).count() == 0
     done(page)
+    typeset_control(page)
+    assert "$x^2$" in output(page).locator(".acpnb-answer", has_text="$5 and $6").first.inner_text()
     save(page, lab, "dollars.ipynb")
     page.reload()
     page.wait_for_function(polling=POLL, expression=READY, timeout=60_000)
     again = output(page).locator(".acpnb-answer", has_text="$5 and $6").first
     again.wait_for()
-    page.wait_for_timeout(300)
+    typeset_control(page)
     assert "$x^2$" in again.inner_text()
-    assert page.locator(".jp-Notebook mjx-container, .jp-Notebook .MathJax").count() == 0
     shoot(page, "dollars")
 
 

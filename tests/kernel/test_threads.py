@@ -37,15 +37,18 @@ async def test_abandon_on_cancel_releases_the_caller_while_the_work_goes_on() ->
 
 @pytest.mark.anyio
 async def test_without_abandon_a_cancel_waits_for_the_work_then_is_delivered() -> None:
-    release = threading.Event()
+    started, release = threading.Event(), threading.Event()
     finished: list[bool] = []
 
     def work() -> None:
+        started.set()
         release.wait(5)
         finished.append(True)
 
     async def let_go() -> None:
-        await anyio.sleep(0.05)  # after the cancel below has been requested
+        # The work started after the cancel below was requested (it is requested before the
+        # work is handed to its thread): let the work end only then.
+        await anyio.to_thread.run_sync(started.wait, 5)
         release.set()
 
     with anyio.fail_after(5):
