@@ -98,7 +98,9 @@ async def session(agent: Agent) -> AsyncIterator[Session]:
 @pytest.fixture(scope="module")
 def kernel() -> Iterator[SharedKernel]:
     """One kernel for the module's tests that take it, to pass to tests/nb_util.py's `execute`:
-    reset there before each run to what a fresh kernel is to a test (tests/shared_kernel.py)."""
+    reset there before each run to what a fresh kernel is to a test (tests/shared_kernel.py).
+    Not one per worker: the reset does not undo all a module leaves (the kernel's ledger of
+    test_budget's turns stayed, and failed the next module's turn on its budget)."""
     shared = SharedKernel()
     yield shared
     shared.shutdown()

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -41,15 +42,16 @@ def start_parent(how: str) -> tuple[subprocess.Popen[str], int]:
     # The child runs the prelude, then execs the sleeper: wait for the exec, so the kill below
     # tests the guard of the real command, not of the prelude.
     wait_until(
-        lambda: "time.sleep" in open(f"/proc/{child}/cmdline").read(), 20, "the child's exec"
+        lambda: "time.sleep" in Path(f"/proc/{child}/cmdline").read_text(), 20, "the child's exec"
     )
     return parent, child
 
 
 def test_a_guarded_child_dies_when_its_parent_is_killed() -> None:
     parent, child = start_parent("guarded")
-    parent.kill()  # SIGKILL: the parent runs no cleanup at all
-    parent.wait(10)
+    with parent:  # closes its stdout
+        parent.kill()  # SIGKILL: the parent runs no cleanup at all
+        parent.wait(10)
     wait_until(lambda: process_gone(child), 10, f"the guarded child {child} to die")
 
 
@@ -57,8 +59,9 @@ def test_an_unguarded_child_outlives_its_killed_parent() -> None:
     """The control: without the guard the same child survives (what the guard is for)."""
     parent, child = start_parent("unguarded")
     try:
-        parent.kill()
-        parent.wait(10)
+        with parent:  # closes its stdout
+            parent.kill()
+            parent.wait(10)
         with pytest.raises(AssertionError, match="timed out"):
             wait_until(lambda: process_gone(child), 2, "the unguarded child to die")
     finally:

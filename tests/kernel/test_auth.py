@@ -14,6 +14,7 @@ import pytest
 from acp_notebook.errors import AuthFailedError, AuthRequiredError, CapabilityError
 from tests.client_helpers import Agent
 from tests.nb_util import execute, kernel_env, scripted, text
+from tests.shared_kernel import SharedKernel
 
 pytestmark = [pytest.mark.anyio]
 
@@ -103,7 +104,9 @@ async def test_delete_closes_the_session_and_it_leaves_the_list(agent: Agent) ->
     ]
 
 
-def test_auth_commands_and_the_failing_cells_advice_in_a_kernel(tmp_path: Path) -> None:
+def test_auth_commands_and_the_failing_cells_advice_in_a_kernel(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     token = tmp_path / "logged-in"
     agent = scripted("--auth-terminal", str(token), "--logout", "--delete", "--list")
     nb = execute(
@@ -117,6 +120,7 @@ def test_auth_commands_and_the_failing_cells_advice_in_a_kernel(tmp_path: Path) 
         ],
         tmp_path,
         allow_errors=True,
+        kernel=kernel,
     )
     failed, listed, login, ok, deleted, logged_out = (text(c) for c in nb.cells)
     assert "TurnFailed" in failed and "%agent auth login -a" in failed
@@ -130,6 +134,7 @@ def test_auth_commands_and_the_failing_cells_advice_in_a_kernel(tmp_path: Path) 
 
 def test_a_terminal_logins_whole_command_line_is_shown_escaped_and_masked(
     tmp_path: Path,
+    kernel: SharedKernel,
 ) -> None:
     # The method's variables come first, then the agent's command and the method's args: cut at
     # 200 characters (300 in a cell's advice, without the variables), the end was hidden.
@@ -142,6 +147,7 @@ def test_a_terminal_logins_whole_command_line_is_shown_escaped_and_masked(
         tmp_path,
         env=kernel_env(tmp_path, SCRIPTED_LOGIN_VARS=json.dumps(extra)),
         allow_errors=True,
+        kernel=kernel,
     )
     failed, listed = (text(c) for c in nb.cells)
     whole = (

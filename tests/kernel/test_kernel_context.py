@@ -18,6 +18,7 @@ from acp_notebook.kernel_tools import cell_errors, snapshots
 from acp_notebook.kernel_tools import cells as kc
 from tests.blocking import CountedKey
 from tests.nb_util import execute, kernel_env, new_nb, scripted, text
+from tests.shared_kernel import SharedKernel
 
 KEY = "sk-nbctx-Zq8vR2mW4tY6uI0pL3kJ"
 
@@ -353,7 +354,7 @@ def _prompts(record: Path) -> list[list[dict[str, Any]]]:
     return [m["params"]["prompt"] for m in messages if m.get("method") == "session/prompt"]
 
 
-def test_error_cells_and_an_exception_reach_the_agent(tmp_path: Path) -> None:
+def test_error_cells_and_an_exception_reach_the_agent(tmp_path: Path, kernel: SharedKernel) -> None:
     record = tmp_path / "agent.jsonl"
     agent = scripted("--record", str(record))
     nb = execute(
@@ -368,6 +369,7 @@ def test_error_cells_and_an_exception_reach_the_agent(tmp_path: Path) -> None:
         ],
         tmp_path,
         allow_errors=True,
+        kernel=kernel,
     )
     assert "unrecognized arguments: --bogus" in text(nb.cells[4])
     none_yet = text(nb.cells[0])
@@ -390,7 +392,7 @@ def test_error_cells_and_an_exception_reach_the_agent(tmp_path: Path) -> None:
     assert [b.get("tag") for b in recorded[:3]] == ["variable", "error", "cells"]
 
 
-def test_cells_from_the_notebook_file_and_its_link(tmp_path: Path) -> None:
+def test_cells_from_the_notebook_file_and_its_link(tmp_path: Path, kernel: SharedKernel) -> None:
     record = tmp_path / "agent.jsonl"
     nb = new_nb(
         "# load\nrows = [3, 1, 2]",
@@ -401,7 +403,11 @@ def test_cells_from_the_notebook_file_and_its_link(tmp_path: Path) -> None:
     path = tmp_path / "work.ipynb"
     nbformat.write(nb, path)  # saved before it runs, as a front-end saves it
     out = execute(
-        nb, tmp_path, env=kernel_env(tmp_path, JPY_SESSION_NAME=str(path)), allow_errors=True
+        nb,
+        tmp_path,
+        env=kernel_env(tmp_path, JPY_SESSION_NAME=str(path)),
+        allow_errors=True,
+        kernel=kernel,
     )
     (sent,) = _prompts(record)
     cells, link, prompt = sent

@@ -77,8 +77,17 @@ def texts(result: Any) -> str:
     return "\n".join(c.text for c in result.content if c.type == "text")
 
 
+def closed(proc: subprocess.Popen[bytes]) -> None:
+    """The relay killed if it still runs, waited for, its pipes closed."""
+    if proc.poll() is None:
+        proc.kill()
+    with proc:  # closes the pipes and waits
+        pass
+
+
 def relay(entry: dict[str, Any], token: str | None = None) -> subprocess.Popen[bytes]:
-    """The relay as an agent starts it, kept open (stdin a pipe nobody writes to)."""
+    """The relay as an agent starts it, kept open (stdin a pipe nobody writes to). Its pipes are
+    the caller's to close (`closed`)."""
     env = dict(os.environ, **{e["name"]: e["value"] for e in entry["env"]})
     if token is not None:
         env[kernel_mcp.TOKEN_ENV] = token
@@ -271,8 +280,7 @@ def test_the_relay_goes_with_its_session_and_with_the_kernel(tmp_path: Path) -> 
             probe.connect(str(socket_dir[0] / "kernel.sock"))
     finally:
         for proc in relays:
-            if proc.poll() is None:
-                proc.kill()
+            closed(proc)
 
 
 def test_without_a_socket_there_are_no_tools_and_the_cell_still_runs(tmp_path: Path) -> None:
@@ -316,8 +324,7 @@ def test_the_relays_token_is_not_left_in_its_proc_environ(tmp_path: Path) -> Non
             proc.stdin.close()  # type: ignore[union-attr]
             assert proc.wait(timeout=30) == 0
         finally:
-            if proc.poll() is None:
-                proc.kill()
+            closed(proc)
 
 
 SECRET = "sk-test-" + "q7Zr2Lx9" * 4

@@ -16,6 +16,7 @@ import pytest
 from tests.agents.script import script
 from tests.nb_util import execute, scripted, text, transcripts
 from tests.real_agents import fast_agent_command
+from tests.shared_kernel import SharedKernel
 
 CALLS = [
     {"name": "list_variables", "arguments": {}},
@@ -63,7 +64,7 @@ def card_text(card: dict[str, Any]) -> str:
     return "\n".join(c["content"]["text"] for c in card.get("content", []))
 
 
-def test_an_agent_reads_and_runs_code_when_allowed(tmp_path: Path) -> None:
+def test_an_agent_reads_and_runs_code_when_allowed(tmp_path: Path, kernel: SharedKernel) -> None:
     nb = execute(
         [
             "count = 7",
@@ -72,6 +73,7 @@ def test_an_agent_reads_and_runs_code_when_allowed(tmp_path: Path) -> None:
         ],
         tmp_path,
         timeout=150,
+        kernel=kernel,
     )
     listed, inspected, ran, closed = seen(nb.cells[1])
     assert "count: int = 7" in listed["text"] and not listed["isError"]
@@ -87,7 +89,9 @@ def test_an_agent_reads_and_runs_code_when_allowed(tmp_path: Path) -> None:
     assert asked["optionId"] == "allow" and asked["decidedBy"] == "policy"
 
 
-def test_running_code_is_rejected_headless_and_by_deny_execute(tmp_path: Path) -> None:
+def test_running_code_is_rejected_headless_and_by_deny_execute(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     nb = execute(
         [
             "count = 7",
@@ -100,6 +104,7 @@ def test_running_code_is_rejected_headless_and_by_deny_execute(tmp_path: Path) -
         ],
         tmp_path,
         timeout=150,
+        kernel=kernel,
     )
     for index, decided in ((1, "policy (nobody to ask)"), (3, "policy")):
         *_, ran, _ = seen(nb.cells[index])

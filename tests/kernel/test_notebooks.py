@@ -9,6 +9,7 @@ import nbformat
 import pytest
 
 from tests.nb_util import MIME_WIDGET, answer, data, execute, outputs, transcripts
+from tests.shared_kernel import SharedKernel
 
 NOTEBOOKS = sorted((Path(__file__).parents[2] / "notebooks").glob("*.ipynb"))
 
@@ -24,12 +25,14 @@ def expects_error(cell) -> bool:
 # Past the folder's 240 s: each runs a whole notebook of notebooks/, a dozen turns and kernels.
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_runs_and_records_every_turn(path: Path, tmp_path: Path) -> None:
+def test_notebook_runs_and_records_every_turn(
+    path: Path, tmp_path: Path, kernel: SharedKernel
+) -> None:
     shutil.copy(path, tmp_path / path.name)
     nb = nbformat.read(tmp_path / path.name, as_version=4)
     # nbclient stops at the first unexpected error (CellExecutionError); cells tagged
     # raises-exception are the notebook's deliberate failures.
-    saved = execute(nb, tmp_path, timeout=120)
+    saved = execute(nb, tmp_path, timeout=120, kernel=kernel)
 
     agent_cells = [
         c for c in saved.cells if c.cell_type == "code" and c.source.lstrip().startswith("%%agent")
