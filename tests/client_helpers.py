@@ -1,4 +1,4 @@
-"""Helpers for the client-core tests (tests/test_client_*.py).
+"""Helpers for the client-core tests (tests/client/test_client_*.py).
 
 Tests drive the scripted agent (tests/agents/scripted/) through the real client, as a process
 or, in modules marked `pytest.mark.scripted_agent("in_process")`, on a thread of the test's own
