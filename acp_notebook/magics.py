@@ -285,7 +285,8 @@ def _notebook_paths(user_ns: dict[str, Any] | None = None) -> list[str]:
 def load_ipython_extension(ipython: Any) -> None:
     """Light, since it runs at every start of every kernel of an environment where the package
     is installed (jupyter-config enables it): the client, the renderers, ipywidgets and
-    pydantic are imported at the first `%%agent`, `%agent` or `connect` (tests/test_light_load.py).
+    pydantic are imported at the first `%%agent`, `%agent` or `connect`
+    (tests/kernel/test_light_load.py).
     """
     # JupyterLab opens ipywidgets' control comm once, when it connects: its target must exist
     # from the start, or is_interactive() never sees a widget front-end and Lab gets no Stop or

@@ -9,7 +9,7 @@ The extension is enabled in every Python kernel of an environment where it is in
   load    --reps fresh interpreters each start IPython (`globalipapp.start_ipython()`), then
           time `import acp_notebook; acp_notebook.load_ipython_extension(ip)`: CPU
           (time.process_time) and wall (time.perf_counter). The heavy modules the load imported
-          are listed (none is the point: see tests/test_light_load.py).
+          are listed (none is the point: see tests/kernel/test_light_load.py).
   kernel  --kernels kernels (this venv's `python3`, which loads the extension at start) are
           started with nbclient one after the other: wall time from the start until the kernel
           answers (nbclient's setup_kernel: started and kernel_info replied, idle), and the CPU

@@ -1,7 +1,8 @@
 """A pytest plugin that prints, per test and per file, the CPU time of the test process and of
 every process below it, and the wall time. Wall time lies on a shared machine; CPU does not.
 
-    PYTHONPATH=$PWD .venv/bin/python -m pytest -n 0 -p bench.cpu_per_test tests/test_magics.py
+    PYTHONPATH=$PWD .venv/bin/python -m pytest -n 0 -p bench.cpu_per_test \
+        tests/kernel/test_magics.py
 
 Run it with `-n 0`: with xdist the workers' own CPU is not seen. A thread reads /proc every
 0.1 s and keeps, for each process below this one (kernels, agents, the JupyterLab server,

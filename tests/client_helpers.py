@@ -1,4 +1,4 @@
-"""Helpers for the client-core tests (tests/test_client_*.py).
+"""Helpers for the client-core tests (tests/client/test_client_*.py).
 
 Tests drive the scripted agent (tests/agents/scripted/) through the real client, as a process
 or, in modules marked `pytest.mark.scripted_agent("in_process")`, on a thread of the test's own
@@ -51,6 +51,16 @@ class Agent:
             options.setdefault("transport", in_process())
         async with connect(self.command(*flags), env=env, cwd=self.cwd, **options) as client:
             yield client
+
+    @asynccontextmanager
+    async def session(
+        self, *flags: str, bound: float = 20, **options: Any
+    ) -> AsyncIterator[Session]:
+        """A new session on a client of its own (`client(*flags, **options)`), closed after; the
+        whole `async with` block bounded to `bound` seconds (TimeoutError past it)."""
+        with anyio.fail_after(bound):
+            async with self.client(*flags, **options) as client:
+                yield await client.new_session()
 
     def messages(self) -> list[dict[str, Any]]:
         """Everything the client sent so far, in order (the agent writes it before handling)."""

@@ -21,12 +21,13 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from acp_notebook.client.session import Session
 from tests.client_helpers import Agent
 from tests.orphans import dies_with_parent
 from tests.shared_kernel import SharedKernel
@@ -52,6 +53,22 @@ _PAGE_CONFIG = {"buildCheck": False, "buildAvailable": False}
 Lab = tuple[str, str, Path]
 
 
+#: Each folder's bound on one test (pytest-timeout), under CI's load of four workers on two cores:
+#: pure tests, the client on a scripted agent, real kernels (and attacks that need them), a
+#: browser. A test that needs another bound says so with its own mark and the reason beside it.
+TIMEOUT_OF_FOLDER = {"unit": 60, "client": 120, "hostile": 240, "kernel": 240, "browser": 240}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    tests = Path(__file__).parent
+    for item in items:
+        if item.get_closest_marker("timeout") is not None:
+            continue
+        folder = item.path.relative_to(tests).parts[0] if item.path.is_relative_to(tests) else ""
+        if folder in TIMEOUT_OF_FOLDER:
+            item.add_marker(pytest.mark.timeout(TIMEOUT_OF_FOLDER[folder]))
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
@@ -69,10 +86,21 @@ def agent(request: pytest.FixtureRequest, tmp_path: Path) -> Agent:
     return Agent(tmp_path, in_process=where == "in_process")
 
 
+@pytest.fixture
+async def session(agent: Agent) -> AsyncIterator[Session]:
+    """A new session of the test's scripted agent, on a client of its own, closed after the test
+    (bounded by the test's timeout). A test that passes the client options or flags, or asserts
+    after the client closed, says `async with agent.session(...) as session:` instead."""
+    async with agent.client() as client:
+        yield await client.new_session()
+
+
 @pytest.fixture(scope="module")
 def kernel() -> Iterator[SharedKernel]:
     """One kernel for the module's tests that take it, to pass to tests/nb_util.py's `execute`:
-    reset there before each run to what a fresh kernel is to a test (tests/shared_kernel.py)."""
+    reset there before each run to what a fresh kernel is to a test (tests/shared_kernel.py).
+    Not one per worker: the reset does not undo all a module leaves (the kernel's ledger of
+    test_budget's turns stayed, and failed the next module's turn on its budget)."""
     shared = SharedKernel()
     yield shared
     shared.shutdown()
@@ -276,7 +304,7 @@ def lab_page(_session_lab_page: Any, lab: Lab) -> Iterator[Any]:
     module loaded (~4 s of CPU less a module). Each module leaves it with no document open
     (their kernels shut down, before `lab` checks that none runs); a listener a test adds to it
     is removed by that test."""
-    from tests.test_lab import CLOSE_ALL
+    from tests.browser.test_lab import CLOSE_ALL
 
     yield _session_lab_page
     base = lab[0]
@@ -290,8 +318,8 @@ def page(request: pytest.FixtureRequest, browser: Any) -> Iterator[Any]:
     cookies, storage or cache shared with another test.
 
     In a module marked `pytest.mark.shared_page`, the session's one page instead (`lab_page`):
-    its tests open their notebooks with tests/test_lab.py's `open_notebook`, which closes the
-    previous one (its kernel shut down) and opens the next in the JupyterLab booted there, ~4 s
+    its tests open their notebooks with tests/browser/test_lab.py's `open_notebook`, which closes
+    the previous one (its kernel shut down) and opens the next in the JupyterLab booted there, ~4 s
     of CPU less a test. For tests whose subject is the notebook, not a fresh browser."""
     if request.node.get_closest_marker("shared_page") is not None:
         yield request.getfixturevalue("lab_page")

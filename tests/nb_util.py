@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -46,7 +45,6 @@ __all__ = [
     "scripted",
     "text",
     "transcripts",
-    "wait_until",
 ]
 
 
@@ -70,8 +68,14 @@ def kernel_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 class RecordingClient(NotebookClient):  # type: ignore[misc]
     """A NotebookClient that also keeps every iopub message it processed, in order."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        on_message: Callable[[int, dict[str, Any]], None] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
+        self.on_message = on_message  # called with each message as it is processed
         self.messages: list[tuple[int, dict[str, Any]]] = []  # (cell index, message)
         self.replies: dict[int, dict[str, Any]] = {}  # cell index -> execute_reply content
         if self.on_cell_executed is None:
@@ -85,6 +89,8 @@ class RecordingClient(NotebookClient):  # type: ignore[misc]
 
     def process_message(self, msg: dict[str, Any], cell: NotebookNode, cell_index: int) -> Any:
         self.messages.append((cell_index, msg))
+        if self.on_message is not None:
+            self.on_message(cell_index, msg)
         return super().process_message(msg, cell, cell_index)
 
     def of_type(self, msg_type: str, cell_index: int | None = None) -> list[dict[str, Any]]:
@@ -198,20 +204,6 @@ def errors(nb: NotebookNode) -> list[tuple[int, NotebookNode]]:
 
 
 # -- observing processes outside the test -----------------------------------------------------
-
-
-def wait_until(
-    predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.05
-) -> Any:
-    """Poll an external condition (another process) until it holds, or fail after timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
 
 
 def process_gone(pid: int) -> bool:

@@ -8,5 +8,5 @@
   session had before the chat opened.
 - `record.py`: the static record that follows the chat's output, and keeping it turn by turn.
 
-A folder of the widgets tier (`tests/test_layers.py`), beside `widgets/`, whose views it uses.
+A folder of the widgets tier (`tests/unit/test_layers.py`), beside `widgets/`, whose views it uses.
 """

@@ -2,7 +2,7 @@
 
 The package's own `acp_notebook.protocol.methods` takes these from the ACP SDK's tables, but
 importing the SDK costs seconds and the demo agent must start in tens of milliseconds, so it
-spells them out here; `tests/test_layers.py` checks that each equals its namesake there.
+spells them out here; `tests/unit/test_layers.py` checks that each equals its namesake there.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ from ..protocol.turn import TurnResult
 if TYPE_CHECKING:
     from ..client.turn import TurnHandle
 
-#: The client's classes shown by name: (module, class). tests/test_light_load.py checks each names
-#: the class it means.
+#: The client's classes shown by name: (module, class). tests/kernel/test_light_load.py checks
+#: each names the class it means.
 HANDLE = ("acp_notebook.client.turn", "TurnHandle")
 MASKED_REPRS = (
     ("acp_notebook.client.session", "Session"),

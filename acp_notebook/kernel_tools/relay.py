@@ -11,9 +11,10 @@ blanks the token in its environment block, which processes of the same user read
 `/proc/<pid>/environ`, see `scrub_environ`), and then copies bytes both ways: the agent's stdin to
 the kernel, the kernel's answers to its stdout. It exits when stdin closes (the agent is done or
 gone) or when the kernel closes the socket (the kernel ended, or the session the token belongs to
-did): no process stays behind. Standard library only, so it starts in tens of milliseconds and needs
-nothing the kernel does not have: this module imports nothing of the package (tests/test_layers.py
-checks it), and `kernel_tools/__init__.py`, which `python -m` runs first, imports nothing at all.
+did): no process stays behind. Standard library only, so it starts in tens of milliseconds and
+needs nothing the kernel does not have: this module imports nothing of the package
+(tests/unit/test_layers.py checks it), and `kernel_tools/__init__.py`, which `python -m` runs first,
+imports nothing at all.
 
 Why a thin pipe and not an MCP server of its own: the tools need the kernel's namespace and
 its event loop, so the MCP protocol is spoken in the kernel; the relay only proves who it is and

@@ -5,7 +5,7 @@
 use nothing else of it, so they never import `magics.py`.
 
 The widget views come the same way (`Host.widgets`, typed as `Widgets` here): the notebook layer
-never imports `widgets/`, which sits beside it on the display layer (tests/test_layers.py).
+never imports `widgets/`, which sits beside it on the display layer (tests/unit/test_layers.py).
 """
 
 from __future__ import annotations

@@ -438,7 +438,7 @@ def _hex(digits: str) -> str:
 # 4 MB took 7 to 15 ms per key in the environment, at up to 25 redraws a second. The positions
 # found in a text stay right for any text that starts with it: only the end, from the last
 # `len(anchor) - 1` characters of the old text on, is searched again. The result is the same list
-# of positions as a search of the whole text (tests/test_redact.py compares them).
+# of positions as a search of the whole text (tests/unit/test_redact.py compares them).
 
 #: Texts remembered with their positions: a transcript grows in a few places at once (the
 #: answer, the thoughts, a terminal's output), and each is looked up among these.

@@ -1,6 +1,6 @@
 """The widget views, as the `%%agent` flow and `%agent chat` ask for them.
 
-The notebook layer never imports this package (tests/test_layers.py): it types what it needs as
+The notebook layer never imports this package (tests/unit/test_layers.py): it types what it needs as
 `notebook.host.Widgets`, and the magics hand it a `WidgetKit` (`AcpNotebook.widgets`), so a
 change here cannot tie the notebook to ipywidgets, nor the widgets to the `%%agent` flow.
 """

@@ -56,6 +56,9 @@ def call_tools(entry: JsonObj, calls: list[JsonObj], timeout: float = 60.0) -> l
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 def _summary(answer: JsonObj) -> JsonObj:

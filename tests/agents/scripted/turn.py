@@ -224,7 +224,8 @@ class Turn:
     def _chunks(self, step: JsonObj) -> None:
         size, message_id = int(step.get("size", 20)), step.get("message_id")
         if step.get("every"):  # paced, as a real agent streams: a chunk, then a pause
-            for index in range(int(step["chunks"])):
+            first = int(step.get("first", 0))  # the index of the first chunk: goes on a stream
+            for index in range(first, first + int(step["chunks"])):
                 self.emit(chunk_update("agent_message_chunk", digits(index, size), message_id))
                 self._sleep({"sleep": step["every"]})
             return

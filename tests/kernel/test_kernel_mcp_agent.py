@@ -1,0 +1,149 @@
+"""An agent uses the kernel tools in a turn: the scripted agent takes the `mcpServers` of its
+`session/new`, starts the kernel's entry itself (as real agents do), calls the tools, and says
+what it saw (its `mcp` step). Headless, through nbclient: the run is a card of kind `execute` in
+the turn, decided by the same policy as any tool call.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.agents.script import script
+from tests.nb_util import execute, scripted, text, transcripts
+from tests.real_agents import fast_agent_command
+from tests.shared_kernel import SharedKernel
+
+CALLS = [
+    {"name": "list_variables", "arguments": {}},
+    {"name": "inspect_variable", "arguments": {"name": "count"}},
+    {"name": "run_code", "arguments": {"code": "made_by_agent = count * 6\nmade_by_agent"}},
+]
+
+
+def cell(options: str, session: str = "s", calls: list[dict[str, Any]] = CALLS) -> str:
+    prompt = script({"mcp": "kernel", "calls": calls})
+    return f"%%agent --agent {scripted()} --session {session} {options}\n{prompt}"
+
+
+def seen(cell_node: Any) -> list[dict[str, Any]]:
+    """What the agent reported of its MCP calls (its `MCP <json>` message)."""
+    (record,) = transcripts(cell_node)
+    said = "".join(p["text"] for p in record["parts"] if p.get("type") == "message")
+    assert said.startswith("MCP "), said[:500]
+    return list(json.loads(said[4:]))
+
+
+def run_card(cell_node: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    (record,) = transcripts(cell_node)
+    (card,) = [p for p in record["parts"] if p.get("type") == "tool_call"]
+    (asked,) = [p for p in record["parts"] if p.get("type") == "permission"]
+    return card, asked
+
+
+def run_card_of(cell_node: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Our card and its permission, among the agent's own (an agent reports its MCP calls as
+    tool calls too)."""
+    (record,) = transcripts(cell_node)
+    (card,) = [
+        p for p in record["parts"] if p.get("type") == "tool_call" and p.get("byClient") is True
+    ]
+    (asked,) = [
+        p
+        for p in record["parts"]
+        if p.get("type") == "permission" and p.get("toolCallId") == card["toolCallId"]
+    ]
+    return card, asked
+
+
+def card_text(card: dict[str, Any]) -> str:
+    return "\n".join(c["content"]["text"] for c in card.get("content", []))
+
+
+def test_an_agent_reads_and_runs_code_when_allowed(tmp_path: Path, kernel: SharedKernel) -> None:
+    nb = execute(
+        [
+            "count = 7",
+            cell("--allow execute"),
+            "print(made_by_agent)",
+        ],
+        tmp_path,
+        timeout=150,
+        kernel=kernel,
+    )
+    listed, inspected, ran, closed = seen(nb.cells[1])
+    assert "count: int = 7" in listed["text"] and not listed["isError"]
+    assert "type: int" in inspected["text"] and "7" in inspected["text"]
+    assert "result:\n42" in ran["text"] and not ran["isError"]
+    assert closed == {"exit": 0}  # the relay ended when the agent closed its stdin
+    assert text(nb.cells[2]).strip() == "42"  # set in the user's namespace
+    card, asked = run_card(nb.cells[1])
+    assert card["kind"] == "execute" and card["status"] == "completed"
+    assert card["title"] == "Run code in the kernel: `made_by_agent = count * 6` (+1 more lines)"
+    assert "made_by_agent = count * 6" in card_text(card) and "42" in card_text(card)
+    assert asked["toolCallId"] == card["toolCallId"] and card["byClient"] is True
+    assert asked["optionId"] == "allow" and asked["decidedBy"] == "policy"
+
+
+def test_running_code_is_rejected_headless_and_by_deny_execute(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
+    nb = execute(
+        [
+            "count = 7",
+            cell(""),  # nobody to ask: rejected
+            "%config AcpNotebook.allow = ['execute']",
+            cell("--deny execute"),  # deny wins over the kernel's allow
+            "print('made_by_agent' in globals())",
+            cell("--no-kernel-tools"),  # the session has the tools: they refuse this turn
+            cell("--no-kernel-tools", session="bare"),  # a new session: none offered
+        ],
+        tmp_path,
+        timeout=150,
+        kernel=kernel,
+    )
+    for index, decided in ((1, "policy (nobody to ask)"), (3, "policy")):
+        *_, ran, _ = seen(nb.cells[index])
+        assert "did not allow" in ran["text"], ran
+        card, asked = run_card(nb.cells[index])
+        assert card["kind"] == "execute" and card["status"] == "failed"
+        assert "made_by_agent = count * 6" in card_text(card)
+        assert asked["optionId"] == "reject" and asked["decidedBy"] == decided
+    assert text(nb.cells[4]).strip() == "False"
+    refused = seen(nb.cells[5])
+    assert all(r.get("isError") and "off for this turn" in r["text"] for r in refused[:3])
+    (record,) = transcripts(nb.cells[6])
+    said = "".join(p["text"] for p in record["parts"] if p.get("type") == "message")
+    assert said == "MCP no server 'kernel' in []"
+
+
+@pytest.mark.real_agent
+def test_fast_agent_takes_the_kernel_tools_from_mcp_servers(tmp_path: Path) -> None:
+    """fast-agent (written by others) starts the kernel's entry itself and calls its tools
+    (`***CALL_TOOL` of its passthrough model); it asks for each MCP call with a permission of
+    its own, then ours asks for the run."""
+    home = tmp_path / "fast-agent-home"
+    home.mkdir()
+    agent = shlex.quote(shlex.join(fast_agent_command("passthrough", home, shell=False)))
+    run = json.dumps({"code": "made_by_fast_agent = count * 6\nmade_by_fast_agent"})
+    line = f"%%agent --agent {agent} --allow read,execute\n***CALL_TOOL kernel__"
+    nb = execute(
+        [
+            "count = 7",
+            line + "list_variables {}",
+            line + f"run_code {run}",
+            "print(made_by_fast_agent)",
+        ],
+        tmp_path,
+        timeout=150,
+    )
+    assert "count: int = 7" in text(nb.cells[1])
+    assert "result:\n42" in text(nb.cells[2])
+    assert text(nb.cells[3]).strip() == "42"
+    card, asked = run_card_of(nb.cells[2])
+    assert card["kind"] == "execute" and card["status"] == "completed"
+    assert asked["optionId"] == "allow"
