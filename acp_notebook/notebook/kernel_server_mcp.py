@@ -17,13 +17,10 @@ tool gave it: the one rule for what the agent reads from the kernel, as for `%%a
 
 from __future__ import annotations
 
-import ast
 import base64
 import contextlib
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
-from unicodedata import category
 
 import anyio
 import mcp_types as types
@@ -33,12 +30,17 @@ from mcp.server.lowlevel import Server
 from mcp.shared.message import SessionMessage
 
 from .._version import __version__
-from ..protocol import limits
 from ..protocol.limits import clip_text
-from ..render import clip as card_clip
 from . import kernel_tools
 from .kernel_tools import MAX_TEXT, ToolOutput
 from .kernel_tools_run import run_code, stoppable
+from .tool_card import GATE_TIMEOUT, title
+from .tool_card import OPTIONS as _OPTIONS
+from .tool_card import arg as _arg
+from .tool_card import fenced as _fenced
+from .tool_card import text_part as _text
+from .tool_card import time_left as _time_left
+from .tool_card import unshowable as _unshowable
 
 if TYPE_CHECKING:
     import weakref
@@ -63,26 +65,6 @@ class ToolHost(Protocol):
 
 
 MAX_MESSAGE = 4 * 1024 * 1024  # bytes of one JSON-RPC line from the agent
-#: Characters of code run_code takes: what its card shows whole (render/clip.py's head of a
-#: text, which is also at most `TEXT_LINES` lines), less its fence.
-MAX_CODE = limits.MAX_CHARS - 100
-#: Characters that show code otherwise than it runs: controls (but tab and line ends), format
-#: characters (bidirectional controls reorder the text around them, zero-width ones hide in a
-#: string or a name) and Unicode's line separators (a line end to the page, not to Python).
-_UNSEEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
-#: And letters and marks that draw nothing, which their category does not tell: Unicode's
-#: default-ignorable code points that are not format characters (Hangul fillers, variation
-#: selectors, the combining grapheme joiner...) and the blank Braille pattern. `'admin\u3164'`
-#: showed as `'admin'` as U+200B did.
-_BLANK = re.compile(
-    "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2800\u3164\ufe00-\ufe0f\uffa0"
-    "\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
-)
-GATE_TIMEOUT = 300.0  # seconds run_code waits for a user's cell to end
-_OPTIONS = [
-    {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
-    {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
-]
 
 
 def _schema(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -111,8 +93,9 @@ TOOLS = [
     types.Tool(
         name="notebook_cells",
         description="The notebook's most recent cells: their source and a short summary of "
-        "their output (from the notebook file when the kernel knows it, else the kernel's "
-        "input history).",
+        "their output. Live from the notebook open in JupyterLab (ids, unsaved edits "
+        "included) when its front-end can tell, else from the notebook file when the kernel "
+        "knows it, else the kernel's input history.",
         input_schema=_schema({"count": {"type": "integer", "minimum": 1, "default": 10}}),
     ),
     types.Tool(
@@ -127,6 +110,22 @@ TOOLS = [
         "stay). The user is asked first. Synchronous code only (no top-level await). Returns "
         "stdout, stderr, the repr of the last expression's value, and any error.",
         input_schema=_schema({"code": {"type": "string"}}, ("code",)),
+    ),
+    types.Tool(
+        name="insert_cell",
+        description="Insert a new cell into the user's notebook, below `after` (a cell id or "
+        "1-based index as notebook_cells lists them), by default below your %%agent cell or "
+        "the last cell you inserted this turn. The user is asked first. run=true also runs it "
+        "as a normal cell (asked too). Says what happened: inserted (its id), run, or not.",
+        input_schema=_schema(
+            {
+                "source": {"type": "string"},
+                "cell_type": {"type": "string", "enum": ["code", "markdown"], "default": "code"},
+                "after": {"type": ["string", "integer", "null"], "default": None},
+                "run": {"type": "boolean", "default": False},
+            },
+            ("source",),
+        ),
     ),
 ]
 
@@ -164,18 +163,15 @@ def build(kernel: ToolHost, grant: Any) -> Server[Any]:
     )
 
 
-def _arg(args: dict[str, Any], name: str, kind: type, default: Any = None) -> Any:
-    value = args.get(name, default)
-    if value is None or (kind is int and isinstance(value, bool)) or not isinstance(value, kind):
-        if value is None and default is not None:
-            return default
-        raise TypeError(f"{name} must be a {kind.__name__}")
-    return value
-
-
 async def _call(kernel: ToolHost, grant: Any, name: str, args: dict[str, Any]) -> ToolOutput:
     if name == "run_code":
         return await _run(kernel, grant, _arg(args, "code", str))
+    from . import notebook_edit  # it uses run_code's card helpers, here
+
+    if name in notebook_edit.NAMES:  # the live notebook's, when its front-end can tell
+        answered = await notebook_edit.call(kernel, grant, name, args)
+        if answered is not None:
+            return answered
     read = _reader(kernel, name, args)
     if read is None:
         return ToolOutput(f"no tool {clip_text(name, 100)!r}", error=True)
@@ -210,13 +206,6 @@ def _reader(kernel: ToolHost, name: str, args: dict[str, Any]) -> Callable[[], T
     if name == "last_error":
         return lambda: _last_error(kernel)
     return None
-
-
-def _time_left(turn: TurnHandle | None) -> float | None:
-    """Seconds until the turn's deadline, if it has one."""
-    if turn is None or turn.deadline is None:
-        return None
-    return turn.deadline - anyio.current_time()
 
 
 def _cells(kernel: ToolHost, count: int) -> ToolOutput:
@@ -324,97 +313,8 @@ def _cancel_soon(session: Session, turn: TurnHandle) -> None:
         session.client.task_group.start_soon(cancel)
 
 
-def _unshowable(code: str) -> str | None:
-    """Why `code` cannot be shown to the person asked exactly as it would run (None if it can):
-    the card shows the head of a long text only; controls and format characters do not show or
-    reorder what is shown (a line that reads one way and runs another); a name in another
-    script reads as the ASCII one it looks like (a Cyrillic `оs` is not `os`)."""
-    text = _fenced(code, "python")["content"]["text"] if len(code) <= MAX_CODE else ""
-    if not text or card_clip.head(text, limits.TEXT_LINES).note:
-        return (
-            f"the code is longer than its card shows whole (at most {limits.TEXT_LINES - 2} "
-            f"lines and {MAX_CODE:,} characters): run it in smaller pieces"
-        )
-    unseen = sorted(
-        {c for c in code if c not in "\t\n\r" and category(c) in _UNSEEN_CATEGORIES}
-        | set(_BLANK.findall(code))
-    )
-    if unseen:
-        names = ", ".join(f"U+{ord(c):04X}" for c in unseen[:5])
-        return (
-            f"the code holds characters the user would not see as they run ({names}: controls, "
-            "bidirectional, zero-width or blank characters): write them as escapes (\\u202e) "
-            "instead"
-        )
-    lookalikes = sorted(_non_ascii_names(code))
-    if lookalikes:
-        return (
-            f"the code has names that are not ASCII ({', '.join(map(repr, lookalikes[:5]))}), "
-            "which the user could take for the ASCII names they look like: use ASCII names"
-        )
-    return None
-
-
-def _non_ascii_names(code: str) -> set[str]:
-    """The names (identifiers, attributes, keywords) of `code` that are not ASCII; none if it
-    does not parse (it will not run either: the error says why).
-
-    Read from the tree `run_code` compiles, not from tokens: tokenize (before 3.12) keeps an
-    f-string whole, so a name inside `f"{...}"` was not seen, and it splits a name at a
-    character Python allows inside one but `\\w` does not match (`os\u00b7name`, a middle dot
-    that reads as `os.name`). The tree's names are as Python runs them (NFKC: a full-width os
-    is `os`, and runs as the os it reads as)."""
-    try:
-        tree = ast.parse(code, "<run_code>", "exec")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return set()
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant):
-            continue  # a string's text, shown as written, may hold any letter
-        for key, value in ast.iter_fields(node):
-            values = value if isinstance(value, list) else [value]
-            for each in values:
-                if isinstance(each, str) and key != "type_comment" and not each.isascii():
-                    names.add(each)
-    return names
-
-
 def _title(code: str) -> str:
-    """ "Run code in the kernel: `<its first line>`": the permission shows the title next to its
-    buttons, and the whole code is in the card."""
-    lines = [line.strip() for line in code.strip().splitlines()] or [""]
-    first = lines[0] if len(lines[0]) <= 60 else lines[0][:59] + "…"
-    more = f" (+{len(lines) - 1} more lines)" if len(lines) > 1 else ""
-    return f"Run code in the kernel: {_code_span(first)}{more}"
-
-
-def _code_span(text: str) -> str:
-    """`text` as a Markdown code span: titles are drawn as Markdown, where `obj.__dict__` would
-    show as obj.**dict** and `x = 1 \\# y` lose its backslash; in a span, it shows as it is."""
-    if not text:
-        return ""
-    ticks = "`" * (_longest_backticks(text) + 1)
-    pad = " " if text[0] == "`" or text[-1] == "`" else ""
-    return f"{ticks}{pad}{text}{pad}{ticks}"
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "content", "content": {"type": "text", "text": text}}
-
-
-def _fenced(text: str, language: str) -> dict[str, Any]:
-    # A fence longer than any run of backticks inside, so the code cannot close it.
-    ticks = "`" * max(3, _longest_backticks(text) + 1)
-    return _text(f"{ticks}{language}\n{text}\n{ticks}")
-
-
-def _longest_backticks(text: str) -> int:
-    longest = run = 0
-    for char in text:
-        run = run + 1 if char == "`" else 0
-        longest = max(longest, run)
-    return longest
+    return title("Run code in the kernel", code)
 
 
 def _result(output: ToolOutput) -> types.CallToolResult:

@@ -185,6 +185,11 @@ class Link {
       return { ok: false, error: 'not a code cell' };
     }
     const context: ISessionContext = this.panel.sessionContext;
+    if (data.wait === false) {
+      // The kernel is busy with the asking turn's cell: queued behind it, not awaited.
+      void NotebookActions.runCells(this.notebook, [cell], context);
+      return { ok: true, queued: true };
+    }
     const ran = await NotebookActions.runCells(this.notebook, [cell], context);
     const model = cell.model as ICodeCellModel;
     return {
