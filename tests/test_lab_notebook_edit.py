@@ -143,3 +143,31 @@ def test_notebook_cells_reads_the_live_notebook(page: Any, lab: Any) -> None:
     assert "edited_not_saved = 2" in text and "saved_source" not in text
     assert f"id {first_id}" in text
     assert "In [1]" in text  # the edited cell ran first: its count is live too
+
+
+def test_a_background_turn_runs_the_inserted_cell_and_reads_its_output(page: Any, lab: Any) -> None:
+    """No cell runs while a --background turn goes on: the inserted cell runs at once, and the
+    agent gets its output and count; notebook_cells then lists it, below the agent's cell."""
+    source = "bg_inserted = 5 * 5\nprint('background says', bg_inserted)"
+    calls = [
+        {"name": "insert_cell", "arguments": {"source": source, "run": True}},
+        {"name": "notebook_cells", "arguments": {"count": 2}},
+    ]
+    steps = script({"mcp": "kernel", "calls": calls})
+    cell = f"%%agent --agent {AGENT} --session nb --background\n{steps}"
+    _open(page, lab, "nb_background.ipynb", cell)
+    _run_all(page)
+    _allow(page, "Allow")
+    output(page).locator(".acpnb-perm", has_text="Run the inserted cell 2").first.wait_for(
+        timeout=60_000
+    )
+    _allow(page, "Allow")
+    output(page).get_by_text("MCP [").first.wait_for(timeout=90_000)
+    answer = _answer(page)
+    assert "inserted as cell 2" in answer and "and run:" in answer, answer[:2000]
+    assert "background says 25" in answer and "In [2]" in answer
+    # notebook_cells: the agent's cell and the one it inserted, live, with their ids.
+    assert "The live notebook (2 cells" in answer
+    assert answer.count("--- ") >= 2 and "%%agent" in answer
+    inserted = page.locator(".jp-Notebook .jp-Cell").nth(1)
+    assert "background says 25" in inserted.locator(".jp-OutputArea-output").inner_text()

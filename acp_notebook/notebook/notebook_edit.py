@@ -28,7 +28,7 @@ from ..protocol.limits import clip_text
 from .kernel_context import file_cell
 from .kernel_tools import MAX_TEXT, ToolOutput
 from .notebook_link import REPLY_TIMEOUT, FrontEndError, Link, link_for, origin_of
-from .snapshots import MAX_CELLS, cells_text
+from .snapshots import MAX_CELLS, CellSnapshot, cells_text
 from .tool_card import (
     GATE_TIMEOUT,
     OPTIONS,
@@ -110,12 +110,13 @@ async def live_cells(link: Link, turn: TurnHandle | None, count: int) -> ToolOut
         else "The live notebook"
     )
     text = cells_text(snapshots) or "(no cells)"
-    return ToolOutput(
-        _clip(f"{head}:\n{text}")
-    )  # masked field by field (snapshots.safe), then whole
+    # Masked field by field (snapshots.safe), then as a whole with every answer.
+    return ToolOutput(_clip(f"{head}:\n{text}"))
 
 
-def _snapshot(cell: dict[str, Any]) -> Any:
+def _snapshot(cell: dict[str, Any]) -> CellSnapshot:
+    """A cell the front-end sent (nbformat's shape, with its id and index), as the agent is
+    shown cells: masked and bounded."""
     index = cell.get("index")
     cell_id = cell.get("id")
     snapshot = file_cell(cell, index if isinstance(index, int) else 0)
@@ -209,11 +210,12 @@ async def _run(
         except FrontEndError as exc:
             session.client_update(call, "failed", [block, text_part(f"Not run: {exc}.")])
             return ToolOutput(f"inserted as {named}, not run: {exc}", error=True)
-        queued = "Queued: it runs as soon as the agent's cell ends."
+        queued = "Queued: it runs as soon as the cell running now (the agent's) ends."
         session.client_update(call, "completed", [block, text_part(queued)])
         return ToolOutput(
-            f"inserted as {named} and queued to run: the kernel runs it right after this "
-            "turn's cell ends (one cell at a time), so its output is not available in this turn"
+            f"inserted as {named} and queued to run: the kernel runs one cell at a time, and "
+            "runs it once the cell running now (your turn's own %%agent cell) ends, so its "
+            "output is not available in this turn"
         )
     session.client_update(call, "in_progress", [block])
     left = time_left(turn)
@@ -225,11 +227,7 @@ async def _run(
         session.client_update(call, "failed", [block, text_part(f"Not run: {why}.")])
         return ToolOutput(f"inserted as {named}; the run failed: {why}", error=True)
     ran = reply.get("cell")
-    text = (
-        _snapshot(ran).totext_part()
-        if isinstance(ran, dict)
-        else "(the cell's outputs were not sent)"
-    )
+    text = _snapshot(ran).to_text() if isinstance(ran, dict) else "(no outputs were sent)"
     session.client_update(call, "completed", [block, fenced(text, "text")])
     return ToolOutput(_clip(f"inserted as {named} and run:\n{text}"))
 

@@ -68,7 +68,11 @@ class Link {
     this.kernel = kernel;
     const comm = kernel.createComm(TARGET);
     this.comm = comm;
-    comm.onMsg = msg => this.handle(comm, msg);
+    // Not returned: the kernel connection handles its messages one after another, each after
+    // the promise of the one before, so a run awaited here would wait for its own reply.
+    comm.onMsg = msg => {
+      void this.handle(comm, msg);
+    };
     comm.onClose = () => {
       // The kernel has no such target (acp_notebook not loaded in it) or went away.
       if (this.comm === comm) {
