@@ -18,6 +18,7 @@ from tests.test_lab_view import AGENT, done, shoot
 
 pytestmark = [pytest.mark.browser, pytest.mark.shared_page, pytest.mark.timeout(240)]
 
+FIRST = "window.jupyterapp.shell.currentWidget.content.model.cells.get(0)"
 CELLS = "() => window.jupyterapp.shell.currentWidget.content.model.cells.length"
 #: The value of a name in the kernel, read with a request of the notebook's own connection.
 VALUE = """async (name) => {
@@ -48,8 +49,8 @@ def _answer(page: Any, cell: int = 0) -> str:
     return text[text.index("MCP [") :]
 
 
-def _allow(page: Any, label: str) -> None:
-    button = output(page).locator("button.acpnb-permission-option", has_text=label)
+def _allow(page: Any, label: str, cell: int = 0) -> None:
+    button = output(page, cell).locator("button.acpnb-permission-option", has_text=label)
     button.first.wait_for(timeout=90_000)
     button.first.click()
 
@@ -164,10 +165,55 @@ def test_a_background_turn_runs_the_inserted_cell_and_reads_its_output(page: Any
     _allow(page, "Allow")
     output(page).get_by_text("MCP [").first.wait_for(timeout=90_000)
     answer = _answer(page)
-    assert "inserted as cell 2" in answer and "and run:" in answer, answer[:2000]
+    assert "inserted as cell 2" in answer and "ran:" in answer, answer[:2000]
     assert "background says 25" in answer and "In [2]" in answer
     # notebook_cells: the agent's cell and the one it inserted, live, with their ids.
     assert "The live notebook (2 cells" in answer
     assert answer.count("--- ") >= 2 and "%%agent" in answer
     inserted = page.locator(".jp-Notebook .jp-Cell").nth(1)
     assert "background says 25" in inserted.locator(".jp-OutputArea-output").inner_text()
+
+
+def test_edit_a_cell_with_a_diff_then_run_it(page: Any, lab: Any) -> None:
+    calls = [
+        {
+            "name": "edit_cell",
+            "arguments": {"cell": 1, "source": "edited = 'yes'\nprint('edited says', edited)"},
+        },
+        {"name": "run_cell", "arguments": {"cell": 1}},
+        {"name": "run_cell", "arguments": {"cell": 2}},  # its own cell: refused, nothing asked
+    ]
+    steps = script({"mcp": "kernel", "calls": calls})
+    _open(
+        page,
+        lab,
+        "nb_edit.ipynb",
+        "edited = 'no'",
+        f"%%agent --agent {AGENT} --session ne\n{steps}",
+    )
+    _run_all(page)
+    out = output(page, 1)
+    asked = out.locator(".acpnb-perm", has_text="Edit cell 1 (id ")
+    asked.first.wait_for(timeout=90_000)
+    # The diff, before anything changes: the line that goes and the lines that come.
+    diff = out.locator("pre.acpnb-diff").first.inner_text()
+    assert "-edited = 'no'" in diff and "+edited = 'yes'" in diff, diff
+    source = f"() => {FIRST}.sharedModel.getSource()"
+    assert page.evaluate(source) == "edited = 'no'"
+    shoot(page, "edit-cell-asked")
+    _allow(page, "Allow", 1)
+    out.locator(".acpnb-perm", has_text="Run cell 1 (id ").first.wait_for(timeout=60_000)
+    assert page.evaluate(source) == "edited = 'yes'\nprint('edited says', edited)"
+    _allow(page, "Allow", 1)
+    done(page)
+    answer = _answer(page, 1)
+    assert "edited cell 1 (id " in answer
+    assert "queued to run" in answer
+    assert "not run: the cell is running" in answer  # its own %%agent cell
+    # The run happened once the agent's cell ended, as a cell of the user's.
+    first = page.locator(".jp-Notebook .jp-Cell").nth(0)
+    first.locator(".jp-OutputArea-output", has_text="edited says yes").wait_for(timeout=60_000)
+    assert first.locator(".jp-InputPrompt").inner_text().strip() == "[3]:"
+    # The edit is one step of the cell's undo.
+    page.evaluate(f"() => {FIRST}.sharedModel.undo()")
+    assert page.evaluate(source) == "edited = 'no'"

@@ -127,6 +127,23 @@ TOOLS = [
             ("source",),
         ),
     ),
+    types.Tool(
+        name="edit_cell",
+        description="Replace the source of a cell of the user's notebook (by id or 1-based "
+        "index, as notebook_cells lists them). The user is asked first, shown the diff. A "
+        "running cell is not edited; the edit does not run it.",
+        input_schema=_schema(
+            {"cell": {"type": ["string", "integer"]}, "source": {"type": "string"}},
+            ("cell", "source"),
+        ),
+    ),
+    types.Tool(
+        name="run_cell",
+        description="Run a code cell of the user's notebook as the user would (by id or "
+        "1-based index). The user is asked first. Says its output, or that it is queued "
+        "behind the running cell.",
+        input_schema=_schema({"cell": {"type": ["string", "integer"]}}, ("cell",)),
+    ),
 ]
 
 

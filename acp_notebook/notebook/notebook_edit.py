@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
+from ..protocol import limits
 from ..protocol.limits import clip_text
+from ..render.diff import unified
 from .kernel_context import file_cell
 from .kernel_tools import MAX_TEXT, ToolOutput
 from .notebook_link import REPLY_TIMEOUT, FrontEndError, Link, link_for, origin_of
@@ -57,7 +59,7 @@ class CellHost(Protocol):
 
 CELL_TYPES = ("code", "markdown")
 #: The tools this module answers (`kernel_server_mcp._call` hands them here).
-NAMES = frozenset({"insert_cell", "notebook_cells"})
+NAMES = frozenset({"insert_cell", "notebook_cells", "edit_cell", "run_cell"})
 
 #: The last cell each turn inserted: the next insert goes below it, so several keep their order.
 _LAST_INSERTED: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
@@ -72,21 +74,30 @@ async def call(kernel: CellHost, grant: Any, name: str, args: dict[str, Any]) ->
     if name == "notebook_cells":
         count = max(1, min(arg(args, "count", int, 10), MAX_CELLS))
         return None if link is None else await live_cells(link, turn, count)
+    if session is None:
+        return ToolOutput("the session is not open: the notebook is not changed", error=True)
+    if name == "edit_cell":
+        cell = _cell_arg(args, "cell")
+        return await edit_cell(session, turn, link, cell, arg(args, "source", str))
+    if name == "run_cell":
+        cell = _cell_arg(args, "cell")
+        return await run_cell(session, turn, link, kernel.gate, cell)
     source = arg(args, "source", str)
     cell_type = arg(args, "cell_type", str, "code")
-    after = args.get("after")
-    if after is not None and (
-        isinstance(after, bool) or not isinstance(after, int | str) or len(str(after)) > 200
-    ):
-        raise TypeError("after must be a cell id or a 1-based index, as notebook_cells lists")
+    after = None if args.get("after") is None else _cell_arg(args, "after")
     run = arg(args, "run", bool, False)
     if cell_type not in CELL_TYPES:
         raise ValueError(f"cell_type must be one of {', '.join(CELL_TYPES)}")
     if run and cell_type != "code":
         raise ValueError("only a code cell runs: run=True needs cell_type='code'")
-    if session is None:
-        return ToolOutput("the session is not open: no cell can be inserted", error=True)
     return await insert_cell(session, turn, link, kernel.gate, source, cell_type, after, run)
+
+
+def _cell_arg(args: dict[str, Any], name: str) -> int | str:
+    value = args.get(name)
+    if isinstance(value, bool) or not isinstance(value, int | str) or len(str(value)) > 200:
+        raise TypeError(f"{name} must be a cell id or a 1-based index, as notebook_cells lists")
+    return value
 
 
 async def live_cells(link: Link, turn: TurnHandle | None, count: int) -> ToolOutput:
@@ -159,8 +170,7 @@ async def insert_cell(
         )
     if link is None or below is None:
         why = (
-            "this notebook's front-end cannot take cells (JupyterLab or Notebook 7 with "
-            "acp_notebook's extension can)"
+            NO_FRONT_END
             if link is None
             else "the front-end did not say which cell the agent's is: name one with `after`"
         )
@@ -181,7 +191,9 @@ async def insert_cell(
     session.client_update(call, "completed", [block, text_part(f"Inserted as {named}.")])
     if not run:
         return ToolOutput(f"inserted as {named}")
-    return await _run(session, turn, link, gate, cell_id, named, source, block)
+    ran = await _run(session, turn, link, gate, cell_id, f"the inserted {named}", source, block)
+    # "inserted as cell 2 (id …); the inserted cell 2 (id …) ran: …" or "… queued to run …"
+    return ToolOutput(f"inserted as {named}; {ran.text}", ran.images, ran.error)
 
 
 async def _run(
@@ -194,26 +206,24 @@ async def _run(
     source: str,
     block: dict[str, Any],
 ) -> ToolOutput:
-    call = session.client_call("execute", title(f"Run the inserted {named}", source), [block])
+    call = session.client_call("execute", title(f"Run {named}", source), [block])
     if call is None:
-        return ToolOutput(f"inserted as {named}, not run: the turn is past its size limits")
+        return ToolOutput(f"{named}: not run, the turn is past its size limits")
     answer = await session.ask_for(call, OPTIONS)
     if not _allowed(answer):
         session.client_update(call, "failed", [block, text_part("Not run: not allowed.")])
-        return ToolOutput(
-            f"inserted as {named}, not run: the user (or the permission policy) did not allow it"
-        )
+        return ToolOutput(f"{named}: not run, the user (or the permission policy) did not allow it")
     if gate.cell_running:
         # The kernel runs one cell at a time, and the turn's own cell waits for this answer.
         try:
-            await link.request("run", REPLY_TIMEOUT, cell=cell_id, wait=False)
+            await link.request("run", REPLY_TIMEOUT, cell=cell_id, wait=False, expected=source)
         except FrontEndError as exc:
             session.client_update(call, "failed", [block, text_part(f"Not run: {exc}.")])
-            return ToolOutput(f"inserted as {named}, not run: {exc}", error=True)
+            return ToolOutput(f"{named}: not run, {exc}", error=True)
         queued = "Queued: it runs as soon as the cell running now (the agent's) ends."
         session.client_update(call, "completed", [block, text_part(queued)])
         return ToolOutput(
-            f"inserted as {named} and queued to run: the kernel runs one cell at a time, and "
+            f"{named}: queued to run; the kernel runs one cell at a time, and "
             "runs it once the cell running now (your turn's own %%agent cell) ends, so its "
             "output is not available in this turn"
         )
@@ -221,15 +231,123 @@ async def _run(
     left = time_left(turn)
     try:
         with anyio.fail_after(GATE_TIMEOUT if left is None else max(left, 0)):
-            reply = await link.request("run", None, cell=cell_id, wait=True)
+            reply = await link.request("run", None, cell=cell_id, wait=True, expected=source)
     except (FrontEndError, TimeoutError) as exc:
         why = str(exc) or "the turn's time ran out"
         session.client_update(call, "failed", [block, text_part(f"Not run: {why}.")])
-        return ToolOutput(f"inserted as {named}; the run failed: {why}", error=True)
+        return ToolOutput(f"{named}: the run failed, {why}", error=True)
     ran = reply.get("cell")
     text = _snapshot(ran).to_text() if isinstance(ran, dict) else "(no outputs were sent)"
     session.client_update(call, "completed", [block, fenced(text, "text")])
-    return ToolOutput(_clip(f"inserted as {named} and run:\n{text}"))
+    return ToolOutput(_clip(f"{named} ran:\n{text}"))
+
+
+async def _cell(link: Link, cell: int | str) -> tuple[CellSnapshot, str, bool]:
+    """The cell as the notebook has it now: its snapshot, its whole source, whether it runs
+    (FrontEndError when it is not there, or longer than the front-end sends whole)."""
+    reply = await link.request("get", REPLY_TIMEOUT, cell=cell)
+    raw = reply.get("cell")
+    if not isinstance(raw, dict) or not isinstance(raw.get("source"), str):
+        raise FrontEndError("the front-end did not send the cell")
+    if raw.get("truncated"):
+        raise FrontEndError("the cell is longer than a card shows whole")
+    return _snapshot(raw), raw["source"], reply.get("running") is True
+
+
+def _named(snapshot: CellSnapshot) -> str:
+    return f"cell {snapshot.index} (id {snapshot.cell_id})"
+
+
+async def edit_cell(
+    session: Session, turn: TurnHandle | None, link: Link | None, cell: int | str, source: str
+) -> ToolOutput:
+    """Ask with the edit as a diff (kind `edit`), then replace the cell's source, if the cell
+    still holds what the person was shown and is not running."""
+    if link is None:
+        return ToolOutput(f"not edited: {NO_FRONT_END}", error=True)
+    refused = unshowable(source)
+    if refused is not None:
+        return ToolOutput(refused.replace("the code", "the new source"), error=True)
+    try:
+        snapshot, old, running = await _cell(link, cell)
+    except FrontEndError as exc:
+        return ToolOutput(f"not edited: {exc}", error=True)
+    if running:
+        return ToolOutput("not edited: the cell is running", error=True)
+    if unshowable(old) is not None:
+        return ToolOutput(
+            "not edited: the cell's source cannot be shown whole in a card", error=True
+        )
+    named = _named(snapshot)
+    if not _diff_shows_whole(named, old, source):
+        return ToolOutput(
+            f"not edited: the diff is longer than its card shows whole (at most "
+            f"{limits.DIFF_LINES} lines): edit it in smaller steps",
+            error=True,
+        )
+    diff = {"type": "diff", "path": named, "oldText": old, "newText": source}
+    call = session.client_call("edit", title(f"Edit {named}", source), [diff])
+    if call is None:
+        return ToolOutput("not edited: the turn is past its size limits", error=True)
+    answer = await session.ask_for(call, OPTIONS)
+    if not _allowed(answer):
+        session.client_update(call, "failed", [diff, text_part("Not edited: not allowed.")])
+        return ToolOutput(
+            f"{named}: not edited, the user (or the permission policy) did not allow it"
+        )
+    try:
+        await link.request(
+            "edit", REPLY_TIMEOUT, cell=snapshot.cell_id, source=source, expected=old
+        )
+    except FrontEndError as exc:
+        session.client_update(call, "failed", [diff, text_part(f"Not edited: {exc}.")])
+        return ToolOutput(f"{named}: not edited, {exc}", error=True)
+    session.client_update(call, "completed", [diff, text_part(f"Edited {named}.")])
+    return ToolOutput(f"edited {named} (not run: run_cell runs it)")
+
+
+async def run_cell(
+    session: Session, turn: TurnHandle | None, link: Link | None, gate: CellGate, cell: int | str
+) -> ToolOutput:
+    """Ask (kind `execute`, the cell's source whole), then run it as the person would."""
+    if link is None:
+        return ToolOutput(f"not run: {NO_FRONT_END}", error=True)
+    try:
+        snapshot, source, running = await _cell(link, cell)
+    except FrontEndError as exc:
+        return ToolOutput(f"not run: {exc}", error=True)
+    origin = origin_of(turn)
+    if running or (origin is not None and snapshot.cell_id == origin.cell_id):
+        return ToolOutput("not run: the cell is running", error=True)
+    if snapshot.cell_type != "code":
+        return ToolOutput("not run: only a code cell runs", error=True)
+    if source.lstrip().startswith("%%agent"):
+        return ToolOutput("not run: an %%agent cell runs only when the user runs it", error=True)
+    refused = unshowable(source)
+    if refused is not None:
+        return ToolOutput(refused.replace("the code", "the cell"), error=True)
+    return await _run(
+        session,
+        turn,
+        link,
+        gate,
+        snapshot.cell_id or "",
+        _named(snapshot),
+        source,
+        fenced(source, "python"),
+    )
+
+
+def _diff_shows_whole(path: str, old: str, new: str) -> bool:
+    """Whether the card draws all of the edit's diff (render/cards.py cuts a long one)."""
+    lines = unified(path, old, new).lines
+    return len(lines) <= limits.DIFF_LINES and sum(map(len, lines)) <= limits.MAX_CHARS
+
+
+NO_FRONT_END = (
+    "this notebook's front-end cannot change cells (JupyterLab or Notebook 7 with "
+    "acp_notebook's extension can)"
+)
 
 
 def _clip(text: str) -> str:

@@ -7,7 +7,11 @@
  *   - `cells`: the live cells (ids, types, sources, short outputs, execution counts), unsaved
  *     edits included;
  *   - `insert`: a new cell below another, one step of the notebook's undo;
- *   - `run`: execute a cell as the person would (outputs, execution count, the kernel busy).
+ *   - `get`: one cell, its whole source (to show in a card before an edit or a run);
+ *   - `edit`: a cell's new source, if it still holds the source the person was shown and is
+ *     not running; one step of undo, the cell highlighted for a moment;
+ *   - `run`: execute a cell as the person would (outputs, execution count, the kernel busy),
+ *     if it still holds the source the person was shown.
  * The kernel asks only after the person allowed the operation (its card and permission): this
  * side applies what it is sent, to this notebook only, since the comm goes to its own kernel.
  * Everything sent back is bounded here, and masked and bounded again in the kernel.
@@ -112,6 +116,10 @@ class Link {
         return this.cells(data);
       case 'insert':
         return this.insert(data);
+      case 'get':
+        return this.get(data);
+      case 'edit':
+        return this.edit(data);
       case 'run':
         return this.run(data);
       default:
@@ -179,6 +187,43 @@ class Link {
     return { ok: true, id, index: after + 2 };
   }
 
+  private get(data: Json): Json {
+    const index = this.indexOf(data.cell);
+    if (index < 0) {
+      return { ok: false, error: 'no such cell in the notebook' };
+    }
+    const model = this.notebook.widgets[index].model;
+    return { ok: true, cell: describe(model, index + 1), running: running(model) };
+  }
+
+  private edit(data: Json): Json {
+    const index = this.indexOf(data.cell);
+    const model = this.notebook.model;
+    if (index < 0 || !model) {
+      return { ok: false, error: 'no such cell in the notebook' };
+    }
+    const widget = this.notebook.widgets[index];
+    const cell = widget.model;
+    if (running(cell)) {
+      return { ok: false, error: 'the cell is running: it is not edited' };
+    }
+    if (cell.sharedModel.getSource() !== data.expected) {
+      return { ok: false, error: 'the cell was changed since it was shown: not edited' };
+    }
+    // The cell's own transaction (setSource makes one): its undo tracks the cell's changes
+    // only (a notebook transaction would not be undone there). Its own step, not merged with
+    // what the person typed just before.
+    const undo = (cell.sharedModel as any).undoManager;
+    undo?.stopCapturing();
+    cell.sharedModel.setSource(String(data.source ?? ''));
+    undo?.stopCapturing();
+    // Shown for a moment, so the person sees where the edit landed.
+    widget.node.classList.add('acpnb-edited');
+    widget.node.scrollIntoView({ block: 'nearest' });
+    setTimeout(() => widget.node.classList.remove('acpnb-edited'), 2000);
+    return { ok: true, cell: describe(cell, index + 1) };
+  }
+
   private async run(data: Json): Promise<Json> {
     const index = this.indexOf(data.cell);
     if (index < 0) {
@@ -187,6 +232,12 @@ class Link {
     const cell = this.notebook.widgets[index];
     if (cell.model.type !== 'code') {
       return { ok: false, error: 'not a code cell' };
+    }
+    if (
+      typeof data.expected === 'string' &&
+      cell.model.sharedModel.getSource() !== data.expected
+    ) {
+      return { ok: false, error: 'the cell was changed since it was shown: not run' };
     }
     const context: ISessionContext = this.panel.sessionContext;
     if (data.wait === false) {
@@ -202,6 +253,12 @@ class Link {
       cell: describe(model, this.indexOf(model.id) + 1)
     };
   }
+}
+
+/** Whether a code cell runs now, or waits in the kernel's queue to run. */
+function running(cell: any): boolean {
+  const state = cell.type === 'code' ? (cell as ICodeCellModel).executionState : undefined;
+  return state === 'running';
 }
 
 /** One cell as the kernel is told it: bounded. */
