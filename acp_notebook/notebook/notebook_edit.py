@@ -63,6 +63,8 @@ NAMES = frozenset({"insert_cell", "notebook_cells", "edit_cell", "run_cell"})
 
 #: The last cell each turn inserted: the next insert goes below it, so several keep their order.
 _LAST_INSERTED: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
+#: The turns that proposed their cell as the next input (one a turn: see `_propose`).
+_PROPOSED: weakref.WeakSet[object] = weakref.WeakSet()
 
 
 async def call(kernel: CellHost, grant: Any, name: str, args: dict[str, Any]) -> ToolOutput | None:
@@ -91,6 +93,43 @@ async def call(kernel: CellHost, grant: Any, name: str, args: dict[str, Any]) ->
     if run and cell_type != "code":
         raise ValueError("only a code cell runs: run=True needs cell_type='code'")
     return await insert_cell(session, turn, link, kernel.gate, source, cell_type, after, run)
+
+
+def _propose(
+    turn: TurnHandle | None, gate: CellGate, source: str, cell_type: str, run: bool
+) -> tuple[str, str] | None:
+    """Without the extension, the turn's first cell goes to the front-end as IPython's "next
+    input" (`set_next_input`: a payload of the running cell's reply, which JupyterLab, Notebook
+    and VS Code insert below that cell as it ends). Only while the turn's own cell runs, with a
+    person there (nbclient and the headless runner drop it), once a turn (a reply holds one).
+    What the card and the agent are told, or None when it cannot be proposed."""
+    from IPython import get_ipython
+
+    origin = origin_of(turn)
+    shell = get_ipython()
+    if (
+        turn is None
+        or shell is None
+        or origin is None
+        or not origin.interactive
+        or turn in _PROPOSED
+        or not gate.cell_running
+        or not gate.may_run(turn)
+    ):
+        return None
+    _PROPOSED.add(turn)
+    code = source if cell_type == "code" else f"%%markdown\n{source}"
+    shell.set_next_input(code, replace=False)
+    not_run = " It is not run: the user runs it." if run else ""
+    return (
+        "Proposed as the next cell: the notebook shows it below the agent's cell when that "
+        f"cell ends.{not_run}",
+        "shown for the user to insert: this front-end has no acp_notebook extension, so the "
+        "cell was proposed as the next input (set_next_input), which the notebook shows below "
+        "your %%agent cell when it ends; the user keeps it or not"
+        + ("; it was not run" if run else "")
+        + ". Only one cell per turn can be proposed this way.",
+    )
 
 
 def _cell_arg(args: dict[str, Any], name: str) -> int | str:
@@ -136,6 +175,40 @@ def _snapshot(cell: dict[str, Any]) -> CellSnapshot:
     )
 
 
+def _not_linked(
+    turn: TurnHandle | None,
+    gate: CellGate,
+    link: Link | None,
+    source: str,
+    cell_type: str,
+    after: int | str | None,
+    run: bool,
+) -> tuple[str, str, bool]:
+    """An allowed insert with no extension to apply it, or no cell to put it below: proposed
+    as the next input when it can be (`_propose`), else refused. What the card says, what the
+    agent is told, and whether that is an error."""
+    if link is None and after is None:
+        proposed = _propose(turn, gate, source, cell_type, run)
+        if proposed is not None:
+            return proposed[0], proposed[1], False
+    why = (
+        NO_FRONT_END
+        if link is None
+        else "the front-end did not say which cell the agent's is: name one with `after`"
+    )
+    return f"Not inserted: {why}.", f"not inserted: {why}", True
+
+
+def _below(turn: TurnHandle | None, after: int | str | None) -> int | str | None:
+    """The cell to insert below: `after`, else the last one this turn inserted, else the
+    turn's own cell (None if the front-end did not say which)."""
+    if after is not None:
+        return after
+    last = _LAST_INSERTED.get(turn) if turn is not None else None
+    origin = origin_of(turn)
+    return last if last is not None else (origin.cell_id if origin is not None else None)
+
+
 async def insert_cell(
     session: Session,
     turn: TurnHandle | None,
@@ -150,9 +223,7 @@ async def insert_cell(
     refused = unshowable(source)
     if refused is not None:
         return ToolOutput(refused.replace("the code", "the cell"), error=True)
-    origin = origin_of(turn)
-    below = after if after is not None else (_LAST_INSERTED.get(turn) if turn is not None else None)
-    below = below if below is not None else (origin.cell_id if origin is not None else None)
+    below = _below(turn, after)
     where = "below the agent's cell" if after is None else f"below cell {code_span(str(after))}"
     block = fenced(source, "python" if cell_type == "code" else "markdown")
     call = session.client_call("edit", title(f"Insert a {cell_type} cell {where}", source), [block])
@@ -169,13 +240,10 @@ async def insert_cell(
             "the notebook is unchanged"
         )
     if link is None or below is None:
-        why = (
-            NO_FRONT_END
-            if link is None
-            else "the front-end did not say which cell the agent's is: name one with `after`"
-        )
-        session.client_update(call, "failed", [block, text_part(f"Not inserted: {why}.")])
-        return ToolOutput(f"not inserted: {why}", error=True)
+        said, answer_text, error = _not_linked(turn, gate, link, source, cell_type, after, run)
+        status = "failed" if error else "completed"
+        session.client_update(call, status, [block, text_part(said)])
+        return ToolOutput(answer_text, error=error)
     try:
         reply = await link.request(
             "insert", REPLY_TIMEOUT, source=source, cell_type=cell_type, after=below

@@ -32,10 +32,12 @@ class FrontEndError(Exception):
 @dataclass(frozen=True)
 class Origin:
     """Where a turn's `%%agent` cell ran: the front-end connection and the cell's id, as the
-    execute request said (JupyterLab and Notebook 7 send both; other front-ends may not)."""
+    execute request said (JupyterLab and Notebook 7 send both; other front-ends may not), and
+    whether a person is there (a widget front-end: not nbclient or the headless runner)."""
 
     client: str | None
     cell_id: str | None
+    interactive: bool = False
 
 
 class Link:
@@ -107,7 +109,7 @@ def register() -> None:
     comm.get_comm_manager().register_target(TARGET, _opened)
 
 
-def current_origin() -> Origin:
+def current_origin(interactive: bool = False) -> Origin:
     """The origin of the cell running now (the execute request's `session` and `cellId`)."""
     from IPython import get_ipython
 
@@ -124,12 +126,13 @@ def current_origin() -> Origin:
     return Origin(
         client if isinstance(client, str) else None,
         cell_id if isinstance(cell_id, str) and len(cell_id) <= 200 else None,
+        interactive,
     )
 
 
-def note_origin(turn: object) -> None:
+def note_origin(turn: object, interactive: bool) -> None:
     """Remember where `turn`'s cell ran (called as the cell starts the turn)."""
-    _ORIGINS[turn] = current_origin()
+    _ORIGINS[turn] = current_origin(interactive)
 
 
 def origin_of(turn: object | None) -> Origin | None:

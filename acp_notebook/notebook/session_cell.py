@@ -107,7 +107,7 @@ async def run(host: Host, opts: CellOptions, body: str, line: str = "") -> Any:
 def _kernel_tools_terms(host: Host, opts: CellOptions, turn: TurnHandle, deadline: float) -> None:
     """What the kernel tools hold this turn to: the cell's deadline stops the agent's code run
     for it too; `--no-kernel-tools` in a session that has them makes them refuse its calls."""
-    note_origin(turn)  # the notebook and cell its cell tools act on (notebook_edit)
+    note_origin(turn, host.is_interactive())  # where its cell tools act (notebook_edit)
     if deadline != math.inf:
         turn.bound(deadline)
     if opts.no_kernel_tools:
