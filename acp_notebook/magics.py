@@ -2,7 +2,7 @@
 
 `AcpNotebook` is the magics object IPython holds: its settings and the kernel's `Runtime`. The
 `%%agent` options and their parser are in `notebook/options.py`, the rewrite that makes the cells
-awaited in `notebook/rewrite.py`, the `%%agent` flow in `notebook/session_cell.py` and the
+awaited in `notebook/rewrite.py`, the `%%agent` flow in `notebook/cell.py` and the
 `%agent` subcommands in `notebook/commands.py`; those take this object as a `notebook.host.Host`.
 """
 
@@ -222,10 +222,10 @@ class AcpNotebook(Magics):
 
     async def _run_cell(self, opts: CellOptions, body: str, line: str) -> Any:
         from .display.publish import guarded
-        from .notebook import session_cell
+        from .notebook import cell
 
         # Errors quote the agent (its error message, its stderr): they leave masked.
-        return await guarded(session_cell.run(self, opts, body, line))
+        return await guarded(cell.run(self, opts, body, line))
 
     # -- %agent ----------------------------------------------------------------------------------
 
@@ -281,7 +281,8 @@ def load_ipython_extension(ipython: Any) -> None:
     # from the start, or is_interactive() never sees a widget front-end and Lab gets no Stop or
     # permission buttons. Stand-ins import ipywidgets only when a front-end opens it.
     from .display.masking import install_log_mask
-    from .notebook import interrupts, notebook_link, rewrite
+    from .kernel_tools import notebook_link
+    from .notebook import interrupts, rewrite
     from .widgets.targets import register_lazily
 
     register_lazily()
@@ -294,7 +295,7 @@ def load_ipython_extension(ipython: Any) -> None:
     _register_formatters(ipython)
     if _reset_last_traceback not in ipython.events.callbacks["pre_run_cell"]:
         ipython.events.register("pre_run_cell", _reset_last_traceback)
-    from .notebook.cell_errors import note_cell
+    from .kernel_tools.cell_errors import note_cell
 
     if note_cell not in ipython.events.callbacks["post_run_cell"]:  # what --error gives
         ipython.events.register("post_run_cell", note_cell)
@@ -329,7 +330,7 @@ def unload_ipython_extension(ipython: Any) -> None:
     interrupts.uninstall(ipython)
     if _reset_last_traceback in ipython.events.callbacks["pre_run_cell"]:
         ipython.events.unregister("pre_run_cell", _reset_last_traceback)
-    from .notebook.cell_errors import note_cell
+    from .kernel_tools.cell_errors import note_cell
 
     if note_cell in ipython.events.callbacks["post_run_cell"]:
         ipython.events.unregister("post_run_cell", note_cell)

@@ -77,8 +77,8 @@ MARKED_LIKE.validateLink = lambda url: True  # type: ignore[method-assign]
 def _project_styles() -> frozenset[str]:
     """The project's own stylesheets, the only `<style>` content an output may carry: a turn's,
     and a chat record's (the rule that hides a chat that cannot be drawn)."""
+    from acp_notebook.chat.record import DEAD_CHAT
     from acp_notebook.render.style import CSS
-    from acp_notebook.widgets.chat_record import DEAD_CHAT
 
     return frozenset({CSS + "\n", DEAD_CHAT})
 

@@ -46,7 +46,7 @@ def swapping(notes: Path, secret: Path, stop: threading.Event, swaps: list[int])
 
 
 def test_an_at_file_swapped_for_a_link_out_is_never_sent(agent: Agent) -> None:
-    from acp_notebook.widgets.chat import ChatWidget
+    from acp_notebook.chat.widget import ChatWidget
 
     secret = agent.tmp / "secret.txt"
     secret.write_text(SECRET)

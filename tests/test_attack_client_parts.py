@@ -285,14 +285,17 @@ def test_the_clients_card_is_marked_open_and_its_title_literal() -> None:
     """Drawn, the client's card is open (its code is what the person is asked about), marked as
     the client's, which no card of the agent's can be; its title shows the code's first line as
     it is (a code span: `__dict__` is not bold, a backslash stays)."""
-    from acp_notebook.notebook.kernel_server_mcp import _title
+    from acp_notebook.kernel_tools.card import title
     from acp_notebook.protocol.turn import read_turn
     from acp_notebook.render.html import render_html
 
     fold = SessionFold()
     fold.begin_turn("turn-1", [])
     code = "obj.__dict__.update(x)  \\\nprint(1)"
-    assert fold.client_call("execute", _title(code), [fenced(code)]) is not None
+    assert (
+        fold.client_call("execute", title("Run code in the kernel", code), [fenced(code)])
+        is not None
+    )
     fold.apply(spoof("c1", "tool_call"))
     record = fold.end_turn()
     assert record is not None

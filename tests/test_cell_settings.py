@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from acp_notebook.notebook.cell import CellOptions, apply_settings
+from acp_notebook.notebook.options import CellOptions
+from acp_notebook.notebook.start import apply_settings
 
 pytestmark = pytest.mark.anyio
 

@@ -75,9 +75,7 @@ def test_chat_stop_and_send_over_a_subshell_keep_the_session(tmp_path: Path) -> 
             await client.async_execute_cell(nb.cells[0], 0)
             await client.async_execute_cell(nb.cells[1], 1)
             shell = await subshell(client)
-            box = model_of(
-                client, "AnyModel", _anywidget_id="acp_notebook.widgets.chat_input.ChatInput"
-            )
+            box = model_of(client, "AnyModel", _anywidget_id="acp_notebook.chat.input.ChatInput")
             stop = model_of(client, "ButtonModel", description="Stop")
             custom = {
                 "method": "custom",

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from acp_notebook.chat.input import list_files, resolve_in
+from acp_notebook.chat.pickers import ChatPickers, pickers
+from acp_notebook.chat.record import MIME_CHAT, chat_record
 from acp_notebook.errors import PromptError
-from acp_notebook.widgets.chat_files import list_files, resolve_in
-from acp_notebook.widgets.chat_pickers import ChatPickers, pickers
-from acp_notebook.widgets.chat_record import MIME_CHAT, chat_record
 from acp_notebook.widgets.loop import KernelLoop
 
 pytestmark = pytest.mark.timeout(30)
@@ -156,8 +156,8 @@ def test_no_menu_without_modes_or_options() -> None:
 
 
 def test_the_record_has_each_user_message_once_and_one_stylesheet() -> None:
+    from acp_notebook.chat.turns import user_part
     from acp_notebook.display import publish
-    from acp_notebook.widgets.chat_turn import user_part
 
     turns = []
     for i, said in enumerate(["first $5 <b>", "second"]):
@@ -183,7 +183,7 @@ def test_the_record_has_each_user_message_once_and_one_stylesheet() -> None:
 def test_listing_reads_a_bounded_number_of_folders(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from acp_notebook.widgets import chat_files
+    from acp_notebook.chat import input as chat_files
 
     for i in range(20):  # many folders holding nothing: the walk still ends early
         (tmp_path / f"d{i:02}").mkdir()
@@ -207,7 +207,7 @@ MODEL_SMART = {
 
 @pytest.mark.scripted_agent("in_process")
 def test_a_chat_follows_the_agent_and_attaches_workspace_files(agent: Any) -> None:
-    from acp_notebook.widgets.chat import ChatWidget
+    from acp_notebook.chat.widget import ChatWidget
     from tests.agents.script import script
 
     (agent.cwd / "notes.txt").write_text("hello from a file")
@@ -267,9 +267,8 @@ def json_of(value: Any) -> str:
 
 
 def test_a_page_that_keeps_the_record_gets_each_turn_once() -> None:
+    from acp_notebook.chat.record import RecordKeeper, join, piece
     from acp_notebook.display import publish
-    from acp_notebook.widgets.chat_keep import RecordKeeper
-    from acp_notebook.widgets.chat_record import join, piece
 
     class Page:
         def __init__(self) -> None:
@@ -303,7 +302,7 @@ def test_a_page_that_keeps_the_record_gets_each_turn_once() -> None:
 
 @pytest.mark.scripted_agent("in_process")
 def test_stop_gives_queued_messages_back_and_a_queued_turns_stop_only_it(agent: Any) -> None:
-    from acp_notebook.widgets.chat import ChatWidget
+    from acp_notebook.chat.widget import ChatWidget
     from tests.agents.script import script
     from tests.client_helpers import Watcher, tool_call
 
@@ -360,9 +359,9 @@ def test_a_message_whose_files_were_read_during_stop_is_given_back_not_sent(
     still stopping (its turn would be queued behind it)."""
     import threading
 
+    from acp_notebook.chat.widget import ChatWidget
     from acp_notebook.client import attachments
     from acp_notebook.client.serving.workspace import Workspace
-    from acp_notebook.widgets.chat import ChatWidget
     from tests.agents.script import script
     from tests.client_helpers import Watcher, tool_call
 
@@ -451,8 +450,8 @@ def test_turns_started_elsewhere_on_the_session_are_shown_and_recorded_once(agen
     """A turn prompted on the session itself (as a `%%agent -s` cell does) shows in the chat
     open on it, with the user's message, and is recorded once; a chat opened while it runs
     shows it too; the chat's own turn has one view, in both chats; Stop in a chat stops it."""
-    from acp_notebook.widgets.chat import ChatWidget
-    from acp_notebook.widgets.chat_past import past_turns
+    from acp_notebook.chat.turns import past_turns
+    from acp_notebook.chat.widget import ChatWidget
     from tests.agents.script import script
     from tests.client_helpers import Watcher, tool_call
 
@@ -494,7 +493,7 @@ def test_turns_started_elsewhere_on_the_session_are_shown_and_recorded_once(agen
 def test_a_huge_folder_is_not_read_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`@` completion read every entry of a folder, then sorted them, to keep `limit * 4`: a
     folder of millions of files (an agent's shell makes one in seconds) held them all."""
-    from acp_notebook.widgets import chat_files
+    from acp_notebook.chat import input as chat_files
 
     read = 0
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from acp_notebook.widgets.chat_past import KEPT, PastTurn, past_turns, remember
+from acp_notebook.chat.turns import KEPT, PastTurn, past_turns, remember
 
 
 class _Session:  # what `past_turns` keys on: any weakly referenced session object

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from acp_notebook.notebook.context import MAX_CHARS, variable_parts
+from acp_notebook.kernel_tools.context import MAX_CHARS, variable_parts
 from acp_notebook.protocol.redact import MASK
 from tests.nb_util import execute, scripted, text
 from tests.nb_util import script as nb_script

@@ -16,9 +16,9 @@ import acp_notebook
 from acp_notebook import errors
 from acp_notebook.client.serving.permissions import PermissionPolicy
 from acp_notebook.config import AgentSpec, Registry
-from acp_notebook.notebook.cell import open_session
 from acp_notebook.notebook.ledger import Ledger
 from acp_notebook.notebook.runtime import Runtime
+from acp_notebook.notebook.start import open_session
 from acp_notebook.protocol.costs import CostLimit
 from tests.client_helpers import Agent
 from tests.test_layers import PACKAGE, REPO, load_package
@@ -52,7 +52,7 @@ def test_every_exception_is_exported_and_an_acp_error(cls: type[BaseException]) 
 
 
 # The two separate programs (stdlib only, nothing of the package) keep their own exceptions.
-SEPARATE_PROGRAMS = ("acp_notebook/demo_agent/", "acp_notebook/kernel_mcp/")
+SEPARATE_PROGRAMS = ("acp_notebook/demo_agent/", "acp_notebook/kernel_tools/relay.py")
 BUILTIN_EXCEPTIONS = {
     name for name, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, Exception)
 }
@@ -61,7 +61,7 @@ BUILTIN_EXCEPTIONS = {
 INTERNAL_CLASSES = {
     "acp_notebook/client/serving/safe_fs.py: Cancelled": "a worker thread's stop; workspace.py "
     "catches it",
-    "acp_notebook/notebook/kernel_tools_run.py: CodeTimedOut": "raised in the agent's code at its "
+    "acp_notebook/kernel_tools/run.py: CodeTimedOut": "raised in the agent's code at its "
     "turn's deadline; run_code catches it and reports it as that code's error",
 }
 
@@ -79,11 +79,11 @@ INTERNAL_RAISES = {
     "structured.py makes it a re-ask or the turn's error, notebook/replay.py a ReplayError",
     "acp_notebook/run/cli.py: ValueError": "a bad command line: main() prints it, exits 2",
     "acp_notebook/run/params.py: ValueError": "the same",
-    "acp_notebook/notebook/kernel_tools_run.py: EOFError": "input() in the agent's code, as "
+    "acp_notebook/kernel_tools/run.py: EOFError": "input() in the agent's code, as "
     "at the end of its input: run_code reports it as that code's error",
-    "acp_notebook/notebook/kernel_tools_run.py: TypeError": "bytes written to stdout by the "
+    "acp_notebook/kernel_tools/run.py: TypeError": "bytes written to stdout by the "
     "agent's code, as a text stream refuses them: run_code reports it as that code's error",
-    "acp_notebook/notebook/kernel_server_mcp.py: TypeError": "a tool argument of the agent's: "
+    "acp_notebook/kernel_tools/card.py: TypeError": "a tool argument of the agent's: "
     "answered as a tool error",
     "acp_notebook/client/serving/regular_file.py: OSError": "a path in a setting that is not a "
     "regular file: config.py makes it a ConfigError, recording.py a ReplayError",
@@ -92,6 +92,8 @@ INTERNAL_RAISES = {
     "reports the save's failure as that notebook's",
     "acp_notebook/widgets/elicit_form.py: TimeoutError": "a handler's timeout: the client "
     "declines the request (client/serving/elicit.py)",
+    "acp_notebook/widgets/kit.py: TypeError": "a bug, not an input: the notebook hands "
+    "`turn_view` only what this kit's `starting` made; nothing should catch it",
     "acp_notebook/widgets/turn_view.py: TimeoutError": "a permission handler's timeout: the "
     "client rejects the request, fail closed, and records why (client/serving/requests.py)",
 }

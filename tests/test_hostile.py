@@ -54,7 +54,7 @@ def hostile_cells(cls: str, log: Path) -> list[str]:
         # comes from the same renderer), its status line and its whole record: a chat of its own.
         "import asyncio, json\n"
         "import acp_notebook\n"
-        "from acp_notebook.widgets.chat import ChatWidget\n"
+        "from acp_notebook.chat.widget import ChatWidget\n"
         f"async with acp_notebook.connect({argv!r}) as client:\n"
         "    chat = ChatWidget(await client.new_session())\n"
         "    for prompt in ('turn 0', 'title 4', 'fail 5'):\n"

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from acp_notebook.notebook.commands import MAX_ITEMS
+from acp_notebook.notebook.command_docs import MAX_ITEMS
 from tests.hostile_payloads import ALERTS as PAYLOADS
 from tests.markup_check import bundle_problems
 from tests.nb_util import errors, execute, scripted, text

@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from acp_notebook.chat.widget import status_html
 from acp_notebook.display import views
-from acp_notebook.notebook.commands import sessions_doc, status_doc
+from acp_notebook.notebook.command_docs import sessions_doc, status_doc
 from acp_notebook.protocol.state import Usage
-from acp_notebook.widgets.chat import status_html
 from acp_notebook.widgets.controls import option_label, option_tip
 from tests.hostile_payloads import TEXTS as PAYLOADS
 from tests.markup_check import bundle_problems, html_problems, self_test

@@ -1,4 +1,4 @@
-"""The kernel's readers for an agent (notebook/kernel_context.py), against a fake shell and a
+"""The kernel's readers for an agent (kernel_tools/cells.py), against a fake shell and a
 real notebook file: which notebook, the cells above, the last error, each masked and bounded."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from acp_notebook.notebook import cell_errors, snapshots
-from acp_notebook.notebook import kernel_context as kc
+from acp_notebook.kernel_tools import cell_errors, snapshots
+from acp_notebook.kernel_tools import cells as kc
 from tests.blocking import CountedKey
 from tests.nb_util import execute, kernel_env, new_nb, scripted, text
 

@@ -23,8 +23,8 @@ import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-from acp_notebook import kernel_mcp
-from acp_notebook.notebook import kernel_server
+from acp_notebook.kernel_tools import relay as kernel_mcp
+from acp_notebook.kernel_tools import server as kernel_server
 from tests.nb_util import kernel_env, make_client, new_nb, process_gone, scripted, text
 
 pytestmark = pytest.mark.timeout(120)
@@ -57,7 +57,7 @@ ENTRY = (
 FIRST_ENTRY = """\
 import socket
 from acp_notebook.magics import instance
-from acp_notebook.notebook.kernel_server import kernel_mcp_entry
+from acp_notebook.kernel_tools.server import kernel_mcp_entry
 entry = kernel_mcp_entry(instance(get_ipython()))
 with socket.socket(socket.AF_UNIX) as probe:
     probe.connect(entry["args"][-1])  # no await in between: the loop has not run since
@@ -154,7 +154,7 @@ def test_read_tools_and_a_run_rejected_headless(tmp_path: Path) -> None:
         await kernel.run(len(cells) - 2)
         entry = await kernel.entry()
         assert entry["name"] == "kernel" and entry["command"] == sys.executable
-        assert entry["args"][-3:-1] == ["acp_notebook.kernel_mcp", "--socket"]
+        assert entry["args"][-3:-1] == ["acp_notebook.kernel_tools.relay", "--socket"]
         token = {e["name"]: e["value"] for e in entry["env"]}[kernel_mcp.TOKEN_ENV]
         assert token not in " ".join(entry["args"])  # never in argv (ps shows argv to all)
         socket_path = Path(entry["args"][-1])
@@ -318,7 +318,7 @@ def test_the_relays_token_is_not_left_in_its_proc_environ(tmp_path: Path) -> Non
     token = "t0ken-" + "x" * 40
     entry = {
         "command": sys.executable,
-        "args": ["-P", "-m", "acp_notebook.kernel_mcp", "--socket", path],
+        "args": ["-P", "-m", "acp_notebook.kernel_tools.relay", "--socket", path],
         "env": [{"name": kernel_mcp.TOKEN_ENV, "value": token}, {"name": "MARK", "value": "kept"}],
     }
     with socket.socket(socket.AF_UNIX) as listener:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from mcp.client import Client
 
-from acp_notebook import kernel_mcp
+from acp_notebook.kernel_tools import relay as kernel_mcp
 from tests.test_kernel_mcp import ENTRY, Kernel, in_kernel, open_session, params, wait_for
 
 pytestmark = pytest.mark.timeout(120)
@@ -94,7 +94,7 @@ def test_silent_connections_held_open_do_not_keep_a_relay_out(tmp_path: Path) ->
     """Any process of the user (the agent's shell) held `MAX_PENDING` silent connections, each
     renewed at its deadline: every relay that came meanwhile was refused ("too many
     connections") and its session had no kernel tools. The oldest silent one now makes room."""
-    from acp_notebook.notebook.kernel_server import MAX_PENDING
+    from acp_notebook.kernel_tools.server import MAX_PENDING
 
     cells = [open_session("a"), ENTRY.format(name="a")]
 

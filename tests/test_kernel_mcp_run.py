@@ -182,9 +182,7 @@ def test_a_chat_turns_code_waits_for_the_running_cell(tmp_path: Path) -> None:
             for index in range(3):
                 await client.async_execute_cell(nb.cells[index], index)
             shell = await subshell(client)
-            box = model_of(
-                client, "AnyModel", _anywidget_id="acp_notebook.widgets.chat_input.ChatInput"
-            )
+            box = model_of(client, "AnyModel", _anywidget_id="acp_notebook.chat.input.ChatInput")
             running = asyncio.create_task(client.async_execute_cell(nb.cells[3], 3))
             await wait_for(started.exists, 30, "the user's cell to start")
             submit = {"method": "custom", "content": {"event": "submit", "text": prompt}}
@@ -222,9 +220,7 @@ def test_an_interrupt_stops_a_chat_turns_code_and_ends_the_turn(tmp_path: Path) 
             for index in range(3):
                 await client.async_execute_cell(nb.cells[index], index)
             shell = await subshell(client)
-            box = model_of(
-                client, "AnyModel", _anywidget_id="acp_notebook.widgets.chat_input.ChatInput"
-            )
+            box = model_of(client, "AnyModel", _anywidget_id="acp_notebook.chat.input.ChatInput")
             submit = {"method": "custom", "content": {"event": "submit", "text": prompt}}
             comm_msg(client, shell, box, submit)
             await wait_for(mark.exists, 60, "the agent's code to run")

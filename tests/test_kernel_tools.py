@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from acp_notebook.client.turn import TurnHandle
-from acp_notebook.notebook import kernel_tools, kernel_tools_run
-from acp_notebook.notebook.kernel_tools_run import CellGate, run_code, stoppable
+from acp_notebook.kernel_tools import run as kernel_tools_run
+from acp_notebook.kernel_tools import variables as kernel_tools
+from acp_notebook.kernel_tools.run import CellGate, run_code, stoppable
 from tests.blocking import CountedKey
 
 
@@ -78,7 +79,7 @@ def test_run_code_captures_output_result_and_errors_bounded() -> None:
     assert len(out.stdout) < 10_100 and "more characters" in out.stdout
     failed = run_code("def f():\n    raise KeyError('k')\nf()", ns, str)
     assert failed.error is not None and "KeyError: 'k'" in failed.error
-    assert "kernel_tools_run" not in failed.error  # our frames are left out
+    assert kernel_tools_run.__file__ not in failed.error  # our frames are left out
     leaving = run_code("raise SystemExit(3)", ns, str)
     assert leaving.error is not None and "SystemExit" in leaving.error  # the kernel stays
     masked = run_code("print('key sk-123')", ns, lambda t: t.replace("sk-123", "[redacted]"))

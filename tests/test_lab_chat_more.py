@@ -14,7 +14,7 @@ from typing import Any
 import nbformat
 import pytest
 
-from acp_notebook.widgets.chat import UNDRAWN
+from acp_notebook.chat.widget import UNDRAWN
 from tests.test_lab import POLL, READY, command, shoot
 from tests.test_lab_chat import RECORD, idle, open_nb, run_cell, session_id, started_chat
 from tests.test_lab_view import AGENT

@@ -81,7 +81,7 @@ def hostile_cells(log: Path) -> list[str]:
             guarded("agent", line, "stop 1"),
             guarded("agent", line, "fail 2"),
             "import acp_notebook\n"
-            "from acp_notebook.widgets.chat import ChatWidget\n"
+            "from acp_notebook.chat.widget import ChatWidget\n"
             f"async with acp_notebook.connect({agent_argv(cls, log)!r}) as c:\n"
             "    chat = ChatWidget(await c.new_session())\n"
             "    display(chat.box)\n"

@@ -70,11 +70,14 @@ LAYER_OF: dict[str, str] = {
     "render": "render",
     "display": "display",
     "widgets": "widgets",
+    "chat": "widgets",  # the chat widget, a subsystem of the widgets tier
     "notebook": "notebook",
     "magics": "magics",
     "demo_agent": "demo_agent",
     "run": "run",
-    "kernel_mcp": "kernel_mcp",
+    # The kernel's tools are a folder of the notebook tier; their relay is a separate program.
+    "kernel_tools": "notebook",
+    "kernel_tools.relay": "kernel_relay",
 }
 
 # The layers each layer may import (itself always included). `base` (errors, the version)
@@ -91,12 +94,13 @@ LAYERS: dict[str, set[str]] = {
     "render": {"base", "protocol", "render"},
     "display": {"base", "protocol", "client", "render", "display"},
     "widgets": {*BELOW_THE_TOP, "widgets"},
-    "notebook": {*BELOW_THE_TOP, "notebook"},
+    # The kernel server takes the handshake's constants from the relay (stdlib-only, so cheap).
+    "notebook": {*BELOW_THE_TOP, "notebook", "kernel_relay"},
     "magics": {*BELOW_THE_TOP, "widgets", "notebook", "magics"},
     "root": {*BELOW_THE_TOP, "widgets", "notebook", "magics", "root"},
     "demo_agent": {"demo_agent"},
     "run": {"base", "protocol", "client", "render", "run"},
-    "kernel_mcp": {"kernel_mcp"},
+    "kernel_relay": {"kernel_relay"},
 }
 
 # Third-party packages a pure layer must not import (checked on the top-level name).
@@ -113,7 +117,8 @@ FORBIDDEN_THIRD_PARTY: dict[str, set[str]] = {
     "magics": WIDGET_TOOLKITS,
 }
 # The demo agent must start in tens of milliseconds: the standard library only.
-STDLIB_ONLY = {"demo_agent", "kernel_mcp"}
+# So must the kernel relay, and the packages `python -m` runs before it (their `__init__`).
+STDLIB_ONLY = {"demo_agent", "kernel_relay"}
 
 PUBLIC_UNDERSCORE = {"_replace", "_asdict", "_fields", "_field_defaults", "_make", "_exit"}
 
@@ -297,7 +302,31 @@ def layer_offenders(
                     f"{module.where(edge.line)}: {name} ({layer}) imports {edge.target}, "
                     "not in the standard library: the demo agent must start in tens of ms"
                 )
+    offenders += _parents_of_programs(modules, package, table, stdlib_only)
     return by_place(offenders)
+
+
+def _parents_of_programs(
+    modules: dict[str, Module], package: str, table: dict[str, str], stdlib_only: set[str]
+) -> list[str]:
+    """A stdlib-only program's parent packages below the root import nothing (`python -m` runs
+    their `__init__` first: one import there would load it into the program)."""
+    offenders = []
+    for name in modules:
+        if layer_of(name, package, table) not in stdlib_only:
+            continue
+        parts = name.split(".")
+        for depth in range(2, len(parts)):
+            parent = modules.get(".".join(parts[:depth]))
+            if parent is None or layer_of(parent.name, package, table) in stdlib_only:
+                continue
+            for edge in imports(parent, modules, package):
+                if edge.target != "__future__":
+                    offenders.append(
+                        f"{parent.where(edge.line)}: {parent.name} imports {edge.target}, and "
+                        f"`python -m {name}` runs it first: keep this __init__ import-free"
+                    )
+    return offenders
 
 
 def _docstring_gives_reason(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -683,6 +712,27 @@ def test_layer_checker_keeps_widgets_and_notebook_apart(tmp_path: Path) -> None:
     assert "pkg/widgets/view.py:2: pkg.widgets.view (widgets) imports pkg.notebook.cell" in text
     assert "pkg/notebook/cell.py:3: pkg.notebook.cell (notebook) imports pkg.widgets.view" in text
     assert "pkg/magics.py:3: pkg.magics (magics) imports ipywidgets" in text
+
+
+def test_layer_checker_finds_imports_in_the_packages_above_a_stdlib_program(
+    tmp_path: Path,
+) -> None:
+    write_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "import anyio\n",  # the root: not run by the check
+            "pkg/kernel_tools/__init__.py": "from __future__ import annotations\nimport json\n",
+            "pkg/kernel_tools/relay.py": "import socket\n",
+            "pkg/kernel_tools/server.py": "import anyio\nfrom . import relay\n",
+        },
+    )
+    table = {"": "root", "kernel_tools": "notebook", "kernel_tools.relay": "kernel_relay"}
+    allowed = {"root": {"root", "notebook"}, "notebook": {"kernel_relay"}, "kernel_relay": set()}
+    found = layer_offenders(tmp_path, "pkg", table, allowed, {}, {"kernel_relay"})
+    assert found == [
+        "pkg/kernel_tools/__init__.py:2: pkg.kernel_tools imports json, and "
+        "`python -m pkg.kernel_tools.relay` runs it first: keep this __init__ import-free"
+    ]
 
 
 def test_size_checker_finds_long_modules_and_functions(tmp_path: Path) -> None:

@@ -118,7 +118,7 @@ def test_reprs_shown_as_cell_values_are_masked(
 @pytest.mark.anyio
 @pytest.mark.timeout(60)
 async def test_the_chat_widget_masks_its_turns_and_status(tmp_path: Path) -> None:
-    from acp_notebook.widgets.chat import ChatWidget
+    from acp_notebook.chat.widget import ChatWidget
     from tests.agents.script import script
     from tests.client_helpers import Agent
 

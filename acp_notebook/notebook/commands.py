@@ -1,28 +1,31 @@
-"""`%agent` subcommands: list agents, show status, manage sessions, modes and config."""
+"""`%agent` subcommands: list agents, show status, manage sessions, modes and config, log in.
+
+Each subcommand is one `_name` function in `_COMMANDS`; what it shows is drawn in
+`command_docs.py` (escaped documents of the agent's values), or by `ledger.py` for the ledger.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from typing import Any
 
 from IPython.core.error import UsageError
 
+from ..client import auth
 from ..display import publish, views
 from ..display.views import Code, Doc, Value
 from ..errors import AcpError, CapabilityError
-from . import auth_cmds, mcp_servers, replay
-from .cell import apply_settings, start_error_message
+from . import mcp_servers, replay
+from .command_docs import key, log_doc, methods_doc, revert_doc, sessions_doc, status_doc
 from .host import Host
 from .ledger import ledger_doc
 from .options import CellOptions, Parser, parse
 from .runtime import NamedSession
-from .session_cell import open_named
-from .status_docs import MAX_ITEMS as MAX_ITEMS
-from .status_docs import key, sessions_doc, status_doc
+from .start import apply_settings, open_named, start_error_message
 from .stored_sessions import Memory
 from .stored_sessions import sessions_doc as sessions_of_kernel
-from .wire_docs import log_doc
 
 MAX_LOG = 1000  # messages each way asked for; the client keeps `wire_log_size` reads' worth
 
@@ -337,27 +340,41 @@ async def _log(host: Host, args: argparse.Namespace) -> None:
 
 
 async def _auth(host: Host, args: argparse.Namespace) -> None:
+    """`%agent auth [METHOD]`: the agent's ways to log in, or one of them run (a terminal
+    login's output is the agent's: masked, control characters out, bounded)."""
     spec, client = await _client(host, args)
+    mask = _masker(host)
     if not args.value:
-        _show(auth_cmds.methods_doc(spec, client, host))
+        _show(methods_doc(spec.name, auth.how_to(client), mask))
         return
-    await auth_cmds.authenticate(host, spec, client, str(args.value))
+    method_id = str(args.value)
+
+    def show(text: str) -> None:
+        sys.stdout.write(views.lines(mask(text), 64 * 1024))
+        sys.stdout.flush()
+
+    kind = auth.kind(auth.method(client, method_id))
+    await client.authenticate(method_id, on_output=show)
+    done = "logged in; the agent restarted" if kind == "terminal" else "authenticated"
+    _show(Doc(mask).para("Agent ", Code(spec.name), f": {done} with ", Code(method_id), "."))
 
 
 async def _logout(host: Host, args: argparse.Namespace) -> None:
     spec, client = await _client(host, args)
-    await auth_cmds.logout(host, spec, client)
+    await client.logout()
+    said = ": logged out. Its sessions may now fail until you log in."
+    _show(Doc(_masker(host)).para("Agent ", Code(spec.name), said))
 
 
 async def _delete(host: Host, args: argparse.Namespace) -> None:
     session_id = _need(args, "a session id (see %agent sessions)")
     spec, client = await _client(host, args)
-    await auth_cmds.delete(host, spec, client, session_id)
+    await client.delete_session(session_id)
+    doc = Doc(_masker(host))
+    _show(doc.para("Deleted session ", Code(session_id), " of agent ", Code(spec.name), "."))
 
 
 async def _revert(host: Host, args: argparse.Namespace) -> None:
-    from .revert_view import revert_doc
-
     entry = _session(host, args)
     result = await entry.session.revert(args.value, force=args.force)
     _show(revert_doc(result, entry.name, _masker(host)))

@@ -1,7 +1,7 @@
 """What the notebook layer needs from the object that registered the magics.
 
 `magics.AcpNotebook` is that object (its traitlets configuration, the kernel's namespace); the
-`%%agent` flow (`session_cell`) and the `%agent` commands (`commands`) take it as a `Host` and
+`%%agent` flow (`cell`) and the `%agent` commands (`commands`) take it as a `Host` and
 use nothing else of it, so they never import `magics.py`.
 
 The widget views come the same way (`Host.widgets`, typed as `Widgets` here): the notebook layer
@@ -111,7 +111,7 @@ class Host(Protocol):
 
     @property
     def kernel_tools(self) -> bool:
-        """Whether new sessions get the kernel's MCP tools (`notebook/kernel_server.py`)."""
+        """Whether new sessions get the kernel's MCP tools (`kernel_tools/server.py`)."""
 
     def registry(self) -> Registry:
         """The agents one can name, read anew (config, TOML file, built-ins)."""

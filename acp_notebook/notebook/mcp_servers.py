@@ -54,7 +54,9 @@ async def session_servers(
         entries = [server.to_acp() for server in servers]
     except ConfigError as exc:  # a stdio command not on the PATH
         raise UsageError(str(exc)) from None
-    from .kernel_server import kernel_mcp_entry  # its server (the mcp SDK) loads on first use
+    from ..kernel_tools.server import (
+        kernel_mcp_entry,
+    )  # its server (the mcp SDK) loads on first use
 
     kernel = kernel_mcp_entry(host, opts)  # the kernel's own tools, unless turned off
     if kernel is not None:

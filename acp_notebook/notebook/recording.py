@@ -6,7 +6,7 @@ cell (no transcript, a transcript that is not a JSON object) is kept as that cel
 and only reported if that cell is replayed; a file that is not a notebook at all raises
 `ReplayError` at once.
 
-What a turn left in a cell's outputs (see `session_cell`): a turn that gave the cell its value
+What a turn left in a cell's outputs (see `cell`): a turn that gave the cell its value
 has its transcript in its live display, which became the record (or, with no live display
 (`--quiet`) and in notebooks saved before that, in the `execute_result`, the `TurnResult`'s
 display); a failed turn has it in a display output, followed by an `error` output whose `ename`

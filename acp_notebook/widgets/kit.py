@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..chat.widget import ChatWidget
 from ..protocol.redact import Redactor
-from .chat import ChatWidget
 from .turn_view import StartingView, TurnView
 
 if TYPE_CHECKING:

@@ -1,15 +1,14 @@
 """The kernel's MCP tools, served on one relay connection with the `mcp` SDK's low-level `Server`.
 
-Tools: `list_variables`, `inspect_variable`, `notebook_cells`, `last_error` (read only) and
-`run_code`. Running code is a tool call of the client's own in the session: a card of kind
-`execute` in the running turn (the code, then what it printed), and a permission request through
-the same policy and buttons as the agent's own (`Session.client_call`, `Session.ask_for`):
-headless it is rejected unless `--allow execute`, and `--deny execute` rejects it. The agent
-cannot change that card (the fold refuses its updates for it), and the code must be one the
-card shows whole and in the order it runs: the person is asked about exactly what runs.
+Tools: `list_variables`, `inspect_variable` (`variables.py`), `notebook_cells`, `last_error`
+(`cells.py`), all read only, `run_code` (`card.py`: the card and permission the person sees,
+then `run.py` runs it), and `insert_cell`, `edit_cell`, `run_cell` with a live `notebook_cells`
+(`notebook_edit.py`, through the JupyterLab extension's comm, `notebook_link.py`). A new tool:
+its schema in `TOOLS`, its dispatch in `_call` (or `_reader` for a read, run stoppable like the
+others), its code in a module of its own beside this one.
 
 Every frame the agent sends is bounded (`MAX_MESSAGE` per line); answers are bounded by the
-tools (`kernel_tools`) and every answer's text is masked by the kernel's redactor (the values of
+tools (`MAX_TEXT`) and every answer's text is masked by the kernel's redactor (the values of
 secret-looking environment variables and of the agents' secrets, `protocol.redact`), whichever
 tool gave it: the one rule for what the agent reads from the kernel, as for `%%agent --with`,
 `--error` and `--cells`.
@@ -18,7 +17,6 @@ tool gave it: the one rule for what the agent reads from the kernel, as for `%%a
 from __future__ import annotations
 
 import base64
-import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -31,28 +29,21 @@ from mcp.shared.message import SessionMessage
 
 from .._version import __version__
 from ..protocol.limits import clip_text
-from . import kernel_tools
-from .kernel_tools import MAX_TEXT, ToolOutput
-from .kernel_tools_run import run_code, stoppable
-from .tool_card import GATE_TIMEOUT, title
-from .tool_card import OPTIONS as _OPTIONS
-from .tool_card import arg as _arg
-from .tool_card import fenced as _fenced
-from .tool_card import text_part as _text
-from .tool_card import time_left as _time_left
-from .tool_card import unshowable as _unshowable
+from . import notebook_edit, variables
+from .card import arg, cancel_soon, run_asked, time_left
+from .run import stoppable
+from .variables import MAX_TEXT, ToolOutput
 
 if TYPE_CHECKING:
     import weakref
 
     from ..client.session import Session
-    from ..client.turn import TurnHandle
-    from .kernel_tools_run import CellGate
-    from .runtime import Runtime
+    from ..notebook.runtime import Runtime
+    from .run import CellGate
 
 
 class ToolHost(Protocol):
-    """What the tools need of the kernel's server (`kernel_server.KernelServer`); a grant is
+    """What the tools need of the kernel's server (`server.KernelServer`); a grant is
     that server's token record, passed back to it."""
 
     shell: Any
@@ -182,9 +173,13 @@ def build(kernel: ToolHost, grant: Any) -> Server[Any]:
 
 async def _call(kernel: ToolHost, grant: Any, name: str, args: dict[str, Any]) -> ToolOutput:
     if name == "run_code":
-        return await _run(kernel, grant, _arg(args, "code", str))
-    from . import notebook_edit  # it uses run_code's card helpers, here
-
+        code = arg(args, "code", str)  # checked before the session: a TypeError names it
+        session = kernel.session_of(grant)
+        if session is None:
+            return ToolOutput("the session is not open: code cannot run", error=True)
+        return await run_asked(
+            session, kernel.gate, kernel.shell.user_ns, kernel.runtime.redactor.text, code
+        )
     if name in notebook_edit.NAMES:  # the live notebook's, when its front-end can tell
         answered = await notebook_edit.call(kernel, grant, name, args)
         if answered is not None:
@@ -196,11 +191,11 @@ async def _call(kernel: ToolHost, grant: Any, name: str, args: dict[str, Any]) -
     # no interrupt reached either (a repr that hangs on the network): stoppable as run_code is.
     session = kernel.session_of(grant)
     turn = session.running if session is not None else None
-    output, stopped = stoppable(read, _time_left(turn))
+    output, stopped = stoppable(read, time_left(turn))
     if output is not None:
         return output
     if stopped == "interrupted" and session is not None and turn is not None:
-        _cancel_soon(session, turn)
+        cancel_soon(session, turn)
     why = (
         "the user interrupted the kernel" if stopped == "interrupted" else "the turn's time ran out"
     )
@@ -212,13 +207,13 @@ def _reader(kernel: ToolHost, name: str, args: dict[str, Any]) -> Callable[[], T
     ns = kernel.shell.user_ns
     if name == "list_variables":
         hidden = getattr(kernel.shell, "user_ns_hidden", {})
-        include = _arg(args, "include_hidden", bool, False)
-        return lambda: kernel_tools.list_variables(ns, hidden, include)
+        include = arg(args, "include_hidden", bool, False)
+        return lambda: variables.list_variables(ns, hidden, include)
     if name == "inspect_variable":
-        variable = _arg(args, "name", str)
-        return lambda: kernel_tools.inspect_variable(ns, variable)
+        variable = arg(args, "name", str)
+        return lambda: variables.inspect_variable(ns, variable)
     if name == "notebook_cells":
-        count = max(1, min(_arg(args, "count", int, 10), 100))
+        count = max(1, min(arg(args, "count", int, 10), 100))
         return lambda: _cells(kernel, count)
     if name == "last_error":
         return lambda: _last_error(kernel)
@@ -226,7 +221,7 @@ def _reader(kernel: ToolHost, name: str, args: dict[str, Any]) -> Callable[[], T
 
 
 def _cells(kernel: ToolHost, count: int) -> ToolOutput:
-    from .kernel_context import cells_text, recent_cells
+    from .cells import cells_text, recent_cells
 
     text = cells_text(recent_cells(kernel.shell, count)) or "(no cells above this one yet)"
     return ToolOutput(
@@ -235,7 +230,7 @@ def _cells(kernel: ToolHost, count: int) -> ToolOutput:
 
 
 def _last_error(kernel: ToolHost) -> ToolOutput:
-    from .kernel_context import last_error
+    from .cells import last_error
 
     error = last_error(kernel.shell)
     if error is None:
@@ -243,95 +238,6 @@ def _last_error(kernel: ToolHost) -> ToolOutput:
     return ToolOutput(
         clip_text(error.to_text(), MAX_TEXT)
     )  # masked field by field, then as a whole
-
-
-async def _run(kernel: ToolHost, grant: Any, code: str) -> ToolOutput:
-    """Ask (card + permission), wait for the kernel to be free of the user's cells, run, show.
-
-    The card is the client's own (`Session.client_call`): the agent cannot change it, so what
-    the person is asked about is `code`, which is what runs, never read back from the card. The
-    code runs only for the turn that asked, while it runs: a turn that ended meanwhile (its
-    Stop, the cell's interrupt) or whose --timeout passed gets a refusal. It is stopped by the
-    kernel's interrupt, which also cancels the turn, and by the turn's deadline."""
-    session = kernel.session_of(grant)
-    if session is None:
-        return ToolOutput("the session is not open: code cannot run", error=True)
-    refused = _unshowable(code)
-    if refused is not None:
-        return ToolOutput(refused, error=True)
-    turn = session.running
-    code_block = _fenced(code, "python")
-    call = session.client_call("execute", _title(code), [code_block])
-    if call is None:
-        return ToolOutput(
-            "the turn is past its size limits: the code could not be shown, so it was not run",
-            error=True,
-        )
-    answer = await session.ask_for(call, _OPTIONS)
-    outcome = answer.get("outcome", {}) if isinstance(answer, dict) else {}
-    if outcome.get("optionId") != "allow":
-        note = _text("Not run: the permission was not given.")
-        session.client_update(call, "failed", [code_block, note])
-        return ToolOutput("the user (or the permission policy) did not allow running this code")
-    if not kernel.gate.may_run(turn):  # the chat's turn while a cell of the user's runs
-        session.client_update(call, "pending", [code_block, _text(WAITING)])
-    free = await _wait_for_kernel(kernel.gate, turn)
-    if free is not None:
-        session.client_update(call, "failed", [code_block, _text(f"Not run: {free}.")])
-        return ToolOutput(f"the code was not run: {free}", error=True)
-    session.client_update(call, "in_progress", [code_block])
-    ran = run_code(code, kernel.shell.user_ns, kernel.runtime.redactor.text, _time_left(turn))
-    status = "failed" if ran.error is not None else "completed"
-    session.client_update(call, status, [code_block, _fenced(ran.to_text(), "text")])
-    if ran.stopped == "interrupted" and turn is not None:
-        # The user interrupted the kernel: the turn ends too, as after a Stop. (A cell's
-        # interrupt also cancels the cell, which cancels it again: a no-op.) Not awaited here:
-        # the agent must first get this answer to end its turn.
-        _cancel_soon(session, turn)
-    return ToolOutput(ran.to_text(), error=ran.error is not None)
-
-
-WAITING = "Waiting for the running cell to finish: the code runs after it."
-
-
-async def _wait_for_kernel(gate: CellGate, turn: TurnHandle | None) -> str | None:
-    """Wait until the code may run (`CellGate`) for `turn`; None once it may, else why not."""
-    left = _time_left(turn)
-    limit = GATE_TIMEOUT if left is None else min(GATE_TIMEOUT, left)
-    free = False
-    with anyio.move_on_after(max(limit, 0)):
-        async with anyio.create_task_group() as group:
-            if turn is not None:  # the turn ends meanwhile: stop waiting for the cell
-
-                async def ended() -> None:
-                    await turn.wait_ended()
-                    group.cancel_scope.cancel()
-
-                group.start_soon(ended)
-            free = await gate.wait(lambda: turn, max(limit, 0))
-            group.cancel_scope.cancel()
-    if turn is not None and (turn.done or turn.cancelling()):
-        return "the turn that asked for it has ended"
-    if turn is not None and turn.deadline is not None and anyio.current_time() >= turn.deadline:
-        return "the turn's time limit (--timeout) has passed"
-    if not free:
-        return "a cell of the user's kept the kernel busy"
-    return None
-
-
-def _cancel_soon(session: Session, turn: TurnHandle) -> None:
-    """Cancel the turn as Stop does, in the session's client (not awaited: the agent must first
-    get the tool's answer to end its turn)."""
-
-    async def cancel() -> None:
-        await turn.cancel()
-
-    with contextlib.suppress(RuntimeError):  # the client is closing: its turns end with it
-        session.client.task_group.start_soon(cancel)
-
-
-def _title(code: str) -> str:
-    return title("Run code in the kernel", code)
 
 
 def _result(output: ToolOutput) -> types.CallToolResult:

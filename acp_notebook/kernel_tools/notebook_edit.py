@@ -13,7 +13,7 @@ the front-end and happens right after that cell ends (the answer says so); when 
 (a `--background` turn, the chat), the tool waits for the run and answers with its outputs.
 
 Sources are bounded as `run_code`'s code is: what its card shows whole, without characters
-that show otherwise than they are (`kernel_server_mcp._unshowable`).
+that show otherwise than they are (`card.unshowable`).
 """
 
 from __future__ import annotations
@@ -27,11 +27,7 @@ import anyio
 from ..protocol import limits
 from ..protocol.limits import clip_text
 from ..render.diff import unified
-from .kernel_context import file_cell
-from .kernel_tools import MAX_TEXT, ToolOutput
-from .notebook_link import REPLY_TIMEOUT, FrontEndError, Link, link_for, origin_of
-from .snapshots import MAX_CELLS, CellSnapshot, cells_text
-from .tool_card import (
+from .card import (
     GATE_TIMEOUT,
     OPTIONS,
     arg,
@@ -42,15 +38,19 @@ from .tool_card import (
     title,
     unshowable,
 )
+from .cells import file_cell
+from .notebook_link import REPLY_TIMEOUT, FrontEndError, Link, link_for, origin_of
+from .snapshots import MAX_CELLS, CellSnapshot, cells_text
+from .variables import MAX_TEXT, ToolOutput
 
 if TYPE_CHECKING:
     from ..client.session import Session
     from ..client.turn import TurnHandle
-    from .kernel_tools_run import CellGate
+    from .run import CellGate
 
 
 class CellHost(Protocol):
-    """What these tools need of the kernel's server (`kernel_server_mcp.ToolHost`)."""
+    """What these tools need of the kernel's server (`tools.ToolHost`)."""
 
     gate: CellGate
 
@@ -58,7 +58,7 @@ class CellHost(Protocol):
 
 
 CELL_TYPES = ("code", "markdown")
-#: The tools this module answers (`kernel_server_mcp._call` hands them here).
+#: The tools this module answers (`tools._call` hands them here).
 NAMES = frozenset({"insert_cell", "notebook_cells", "edit_cell", "run_cell"})
 
 #: The last cell each turn inserted: the next insert goes below it, so several keep their order.

@@ -1,4 +1,19 @@
-"""The relay: a token handshake on the kernel's socket, then a byte pipe both ways.
+"""The relay an agent starts to reach its kernel's MCP tools.
+
+`python -m acp_notebook.kernel_tools.relay --socket PATH`.
+
+The MCP server itself runs inside the kernel, on the kernel's event loop, where the user's variables
+live (`server.py` beside this file). An agent can only start MCP servers as commands (stdio), so the
+session's `mcpServers` names this relay: it connects to the kernel's Unix socket (`--socket PATH`,
+mode 0600 in a private 0700 directory), proves itself with the token in its environment
+(`ACP_NOTEBOOK_KERNEL_TOKEN`, never in argv, which other users can read in `ps`; at its start it
+blanks the token in its environment block, which processes of the same user read in
+`/proc/<pid>/environ`, see `scrub_environ`), and then copies bytes both ways: the agent's stdin to
+the kernel, the kernel's answers to its stdout. It exits when stdin closes (the agent is done or
+gone) or when the kernel closes the socket (the kernel ended, or the session the token belongs to
+did): no process stays behind. Standard library only, so it starts in tens of milliseconds and needs
+nothing the kernel does not have: this module imports nothing of the package (tests/test_layers.py
+checks it), and `kernel_tools/__init__.py`, which `python -m` runs first, imports nothing at all.
 
 Why a thin pipe and not an MCP server of its own: the tools need the kernel's namespace and
 its event loop, so the MCP protocol is spoken in the kernel; the relay only proves who it is and
@@ -14,7 +29,14 @@ import selectors
 import socket
 import sys
 
-from . import HELLO, MAX_HELLO, OK, TOKEN_ENV
+#: The environment variable that carries the token; the relay blanks it in its environment.
+TOKEN_ENV = "ACP_NOTEBOOK_KERNEL_TOKEN"
+#: The first line the relay sends: this, a space, the token, a newline.
+HELLO = b"ACPNB-KERNEL-MCP/1"
+#: The kernel's answer to a good token; anything else is a refusal, its reason after "ERR ".
+OK = b"OK"
+#: The longest handshake line either side accepts.
+MAX_HELLO = 512
 
 CHUNK = 65536
 CONNECT_TIMEOUT = 10.0
@@ -22,7 +44,7 @@ CONNECT_TIMEOUT = 10.0
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m acp_notebook.kernel_mcp",
+        prog="python -m acp_notebook.kernel_tools.relay",
         description="Relay MCP on stdin/stdout to the kernel's tools (the token comes in "
         f"${TOKEN_ENV}).",
     )
@@ -71,7 +93,7 @@ def scrub_environ(name: str) -> None:
 
 
 def _fail(message: str) -> int:
-    sys.stderr.write(f"acp_notebook.kernel_mcp: {message}\n")
+    sys.stderr.write(f"acp_notebook.kernel_tools.relay: {message}\n")
     return 1
 
 
@@ -132,3 +154,7 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,6 +1,6 @@
 """Cells and errors as an agent is shown them: masked, each field clipped, the whole bounded.
 
-The values `kernel_context` reads (and the kernel's MCP tools return) are made of these. Every
+The values `cells` reads (and the kernel's MCP tools return) are made of these. Every
 field is masked by the kernel's redactor (`publish.REDACTOR`, as every output is) before it is
 clipped, and `to_text()` bounds the whole again.
 """

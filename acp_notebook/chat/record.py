@@ -11,21 +11,34 @@ transcripts are kept as a list under the chat's own MIME type (a cell's turn typ
 and tools that replay cells read it), without what they would hold twice (`lean`).
 
 A turn adds one `piece` to the record, and the record is its pieces joined (`join`) by plain
-concatenation, so a page can add a turn to the record it holds (chat_input.js, `appendRecord`)
+concatenation, so a page can add a turn to the record it holds (static/input.js, `appendRecord`)
 from that turn's piece alone: a long chat does not send its whole record again after each turn.
+
+Where the record is kept up to date (`RecordKeeper`): in the page when it can, else by the
+kernel. The record is an output of its own after the chat's. The kernel can only
+replace an output whole (`update_display_data`), so updating it after each turn would send the
+whole conversation again every turn: a long chat would cost the square of its length. A page that
+holds the notebook (JupyterLab, Notebook 7: static/input.js, `keepRecord`) says it keeps the record
+(`keep`, with how many turns its copy holds); from then on the kernel sends it each turn's piece
+once, as a message to the chat's input widget, and the page adds it to the output it will save.
+Without such a page (nbclient, papermill, `await chat.send(...)` in a script, a front-end
+without a notebook model) the kernel updates the output whole, as before.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
+from IPython.display import DisplayHandle
+
+from ..display import publish
 from ..render import MIME_TRANSCRIPT
 from ..render.style import MATH_OFF, STYLE
 
 MIME_CHAT = "application/vnd.acp-notebook.chat+json"
 #: The class of the record's HTML; the live chat hides its record output (static/chat.css).
 RECORD_CLASS = "acpnb-chat-record"
-#: How the pieces of the text view are joined (chat_input.js joins them the same way).
+#: How the pieces of the text view are joined (static/input.js joins them the same way).
 PLAIN_JOIN = "\n\n"
 EMPTY = "(no message yet)"
 #: A rule of the record's stylesheet: the chat's widget output is hidden when it cannot be drawn
@@ -87,9 +100,61 @@ def chat_record(turns: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def user_text(transcript: Any) -> str:
-    """The user's message that opens a chat turn's transcript (see chat_turn.user_part)."""
+    """The user's message that opens a chat turn's transcript (see turns.user_part)."""
     parts = transcript.get("parts") if isinstance(transcript, dict) else None
     first = parts[0] if isinstance(parts, list) and parts else None
     if isinstance(first, dict) and first.get("role") == "user":
         return str(first.get("text", ""))
     return ""
+
+
+class Page(Protocol):
+    """Where the record's pieces go when a page keeps it: the chat's input widget."""
+
+    def send(self, content: Any, /) -> None: ...
+
+
+class RecordKeeper:
+    """The chat's record: `show()` displays it, `add(turn)` adds a finished turn's record."""
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        self.pieces: list[dict[str, Any]] = []
+        self.handle: DisplayHandle | None = None
+        #: A page said it keeps the record: the kernel sends it pieces, not the whole record.
+        self.kept = False
+        self.sent = 0  # characters sent for the record after it was shown, for the tests
+
+    def bundle(self) -> dict[str, Any]:
+        return join(self.pieces)
+
+    def show(self) -> None:
+        self.handle = publish.show(self.bundle(), display_id=True)
+
+    def add(self, turn: dict[str, Any]) -> None:
+        self.pieces.append(piece(turn))
+        if self.kept:
+            self._send(len(self.pieces) - 1)
+        else:
+            self.update()
+
+    def update(self) -> None:
+        """The whole record in its output (once at the end, or where no page keeps it)."""
+        if self.handle is not None:
+            bundle = self.bundle()
+            self.sent += sum(len(str(v)) for v in bundle.values())
+            publish.update(self.handle, bundle)
+
+    def page_keeps(self, have: Any) -> None:
+        """A page keeps the record and holds its first `have` turns: it gets the rest."""
+        self.kept = True
+        have = have if type(have) is int and 0 <= have <= len(self.pieces) else 0
+        if have < len(self.pieces):
+            self._send(have)
+
+    def _send(self, first: int) -> None:
+        message: dict[str, Any] = {"event": "record", "from": first, "pieces": self.pieces[first:]}
+        if first == 0:
+            message["start"] = html_start()
+        self.sent += sum(len(str(v)) for p in message["pieces"] for v in p.values())
+        self.page.send(message)

@@ -1,20 +1,20 @@
 """A chat with a session, as a widget: type, send, watch each turn stream, stop it.
 
 `%agent chat` shows one (it is that cell's value). It talks to the same session as the cells
-(`--session`), so a conversation can move between cells and the chat. Each turn is the per-turn
-live view (`chat_turn.py`, a `TurnView` in the log): the user's message first, parts patched in
-place, permission buttons in their cards. Enter sends, Shift+Enter is a newline, `/` and `@`
-complete commands and workspace files (`chat_input.py`, `chat_files.py`); the mode and config
-menus (`chat_pickers.py`) follow the session. Clicks and messages are handled on the kernel's
-loop, whatever thread they arrive in (`loop.py`). A message sent while a turn runs waits behind
-it; Stop gives such a message back to the input box (`stop`), and one whose @files are still
-being read too. A new chat on a session that had one (`%agent chat -s X` run again) opens with
-the conversation so far (`chat_past.py`). A turn started elsewhere on the session while the chat
-is open (a `%%agent -s X` cell, another chat) is shown and recorded too (`_follow`, on the
-session's `TurnStarted`), so the chat holds the session's whole conversation, as Zed's thread.
+(`--session`), so a conversation can move between cells and the chat. Each turn is the per-turn live
+view (`turns.py`, a `TurnView` in the log): the user's message first, parts patched in place,
+permission buttons in their cards. Enter sends, Shift+Enter is a newline, `/` and `@` complete
+commands and workspace files (`input.py`); the mode and config menus (`pickers.py`)
+follow the session. Clicks and messages are handled on the kernel's loop, whatever thread they
+arrive in (`../widgets/loop.py`). A message sent while a turn runs waits behind it; Stop gives such
+a message back to the input box (`stop`), and one whose @files are still being read too. A new chat
+on a session that had one (`%agent chat -s X` run again) opens with the conversation so far
+(`turns.py`). A turn started elsewhere on the session while the chat is open (a `%%agent -s X` cell,
+another chat) is shown and recorded too (`_follow`, on the session's `TurnStarted`), so the chat
+holds the session's whole conversation, as Zed's thread.
 
-The chat's output is followed by its static record (`chat_record.py`), which gets each turn as it
-ends (`chat_keep.py`: by the page when it can, so a turn costs what it adds): the live page hides
+The chat's output is followed by its static record (`record.py`), which gets each turn as it
+ends (`record.py`: by the page when it can, so a turn costs what it adds): the live page hides
 it; once the chat is closed or its kernel is gone, it is what the notebook shows, so a saved
 notebook reads without a kernel.
 """
@@ -39,14 +39,12 @@ from ..protocol.redact import Redactor
 from ..protocol.state import Usage
 from ..protocol.turn import TurnResult
 from ..protocol.turnstate import TurnState
-from .chat_files import list_files, resolve_in
-from .chat_input import ChatInput
-from .chat_keep import RecordKeeper
-from .chat_past import PastTurn, PastView, past_turns, remember
-from .chat_pickers import ChatPickers
-from .chat_turn import ChatTurnView
-from .loop import KernelLoop
-from .turn_view import WIDGET_VIEW
+from ..widgets.loop import KernelLoop
+from ..widgets.turn_view import WIDGET_VIEW
+from .input import ChatInput, list_files, resolve_in
+from .pickers import ChatPickers
+from .record import RecordKeeper
+from .turns import ChatTurnView, PastTurn, PastView, past_turns, remember
 
 MAX_COMMANDS = 200
 #: The chat's output as text: a live chat is drawn, so this is read only where it cannot be.
@@ -61,7 +59,7 @@ class ChatWidget:
         self.redactor = redactor or Redactor()
         self.max_rate = max_rate
         self.log = w.VBox(layout=w.Layout(max_height="480px", overflow="auto"))
-        self.log.add_class("acpnb-chat-log")  # the input's front-end follows it (chat_input.js)
+        self.log.add_class("acpnb-chat-log")  # the input's front-end follows it (static/input.js)
         self.input = ChatInput(layout=w.Layout(width="100%"))
         self.stop_button = w.Button(
             description="Stop",
@@ -72,7 +70,7 @@ class ChatWidget:
         )
         self.stop_button.add_class("acpnb-chat-stop")
         self.status = w.HTML()
-        # Clicks and messages may arrive in another thread (loop.py): their work runs here.
+        # Clicks and messages may arrive in another thread (widgets/loop.py): their work runs here.
         self.kernel = KernelLoop()
         self.pickers = ChatPickers(session, self.kernel, self.report, self.redactor.text)
         self._row = w.HBox([self.input, self.stop_button], layout=w.Layout(align_items="flex-end"))
@@ -83,7 +81,7 @@ class ChatWidget:
         #: The finished turns' records, in order (the chat's static record joins them).
         self.records: list[dict[str, Any]] = []
         self.keeper = RecordKeeper(self.input)
-        #: The session's conversation in earlier chats (`chat_past.py`): shown first, recorded.
+        #: The session's conversation in earlier chats (`turns.py`): shown first, recorded.
         self._show_past(list(past_turns(session)))
         #: What the chat sent into each turn that has not started yet (turn id -> messages, each
         #: its text and attached files): Stop gives it back to the input box (`stop`).
@@ -276,7 +274,7 @@ class ChatWidget:
             self.input.send({"event": "attach", "files": files})
 
     async def list_files(self) -> list[str]:
-        """The workspace's files for `@` completion (bounded: `chat_files.list_files`)."""
+        """The workspace's files for `@` completion (bounded: `input.list_files`)."""
         files = await asyncio.to_thread(list_files, self.session.cwd)
         self.input.files = files
         return files

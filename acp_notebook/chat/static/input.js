@@ -1,4 +1,4 @@
-// The chat's message box (see chat_input.py): Enter sends, Shift+Enter is a newline, an empty
+// The chat's message box (see input.py): Enter sends, Shift+Enter is a newline, an empty
 // message cannot be sent; `/` completes the agent's commands and `@` the workspace's files. It
 // also keeps the chat's log following new output until the user scrolls up, and when the kernel
 // goes away it drops the chat's dead output so the notebook keeps the chat's static record, which
@@ -162,17 +162,17 @@ function completer(model, box, onChoose) {
   return { list, update, close, key, dispose: () => { model.off("change:files", refresh); model.off("change:commands", refresh); } };
 }
 
-// The chat's static record (chat_record.py) is the output after the chat's (found by its
+// The chat's static record (record.py) is the output after the chat's (found by its
 // token, in its metadata): in a page that holds the notebook (JupyterLab, Notebook 7) this view
 // keeps it up to date. It says so with how many turns it holds (`keep`); the kernel then sends
 // each turn's piece once (`record`), and the view adds it to the output, joined as
-// chat_record.join joins them. A piece it already holds (two views of one chat) is skipped; a
+// record.join joins them. A piece it already holds (two views of one chat) is skipped; a
 // gap is asked for again.
 const MIME_CHAT = "application/vnd.acp-notebook.chat+json";
 const PLAIN_JOIN = "\n\n";
 const END = "</div>";
 
-// The chat's own output: its metadata names the token (chat.py, _ipython_display_).
+// The chat's own output: its metadata names the token (widget.py, _ipython_display_).
 const isChat = (output, token) => output.metadata?.acp_notebook?.chat === token;
 
 function recordOutput(model) {

@@ -1,10 +1,23 @@
-"""One turn of the chat: the per-turn live view (`TurnView`), placed in the chat's log.
+"""The chat's turns: the one that streams (`ChatTurnView`) and those of earlier chats (`PastView`).
 
 A cell's turn view is a display of its own, replaced at the end by the turn's record. In the chat
 the view is a child of the log instead: it opens with the user's message, patches its parts in
 place while the turn streams (an opened card stays open), and at the end it stays, showing the
 turn's final state. Its record (the same bundle a cell keeps, drawn with the cards the reader
-opened) goes to the chat's static record (`chat_record.py`).
+opened) goes to the chat's static record (`record.py`).
+
+The conversation a chat had on its session is kept for the next chat on that session:
+`%agent chat -s X` run again (the cell re-run, or another cell) makes a new chat on the same
+session: it continues the conversation, so it shows it first. Each finished turn of a chat is
+kept here, by session, as what its view showed at the end (the final transcript, masked, and the
+view's last state) and its record bundle; a new chat draws those turns in its log (`PastView`,
+the same front-end as a live turn, with nothing left to click but copy and show-all) and starts
+its static record with them, so the notebook keeps the whole conversation too.
+
+Every turn a chat showed, its own or one a cell or another chat started on the session while it was
+open (each once, by turn id), is kept for the session's life in this kernel (weakly: a closed and
+dropped session goes), the last `KEPT` turns only: each new chat draws and records all it is given,
+so an unbounded list would make every chat cell on a long session heavier than the last.
 """
 
 from __future__ import annotations
@@ -13,16 +26,21 @@ import asyncio
 import dataclasses
 import urllib.parse
 import urllib.request
+import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..client.session import Session
 from ..client.transcript import final_transcript
 from ..display import publish
 from ..protocol.state import Part, part_from_json
 from ..protocol.turn import Transcript, TurnResult, read_turn
 from ..protocol.turnstate import TurnState
-from .turn_view import TurnView
+from ..widgets.loop import KernelLoop
+from ..widgets.turn_diff import TurnDiff
+from ..widgets.turn_view import TurnView, TurnWidget
 
 
 class ChatTurnView(TurnView):
@@ -139,3 +157,52 @@ def attached(block: dict[str, Any], cwd: str | Path) -> dict[str, Any]:
         shown = uri  # a web link: nothing of this machine
     resource = {"uri": shown, **({"mimeType": mime} if isinstance(mime, str) else {})}
     return {"type": "resource", "resource": resource}
+
+
+@dataclass(frozen=True)
+class PastTurn:
+    """A chat's finished turn: what its view showed at the end, and its record bundle."""
+
+    turn_id: str
+    final: Transcript
+    head: dict[str, Any]
+    record: dict[str, Any]
+
+
+_PAST: weakref.WeakKeyDictionary[Session, list[PastTurn]] = weakref.WeakKeyDictionary()
+#: The earlier turns a new chat on the session shows and records, at most (the latest).
+KEPT = 20
+
+
+def past_turns(session: Session) -> list[PastTurn]:
+    """The chats' finished turns on `session`, in the order they ended (a live list: a chat adds
+    its turns to it as they end)."""
+    return _PAST.setdefault(session, [])
+
+
+def remember(session: Session, turn: PastTurn) -> None:
+    """A chat's turn ended: the next chat on `session` shows it (the oldest beyond `KEPT` go)."""
+    turns = past_turns(session)
+    if any(t.turn_id == turn.turn_id for t in turns):
+        return  # two chats open on the session both saw the turn: it is one turn
+    turns.append(turn)
+    del turns[:-KEPT]
+
+
+class PastView:
+    """A finished turn of an earlier chat, drawn as its view was when the turn ended."""
+
+    def __init__(self, past: PastTurn) -> None:
+        self.past = past
+        self.widget = TurnWidget()
+        self.kernel = KernelLoop()
+        self.widget.on_msg(self._on_page)
+
+    def _on_page(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        # Maybe on a subshell's thread (widgets/loop.py): the widget sends from the kernel's loop.
+        if isinstance(content, dict) and content.get("type") == "sync":
+            self.kernel.call(self._draw)
+
+    def _draw(self) -> None:
+        ops = TurnDiff().snapshot(self.past.final)
+        self.widget.send({"ops": ops, "head": self.past.head, "elapsed": 0})

@@ -12,7 +12,7 @@ kernel's redactor (as every output is, see `publish.REDACTOR`) and bounded, and 
 bounds the whole again. Reading never raises for a bad notebook file or a strange value: a
 snapshot says what it could not read.
 
-Used by `%%agent --error / --cells` (`notebook/context.py`) and by the kernel's MCP tools.
+Used by `%%agent --error / --cells` (`kernel_tools/context.py`) and by the kernel's MCP tools.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from ..client.serving.regular_file import read_within
 from ..client.serving.safe_fs import Root
 from ..errors import RpcError
 from . import cell_errors
-from .kernel_tools import ShortRepr
 from .snapshots import (
     MAX_CELLS,
     MESSAGE_CHARS,
@@ -39,6 +38,7 @@ from .snapshots import (
     safe,
 )
 from .tracebacks import cell_numbers, format_traceback, raising_cell
+from .variables import ShortRepr
 
 __all__ = [
     "CellSnapshot",

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..client.turn import PROMPT_ORIGIN
 from ..protocol.limits import clip_text
-from .kernel_tools import bounded_repr
+from .variables import bounded_repr
 
 if TYPE_CHECKING:
     from ..client.turn import TurnHandle

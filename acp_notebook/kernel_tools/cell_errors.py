@@ -1,7 +1,7 @@
 """The last exception a cell raised, remembered by IPython's `post_run_cell` callback.
 
 The callback runs after every cell of every kernel the extension is loaded into, from the
-start, so this module imports nothing heavy; `kernel_context.last_error` reads what it kept.
+start, so this module imports nothing heavy; `cells.last_error` reads what it kept.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ a PNG attachment, an exception by its traceback, anything else by a bounded repr
 
 `--error` adds the last exception as an `<error>` part, `--cells N` the N cells above as one
 `<cells>` part and the notebook file, when the kernel knows it, as a resource link; what they
-hold is read, masked and bounded by `kernel_context`. A variable's description is masked too
+hold is read, masked and bounded by `cells`. A variable's description is masked too
 (the kernel's redactor, as the kernel tools' answers are).
 """
 
@@ -19,15 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from ..protocol.limits import clip_text
-from .kernel_context import (
-    cells_text,
-    exception_snapshot,
-    last_error,
-    notebook_path,
-    recent_cells,
-)
-from .kernel_tools import bounded_repr, table_text
+from .cells import cells_text, exception_snapshot, last_error, notebook_path, recent_cells
 from .snapshots import redactor
+from .variables import bounded_repr, table_text
 
 MAX_CHARS = 8000
 HEAD_ROWS = 10

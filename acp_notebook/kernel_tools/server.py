@@ -1,10 +1,11 @@
 """The kernel's MCP server: a Unix socket on the kernel's event loop, one token per session.
 
 Transport (issue 9, item 2). Agents start MCP servers as commands, so each session's
-`mcpServers` gets a stdio entry that runs the relay (`python -m acp_notebook.kernel_mcp`). The
-relay connects to this socket and sends a token; after `OK` it only copies bytes. The MCP
-protocol (the official `mcp` SDK's low-level `Server`) is spoken here, in the kernel, because
-the tools need the user's namespace and must run the agent's code on the kernel's own loop.
+`mcpServers` gets a stdio entry that runs the relay (`python -m acp_notebook.kernel_tools.relay`,
+`relay.py`). The relay connects to this socket and sends a token; after `OK` it only copies
+bytes. The MCP protocol (the official `mcp` SDK's low-level `Server`) is spoken here, in the
+kernel, because the tools need the user's namespace and must run the agent's code on the
+kernel's own loop.
 
 Who may connect: the socket lives in a directory made by `mkdtemp` (mode 0700) and is chmod
 0600, so only this user's processes reach it; and each session gets its own random token (32
@@ -51,21 +52,16 @@ import anyio
 from anyio.abc import SocketListener, SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from .runtime import Runtime
+from ..notebook.runtime import Runtime
+from .relay import HELLO, MAX_HELLO, OK, TOKEN_ENV  # the handshake's one definition, stdlib-only
 
 if TYPE_CHECKING:
     from ..client.session import Session
-    from .host import Host
-    from .options import CellOptions
+    from ..notebook.host import Host
+    from ..notebook.options import CellOptions
 
 log = logging.getLogger("acp_notebook")
 
-# The relay's side of the handshake (acp_notebook/kernel_mcp/__init__.py, which stays stdlib-only
-# and imports nothing of the package; tests/test_kernel_mcp.py checks that both agree).
-TOKEN_ENV = "ACP_NOTEBOOK_KERNEL_TOKEN"
-HELLO = b"ACPNB-KERNEL-MCP/1"
-OK = b"OK"
-MAX_HELLO = 512
 SERVER_NAME = "kernel"  # the entry's name: agents show tools as kernel/list_variables or so
 HANDSHAKE_TIMEOUT = 5.0  # seconds a connection has to show its token
 MAX_PENDING = 8  # connections still to show a token
@@ -93,7 +89,7 @@ class KernelServer:
     """The socket, the tokens, and the connections of one kernel (one per `Runtime`)."""
 
     def __init__(self, shell: Any, runtime: Runtime) -> None:
-        from .kernel_tools_run import CellGate
+        from .run import CellGate
 
         self.shell = shell
         self.runtime = runtime
@@ -134,7 +130,7 @@ class KernelServer:
         entry = {
             "name": SERVER_NAME,
             "command": sys.executable,
-            "args": ["-P", "-m", "acp_notebook.kernel_mcp", "--socket", str(self.path)],
+            "args": ["-P", "-m", "acp_notebook.kernel_tools.relay", "--socket", str(self.path)],
             "env": [
                 {"name": TOKEN_ENV, "value": token},
                 {"name": "PYTHONPATH", "value": package_root},
@@ -247,7 +243,7 @@ class KernelServer:
             grant = self._grants[key]
             self._open[key] = self._open.get(key, 0) + 1
             try:
-                from .kernel_server_mcp import serve
+                from .tools import serve
 
                 async with anyio.create_task_group() as group:
                     group.start_soon(self._watch, grant, group.cancel_scope)

@@ -17,7 +17,7 @@ import ipywidgets as w
 
 from ..client.session import Session
 from ..display.views import text
-from .loop import KernelLoop
+from ..widgets.loop import KernelLoop
 
 MODE = "mode"
 MAX_CHOICES = 200
