@@ -292,10 +292,12 @@ def load_ipython_extension(ipython: Any) -> None:
     # from the start, or is_interactive() never sees a widget front-end and Lab gets no Stop or
     # permission buttons. Stand-ins import ipywidgets only when a front-end opens it.
     from .display.masking import install_log_mask
+    from .kernel_tools import notebook_link
     from .notebook import interrupts, rewrite
     from .widgets.targets import register_lazily
 
     register_lazily()
+    notebook_link.register()  # the JupyterLab extension opens its comm as it connects
     install_log_mask()  # as the Runtime does: records masked whoever logs first
     magics = AcpNotebook(shell=ipython, parent=ipython)
     ipython.register_magics(magics)

@@ -119,7 +119,7 @@ def _cells_from_file(path: str, running: str, count: int) -> list[CellSnapshot] 
     cannot be read or does not hold it (not saved since the cell was typed)."""
     # JSON, not nbformat.read: nbformat validated every cell, 13 s for 200,000 small ones and
     # 114 s when one lacked a field (the kernel blocked, for each read of the cells); only the
-    # cells above the running one are used, each read leniently (`_file_cell`).
+    # cells above the running one are used, each read leniently (`file_cell`).
     # Walked from its folder without following a link out of it: the notebook sits where the
     # agent's shell writes, and a link put in its place had the kernel read (and show the
     # agent) another notebook, from anywhere.
@@ -139,7 +139,7 @@ def _cells_from_file(path: str, running: str, count: int) -> list[CellSnapshot] 
     )
     if at is None:
         return None
-    return [_file_cell(cells[i], i + 1) for i in range(max(0, at - count), at)]
+    return [file_cell(cells[i], i + 1) for i in range(max(0, at - count), at)]
 
 
 def _source(cell: Any) -> str:
@@ -149,7 +149,9 @@ def _source(cell: Any) -> str:
     return source if isinstance(source, str) else ""
 
 
-def _file_cell(cell: Mapping[str, Any], index: int) -> CellSnapshot:
+def file_cell(cell: Mapping[str, Any], index: int) -> CellSnapshot:
+    """One cell in nbformat's JSON shape (a saved one, or the live one the front-end sends),
+    masked and bounded, `index` its 1-based position."""
     count = cell.get("execution_count")
     outputs = cell.get("outputs")
     outputs = outputs if isinstance(outputs, list) else []

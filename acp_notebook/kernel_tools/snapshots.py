@@ -64,11 +64,14 @@ class CellSnapshot:
     execution_count: int | None = None
     index: int | None = None
     outputs: tuple[str, ...] = ()
+    cell_id: str | None = None  # the live notebook's id for it (notebook_edit), when known
 
     def label(self) -> str:
         where = [f"In [{self.execution_count}]"] if self.execution_count is not None else []
         if self.index is not None:
             where.append(f"cell {self.index}")
+        if self.cell_id is not None:
+            where.append(f"id {self.cell_id}")
         if self.cell_type != "code":
             where.append(self.cell_type)
         return ", ".join(where) or "cell"

@@ -1,9 +1,11 @@
 """The kernel's MCP tools, served on one relay connection with the `mcp` SDK's low-level `Server`.
 
 Tools: `list_variables`, `inspect_variable` (`variables.py`), `notebook_cells`, `last_error`
-(`cells.py`), all read only, and `run_code` (`card.py`: the card and permission the person sees,
-then `run.py` runs it). A new tool: its schema in `TOOLS`, its dispatch in `_call` (or `_reader`
-for a read, run stoppable like the others), its code in a module of its own beside this one.
+(`cells.py`), all read only, `run_code` (`card.py`: the card and permission the person sees,
+then `run.py` runs it), and `insert_cell`, `edit_cell`, `run_cell` with a live `notebook_cells`
+(`notebook_edit.py`, through the JupyterLab extension's comm, `notebook_link.py`). A new tool:
+its schema in `TOOLS`, its dispatch in `_call` (or `_reader` for a read, run stoppable like the
+others), its code in a module of its own beside this one.
 
 Every frame the agent sends is bounded (`MAX_MESSAGE` per line); answers are bounded by the
 tools (`MAX_TEXT`) and every answer's text is masked by the kernel's redactor (the values of
@@ -27,7 +29,7 @@ from mcp.shared.message import SessionMessage
 
 from .._version import __version__
 from ..protocol.limits import clip_text
-from . import variables
+from . import notebook_edit, variables
 from .card import arg, cancel_soon, run_asked, time_left
 from .run import stoppable
 from .variables import MAX_TEXT, ToolOutput
@@ -82,8 +84,9 @@ TOOLS = [
     types.Tool(
         name="notebook_cells",
         description="The notebook's most recent cells: their source and a short summary of "
-        "their output (from the notebook file when the kernel knows it, else the kernel's "
-        "input history).",
+        "their output. Live from the notebook open in JupyterLab (ids, unsaved edits "
+        "included) when its front-end can tell, else from the notebook file when the kernel "
+        "knows it, else the kernel's input history.",
         input_schema=_schema({"count": {"type": "integer", "minimum": 1, "default": 10}}),
     ),
     types.Tool(
@@ -98,6 +101,39 @@ TOOLS = [
         "stay). The user is asked first. Synchronous code only (no top-level await). Returns "
         "stdout, stderr, the repr of the last expression's value, and any error.",
         input_schema=_schema({"code": {"type": "string"}}, ("code",)),
+    ),
+    types.Tool(
+        name="insert_cell",
+        description="Insert a new cell into the user's notebook, below `after` (a cell id or "
+        "1-based index as notebook_cells lists them), by default below your %%agent cell or "
+        "the last cell you inserted this turn. The user is asked first. run=true also runs it "
+        "as a normal cell (asked too). Says what happened: inserted (its id), run, or not.",
+        input_schema=_schema(
+            {
+                "source": {"type": "string"},
+                "cell_type": {"type": "string", "enum": ["code", "markdown"], "default": "code"},
+                "after": {"type": ["string", "integer", "null"], "default": None},
+                "run": {"type": "boolean", "default": False},
+            },
+            ("source",),
+        ),
+    ),
+    types.Tool(
+        name="edit_cell",
+        description="Replace the source of a cell of the user's notebook (by id or 1-based "
+        "index, as notebook_cells lists them). The user is asked first, shown the diff. A "
+        "running cell is not edited; the edit does not run it.",
+        input_schema=_schema(
+            {"cell": {"type": ["string", "integer"]}, "source": {"type": "string"}},
+            ("cell", "source"),
+        ),
+    ),
+    types.Tool(
+        name="run_cell",
+        description="Run a code cell of the user's notebook as the user would (by id or "
+        "1-based index). The user is asked first. Says its output, or that it is queued "
+        "behind the running cell.",
+        input_schema=_schema({"cell": {"type": ["string", "integer"]}}, ("cell",)),
     ),
 ]
 
@@ -144,6 +180,10 @@ async def _call(kernel: ToolHost, grant: Any, name: str, args: dict[str, Any]) -
         return await run_asked(
             session, kernel.gate, kernel.shell.user_ns, kernel.runtime.redactor.text, code
         )
+    if name in notebook_edit.NAMES:  # the live notebook's, when its front-end can tell
+        answered = await notebook_edit.call(kernel, grant, name, args)
+        if answered is not None:
+            return answered
     read = _reader(kernel, name, args)
     if read is None:
         return ToolOutput(f"no tool {clip_text(name, 100)!r}", error=True)

@@ -21,6 +21,7 @@ from ..config import AgentSpec
 from ..display import publish
 from ..display.live import LiveView
 from ..errors import ConfigError, PromptError, SchemaError, TurnFailed, TurnInterrupted
+from ..kernel_tools.notebook_link import note_origin
 from ..protocol.turn import TurnResult
 from . import mcp_servers, replay
 from .host import Host, Starting
@@ -153,6 +154,7 @@ class CellTurn:
 def _kernel_tools_terms(host: Host, opts: CellOptions, turn: TurnHandle, deadline: float) -> None:
     """What the kernel tools hold this turn to: the cell's deadline stops the agent's code run
     for it too; `--no-kernel-tools` in a session that has them makes them refuse its calls."""
+    note_origin(turn, host.is_interactive())  # where its cell tools act (notebook_edit)
     if deadline != math.inf:
         turn.bound(deadline)
     if opts.no_kernel_tools:

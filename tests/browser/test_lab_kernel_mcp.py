@@ -38,7 +38,7 @@ def test_run_code_asks_in_its_card_and_runs_after_allow(page: Any, lab: Any) -> 
     card.first.wait_for(timeout=90_000)
     allow = out.locator("button.acpnb-permission-option", has_text="Allow")
     allow.first.wait_for(timeout=90_000)
-    # The kernel server's names for its options (kernel_server_mcp.py), as they are.
+    # The kernel server's names for its options (kernel_tools/card.py), as they are.
     assert out.locator("button.acpnb-permission-option").all_inner_texts() == ["Allow", "Reject"]
     # The code, before anything runs: its first line in the card's title and next to the
     # buttons, all of it in the card, open, marked as the client's own.

@@ -168,6 +168,9 @@ def test_read_tools_and_a_run_rejected_headless(tmp_path: Path) -> None:
                 "notebook_cells",
                 "last_error",
                 "run_code",
+                "insert_cell",
+                "edit_cell",
+                "run_cell",
             }
             listed = texts(await mcp.call_tool("list_variables", {}))
             assert "count: int = 7" in listed
@@ -196,6 +199,16 @@ def test_read_tools_and_a_run_rejected_headless(tmp_path: Path) -> None:
             assert 'raise ValueError("bad value 42")' in cells_text
             run = await mcp.call_tool("run_code", {"code": "agent_was_here = 1"})
             assert "did not allow" in texts(run)
+            # Headless without --allow edit: no cell is inserted (issue 22).
+            insert = await mcp.call_tool("insert_cell", {"source": "inserted = 1", "run": True})
+            assert "not inserted: the user (or the permission policy) did not allow" in texts(
+                insert
+            )
+            # No notebook front-end with the extension (nbclient): nothing to edit or run.
+            edit = await mcp.call_tool("edit_cell", {"cell": 1, "source": "x = 2"})
+            assert edit.is_error and "not edited: this notebook's front-end" in texts(edit)
+            run_cell = await mcp.call_tool("run_cell", {"cell": "some-id"})
+            assert run_cell.is_error and "not run: this notebook's front-end" in texts(run_cell)
         assert (await kernel.run()).strip() == "False"  # the code did not run
 
     in_kernel(tmp_path, cells, body)

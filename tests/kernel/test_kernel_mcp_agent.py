@@ -147,3 +147,40 @@ def test_fast_agent_takes_the_kernel_tools_from_mcp_servers(tmp_path: Path) -> N
     card, asked = run_card_of(nb.cells[2])
     assert card["kind"] == "execute" and card["status"] == "completed"
     assert asked["optionId"] == "allow"
+
+
+INSERT = [{"name": "insert_cell", "arguments": {"source": "proposed = 1", "run": True}}]
+
+
+def test_insert_cell_headless_is_rejected_without_allow_edit(tmp_path: Path) -> None:
+    """nbclient without --allow edit: nothing inserted, and the agent is told (issue 22)."""
+    nb = execute([cell("", calls=INSERT)], tmp_path)
+    said, _ = seen(nb.cells[0])  # the call, then how the relay exited
+    assert "not inserted: the user (or the permission policy) did not allow it" in said["text"]
+    card, asked = run_card_of(nb.cells[0])
+    assert card["kind"] == "edit" and "proposed = 1" in json.dumps(card["content"])
+    assert asked["optionId"] == "reject"
+    assert asked["decidedBy"] == "policy (nobody to ask)"
+    assert len(nb.cells) == 1
+
+
+def test_insert_cell_without_the_extension_is_proposed_as_the_next_input(tmp_path: Path) -> None:
+    """A front-end with a person and no extension (interactive, no comm): the turn's first cell
+    is proposed through set_next_input, in the reply of the agent's cell; the second is not."""
+    twice = [
+        {"name": "insert_cell", "arguments": {"source": "proposed = 1", "run": True}},
+        {"name": "insert_cell", "arguments": {"source": "second = 2"}},
+    ]
+    replies: list[Any] = []
+    nb = execute(
+        ["%config AcpNotebook.interactive = 'yes'", cell("--allow edit,execute", calls=twice)],
+        tmp_path,
+        on_cell_executed=lambda cell, cell_index, execute_reply: replies.append(execute_reply),
+    )
+    first, second, _ = seen(nb.cells[1])
+    assert "shown for the user to insert" in first["text"] and "not run" in first["text"]
+    assert second["text"].startswith("not inserted: this notebook's front-end cannot change")
+    payloads = replies[1]["content"]["payload"]
+    assert [p for p in payloads if p.get("source") == "set_next_input"] == [
+        {"source": "set_next_input", "text": "proposed = 1", "replace": False}
+    ]
