@@ -12,8 +12,8 @@ import pytest
 
 from tests.acp_late_schema import UPDATES
 from tests.agents.script import script
-from tests.conformance import Stream, capability_errors, check_frames, late_update
 from tests.client.test_scripted_agent import AgentPipe, Msg, spawn, texts
+from tests.conformance import Stream, capability_errors, check_frames, late_update
 
 __all__ = ["spawn"]  # the fixture, used by name
 
