@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import math
 import re
-import reprlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from typing import Any
+
+from ..protocol.limits import BoundedRepr
 
 LIMIT = 200  # characters of one value shown (a title, a path, an id)
 _UNSAFE_CHARS = re.compile(
@@ -68,20 +69,8 @@ def _words(piece: str) -> str:
     return _UNSAFE_CHARS.sub("\ufffd", _SPACE.sub(" ", piece))
 
 
-class _Repr(reprlib.Repr):
-    """reprlib with depth and size bounds, whose ints and floats never raise."""
-
-    def repr_int(self, x: int, level: int) -> str:
-        return number(x)
-
-    def repr_float(self, x: float, level: int) -> str:
-        return number(x)
-
-
-_REPR = _Repr()
-_REPR.maxlevel = 3
-_REPR.maxstring = 60
-_REPR.maxother = 60
+# Ints and floats as counts (`number`, below): they never raise.
+_REPR = BoundedRepr(60, number=lambda x: number(x))
 
 
 def _short_repr(value: Any) -> str:

@@ -25,6 +25,7 @@ from typing import Any
 from ..client.serving.regular_file import read_within
 from ..client.serving.safe_fs import Root
 from ..errors import RpcError
+from ..protocol.limits import BoundedRepr
 from . import cell_errors
 from .snapshots import (
     MAX_CELLS,
@@ -38,7 +39,6 @@ from .snapshots import (
     safe,
 )
 from .tracebacks import cell_numbers, format_traceback, raising_cell
-from .variables import ShortRepr
 
 __all__ = [
     "CellSnapshot",
@@ -204,9 +204,7 @@ def _cells_from_history(shell: Any, inputs: Sequence[str], count: int) -> list[C
     return cells
 
 
-_REPR = ShortRepr()  # not reprlib's: it sorted a big dict whole to show four keys
-_REPR.maxstring = _REPR.maxother = OUTPUT_CHARS
-_REPR.maxlevel = 3
+_REPR = BoundedRepr(OUTPUT_CHARS)
 
 
 def _value_summary(value: Any) -> str:

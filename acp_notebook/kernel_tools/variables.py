@@ -3,21 +3,20 @@
 Nothing here imports pandas, numpy or matplotlib: a DataFrame, an array and a figure are known
 by their attributes and module, so the tools work (and say less) where those are not installed.
 A value's `repr` may be huge (a 50 MB string) or slow: strings and containers are cut before
-they are formatted (`reprlib`), and every text that leaves is clipped to a stated size.
+they are formatted (`protocol.limits.BoundedRepr`), and every text that leaves is clipped to a
+stated size.
 """
 
 from __future__ import annotations
 
 import difflib
 import io
-import itertools
-import reprlib
 import types
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..protocol.limits import clip_text
+from ..protocol.limits import BoundedRepr, clip_text
 
 MAX_TEXT = 20_000  # characters of one tool answer
 LIST_REPR = 120  # characters of each variable's repr in the list
@@ -27,7 +26,6 @@ HEAD_ROWS = 10
 DESCRIBE_COLS = 30  # columns `describe()` summarises (as many as a table shows)
 DESCRIBE_ROWS = 1_000_000  # rows it reads: its quantiles sort each column
 SAMPLE = 20  # elements of an array shown
-SORTED = 1_000  # a dict or set up to this size is shown sorted, as reprlib does
 MAX_PNG = 4 * 1024 * 1024
 # IPython's own names, present in every namespace: not the user's variables.
 _IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython", "open"})
@@ -42,50 +40,6 @@ class ToolOutput:
     error: bool = False
 
 
-class ShortRepr(reprlib.Repr):
-    """reprlib's, without sorting a big dict or set whole to show its first items (5 s for
-    3,000,000 keys, each time the agent listed the variables): past `SORTED` items they are
-    shown in their own order, as Python's repr does."""
-
-    def repr_dict(self, x: dict[Any, Any], level: int) -> str:
-        if len(x) <= SORTED or level <= 0:
-            return super().repr_dict(x, level)
-        pieces = (
-            f"{self.repr1(k, level - 1)}: {self.repr1(v, level - 1)}"
-            for k, v in itertools.islice(x.items(), self.maxdict)
-        )
-        return self._unsorted(pieces, "{", "}")
-
-    def repr_set(self, x: set[Any], level: int) -> str:
-        if len(x) <= SORTED or level <= 0:
-            return super().repr_set(x, level)
-        pieces = (self.repr1(e, level - 1) for e in itertools.islice(x, self.maxset))
-        return self._unsorted(pieces, "{", "}")
-
-    def repr_frozenset(self, x: frozenset[Any], level: int) -> str:
-        if len(x) <= SORTED or level <= 0:
-            return super().repr_frozenset(x, level)
-        pieces = (self.repr1(e, level - 1) for e in itertools.islice(x, self.maxfrozenset))
-        return self._unsorted(pieces, "frozenset({", "})")
-
-    def _unsorted(self, pieces: Iterable[str], left: str, right: str) -> str:
-        return (
-            left + ", ".join([*pieces, self.fillvalue]) + right
-        )  # always more than shown (over SORTED)
-
-
-def _reprlib(limit: int) -> reprlib.Repr:
-    short = ShortRepr()
-    short.maxlevel = 3
-    short.maxstring = max(limit, 20)
-    short.maxother = max(limit, 20)
-    short.maxlong = 200
-    for attr in ("maxlist", "maxtuple", "maxdict", "maxset", "maxfrozenset", "maxdeque"):
-        setattr(short, attr, 20)
-    short.maxarray = 20
-    return short
-
-
 def bounded_repr(value: Any, limit: int = INSPECT_REPR) -> str:
     """A repr of at most about `limit` characters, made without formatting all of a big string,
     bytes or container first; a repr that raises is reported, not raised."""
@@ -93,7 +47,7 @@ def bounded_repr(value: Any, limit: int = INSPECT_REPR) -> str:
         if isinstance(value, str | bytes | bytearray) and len(value) > limit:
             # Cut before repr: the repr of 50 MB would take 50 MB (and escapes may double it).
             return clip_text(repr(value[: limit // 2]), limit) + f"… ({len(value):,} in all)"
-        text = _reprlib(limit).repr(value)
+        text = BoundedRepr(max(limit, 20), items=20, digits=200).repr(value)
     except Exception as exc:
         text = f"<repr failed: {type(exc).__name__}: {clip_text(str(exc), 200)}>"
     return clip_text(text, limit)

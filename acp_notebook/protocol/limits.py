@@ -11,8 +11,10 @@ hundred kilobytes of text, a plan of a few dozen steps) uses a few percent of th
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Callable
+import reprlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -181,6 +183,78 @@ def cut_text(text: str, limit: int) -> tuple[str, str]:
     if len(text) <= limit:
         return text, ""
     return text[:limit], f"… ({len(text) - limit:,} more characters)"
+
+
+#: A dict or set of up to this many items is shown sorted by `BoundedRepr`, as reprlib does.
+SORTED = 1_000
+
+
+class BoundedRepr(reprlib.Repr):
+    """The one bounded repr (the kernel tools' variables and cell values, the views' values,
+    a non-JSON value dumped): reprlib's, at most `chars` characters of a string or an unknown
+    object, `depth` levels, `items` items of a container (reprlib's own counts when None),
+    `digits` of an int; `number` formats ints and floats where a view has its own way.
+
+    It never formats much more than it shows: past `SORTED` items a dict or set is shown in its
+    own order, as Python's repr does (reprlib sorts it whole to show four keys: 5 s for
+    3,000,000 keys, each time the agent listed the variables), and an int too long to print
+    is said, not raised (Python refuses `str()` of more than 4,300 digits). A `__repr__` that
+    raises still raises: each caller says it its own way."""
+
+    def __init__(
+        self,
+        chars: int,
+        *,
+        depth: int = 3,
+        items: int | None = None,
+        digits: int = 40,
+        number: Callable[[int | float], str] | None = None,
+    ) -> None:
+        super().__init__()
+        self.maxstring = self.maxother = chars
+        self.maxlevel = depth
+        self.maxlong = digits
+        if items is not None:
+            for attr in ("maxlist", "maxtuple", "maxdict", "maxset", "maxfrozenset", "maxdeque"):
+                setattr(self, attr, items)
+            self.maxarray = items
+        self.number = number
+
+    def repr_int(self, x: int, level: int) -> str:
+        if self.number is not None:
+            return self.number(x)
+        try:
+            return super().repr_int(x, level)
+        except ValueError:  # past Python's limit on the digits `str()` makes
+            return f"<int of about {int(x.bit_length() * math.log10(2)) + 1:,} digits>"
+
+    def repr_float(self, x: float, level: int) -> str:
+        return self.repr_instance(x, level) if self.number is None else self.number(x)
+
+    def repr_dict(self, x: dict[Any, Any], level: int) -> str:
+        if len(x) <= SORTED or level <= 0:
+            return super().repr_dict(x, level)
+        pieces = (
+            f"{self.repr1(k, level - 1)}: {self.repr1(v, level - 1)}"
+            for k, v in itertools.islice(x.items(), self.maxdict)
+        )
+        return self._unsorted(pieces, "{", "}")
+
+    def repr_set(self, x: set[Any], level: int) -> str:
+        if len(x) <= SORTED or level <= 0:
+            return super().repr_set(x, level)
+        pieces = (self.repr1(e, level - 1) for e in itertools.islice(x, self.maxset))
+        return self._unsorted(pieces, "{", "}")
+
+    def repr_frozenset(self, x: frozenset[Any], level: int) -> str:
+        if len(x) <= SORTED or level <= 0:
+            return super().repr_frozenset(x, level)
+        pieces = (self.repr1(e, level - 1) for e in itertools.islice(x, self.maxfrozenset))
+        return self._unsorted(pieces, "frozenset({", "})")
+
+    def _unsorted(self, pieces: Iterable[str], left: str, right: str) -> str:
+        # Always more than shown (over `SORTED`): the fill value ends it.
+        return left + ", ".join([*pieces, self.fillvalue]) + right
 
 
 def _measure(value: Any, budget: int) -> tuple[int, bool]:

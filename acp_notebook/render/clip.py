@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import json
 import re
-import reprlib
 from dataclasses import dataclass
 from typing import Any
 
-from ..protocol.limits import JSON_CHARS, MAX_CHARS, count, cut_text
+from ..protocol.limits import JSON_CHARS, MAX_CHARS, BoundedRepr, count, cut_text
 
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -249,10 +248,7 @@ def _tail_part(part: dict[str, Any], max_chars: int) -> dict[str, Any]:
 
 # -- any value as indented JSON text, clipped: never raises, whatever the value holds -------------
 
-_repr = reprlib.Repr()
-_repr.maxstring = 2000
-_repr.maxother = 2000
-_repr.maxlevel = 8
+_repr = BoundedRepr(2000, depth=8)
 
 
 def dump(value: Any, limit: int = JSON_CHARS) -> Clipped:

@@ -20,7 +20,7 @@ import pytest
 
 from acp_notebook.protocol import jsonrpc as rpc
 from acp_notebook.protocol.fold import SessionFold
-from acp_notebook.protocol.limits import Limits, bounded, token_counts
+from acp_notebook.protocol.limits import BoundedRepr, Limits, bounded, token_counts
 from acp_notebook.protocol.mutations import SessionChanged
 from acp_notebook.protocol.state import ErrorPart, RawPart, ToolCallPart
 from acp_notebook.protocol.turn import TurnRecord, finish
@@ -522,3 +522,25 @@ async def test_a_huge_unknown_response_id_is_quoted_as_an_excerpt(agent: Agent) 
         result = await run_script(session, {"respond_id": "i" * 100_000}, {"say": "ok"})
     (error,) = result.errors
     assert "unknown or already answered request id" in error and len(error) < 1_000
+
+
+def test_one_bounded_repr_serves_the_views_the_dump_and_the_kernel_tools() -> None:
+    """`BoundedRepr` is the one reprlib setup: the views' values, a dumped non-JSON value and
+    the kernel tools' reprs all show a big set without sorting it whole, and an int past
+    Python's 4,300-digit `str()` limit is said, where it used to raise (the kernel tools showed
+    "<repr failed: ValueError …>", the dump only the value's type)."""
+    from acp_notebook.display import views
+    from acp_notebook.kernel_tools.variables import bounded_repr
+    from acp_notebook.render.clip import dump
+    from tests.blocking import CountedKey
+
+    huge = 10**5000
+    assert BoundedRepr(100).repr(huge) == "<int of about 5,001 digits>"
+    assert bounded_repr([huge]) == "[<int of about 5,001 digits>]"
+    assert dump([huge]).text == "[<int of about 5,001 digits>]"
+    assert views.text([huge]) == "[about 10^5000]"  # the views' own way with numbers
+    CountedKey.compared = 0
+    keys = set(map(CountedKey, range(50_000)))
+    for text in (views.text(keys), dump(keys).text, bounded_repr(keys, 200)):
+        assert "k" in text and "..." in text
+    assert CountedKey.compared == 0, f"{CountedKey.compared} comparisons to show a few items"
