@@ -32,7 +32,14 @@ from ..protocol.limits import count
 from ..protocol.mutations import Delta, Mutation, PartUpdated
 from ..protocol.redact import Redactor
 from ..protocol.state import MessagePart, Part, PlanPart, ToolCallPart, part_from_json
-from ..protocol.turn import Transcript, TurnRecord, read_turn, rejected_calls_of, terminal_cards_of
+from ..protocol.turn import (
+    Transcript,
+    TurnRecord,
+    read_turn,
+    rejected_calls_of,
+    terminal_cards_of,
+    turn_json,
+)
 from ..render.clip import live_tail
 
 #: Characters of a message's masked end kept apart from the rest, with what was masked since the
@@ -365,22 +372,24 @@ class LiveTurn:
         terminals = (
             [views[t].to_json() for t in record.terminal_ids() if t in views] if record else []
         )
-        top: dict[str, Any] = {
-            "turnId": self.turn_id,
-            "sessionId": session.id,
-            "agent": session.client.agent_name,
-            "usage": usage.to_json() if usage else None,
-            "terminals": terminals,
-        }
-        if record is not None:
-            if record.dropped:
-                top["dropped"] = dict(record.dropped)
-            if duration:
-                top["duration"] = time.time() - record.started_at
-        if session.title:
-            top["title"] = session.title
-        if self.note:
-            top["note"] = self.note
+        # The running transcript's keys, written where every transcript's are: its parts,
+        # texts, plan and prompt are the caller's (the prompt masked once, kept above).
+        top = turn_json(
+            turn_id=self.turn_id,
+            session_id=session.id,
+            agent=session.client.agent_name,
+            usage=usage,
+            text="",
+            thoughts="",
+            plan=(),
+            prompt=[],
+            terminals=terminals,
+            parts=[],
+            dropped=record.dropped if record is not None else None,
+            duration=time.time() - record.started_at if record is not None and duration else None,
+            title=session.title,
+            note=self.note,
+        )
         masked: dict[str, Any] = self.redactor.obj(top, live=True)
         masked["prompt"] = self._prompt[1]
         return masked
@@ -400,7 +409,7 @@ class LiveTurn:
             else:
                 masked.append(self._parts[pid])
         top = self._top(self.record(), duration=False)  # the page counts the time itself
-        base = read_turn({**top, "parts": []}, live=True)
+        base = read_turn(top, live=True)
         plans = [p for p in masked if isinstance(p, PlanPart)]
         turn = dataclasses.replace(
             base,
@@ -438,5 +447,5 @@ class LiveTurn:
             if room < 0:  # this one does not fit whole: `live_tail` cuts it or stops before it
                 break
         top = self._top(self.record(), duration=True)
-        transcript = {**top, "parts": given[::-1], "text": "", "thoughts": "", "plan": []}
+        transcript = {**top, "parts": given[::-1]}
         return live_tail(transcript, chars, earlier=len(parts) - len(given))
