@@ -14,17 +14,14 @@ hold is read, masked and bounded by `cells`. A variable's description is masked 
 from __future__ import annotations
 
 import base64
-import io
 from pathlib import Path
 from typing import Any
 
-from ..protocol.limits import clip_text
 from .cells import cells_text, exception_snapshot, last_error, notebook_path, recent_cells
 from .snapshots import redactor
-from .variables import bounded_repr, table_text
+from .variables import bounded_repr, describe_frame, figure_png, is_frame
 
 MAX_CHARS = 8000
-HEAD_ROWS = 10
 
 
 def variable_parts(name: str, value: Any, shell: Any = None) -> list[dict[str, Any]]:
@@ -33,7 +30,7 @@ def variable_parts(name: str, value: Any, shell: Any = None) -> list[dict[str, A
     kind = f"{type(value).__module__}.{type(value).__qualname__}"
     lines = [f"name: {name}", f"type: {kind}"]
     parts: list[dict[str, Any]] = []
-    png = _figure_png(value)
+    png = figure_png(value)
     if png is not None:
         lines.append(f"a figure, attached as {name}.png")
         parts.append(
@@ -47,52 +44,15 @@ def variable_parts(name: str, value: Any, shell: Any = None) -> list[dict[str, A
     elif isinstance(value, BaseException):
         lines.append("an exception:")
         lines.append(exception_snapshot(value, shell).to_text())
-    elif _is_frame(value):
-        lines += _describe_frame(value)
+    elif is_frame(value):
+        lines += [f"shape: {value.shape}", *describe_frame(value, summary=False)]
     else:
-        lines.append("value:")
         # Not repr(): a list of 10^8 items was formatted whole (minutes, gigabytes) before
         # it was cut, and a repr that raised failed the cell with a traceback.
-        if isinstance(value, str | bytes | bytearray) and len(value) > MAX_CHARS:
-            text = repr(value[:MAX_CHARS])[:MAX_CHARS]  # cut before repr, as reprlib would
-            lines.append(f"{text}\n… ({len(value) - MAX_CHARS:,} more characters)")
-        else:
-            lines.append(bounded_repr(value, MAX_CHARS))
+        lines += ["value:", bounded_repr(value, MAX_CHARS)]
     # Masked as the kernel tools' answers are: a variable that holds a key does not hand it over.
     context = redactor().text("\n".join(lines))
     return [{"type": "context", "tag": "variable", "context": context}, *parts]
-
-
-def _is_frame(value: Any) -> bool:
-    return all(hasattr(value, a) for a in ("shape", "dtypes", "head", "to_string"))
-
-
-def _describe_frame(frame: Any) -> list[str]:
-    try:  # bounded as they are made: a frame of 100,000 columns took 33 s to format whole
-        dtypes = table_text(frame.dtypes)
-        head = table_text(frame.head(HEAD_ROWS))
-    except Exception as exc:  # a frame-like object that is not quite one: say so, go on
-        return [f"shape: {getattr(frame, 'shape', '?')}", f"(could not describe it: {exc})"]
-    return [
-        f"shape: {frame.shape}",
-        "dtypes:",
-        clip_text(dtypes, 2000),
-        f"first {HEAD_ROWS} rows:",
-        clip_text(head, MAX_CHARS),
-    ]
-
-
-def _figure_png(value: Any) -> bytes | None:
-    # Matplotlib figures (and anything with the same savefig signature), without importing it.
-    savefig = getattr(value, "savefig", None)
-    if not callable(savefig):
-        return None
-    buffer = io.BytesIO()
-    try:
-        savefig(buffer, format="png", bbox_inches="tight")
-    except Exception:
-        return None
-    return buffer.getvalue()
 
 
 def error_parts(shell: Any) -> list[dict[str, Any]] | None:

@@ -121,8 +121,8 @@ def inspect_variable(ns: Mapping[str, Any], name: str) -> ToolOutput:
     png = figure_png(value)
     if png is not None:
         return ToolOutput("\n".join([*head, "a figure: the image follows"]), (png,))
-    if _is_frame(value):
-        body = _describe_frame(value)
+    if is_frame(value):
+        body = describe_frame(value)
     elif _is_array(value):
         body = _describe_array(value)
     else:
@@ -130,8 +130,9 @@ def inspect_variable(ns: Mapping[str, Any], name: str) -> ToolOutput:
     return ToolOutput(clip_text("\n".join(head + body), MAX_TEXT))
 
 
-def _is_frame(value: Any) -> bool:
-    return all(hasattr(value, a) for a in ("shape", "dtypes", "head", "describe", "to_string"))
+def is_frame(value: Any) -> bool:
+    """A pandas DataFrame or Series, known by its attributes (pandas is not imported)."""
+    return all(hasattr(value, a) for a in ("shape", "dtypes", "head", "to_string"))
 
 
 def _is_array(value: Any) -> bool:
@@ -140,13 +141,16 @@ def _is_array(value: Any) -> bool:
     )
 
 
-def _describe_frame(frame: Any) -> list[str]:
+def describe_frame(frame: Any, *, summary: bool = True) -> list[str]:
+    """A DataFrame's schema and first rows, and its `describe()` when `summary` (the agent's
+    `inspect_variable` asks; a prompt's `--with` does not: the rows are what it is about)."""
     out: list[str] = []
     try:
         dtypes = frame.dtypes
         out += ["schema (column: dtype):", clip_text(table_text(dtypes), 4_000)]
         out += [f"first {HEAD_ROWS} rows:", clip_text(table_text(frame.head(HEAD_ROWS)), 6_000)]
-        out += _describe(frame)
+        if summary:
+            out += _describe(frame)
     except Exception as exc:  # a frame-like object that is not quite one: say so, go on
         out.append(f"(could not describe it all: {type(exc).__name__}: {clip_text(str(exc), 300)})")
     return out
@@ -198,17 +202,17 @@ def _describe_array(array: Any) -> list[str]:
 
 
 def figure_png(value: Any) -> bytes | None:
-    """A matplotlib figure (or an Axes, through its figure) as PNG bytes; None for anything
-    else, or a picture over 4 MB."""
-    if not type(value).__module__.startswith("matplotlib"):
-        return None
-    figure = value if hasattr(value, "savefig") else getattr(value, "figure", None)
-    savefig = getattr(figure, "savefig", None)
+    """A figure as PNG bytes: anything with matplotlib's `savefig` (a figure, a seaborn grid),
+    or a matplotlib Axes through its figure; None for anything else, a `savefig` that fails,
+    or a picture over 4 MB."""
+    savefig = getattr(value, "savefig", None)
+    if not callable(savefig) and type(value).__module__.startswith("matplotlib"):
+        savefig = getattr(getattr(value, "figure", None), "savefig", None)
     if not callable(savefig):
         return None
     buffer = io.BytesIO()
     try:
-        savefig(buffer, format="png", dpi=80)
+        savefig(buffer, format="png", dpi=80, bbox_inches="tight")
     except Exception:
         return None
     png = buffer.getvalue()

@@ -35,8 +35,9 @@ class FakeFrame:
 
 
 class FakeFigure:
-    def savefig(self, buffer: Any, format: str, bbox_inches: str) -> None:
-        assert format == "png"
+    def savefig(self, buffer: Any, format: str, **options: Any) -> None:
+        # Drawn as `inspect_variable` draws a figure (`variables.figure_png`): one rule.
+        assert format == "png" and options == {"dpi": 80, "bbox_inches": "tight"}
         buffer.write(b"\x89PNG fake")
 
 
@@ -46,6 +47,7 @@ def test_frame_is_described_by_shape_dtypes_and_head() -> None:
     body = part["context"]
     assert "name: df" in body and "shape: (3, 2)" in body
     assert "a    int64" in body and "2  3  z" in body
+    assert "schema (column: dtype):" in body  # as `inspect_variable` says it (one description)
 
 
 def test_figure_becomes_a_png_attachment() -> None:
@@ -59,7 +61,8 @@ def test_other_values_use_a_bounded_repr() -> None:
     [small] = variable_parts("x", {"k": [1, 2]})
     assert "type: builtins.dict" in small["context"] and "{'k': [1, 2]}" in small["context"]
     [big] = variable_parts("s", "y" * (MAX_CHARS * 3))
-    assert len(big["context"]) < MAX_CHARS + 200 and "more characters" in big["context"]
+    # Cut before its repr is made, and said as `inspect_variable` says it (one bounded repr).
+    assert len(big["context"]) < MAX_CHARS + 200 and f"({MAX_CHARS * 3:,} in all)" in big["context"]
 
 
 def test_with_sends_variables_before_the_prompt(tmp_path: Path) -> None:
