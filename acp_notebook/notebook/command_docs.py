@@ -20,6 +20,7 @@ from ..client import auth
 from ..client.serving.checkpoints import RevertResult
 from ..display import views
 from ..display.views import Code, Doc, Strong, Value
+from ..protocol.limits import bounded, clip_text
 from ..protocol.wirelog import WireEntry
 from ..render.diff import unified
 
@@ -160,6 +161,7 @@ STRING_CLIP = 200  # characters shown of one string value
 ITEMS_CLIP = 20  # items shown of one list or object
 DEPTH_CLIP = 8  # nesting shown
 RAW_CLIP = 4000  # characters shown of one raw line
+LOG_CHARS = 16_000  # characters of JSON shown of one message (as the wire log keeps)
 
 
 def log_doc(
@@ -188,29 +190,12 @@ def _head(entry: WireEntry) -> str:
 
 def _body(entry: WireEntry, raw: bool) -> str:
     if raw:
-        return entry.text[:RAW_CLIP] + ("…" if len(entry.text) > RAW_CLIP else "")
+        return clip_text(entry.text, RAW_CLIP)
     message = entry.message()
     if isinstance(message, str):  # not JSON (or cut by the log's own clip)
-        return message[:RAW_CLIP] + ("…" if len(message) > RAW_CLIP else "")
-    return json.dumps(_clip(message), indent=1, ensure_ascii=False)
-
-
-def _clip(value: Any, depth: int = 0) -> Any:
-    """A copy of a JSON value small enough to read: strings, lists, objects and depth cut."""
-    if isinstance(value, str):
-        return value if len(value) <= STRING_CLIP else f"{value[:STRING_CLIP]}… ({len(value):,})"
-    if depth >= DEPTH_CLIP and isinstance(value, dict | list):
-        return "…"
-    if isinstance(value, list):
-        kept = [_clip(v, depth + 1) for v in value[:ITEMS_CLIP]]
-        return kept + ([f"… {len(value) - ITEMS_CLIP} more"] if len(value) > ITEMS_CLIP else [])
-    if isinstance(value, dict):
-        items = list(value.items())
-        out = {str(k)[:STRING_CLIP]: _clip(v, depth + 1) for k, v in items[:ITEMS_CLIP]}
-        if len(items) > ITEMS_CLIP:
-            out["…"] = f"{len(items) - ITEMS_CLIP} more"
-        return out
-    return value
+        return clip_text(message, RAW_CLIP)
+    shown, _ = bounded(message, LOG_CHARS, string=STRING_CLIP, items=ITEMS_CLIP, depth=DEPTH_CLIP)
+    return json.dumps(shown, indent=1, ensure_ascii=False)
 
 
 MAX_DIFF_LINES = 400  # per file; a revert of a large file shows its head

@@ -156,18 +156,31 @@ def count(value: Any, budget: int) -> int:
     return _measure(value, budget)[0]
 
 
-def bounded(value: Any, budget: int) -> tuple[Any, int]:
+def bounded(
+    value: Any,
+    budget: int,
+    *,
+    string: int | None = None,
+    items: int | None = None,
+    depth: int | None = None,
+) -> tuple[Any, int]:
     """A copy of `value` that fits in `budget` characters of JSON, and how many were left out.
 
     Strings past the budget are cut (with a note of how much), list items and object members
     past it are dropped; non-finite or huge numbers become None. Within budget, `value` itself
     is returned (no copy): the common case costs one walk.
+
+    A view that shows a value to be read (`%agent log`) caps its shape too: each string (and
+    key) at `string` characters, each list or object at `items` (a last item, or a "…" member,
+    says how many more), nesting past `depth` as "…". What they cut counts as left out.
     """
-    size, clean = _measure(value, budget)
-    if size <= budget and clean:
-        return value, 0
-    state = [budget, 0]  # remaining, dropped
-    return _clip(value, state), state[1]
+    shaped = string is not None or items is not None or depth is not None
+    if not shaped:
+        size, clean = _measure(value, budget)
+        if size <= budget and clean:
+            return value, 0
+    cut = _Cut(budget, 0, _ALL if string is None else string, _ALL if items is None else items)
+    return _clip(value, cut, _ALL if depth is None else depth), cut.dropped
 
 
 def clip_text(text: str, limit: int) -> str:
@@ -284,36 +297,59 @@ def _measure(value: Any, budget: int) -> tuple[int, bool]:
     return total, clean
 
 
-def _clip(value: Any, state: list[int]) -> Any:
+_ALL = 1 << 62  # no cap
+
+
+@dataclass(slots=True)
+class _Cut:
+    """What `bounded` has left to keep as it walks, what it left out, and its shape's caps."""
+
+    room: int
+    dropped: int
+    string: int
+    items: int
+
+
+def _clip(value: Any, cut: _Cut, depth: int) -> Any:
     kind = type(value)
     if kind is str:
-        room = max(state[0] - 2, 0)
-        state[0] -= min(len(value), room) + 2
+        room = min(max(cut.room - 2, 0), cut.string)
+        cut.room -= min(len(value), room) + 2
         if len(value) <= room:
             return value
-        state[1] += len(value) - room
+        cut.dropped += len(value) - room
         return value[:room] + f"… [{len(value) - room:,} characters dropped]"
+    if depth <= 0 and (kind is dict or kind is list or kind is tuple):
+        cut.dropped += count(value, _ALL)
+        return "…"
     if kind is dict:
         out: dict[Any, Any] = {}
-        state[0] -= 2
-        for key, child in value.items():
-            if state[0] <= 0:
-                state[1] += count(child, 1 << 62)
+        cut.room -= 2
+        for i, (key, child) in enumerate(value.items()):
+            if cut.room <= 0 or i >= cut.items:
+                cut.dropped += count(child, _ALL)
                 continue
-            state[0] -= (len(key) if type(key) is str else 8) + 4
-            out[key] = _clip(child, state)
+            if type(key) is str and len(key) > cut.string:
+                cut.dropped += len(key) - cut.string
+                key = key[: cut.string]
+            cut.room -= (len(key) if type(key) is str else 8) + 4
+            out[key] = _clip(child, cut, depth - 1)
+        if len(value) > cut.items:
+            out["…"] = f"{len(value) - cut.items:,} more"
         return out
     if kind is list or kind is tuple:
-        items: list[Any] = []
-        state[0] -= 2
-        for child in value:
-            if state[0] <= 0:
-                state[1] += count(child, 1 << 62)
+        kept: list[Any] = []
+        cut.room -= 2
+        for i, child in enumerate(value):
+            if cut.room <= 0 or i >= cut.items:
+                cut.dropped += count(child, _ALL)
                 continue
-            state[0] -= 1
-            items.append(_clip(child, state))
-        return items
-    state[0] -= 8
+            cut.room -= 1
+            kept.append(_clip(child, cut, depth - 1))
+        if len(value) > cut.items:
+            kept.append(f"… {len(value) - cut.items:,} more")
+        return kept
+    cut.room -= 8
     return finite(value)
 
 

@@ -544,3 +544,20 @@ def test_one_bounded_repr_serves_the_views_the_dump_and_the_kernel_tools() -> No
     for text in (views.text(keys), dump(keys).text, bounded_repr(keys, 200)):
         assert "k" in text and "..." in text
     assert CountedKey.compared == 0, f"{CountedKey.compared} comparisons to show a few items"
+
+
+def test_a_view_caps_the_shape_of_what_it_shows_with_the_same_bounded() -> None:
+    """`%agent log` shows each message through `bounded` with a shape: strings and keys cut,
+    lists and objects cut with a note of how many more, deep nesting elided; all of it counted
+    as left out. Without a shape a value within budget is returned as it is."""
+    value = {"k" * 300: 1, "s": "x" * 500, "l": list(range(30)), "d": [[[["deep"]]]]}
+    shown, dropped = bounded(value, 10_000, string=200, items=3, depth=3)
+    assert shown == {
+        "k" * 200: 1,
+        "s": "x" * 200 + "… [300 characters dropped]",
+        "l": [0, 1, 2, "… 27 more"],
+        "…": "1 more",
+    }
+    assert dropped > 300
+    assert bounded(value, 10_000, depth=3)[0]["d"] == [["…"]]
+    assert bounded(value, 10_000)[0] is value

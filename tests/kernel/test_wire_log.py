@@ -111,7 +111,9 @@ def test_agent_log_shows_the_turn_masked_and_clipped(tmp_path: Path) -> None:
     assert "No JSON-RPC messages" in empty
     assert "→ #" in shown and "session/prompt" in shown and "← " in shown
     assert SECRET not in shown and SECRET not in raw
-    assert long_word not in shown and re.search(r"z… \(5,0\d\d\)", shown)  # clipped, sized
+    assert long_word not in shown and re.search(
+        r"z… \[4,8\d\d characters dropped\]", shown
+    )  # clipped, sized
     assert "each line as sent" in raw and '"jsonrpc"' in raw
     html = "".join(o["data"]["text/html"] for o in nb.cells[2].outputs if "data" in o)
     assert "<script" not in html and "<pre>" in html
