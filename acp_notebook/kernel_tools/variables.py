@@ -203,8 +203,8 @@ def _describe_array(array: Any) -> list[str]:
 
 def figure_png(value: Any) -> bytes | None:
     """A figure as PNG bytes: anything with matplotlib's `savefig` (a figure, a seaborn grid),
-    or a matplotlib Axes through its figure; None for anything else, a `savefig` that fails,
-    or a picture over 4 MB."""
+    or a matplotlib Axes through its figure; None for anything else, a `savefig` that fails or
+    writes no PNG, or a picture over 4 MB."""
     savefig = getattr(value, "savefig", None)
     if not callable(savefig) and type(value).__module__.startswith("matplotlib"):
         savefig = getattr(getattr(value, "figure", None), "savefig", None)
@@ -216,4 +216,5 @@ def figure_png(value: Any) -> bytes | None:
     except Exception:
         return None
     png = buffer.getvalue()
-    return png if len(png) <= MAX_PNG else None
+    # Known by what it wrote, as it is by its name: a mock's savefig writes nothing.
+    return png if png.startswith(b"\x89PNG") and len(png) <= MAX_PNG else None

@@ -57,6 +57,18 @@ def test_figure_becomes_a_png_attachment() -> None:
     assert base64.b64decode(attachment["url"].split(",", 1)[1]) == b"\x89PNG fake"
 
 
+def test_a_savefig_that_writes_no_png_is_not_a_figure() -> None:
+    """Any value with a `savefig` is tried as a figure (a seaborn grid is one): one that writes
+    no PNG (a stub, a mock) is described as a value, not attached as an empty picture."""
+
+    class Stub:
+        def savefig(self, buffer: Any, **options: Any) -> None:
+            buffer.write(b"not a picture")
+
+    [part] = variable_parts("m", Stub())
+    assert "value:" in part["context"] and ".png" not in part["context"]
+
+
 def test_other_values_use_a_bounded_repr() -> None:
     [small] = variable_parts("x", {"k": [1, 2]})
     assert "type: builtins.dict" in small["context"] and "{'k': [1, 2]}" in small["context"]
