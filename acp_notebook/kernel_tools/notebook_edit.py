@@ -11,6 +11,8 @@ is run as the person would run it, after a second request, of kind `execute`. Th
 one cell at a time: while the turn's `%%agent` cell waits for the agent, the run is queued in
 the front-end and happens right after that cell ends (the answer says so); when no cell runs
 (a `--background` turn, the chat), the tool waits for the run and answers with its outputs.
+Headless under `acp-notebook run`, the allowed cells go to the runner instead, which saves them
+below the turn's cell and runs those allowed to run after it (`_to_runner`).
 
 Sources are bounded as `run_code`'s code is: what its card shows whole, without characters
 that show otherwise than they are (`card.unshowable`).
@@ -24,8 +26,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
+from ..display import publish
 from ..protocol import limits
 from ..protocol.limits import clip_text
+from ..render import MIME_CELL
 from ..render.diff import unified
 from .card import (
     GATE_TIMEOUT,
@@ -39,13 +43,14 @@ from .card import (
     unshowable,
 )
 from .cells import file_cell
-from .notebook_link import REPLY_TIMEOUT, FrontEndError, Link, link_for, origin_of
+from .notebook_link import REPLY_TIMEOUT, FrontEndError, Link, link_for, origin_of, runner_token
 from .snapshots import MAX_CELLS, CellSnapshot, cells_text
 from .variables import MAX_TEXT, ToolOutput
 
 if TYPE_CHECKING:
     from ..client.session import Session
     from ..client.turn import TurnHandle
+    from ..protocol.state import ToolCallPart
     from .run import CellGate
 
 
@@ -65,6 +70,9 @@ NAMES = frozenset({"insert_cell", "notebook_cells", "edit_cell", "run_cell"})
 _LAST_INSERTED: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
 #: The turns that proposed their cell as the next input (one a turn: see `_propose`).
 _PROPOSED: weakref.WeakSet[object] = weakref.WeakSet()
+#: Cells a turn may hand to `acp-notebook run` (`_to_runner`), and how many each turn did.
+MAX_RUNNER_CELLS = 50
+_TO_RUNNER: weakref.WeakKeyDictionary[object, int] = weakref.WeakKeyDictionary()
 
 
 async def call(kernel: CellHost, grant: Any, name: str, args: dict[str, Any]) -> ToolOutput | None:
@@ -239,6 +247,8 @@ async def insert_cell(
             "not inserted: the user (or the permission policy) did not allow it; "
             "the notebook is unchanged"
         )
+    if link is None and after is None and _runner_takes(turn, gate):
+        return await _to_runner(session, turn, call, block, source, cell_type, run)
     if link is None or below is None:
         said, answer_text, error = _not_linked(turn, gate, link, source, cell_type, after, run)
         status = "failed" if error else "completed"
@@ -262,6 +272,60 @@ async def insert_cell(
     ran = await _run(session, turn, link, gate, cell_id, f"the inserted {named}", source, block)
     # "inserted as cell 2 (id …); the inserted cell 2 (id …) ran: …" or "… queued to run …"
     return ToolOutput(f"inserted as {named}; {ran.text}", ran.images, ran.error)
+
+
+def _runner_takes(turn: TurnHandle | None, gate: CellGate) -> bool:
+    """Whether `acp-notebook run` runs this kernel and the turn's own cell is running (the
+    cell the runner saves the inserted cells below: a `--background` turn's cell has ended)."""
+    return (
+        runner_token() is not None
+        and turn is not None
+        and gate.cell_running
+        and gate.may_run(turn)
+        and _TO_RUNNER.get(turn, 0) < MAX_RUNNER_CELLS
+    )
+
+
+async def _to_runner(
+    session: Session,
+    turn: TurnHandle | None,
+    call: ToolCallPart,
+    block: dict[str, Any],
+    source: str,
+    cell_type: str,
+    run: bool,
+) -> ToolOutput:
+    """Headless under `acp-notebook run` (issue 22 item 4): the allowed cell goes to the runner
+    as a display message of the turn's cell (`MIME_CELL`, marked with the run's token), which
+    saves it below that cell, after the ones the turn inserted before, and runs it after the
+    cell when `run` was allowed too (a second card, kind `execute`)."""
+    if turn is not None:
+        _TO_RUNNER[turn] = _TO_RUNNER.get(turn, 0) + 1
+    said = "Inserted below the agent's cell, in the notebook `acp-notebook run` saves."
+    session.client_update(call, "completed", [block, text_part(said)])
+    runs = False
+    ran = ""
+    if run:
+        asked = session.client_call("execute", title("Run the inserted cell", source), [block])
+        runs = asked is not None and _allowed(await session.ask_for(asked, OPTIONS))
+        if asked is not None:
+            note = "Queued: it runs after the agent's cell." if runs else "Not run: not allowed."
+            session.client_update(
+                asked, "completed" if runs else "failed", [block, text_part(note)]
+            )
+        ran = (
+            "; it runs after your %%agent cell ends, in order, so its output is not available "
+            "in this turn"
+            if runs
+            else "; not run: the user (or the permission policy) did not allow it"
+        )
+    # Masked as every output is (`publish.show`): the saved cell holds what the card showed.
+    cell = {"token": runner_token(), "source": source, "cell_type": cell_type, "run": runs}
+    publish.show({MIME_CELL: cell})
+    return ToolOutput(
+        "inserted below your %%agent cell (after the cells you inserted before in this turn), "
+        f"in the notebook acp-notebook run saves{ran}"
+    )
 
 
 async def _run(

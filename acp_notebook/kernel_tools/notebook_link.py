@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,10 @@ TARGET = "acp_notebook.notebook"
 PROTOCOL = 1
 #: Seconds a request waits for its reply (a run waits for its cell instead, see `request`).
 REPLY_TIMEOUT = 15.0
+#: Set by `acp-notebook run` for its kernels (run/execute.py, `CELLS_ENV` there): a random token
+#: that marks the cells a turn inserted, for the runner to save below the turn's cell.
+CELLS_ENV = "ACP_NOTEBOOK_RUN_CELLS"
+_runner_token: str | None = None
 
 
 class FrontEndError(Exception):
@@ -106,7 +111,15 @@ def register() -> None:
     """The comm target, at extension load (the kernel's comm manager, as ipywidgets uses)."""
     import comm
 
+    global _runner_token
+    # Taken out of the environment, so the agent (a child of the kernel) does not inherit it.
+    _runner_token = os.environ.pop(CELLS_ENV, None) or _runner_token
     comm.get_comm_manager().register_target(TARGET, _opened)
+
+
+def runner_token() -> str | None:
+    """The token of `acp-notebook run`, when it runs this kernel (headless, no comm)."""
+    return _runner_token
 
 
 def current_origin(interactive: bool = False) -> Origin:

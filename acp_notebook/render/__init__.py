@@ -25,6 +25,7 @@ from .text import render_text
 __all__ = [
     "ALL_FORMATS",
     "LIVE_FORMATS",
+    "MIME_CELL",
     "MIME_TRANSCRIPT",
     "RECORD_FORMATS",
     "render_bundle",
@@ -34,6 +35,10 @@ __all__ = [
 ]
 
 MIME_TRANSCRIPT = "application/vnd.acp-notebook.turn+json"
+#: A cell the agent inserted in a turn of `acp-notebook run` (`kernel_tools/notebook_edit.py`):
+#: a display message of the turn's cell that the runner takes out and saves as a cell below it
+#: (`run/execute.py`), never an output.
+MIME_CELL = "application/vnd.acp-notebook.cell+json"
 
 
 #: What a streaming update carries: enough to watch. The final update adds Markdown and the

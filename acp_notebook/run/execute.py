@@ -5,13 +5,20 @@ and `--timeout` go on the kernel's command line as `--AcpNotebook.*` traitlets o
 `c.AcpNotebook.*` in a config file would set), the replay and live-transcript switches in its
 environment. `ACP_NOTEBOOK_LIVE_TRANSCRIPT=1` makes the kernel's live display updates carry the
 turn's transcript, which `RunClient.process_message` hands to a `TurnPrinter` per turn id.
+
+The cells an agent inserts in a turn (`insert_cell`, allowed with `--allow edit`) come as display
+messages of its `%%agent` cell (`MIME_CELL`, marked with a token only this run and the kernel
+know): they are taken out of the outputs and saved as cells right below that cell, in order, and
+those the agent ran (`run=True`, allowed with `--allow execute`) run before the next cell.
 """
 
 from __future__ import annotations
 
 import asyncio
 import errno
+import hmac
 import os
+import secrets
 import stat
 import time
 from dataclasses import dataclass, field
@@ -24,8 +31,9 @@ from nbclient.exceptions import CellExecutionError
 from nbformat import NotebookNode
 
 from ..client.serving import safe_fs
+from ..protocol import limits
 from ..protocol.redact import Redactor
-from ..render import MIME_TRANSCRIPT
+from ..render import MIME_CELL, MIME_TRANSCRIPT
 from . import params
 from .console import Tagged
 from .printer import Line, Totals, TurnPrinter, safe, seconds
@@ -37,6 +45,10 @@ ERROR_WIDTH = 1000
 LIVE_ENV = "ACP_NOTEBOOK_LIVE_TRANSCRIPT"
 REPLAY_ENV = "ACP_NOTEBOOK_REPLAY"
 REPLAY_MODE_ENV = "ACP_NOTEBOOK_REPLAY_MODE"
+#: The kernel's `notebook_link.CELLS_ENV`: the token of the cells its agents insert.
+CELLS_ENV = "ACP_NOTEBOOK_RUN_CELLS"
+#: Cells one `%%agent` cell may insert (the kernel stops at as many: `MAX_RUNNER_CELLS`).
+MAX_INSERTED = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,15 +182,59 @@ class NotebookView:
 
 
 class RunClient(NotebookClient):
-    """A NotebookClient that shows every cell's progress and every turn on a `NotebookView`."""
+    """A NotebookClient that shows every cell's progress and every turn on a `NotebookView`,
+    and saves the cells a turn inserted below its cell (running those the agent ran)."""
 
-    def __init__(self, nb: NotebookNode, view: NotebookView, **kwargs: Any) -> None:
+    def __init__(self, nb: NotebookNode, view: NotebookView, token: str, **kwargs: Any) -> None:
         super().__init__(nb, **kwargs)
         self.view = view
+        self.token = token
+        self.inserted: list[NotebookNode] = []  # by the running cell's turns, in order
+        self.not_run: set[int] = set()  # ids of inserted code cells the agent did not run
 
     def process_message(self, msg: dict[str, Any], cell: NotebookNode, cell_index: int) -> Any:
         self.view.message(msg)
+        inserted = self.inserted_cell(msg)
+        if inserted is not None:  # a cell for the notebook, not an output
+            if len(self.inserted) < MAX_INSERTED:
+                self.inserted.append(inserted)
+            return None
         return super().process_message(msg, cell, cell_index)
+
+    def inserted_cell(self, msg: dict[str, Any]) -> NotebookNode | None:
+        """The cell a display message of `MIME_CELL` with this run's token holds, checked
+        (the agent wrote it: a string no longer than a card shows, a known cell type)."""
+        content = msg.get("content")
+        data = content.get("data") if isinstance(content, dict) else None
+        cell = data.get(MIME_CELL) if isinstance(data, dict) else None
+        if msg.get("msg_type") != "display_data" or not isinstance(cell, dict):
+            return None
+        token, source = cell.get("token"), cell.get("source")
+        if not isinstance(token, str) or not hmac.compare_digest(token, self.token):
+            return None
+        if not isinstance(source, str) or len(source) > limits.MAX_CHARS:
+            return None
+        node: NotebookNode
+        if cell.get("cell_type") == "markdown":
+            node = nbformat.v4.new_markdown_cell(source)
+            return node
+        if cell.get("cell_type") != "code":
+            return None
+        node = nbformat.v4.new_code_cell(source)
+        if cell.get("run") is not True:
+            self.not_run.add(id(node))
+        return node
+
+    def insert_below(self, cell_index: int) -> None:
+        """The running cell's inserted cells, right below it; nbclient's loop over the cells
+        reaches them next, and runs the code cells the agent ran (`async_execute_cell`)."""
+        cells, self.inserted = self.inserted, []
+        self.nb.cells[cell_index + 1 : cell_index + 1] = cells
+        runs = sum(c.cell_type == "code" and id(c) not in self.not_run for c in cells)
+        self.view.code_cells += runs
+        if cells and not self.view.quiet:
+            ran = f", {runs} to run" if runs else ""
+            self.view.out.line(f"  + {len(cells)} cell(s) inserted below{ran}", "dim")
 
     async def async_execute_cell(
         self,
@@ -187,6 +243,8 @@ class RunClient(NotebookClient):
         execution_count: int | None = None,
         store_history: bool = True,
     ) -> NotebookNode:
+        if id(cell) in self.not_run:  # inserted by the agent, which did not run it
+            return cell
         run = super().async_execute_cell(cell, cell_index, execution_count, store_history)
         if cell.cell_type != "code" or not cell.source.strip():
             return await run
@@ -200,7 +258,10 @@ class RunClient(NotebookClient):
         except BaseException:  # the kernel gone (an interrupt, a crash): run_notebook says so
             self.view.end(label, False, time.monotonic() - started)
             raise
-        self.view.end(label, True, time.monotonic() - started)
+        else:
+            self.view.end(label, True, time.monotonic() - started)
+        finally:  # saved below their cell also when it failed (then they do not run)
+            self.insert_below(cell_index)
         return result
 
 
@@ -216,16 +277,18 @@ async def run_notebook(path: Path, output: Path, settings: Settings, out: Tagged
     params.inject(nb, settings.parameters)
     code_cells = sum(c.cell_type == "code" and bool(c.source.strip()) for c in nb.cells)
     view = NotebookView(out, settings, code_cells)
+    token = secrets.token_hex(16)
     client = RunClient(
         nb,
         view,
+        token,
         timeout=None,
         startup_timeout=120,
         extra_arguments=settings.kernel_args(),
         resources={"metadata": {"path": str(path.parent.resolve())}},
     )
     try:
-        await client.async_execute(env=settings.kernel_env(path))
+        await client.async_execute(env={**settings.kernel_env(path), CELLS_ENV: token})
         outcome.ok = True
     except CellExecutionError:
         outcome.failed_cell = f"cell {view.ordinal} of {code_cells}"

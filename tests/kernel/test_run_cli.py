@@ -34,6 +34,7 @@ from tests.nb_util import (
     kernel_env,
     outputs,
     scripted,
+    transcripts,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -351,3 +352,55 @@ def test_notebook_names_are_printed_escaped(tmp_path: Path) -> None:
     assert missing.returncode == 2 and "b\\u202e\\x1b[2J.ipynb" in missing.stderr, missing.stderr
     for said in (done.stdout, missing.stderr):
         assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]", said), repr(said)
+
+
+INSERTS = [
+    {"name": "insert_cell", "arguments": {"source": "made = x + 1", "run": True}},
+    {"name": "insert_cell", "arguments": {"source": "# Notes", "cell_type": "markdown"}},
+    {"name": "insert_cell", "arguments": {"source": "not_run = 1"}},
+    {"name": "insert_cell", "arguments": {"source": "ran_after = made * 10", "run": True}},
+]
+
+
+@pytest.mark.timeout(240)
+def test_cells_the_agent_inserts_are_saved_below_its_cell_and_run_in_order(
+    tmp_path: Path,
+) -> None:
+    """Headless (issue 22 item 4): with --allow edit,execute the inserted cells are saved right
+    below the agent's cell, in order, and those it ran run before the next cell; with --allow
+    execute only, the inserts are rejected and the notebook keeps its cells."""
+    prompt = script({"mcp": "kernel", "calls": INSERTS})
+    agent = f"%%agent --agent {scripted()} --session s\n{prompt}"
+    last = "print(made, ran_after, 'not_run' in globals())"
+    notebook(tmp_path / "w.ipynb", "x = 1", agent, last)
+    done = run_cli(tmp_path, "w.ipynb", "--allow", "edit,execute")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "+ 4 cell(s) inserted below, 2 to run" in done.stdout
+    saved = nbformat.read(tmp_path / "w.out.ipynb", as_version=4)
+    got = [(c.cell_type, c.source, c.get("execution_count")) for c in saved.cells]
+    assert got == [
+        ("code", "x = 1", 1),
+        ("code", agent, 2),
+        ("code", "made = x + 1", 3),
+        ("markdown", "# Notes", None),
+        ("code", "not_run = 1", None),
+        ("code", "ran_after = made * 10", 4),
+        ("code", last, 5),
+    ]
+    assert outputs(saved.cells[6])[0]["text"] == "2 20 False\n"
+    # The cells are not outputs of the agent's cell; its agent was told where they went.
+    assert "vnd.acp-notebook.cell" not in json.dumps(saved.cells[1].outputs)
+    (record,) = transcripts(saved.cells[1])
+    said = "".join(p["text"] for p in record["parts"] if p.get("type") == "message")
+    answers = [c["text"] for c in json.loads(said.removeprefix("MCP "))[:4]]
+    assert all(a.startswith("inserted below your %%agent cell") for a in answers), answers
+    assert "it runs after your %%agent cell ends" in answers[0]
+    assert "runs after" not in answers[2]
+
+    done = run_cli(tmp_path, "w.ipynb", "--allow", "execute")
+    assert done.returncode == 1, done.stdout + done.stderr  # `made` was never defined
+    saved = nbformat.read(tmp_path / "w.out.ipynb", as_version=4)
+    assert [c.source for c in saved.cells] == ["x = 1", agent, last]
+    (record,) = transcripts(saved.cells[1])
+    asked = [p for p in record["parts"] if p.get("type") == "permission"]
+    assert [a["optionId"] for a in asked] == ["reject"] * 4
