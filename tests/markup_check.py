@@ -76,12 +76,13 @@ MARKED_LIKE.validateLink = lambda url: True  # type: ignore[method-assign]
 
 
 def _project_styles() -> frozenset[str]:
-    """The project's own stylesheets, the only `<style>` content an output may carry: a turn's,
-    and a chat record's (the rule that hides a chat that cannot be drawn)."""
+    """The project's own stylesheets, the only `<style>` content an output may carry: a turn's
+    (the live view's, a record's), and a chat record's (the rule that hides a chat that cannot
+    be drawn)."""
     from acp_notebook.chat.record import DEAD_CHAT
-    from acp_notebook.render.style import CSS
+    from acp_notebook.render.style import CSS, RECORD_CSS
 
-    return frozenset({CSS + "\n", DEAD_CHAT})
+    return frozenset({CSS + "\n", RECORD_CSS, DEAD_CHAT + RECORD_CSS})
 
 
 class _Inspector(HTMLParser):
@@ -224,10 +225,11 @@ def bundle_problems(bundle: dict[str, Any], *, plain_controls: bool = False) -> 
 
 
 def turn_problems(bundle: dict[str, Any]) -> list[str]:
-    """A turn's display: safe, no stylesheet of its own, and no renderer guard was needed."""
+    """A turn's display: safe, the record's stylesheet at most once (`bundle_problems` checks
+    it is the project's), and no renderer guard was needed."""
     out = bundle_problems(bundle, plain_controls=True)
     styles = _inspect(bundle["text/html"], markdown=False).styles
-    if styles:
+    if styles > 1:
         out.append(f"text/html: {styles} <style> elements")
     out += [
         f"{m}: a guard fired"

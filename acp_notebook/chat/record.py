@@ -4,8 +4,8 @@ Each turn's record is the bundle a cell keeps (`publish.turn`: HTML, text, trans
 transcript that opens with the user's message. The chat's record joins them, so a notebook
 reopened without a kernel, nbconvert or a viewer shows the conversation. As a cell's record, it
 holds no Markdown copy (no front-end shows it beside the HTML: it was a third copy of the text,
-a fifth of the file) and no turn stylesheet (5 KB the live page already has: reopened, the
-record reads plainer, as legible), only the rule that hides a dead chat's widget output. The text
+a fifth of the file) and the record's stylesheet once (`RECORD_STYLE`, each turn's copy taken
+out), with the rule that hides a dead chat's widget output. The text
 view, which draws only the agent's side of a turn, gets the user's message before each turn; the
 transcripts are kept as a list under the chat's own MIME type (a cell's turn type holds one turn,
 and tools that replay cells read it), without what they would hold twice (`lean`).
@@ -33,7 +33,7 @@ from IPython.display import DisplayHandle
 
 from ..display import publish
 from ..render import MIME_TRANSCRIPT
-from ..render.style import MATH_OFF, STYLE
+from ..render.style import MATH_OFF, RECORD_CSS, RECORD_STYLE
 
 MIME_CHAT = "application/vnd.acp-notebook.chat+json"
 #: The class of the record's HTML; the live chat hides its record output (static/chat.css).
@@ -53,10 +53,9 @@ DEAD_CHAT = (
 
 def html_start() -> str:
     """What the record's HTML opens with: then the pieces' HTML, then "</div>". Its one
-    `<style>` holds the rule that hides a dead chat's widget output (`DEAD_CHAT`), not the turn
-    stylesheet: in JupyterLab the live views put that in the page's head (as for a cell's
-    record), and elsewhere the record's markup reads without it."""
-    return f'<div class="{RECORD_CLASS} {MATH_OFF}"><style>{DEAD_CHAT}</style>'
+    `<style>` holds the rule that hides a dead chat's widget output (`DEAD_CHAT`) and the
+    record's stylesheet, once for all its turns (render/style.py)."""
+    return f'<div class="{RECORD_CLASS} {MATH_OFF}"><style>{DEAD_CHAT}{RECORD_CSS}</style>'
 
 
 def piece(turn: dict[str, Any]) -> dict[str, Any]:
@@ -64,7 +63,7 @@ def piece(turn: dict[str, Any]) -> dict[str, Any]:
     transcript = turn.get(MIME_TRANSCRIPT)
     said = user_text(transcript)
     return {
-        "html": str(turn.get("text/html", "")).replace(STYLE, ""),
+        "html": str(turn.get("text/html", "")).replace(RECORD_STYLE, ""),
         "plain": f"You: {said}\n\n{turn.get('text/plain', '')}",
         "transcript": lean(transcript) if isinstance(transcript, dict) else {},
     }

@@ -76,7 +76,8 @@ def render_bundle(
         )
     if "text/html" in formats:
         bundle["text/html"] = _safely(
-            lambda t: render_html(t, open_parts=open_parts),
+            # A finished turn's HTML is a record: it carries its stylesheet (render/style.py).
+            lambda t: render_html(t, open_parts=open_parts, styled=not live),
             turn,
             lambda e: f"<pre>could not render the turn: {escape(repr(e))}</pre>",
         )

@@ -4,10 +4,10 @@ Everything from the agent is escaped (here, in `htmlbits` and `cards`); its Mark
 converted by `agentmd` (markdown-it-py, raw HTML off). The markup reads without the stylesheet:
 statuses are words and glyphs, not colours, and a card is a `<details>` any renderer can open.
 
-The HTML carries classes, not the stylesheet (`style.CSS`): 5 KB a turn would be most of a
-short turn's saved size. The page gets the rules once: the live turn view ships them as its
-widget's CSS, which stays in the page for every record in it. Elsewhere (a notebook reopened
-without running a turn, nbconvert HTML, GitHub) the record is plainer and as legible.
+A finished turn's HTML carries the record's compact stylesheet (`style.RECORD_STYLE`, under
+2 KB) once, so it reads as cards in a fresh page, nbconvert HTML and VS Code; a live view's HTML
+does not (the live turn view ships the whole `style.CSS` as its widget's CSS). Where styles are
+stripped (GitHub, JupyterLab's untrusted outputs) the record is plainer and as legible.
 """
 
 from __future__ import annotations
@@ -34,16 +34,20 @@ from . import elicit_card, labels
 from .agentmd import inline, to_html
 from .cards import permission, raw, tool_call
 from .htmlbits import attr, block, css_class, json_details, note
-from .style import MATH_OFF
+from .style import MATH_OFF, RECORD_STYLE
 
 
-def render_html(turn: Transcript, *, open_parts: frozenset[str] = frozenset()) -> str:
+def render_html(
+    turn: Transcript, *, open_parts: frozenset[str] = frozenset(), styled: bool = False
+) -> str:
     """The turn as HTML; the parts whose ids are in `open_parts` are drawn expanded (a live
-    view's record keeps what its reader had opened)."""
+    view's record keeps what its reader had opened); `styled`, with the record's stylesheet."""
     # MathJax (JupyterLab, nbconvert) typesets `$…$` in HTML outputs unless told not to: an
     # answer's dollars stay text, and a `\href` in them can never become a link.
     # Lean markup (see `htmlbits`): one safe word unquoted, other values in single quotes.
     out: list[str] = [f"<div class='acpnb-turn {MATH_OFF}' data-turn-id={attr(turn.turn_id)}>"]
+    if styled:
+        out.append(RECORD_STYLE)
     last = len(turn.parts) - 1
     for i, part in enumerate(turn.parts):
         html = render_part(part, turn, growing=turn.live and i == last)

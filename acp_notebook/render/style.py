@@ -1,13 +1,30 @@
-"""The turn view's stylesheet: every rule scoped under `.acpnb-turn`.
+"""The turn view's stylesheets: every rule scoped under `.acpnb-turn`.
 
-JupyterLab theme variables with fallbacks, and translucent colours that read on light and dark
-backgrounds. The markup does not depend on it, and no record carries it (5 KB a turn): the live
-turn view loads it as its widget's CSS (anywidget puts it in the page's head, where it stays for
-every record on the page). A record shown without it (reopened before a turn ran, nbconvert HTML,
-GitHub) is plainer and stays legible: statuses are words and glyphs, cards are `<details>`.
+`CSS` is the live view's whole look (5 KB): the live turn view loads it as its widget's CSS
+(anywidget puts it in the page's head, where it stays for every record on the page).
+`RECORD_STYLE` (under 2 KB) is what a finished record carries, once per output, so a record reads
+as cards wherever its HTML is shown with its styles: a notebook reopened in a fresh page,
+`jupyter nbconvert --to html`, VS Code (issue 23, item 4). It is the cards, badges, diff lines,
+alerts, footer and code boxes, with the same colours as `CSS`, which it never contradicts (both
+are in the page after a live turn). Where styles are stripped (GitHub; JupyterLab's sanitizer
+for an untrusted notebook drops `<style>` with its text) the markup still reads: statuses are
+words and glyphs, cards are `<details>`, diff lines keep their `+`/`-`.
+
+Both use JupyterLab's theme variables with fallbacks; the record's fallbacks follow the
+reader's `prefers-color-scheme` where the page has no JupyterLab theme.
 """
 
 from __future__ import annotations
+
+import re
+
+
+def _minified(rules: str) -> str:
+    return "".join(
+        (" " if line.startswith(" ") else "\n") + line.strip()
+        for line in rules.strip().splitlines()
+    )
+
 
 _RULES = """
 .acpnb-turn{font-family:var(--jp-content-font-family,system-ui,-apple-system,sans-serif);
@@ -115,11 +132,49 @@ div.acpnb-turn:not(#_) .acpnb-own pre{white-space:pre-wrap;overflow-wrap:anywher
 """
 
 #: The rules alone (the live turn view loads them as its own stylesheet).
-CSS = "".join(
-    (" " if line.startswith(" ") else "\n") + line.strip() for line in _RULES.strip().splitlines()
-)
-#: The rules as one `<style>` element, for a page that has not loaded them another way.
-STYLE = "<style>" + CSS + "\n</style>"
+CSS = _minified(_RULES)
+
+#: The record's rules. Colours are custom properties set once on the root: JupyterLab's theme
+#: variable when the page has one (light or dark theme), else a fallback for light, or for dark
+#: under `prefers-color-scheme: dark`.
+_RECORD_RULES = """
+.acpnb-turn{--a-ok:var(--jp-success-color1,#2e7d32);--a-bad:var(--jp-error-color1,#c62828);
+ --a-mu:var(--jp-ui-font-color2,#6b6b6b);--a-bl:var(--jp-brand-color1,#1976d2);
+ --a-bd:var(--jp-border-color2,rgba(127,127,127,.4));--a-bg:rgba(127,127,127,.1)}
+@media(prefers-color-scheme:dark){.acpnb-turn{--a-ok:var(--jp-success-color1,#66bb6a);
+ --a-bad:var(--jp-error-color1,#ef5350);--a-mu:var(--jp-ui-font-color2,#a8a8a8);
+ --a-bl:var(--jp-brand-color1,#64b5f6)}}
+.acpnb-turn :is(.acpnb-tool,.acpnb-perm,.acpnb-raw,.acpnb-plan){border:1px solid var(--a-bd);
+ border-radius:6px;margin:6px 0;padding:3px 10px}
+div.acpnb-turn:not(#_) pre{background:var(--jp-layout-color2,var(--a-bg));padding:6px 8px;
+ margin:.5em 0;border-radius:4px;overflow:auto;max-height:32em}
+.acpnb-turn .acpnb-tool>summary>b{font-size:.8em;border-radius:9px;padding:0 7px;
+ margin-left:6px;border:1px solid;font-weight:inherit}
+.acpnb-turn .acpnb-tool>summary>b:not([class]){color:var(--a-ok)}
+.acpnb-turn .acpnb-st-failed{color:var(--a-bad)}
+.acpnb-turn :is(.acpnb-st-cancelled,.acpnb-st-rejected,.acpnb-muted,.acpnb-note,footer,
+ .acpnb-thought>summary>span,.acpnb-tool>summary>span:not([class])){color:var(--a-mu)}
+.acpnb-turn :is(.acpnb-st-pending,.acpnb-st-in_progress,.acpnb-hunk){color:var(--a-bl)}
+.acpnb-turn :is(.acpnb-note,footer){font-size:.85em}
+.acpnb-turn :is(.acpnb-thought>div,.acpnb-user){border-left:3px solid var(--a-bd);
+ padding-left:8px}
+.acpnb-turn .acpnb-diff span{display:inline-block;min-width:100%}
+.acpnb-turn .acpnb-add{background:rgba(46,160,67,.22)}
+.acpnb-turn .acpnb-del{background:rgba(248,81,73,.22)}
+.acpnb-turn .acpnb-plan ul{list-style:none;padding-left:4px}
+.acpnb-turn .acpnb-completed{text-decoration:line-through}
+.acpnb-turn .acpnb-alert{border-left:4px solid var(--a-bad);background:rgba(229,57,53,.1);
+ padding:6px 10px;margin:6px 0}
+.acpnb-turn .acpnb-warning{border-left-color:var(--jp-warn-color1,#ef6c00)}
+.acpnb-turn .acpnb-info{border-left-color:var(--a-mu);background:var(--a-bg)}
+.acpnb-turn footer{border-top:1px solid var(--a-bd);margin-top:6px;padding-top:3px}
+"""
+
+
+#: What a finished record carries, once per output (see the module's docstring). On one line:
+#: nbformat saves each line of an output as a JSON string of its own.
+RECORD_CSS = re.sub(r"([;,{]) ", r"\1", _minified(_RECORD_RULES)).replace("\n", "")
+RECORD_STYLE = f"<style>{RECORD_CSS}</style>"
 
 #: The classes MathJax 3 and 2 skip: the turn's output is text, never math to typeset.
 MATH_OFF = "mathjax_ignore tex2jax_ignore"

@@ -15,6 +15,7 @@ from acp_notebook.chat.input import list_files, resolve_in
 from acp_notebook.chat.pickers import ChatPickers, pickers
 from acp_notebook.chat.record import MIME_CHAT, chat_record
 from acp_notebook.errors import PromptError
+from acp_notebook.render.style import RECORD_CSS
 from acp_notebook.widgets.loop import KernelLoop
 
 MODES = [{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}]
@@ -173,8 +174,10 @@ def test_the_record_has_each_user_message_once_and_one_stylesheet() -> None:
     assert html.count("<style>") == 1 and "answer 0" in html and "answer 1" in html
     assert "<b>" not in html and "first $5 &lt;b&gt;" in html
     assert "You: first $5 <b>" in record["text/plain"] and "answer 1" in record["text/plain"]
-    # Lean: no Markdown copy beside the HTML and text, no turn stylesheet (the page has it).
-    assert "text/markdown" not in record and ".acpnb-turn .acpnb-user" not in html
+    # Lean: no Markdown copy beside the HTML and text, the record's stylesheet once for all
+    # turns (in the one <style>), not the live view's.
+    assert "text/markdown" not in record and html.count(RECORD_CSS) == 1
+    assert ".acpnb-turn .acpnb-user{" not in html
     assert [t["turn_id"] for t in record[MIME_CHAT]["turns"]] == ["t0", "t1"]
 
 

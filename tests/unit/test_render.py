@@ -38,6 +38,7 @@ from acp_notebook.render import (
 )
 from acp_notebook.render.agentmd import to_html
 from acp_notebook.render.diff import unified
+from acp_notebook.render.style import RECORD_STYLE
 
 MIMES = {"text/plain", "text/markdown", "text/html", MIME_TRANSCRIPT}
 
@@ -206,8 +207,11 @@ def test_full_transcript_renders_all_four_mime_types() -> None:
     json.dumps(bundle)  # a display_data payload must be JSON
 
     html = bundle["text/html"]
-    # Classes only: the stylesheet is the page's (the live view's CSS), not 5 KB per record.
-    assert html.startswith("<div class='acpnb-turn ") and "<style" not in html
+    # A finished turn is a record: its compact stylesheet once, first in its root (issue 23);
+    # a live turn's HTML has none (the live view's CSS is the page's).
+    assert html.startswith("<div class='acpnb-turn ") and html.count("<style") == 1
+    assert RECORD_STYLE in html and len(RECORD_STYLE.encode()) <= 2_100
+    assert "<style" not in render_bundle(transcript, live=True)["text/html"]
     assert "💭 Thoughts" in html and "<details" in html
     assert "📋 Plan" in html
     assert "Edit app.py" in html and "acpnb-add" in html and "acpnb-del" in html
@@ -368,9 +372,11 @@ class _Audit(HTMLParser):
 
 def audit(html: str) -> list[str]:
     parser = _Audit()
-    parser.feed(html)
+    parser.feed(html.replace(RECORD_STYLE, "", 1))
     parser.close()
-    if parser.styles:  # a record carries no stylesheet, and nothing of the agent's makes one
+    # A record carries its own stylesheet once (taken out above), and nothing of the agent's
+    # makes one.
+    if parser.styles:
         parser.problems.append(f"{parser.styles} style tags")
     return parser.problems
 
@@ -922,7 +928,7 @@ def test_a_rejected_tool_call_says_rejected_in_every_view(
 ) -> None:
     """Issue 23, item 6: a rejected edit showed a red "✗ failed" (the agent reports it so)."""
     bundle = render_bundle(turn(parts=[_edit(status), _asked(option, by)]))
-    html = bundle["text/html"]
+    html = bundle["text/html"].replace(RECORD_STYLE, "")  # its rules name every status
     assert "<b class=acpnb-st-rejected>⊘ rejected</b>" in html
     assert "failed" not in html and "acpnb-st-failed" not in html
     assert "— rejected" in seen(bundle["text/markdown"])
