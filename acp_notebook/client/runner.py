@@ -29,6 +29,7 @@ from ..protocol.fold import SessionFold
 from ..protocol.limits import token_counts
 from ..protocol.mutations import Mutation, RequestWarning, TurnStarted
 from ..protocol.recorded_prompt import recorded
+from ..protocol.session_facts import session_model
 from ..protocol.state import Usage
 from ..protocol.turn import TurnRecord, TurnResult, session_title
 from ..protocol.turnstate import TurnOutcome, TurnState
@@ -212,6 +213,7 @@ class TurnRunner:
             session_id=self._session_id(),
             agent=self._client.agent_name,
             title=session_title(self._fold.facts.info),
+            model=session_model(self._fold.facts.config_options),
         )
 
     # -- attempts --------------------------------------------------------------------------------

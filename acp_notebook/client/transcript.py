@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..protocol.session_facts import session_model
 from ..protocol.turn import TurnRecord, TurnResult, turn_json
 from .session import Session
 from .turn import TurnHandle
@@ -32,6 +33,7 @@ def live_transcript(
             parts=[],
             usage=session.usage,
             title=session.title,
+            model=session_model(session.config_options),
             note=note,
         )
     out = record_transcript(record, session, prompt=turn.prompt, note=note)
@@ -46,7 +48,7 @@ def record_transcript(
     note: str = "",
 ) -> dict[str, Any]:
     """What a turn record holds, in transcript shape (a running or a replayed turn)."""
-    return record.to_json(
+    out = record.to_json(
         agent=session.client.agent_name,
         terminals=session.terminal_views,
         session_id=session.id,
@@ -55,6 +57,9 @@ def record_transcript(
         title=session.title,
         note=note,
     )
+    if model := session_model(session.config_options):
+        out["model"] = model
+    return out
 
 
 def final_transcript(result: TurnResult, note: str = "") -> dict[str, Any]:

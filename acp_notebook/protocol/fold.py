@@ -355,7 +355,7 @@ class SessionFold:
         block = self.keep.bounded(record, block)
         if not self.keep.spend(record, count(block, self.limits.value_chars)):
             return
-        message.blocks.append(block)
+        message.add_block(block)
         self._updated(message)
 
     def _replay_user_turn(self) -> None:

@@ -85,6 +85,7 @@ def refold(transcript: Any, limits: Limits = DEFAULT_LIMITS) -> TurnResult:
         output_json=output,
         over_budget=t.get("overBudget") is True,
         title=session_title({"title": t.get("title")}),
+        model=_short(t.get("model"), 80),
     )
     terminals, _ = bounded(dicts(t.get("terminals"))[: limits.list_items], limits.value_chars)
     options = t.get("cellOptions")
@@ -114,9 +115,10 @@ def _stand_ins(fold: SessionFold, t: dict[str, Any], parts: list[Any]) -> None:
 
 def _feed(fold: SessionFold, part: Any) -> None:
     if isinstance(part, MessagePart):
-        _chunk(fold, part.role, part.text, part.message_id)
-        for block in part.blocks:
-            fold.apply(_update(part.role, block, part.message_id))
+        for run, block in part.pieces():  # each block where it came in the text
+            _chunk(fold, part.role, run, part.message_id)
+            if block is not None:
+                fold.apply(_update(part.role, block, part.message_id))
     elif isinstance(part, ToolCallPart):
         update: dict[str, Any] = {
             "sessionUpdate": "tool_call",

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import CapabilityError, NotOfferedError
 from . import schema
+from .coerce import text
 from .limits import MAX_INT, Limits, bounded
 from .state import Usage
 
@@ -188,3 +189,31 @@ def select_values(option: dict[str, Any]) -> set[str]:
                 str(o.get("value")) for o in item.get("options") or [] if isinstance(o, dict)
             )
     return values
+
+
+def session_model(config_options: list[dict[str, Any]]) -> str | None:
+    """The session's model, as the agent names it (its `model` config option), on one line,
+    bounded, or None."""
+    for option in config_options:
+        if option.get("category") != "model" and option.get("id") != "model":
+            continue
+        value = option.get("currentValue")
+        for choice in _choices(option.get("options")):
+            if choice.get("value") == value:
+                return _line(choice.get("name") or value)
+        return _line(value)
+    return None
+
+
+def _choices(options: Any) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for item in options if isinstance(options, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("options"), list):  # a group
+            out += [c for c in item["options"] if isinstance(c, dict)]
+        elif isinstance(item, dict):
+            out.append(item)
+    return out
+
+
+def _line(value: Any) -> str | None:
+    return " ".join(text(value).split())[:80] or None

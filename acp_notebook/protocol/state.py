@@ -46,6 +46,9 @@ class MessagePart:
     # costs about 240 bytes, and a turn alternating thought and answer makes a part per chunk.
     _head: str = field(default="", repr=False)
     _buf: io.StringIO | None = field(default=None, repr=False)
+    #: Where each of `blocks` came in the text (the text's length when it arrived): a view draws
+    #: an image before the text that followed it, not after all of the message's text.
+    block_at: list[int] = field(default_factory=list)
 
     kind = "message"
 
@@ -75,6 +78,33 @@ class MessagePart:
             out["messageId"] = self.message_id
         if self.blocks:
             out["blocks"] = self.blocks
+            if len(self.block_at) == len(self.blocks) and self.block_at[0] < len(self.text):
+                out["blockAt"] = self.block_at  # only when some text follows a block
+        return out
+
+    def add_block(self, block: dict[str, Any]) -> None:
+        """A non-text block, after the text so far."""
+        self.blocks.append(block)
+        self.block_at.append(len(self._head) if self._buf is None else self._buf.tell())
+
+    def pieces(self) -> list[tuple[str, dict[str, Any] | None]]:
+        """The message in arrival order: each run of text, then the block that followed it (the
+        last run with None). A saved `blockAt` that does not fit is read as all blocks last."""
+        body = self.text
+        at = self.block_at
+        if not self.blocks:
+            return [(body, None)]
+        fits = len(at) == len(self.blocks) and all(
+            0 <= a <= b <= len(body) for a, b in zip(at, [*at[1:], len(body)], strict=True)
+        )
+        if not fits:
+            at = [len(body)] * len(self.blocks)
+        out: list[tuple[str, dict[str, Any] | None]] = []
+        start = 0
+        for pos, b in zip(at, self.blocks, strict=True):
+            out.append((body[start:pos], b))
+            start = pos
+        out.append((body[start:], None))
         return out
 
     @classmethod
@@ -87,6 +117,9 @@ class MessagePart:
             dicts(d.get("blocks")),
         )
         part.append(text(d.get("text")))
+        at = d.get("blockAt")
+        if isinstance(at, list) and len(at) == len(part.blocks):
+            part.block_at = [n if (n := integer(x)) is not None else -1 for x in at]
         return part
 
 

@@ -177,6 +177,8 @@ class TurnResult:
     over_budget: bool = False
     #: The session's title as the turn ended (`session_info_update`), when the agent gave one.
     title: str | None = None
+    #: The session's model as the turn ended (its `model` config option), as the agent names it.
+    model: str | None = None
     #: The options of the `%%agent` line that asked for this turn, as written (None for a turn
     #: of the Python API). A replay compares a cell with them: the cell's source may have been
     #: edited since the record was made.
@@ -217,6 +219,7 @@ class TurnResult:
             output_json=self.output_json,
             over_budget=self.over_budget,
             title=self.title,
+            model=self.model,
             cell_options=self.cell_options,
             note=note,
         )
@@ -263,6 +266,7 @@ class TurnResult:
             output_json=t.get("output"),
             over_budget=t.get("overBudget") is True,
             title=opt_text(t.get("title")),
+            model=opt_text(t.get("model")),
             # "" is a line without options: present, unlike a key that is missing.
             cell_options=text(options)
             if isinstance(options := t.get("cellOptions"), str)
@@ -302,11 +306,14 @@ def turn_json(
     output_json: Any = None,
     over_budget: bool = False,
     title: str | None = None,
+    model: str | None = None,
     cell_options: str | None = None,
     note: str = "",
+    startup: float | None = None,
 ) -> dict[str, Any]:
     """A turn's transcript, running (no ending yet: `success` None) or finished: the one place
-    its JSON is written. `read_turn` and `TurnResult.from_json` read it back."""
+    its JSON is written. `read_turn` and `TurnResult.from_json` read it back.
+    Long because each optional key is written only when set: a saved record holds no empty one."""
     out: dict[str, Any] = {
         "turnId": turn_id,
         "sessionId": session_id,
@@ -334,6 +341,10 @@ def turn_json(
         out["overBudget"] = True
     if title:
         out["title"] = title
+    if model:
+        out["model"] = model
+    if startup:
+        out["startup"] = round(startup, 3)
     if cell_options is not None:
         out["cellOptions"] = cell_options
     if note:
@@ -360,6 +371,7 @@ def finish(
     output_json: Any = None,
     over_budget: bool = False,
     title: str | None = None,
+    model: str | None = None,
 ) -> TurnResult:
     """Freeze a turn record into its result. Parts are copied: late updates must not change it."""
     parts = tuple(
@@ -395,6 +407,7 @@ def finish(
         output_json=output_json,
         over_budget=over_budget,
         title=title,
+        model=model,
     )
 
 
@@ -419,6 +432,10 @@ class Transcript:
     duration: float | None
     note: str = ""  # the client's word on the turn ("replayed history"), not the agent's
     title: str = ""  # the session's title, as the agent named it
+    model: str = ""  # the session's model, as the agent names it
+    #: Seconds from the cell's start to the turn's (the agent starting, the session opening):
+    #: the live clock counted them, `duration` does not.
+    startup: float | None = None
     #: The card that draws each terminal's output: the first tool call that shows it. An
     #: agent's calls may each show one terminal, 100 times a call: drawn at every one, 2,000
     #: calls drew 16 GB of HTML from a 1 MB output (`draws_terminal`).
@@ -511,6 +528,8 @@ def read_turn(transcript: Any, *, live: bool = False) -> Transcript:
         duration=number(t.get("duration")),
         note=text(t.get("note")),
         title=" ".join(text(t.get("title")).split())[:200],
+        model=" ".join(text(t.get("model")).split())[:80],
+        startup=number(t.get("startup")),
         terminal_cards=terminal_cards_of(parts),
         rejected_calls=rejected_calls_of(parts),
     )

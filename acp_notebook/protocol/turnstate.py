@@ -145,6 +145,7 @@ class TurnMachine:
         session_id: str | None,
         agent: str | None,
         title: str | None = None,
+        model: str | None = None,
     ) -> TurnResult:
         """End the turn: the one place a result is built and the end is announced."""
         target = outcome.state
@@ -161,6 +162,7 @@ class TurnMachine:
             output_json=outcome.output_json,
             over_budget=outcome.over_budget,
             title=title,
+            model=model,
         )
         self._move(target)
         self._result = result

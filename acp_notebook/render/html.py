@@ -105,8 +105,7 @@ def _message(out: list[str], m: MessagePart, *, growing: bool) -> None:
             f"<details class=acpnb-thought><summary>💭 {label} "
             f"<span>(~{words:,} words)</span></summary><div>"  # muted, by place (style.py)
         )
-        out.append(to_html(m.text, live=growing))
-        _blocks(out, m.blocks)
+        _text_and_blocks(out, m, growing=growing)
         out.append("</div></details>")
         return
     if not m.text.strip() and not m.blocks:
@@ -125,9 +124,23 @@ def _message(out: list[str], m: MessagePart, *, growing: bool) -> None:
         out.append("</div>")
         return
     out.append("<div class=acpnb-answer>")
-    out.append(to_html(m.text, live=growing))
-    _blocks(out, m.blocks)
+    _text_and_blocks(out, m, growing=growing)
     out.append("</div>")
+
+
+def _text_and_blocks(out: list[str], m: MessagePart, *, growing: bool) -> None:
+    """The message's text, each block (an image…) where it came in the text."""
+    if not m.blocks:
+        out.append(to_html(m.text, live=growing))
+        return
+    for run, b in m.pieces():
+        if b is None:
+            if run.strip():
+                out.append(to_html(run, live=growing))
+        else:
+            if run.strip():
+                out.append(to_html(run))
+            out.append(block(b))
 
 
 def _blocks(out: list[str], blocks: tuple[dict[Any, Any], ...] | list[dict[Any, Any]]) -> None:
@@ -255,8 +268,10 @@ def _footer(out: list[str], turn: Transcript, *, running: bool = True) -> None:
         pieces.append("<span class=acpnb-running>◌ running…</span>")
     if turn.agent:
         pieces.append(f"<b>{escape(turn.agent)}</b>")
+    if turn.model:  # as the live footer shows it (widgets/turn_view.py's head)
+        pieces.append(escape(turn.model))
     if turn.title:
-        pieces.append(f"“{escape(turn.title)}”")
+        pieces.append(escape(labels.session_title(turn.title)))
     if turn.note:
         pieces.append(f"<em>{escape(turn.note)}</em>")
     usage = turn.usage
@@ -273,8 +288,8 @@ def _footer(out: list[str], turn: Transcript, *, running: bool = True) -> None:
     for piece in (labels.cost(turn), labels.tokens(turn)):
         if piece:
             pieces.append(escape(piece))
-    if turn.duration is not None and turn.duration > 0:
-        pieces.append(escape(labels.duration(turn.duration)))
+    if timing := labels.timing(turn):
+        pieces.append(escape(timing))
     if turn.stop_reason is not None or not turn.live:
         reason = labels.stop_reason(turn)
         if reason:

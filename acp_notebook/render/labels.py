@@ -255,13 +255,32 @@ def exit_status(term: Terminal, *, live: bool) -> str:
     return "running…" if live else "no exit status"
 
 
+def session_title(title: str) -> str:
+    """The session's title, said as one: in quotes it read as a quote of the turn's prompt
+    (agents name a session after its first prompt)."""
+    return f"session: {title}"
+
+
+def timing(turn: Transcript) -> str:
+    """How long the turn took ("6.8 s"), and the start-up before it the live clock counted too
+    ("6.8 s (+3.5 s start-up)"): the record does not contradict the clock its reader watched.
+    Empty without a duration."""
+    if turn.duration is None or turn.duration <= 0:
+        return ""
+    startup = turn.startup or 0.0
+    extra = f" (+{duration(startup)} start-up)" if startup >= 0.05 else ""
+    return duration(turn.duration) + extra
+
+
 def footer(turn: Transcript) -> list[str]:
     """The footer's pieces in order, shared by the plain and Markdown views."""
     pieces = []
     if turn.agent:
         pieces.append(turn.agent)
+    if turn.model:
+        pieces.append(turn.model)
     if turn.title:
-        pieces.append(f"“{turn.title}”")
+        pieces.append(session_title(turn.title))
     if turn.note:
         pieces.append(turn.note)
     if turn.usage is not None and (ctx := context(turn.usage)):
@@ -270,8 +289,8 @@ def footer(turn: Transcript) -> list[str]:
         pieces.append(c)
     if tk := tokens(turn):
         pieces.append(tk)
-    if turn.duration is not None and turn.duration > 0:
-        pieces.append(duration(turn.duration))
+    if t := timing(turn):
+        pieces.append(t)
     if sr := stop_reason(turn):
         pieces.append(sr)
     return pieces

@@ -39,6 +39,7 @@ from ..display.live import LiveView
 from ..display.live_turn import MaskedText
 from ..display.views import text
 from ..protocol.redact import Redactor
+from ..protocol.session_facts import session_model
 from ..protocol.turn import Transcript, TurnResult, read_turn
 from ..render.style import CSS
 from .controls import option_label, option_tip
@@ -263,7 +264,7 @@ class TurnView(LiveView):
     def _head(self, turn: Transcript) -> dict[str, Any]:
         return {
             "state": self._state(turn),
-            "model": self.redactor.text(model_name(self.session)),
+            "model": self.redactor.text(session_model(self.session.config_options) or ""),
             "pending": self._pending(turn),
             "forms": self.forms.for_page(),
             "duration": turn.duration if self.final is not None else None,
@@ -308,6 +309,11 @@ class TurnView(LiveView):
         self._dirty.set()
         self._unsubscribe()
         transcript = self.redactor.obj(final_transcript(result, self.note))
+        # The page's clock ran from the cell's start (`started`: the agent starting, the session
+        # opening); the turn's duration from its prompt. The record says the difference.
+        transcript["startup"] = round(
+            max(0.0, time.monotonic() - self.started - result.duration), 3
+        )
         texts = self.live.texts
         self.live.sync()  # a key that joined since the last redraw: no text is taken as held
         self.final = read_turn(transcript)
@@ -319,26 +325,3 @@ class TurnView(LiveView):
         if not keep_record:
             reprs.shown_in_place(result)
         self.widget.close()
-
-
-def model_name(session: Session) -> str:
-    """The session's model, as the agent names it (its `model` config option), or ""."""
-    for option in session.config_options:
-        if option.get("category") != "model" and option.get("id") != "model":
-            continue
-        value = option.get("currentValue")
-        for choice in _choices(option.get("options")):
-            if choice.get("value") == value:
-                return text(choice.get("name") or value, 80)
-        return text(value, 80)
-    return ""
-
-
-def _choices(options: Any) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for item in options if isinstance(options, list) else []:
-        if isinstance(item, dict) and isinstance(item.get("options"), list):  # a group
-            out += [c for c in item["options"] if isinstance(c, dict)]
-        elif isinstance(item, dict):
-            out.append(item)
-    return out

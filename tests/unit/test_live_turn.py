@@ -50,6 +50,7 @@ class Turn:
             client=client,
             terminal_views={},
             title=None,
+            config_options=[],
             cwd=".",
         )
         self.session = session

@@ -14,6 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
+from acp_notebook.protocol.fold import SessionFold
+from acp_notebook.protocol.session_facts import session_model
 from acp_notebook.protocol.state import (
     ErrorPart,
     MessagePart,
@@ -1301,3 +1303,66 @@ def test_markdown_code_spans_cannot_smuggle_html_across_paragraphs() -> None:
     ):
         assert "<img" not in shown(to_markdown(evil)), evil
     assert shown(to_markdown("keep `a<b` as code")) == "<p>keep <code>a&lt;b</code> as code</p>\n"
+
+
+# -- issue 23, item 8: the footer and the order of an image -------------------------------------
+
+
+def test_an_image_is_drawn_where_it_came_in_the_answer_not_after_its_text() -> None:
+    fold = SessionFold()
+    fold.begin_turn("turn-1", [])
+    image = {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}
+    for content in (
+        {"type": "text", "text": "Before the chart.\n\n"},
+        image,
+        {"type": "text", "text": "After the chart."},
+    ):
+        fold.apply({"sessionUpdate": "agent_message_chunk", "content": content})
+    record = fold.end_turn()
+    assert record is not None
+    transcript = record.to_json(agent="demo")
+    for saved in (transcript, TurnResult.from_json(transcript).to_json()):  # and read back
+        html = render_bundle(saved)["text/html"]
+        assert html.index("Before the chart.") < html.index("<img") < html.index("After the chart.")
+    # The text is one message still (its answer unchanged), and an image last needs no offsets.
+    assert TurnResult.from_json(transcript).text == "Before the chart.\n\nAfter the chart."
+    part = MessagePart("m", "agent")
+    part.append("Only text, then")
+    part.add_block(image)
+    assert "blockAt" not in part.to_json()
+    # A saved `blockAt` that does not fit its text is read as every block last, never raising.
+    bad = {**part.to_json(), "blockAt": [99]}
+    assert MessagePart.from_json(bad).pieces() == [("Only text, then", image), ("", None)]
+
+
+def _footer_of(**fields: Any) -> str:
+    html = render_bundle(turn(agent="demo", **fields))["text/html"]
+    return html_lib.unescape(html[html.index("<footer>") : html.index("</footer>")]).replace(
+        "\u00a0", " "
+    )
+
+
+def test_the_records_footer_says_the_model_the_sessions_title_and_the_start_up() -> None:
+    footer = _footer_of(model="Sonnet 9", title="Fix the parser", duration=6.8, startup=3.5)
+    # The model, as the live footer shows it; the session's title said as a title, not quoted
+    # (it read as a quote of this turn's prompt); the live clock's extra seconds said.
+    assert "<b>demo</b> · Sonnet 9 · session: Fix the parser" in footer
+    assert "“" not in footer and "6.8 s (+3.5 s start-up)" in footer
+    bundle = render_bundle(
+        turn(agent="demo", model="Sonnet 9", title="Fix it", duration=6.8, startup=3.5)
+    )
+    for view in (bundle["text/plain"], seen(bundle["text/markdown"])):
+        assert "demo · Sonnet 9 · session: Fix it" in view and "“" not in view
+        assert "6.8 s (+3.5 s start-up)" in view.replace("\u00a0", " ")
+    # None of them when the agent gave none, and no start-up under a twentieth of a second.
+    footer = _footer_of(duration=6.8, startup=0.01)
+    assert "session" not in footer and "start-up" not in footer and "6.8 s" in footer
+    assert footer.startswith("<footer><b>demo</b> · 6.8 s")
+
+
+def test_the_sessions_model_is_its_model_options_name() -> None:
+    option = {"id": "model", "currentValue": "s9", "type": "select"}
+    grouped = [{"group": "fast", "options": [{"value": "s9", "name": "Sonnet\n 9"}]}]
+    assert session_model([{**option, "options": grouped}]) == "Sonnet 9"
+    assert session_model([{**option, "options": []}]) == "s9"  # no choice names it
+    assert session_model([{"id": "mode", "currentValue": "ask"}]) is None

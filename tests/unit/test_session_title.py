@@ -25,6 +25,6 @@ async def test_the_title_the_agent_gave_ends_up_in_the_record(agent: Agent) -> N
     saved = json.loads(json.dumps(titled.to_json()))
     assert saved["title"] == "Fix <b>the</b> parser"
     turn = read_turn(saved)
-    assert "“Fix <b>the</b> parser”" in render_text(turn)
-    assert "“Fix &lt;b&gt;the&lt;/b&gt; parser”" in render_html(turn)
+    assert "session: Fix <b>the</b> parser" in render_text(turn)
+    assert "session: Fix &lt;b&gt;the&lt;/b&gt; parser" in render_html(turn)
     assert "<b>the</b>" not in render_markdown(turn)
