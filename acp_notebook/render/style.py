@@ -138,36 +138,34 @@ CSS = _minified(_RULES)
 #: variable when the page has one (light or dark theme), else a fallback for light, or for dark
 #: under `prefers-color-scheme: dark`.
 _RECORD_RULES = """
-.acpnb-turn{--a-ok:var(--jp-success-color1,#2e7d32);--a-bad:var(--jp-error-color1,#c62828);
- --a-mu:var(--jp-ui-font-color2,#6b6b6b);--a-bl:var(--jp-brand-color1,#1976d2);
- --a-bd:var(--jp-border-color2,rgba(127,127,127,.4));--a-bg:rgba(127,127,127,.1)}
-@media(prefers-color-scheme:dark){.acpnb-turn{--a-ok:var(--jp-success-color1,#66bb6a);
- --a-bad:var(--jp-error-color1,#ef5350);--a-mu:var(--jp-ui-font-color2,#a8a8a8);
- --a-bl:var(--jp-brand-color1,#64b5f6)}}
-.acpnb-turn :is(.acpnb-tool,.acpnb-perm,.acpnb-raw,.acpnb-plan){border:1px solid var(--a-bd);
+.acpnb-turn{--ao:var(--jp-success-color1,#2e7d32);--ax:var(--jp-error-color1,#c62828);
+ --am:var(--jp-ui-font-color2,#6b6b6b);--ab:var(--jp-brand-color1,#1976d2);
+ --ad:var(--jp-border-color2,rgba(127,127,127,.4));--ag:rgba(127,127,127,.1)}
+@media(prefers-color-scheme:dark){.acpnb-turn{--ao:var(--jp-success-color1,#66bb6a);
+ --ax:var(--jp-error-color1,#ef5350);--am:var(--jp-ui-font-color2,#a8a8a8);
+ --ab:var(--jp-brand-color1,#64b5f6)}}
+.acpnb-turn :is(.acpnb-tool,.acpnb-perm,.acpnb-raw,.acpnb-plan){border:1px solid var(--ad);
  border-radius:6px;margin:6px 0;padding:3px 10px}
-div.acpnb-turn:not(#_) pre{background:var(--jp-layout-color2,var(--a-bg));padding:6px 8px;
- margin:.5em 0;border-radius:4px;overflow:auto;max-height:32em}
+div.acpnb-turn:not(#_) pre{background:var(--jp-layout-color2,var(--ag));padding:6px 8px;
+ overflow:auto;max-height:32em}
 .acpnb-turn .acpnb-tool>summary>b{font-size:.8em;border-radius:9px;padding:0 7px;
  margin-left:6px;border:1px solid;font-weight:inherit}
-.acpnb-turn .acpnb-tool>summary>b:not([class]){color:var(--a-ok)}
-.acpnb-turn .acpnb-st-failed{color:var(--a-bad)}
+.acpnb-turn .acpnb-tool>summary>b:not([class]){color:var(--ao)}
+.acpnb-turn .acpnb-st-failed{color:var(--ax)}
 .acpnb-turn :is(.acpnb-st-cancelled,.acpnb-st-rejected,.acpnb-muted,.acpnb-note,footer,
- .acpnb-thought>summary>span,.acpnb-tool>summary>span:not([class])){color:var(--a-mu)}
-.acpnb-turn :is(.acpnb-st-pending,.acpnb-st-in_progress,.acpnb-hunk){color:var(--a-bl)}
-.acpnb-turn :is(.acpnb-note,footer){font-size:.85em}
-.acpnb-turn :is(.acpnb-thought>div,.acpnb-user){border-left:3px solid var(--a-bd);
+ .acpnb-tool>summary>span:not([class])){color:var(--am)}
+.acpnb-turn :is(.acpnb-st-pending,.acpnb-st-in_progress,.acpnb-hunk){color:var(--ab)}
+.acpnb-turn :is(.acpnb-thought>div,.acpnb-user){border-left:3px solid var(--ad);
  padding-left:8px}
 .acpnb-turn .acpnb-diff span{display:inline-block;min-width:100%}
 .acpnb-turn .acpnb-add{background:rgba(46,160,67,.22)}
 .acpnb-turn .acpnb-del{background:rgba(248,81,73,.22)}
-.acpnb-turn .acpnb-plan ul{list-style:none;padding-left:4px}
-.acpnb-turn .acpnb-completed{text-decoration:line-through}
-.acpnb-turn .acpnb-alert{border-left:4px solid var(--a-bad);background:rgba(229,57,53,.1);
+.acpnb-turn .acpnb-alert{border-left:4px solid var(--ax);background:rgba(229,57,53,.1);
  padding:6px 10px;margin:6px 0}
 .acpnb-turn .acpnb-warning{border-left-color:var(--jp-warn-color1,#ef6c00)}
-.acpnb-turn .acpnb-info{border-left-color:var(--a-mu);background:var(--a-bg)}
-.acpnb-turn footer{border-top:1px solid var(--a-bd);margin-top:6px;padding-top:3px}
+.acpnb-turn .acpnb-info{border-left-color:var(--am);background:var(--ag)}
+.acpnb-turn footer{border-top:1px solid var(--ad);margin-top:6px;padding-top:3px;
+ font-size:.85em}
 """
 
 
