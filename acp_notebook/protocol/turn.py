@@ -309,7 +309,6 @@ def turn_json(
     model: str | None = None,
     cell_options: str | None = None,
     note: str = "",
-    startup: float | None = None,
 ) -> dict[str, Any]:
     """A turn's transcript, running (no ending yet: `success` None) or finished: the one place
     its JSON is written. `read_turn` and `TurnResult.from_json` read it back.
@@ -343,8 +342,6 @@ def turn_json(
         out["title"] = title
     if model:
         out["model"] = model
-    if startup:
-        out["startup"] = round(startup, 3)
     if cell_options is not None:
         out["cellOptions"] = cell_options
     if note:

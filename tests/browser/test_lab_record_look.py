@@ -21,11 +21,11 @@ import pytest
 from nbconvert import HTMLExporter
 
 from tests.agents.script import script
+from tests.browser.test_lab import ARTIFACTS, POLL, READY, command, output
+from tests.browser.test_lab_view import cell, done, run, save, tool
 from tests.nb_util import execute, scripted
-from tests.test_lab import ARTIFACTS, POLL, READY, command, output
-from tests.test_lab_view import cell, done, run, save, tool
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.browser]
 
 DIFF = {"type": "diff", "path": "/w/notes.md", "oldText": "a\n", "newText": "b\n"}
 STEPS: list[dict[str, Any]] = [
