@@ -49,6 +49,12 @@ LINES = [
 ]
 
 
+def whole(text: str) -> str:
+    """`text` drawn at once by a stream of its own (`to_html` may go on from a text it saw)."""
+    blocks, tail = MarkdownStream(live=False).feed(text)
+    return "".join(blocks) + tail
+
+
 def _stream(text: str, cuts: list[int]) -> tuple[list[str], str, MarkdownStream]:
     """`text` fed at `cuts` (offsets) to a live stream; the finished blocks and the last tail."""
     stream = MarkdownStream(live=False)
@@ -70,14 +76,14 @@ def test_streamed_equals_whole(lines: list[str], cuts: list[int], newline: bool)
     text = "\n".join(lines) + ("\n" if newline else "")
     cuts = [c for c in cuts if c <= len(text)]
     blocks, tail, _ = _stream(text, cuts)
-    assert "".join(blocks) + tail == to_html(text)
+    assert "".join(blocks) + tail == whole(text) == to_html(text)
 
 
 @settings(max_examples=100, deadline=None)
 @given(st.text(alphabet="ab *_`#>-|\n[]():~=1.", max_size=200), st.lists(st.integers(0, 200)))
 def test_streamed_equals_whole_any_text(text: str, cuts: list[int]) -> None:
     blocks, tail, _ = _stream(text, [c for c in cuts if c <= len(text)])
-    assert "".join(blocks) + tail == to_html(text)
+    assert "".join(blocks) + tail == whole(text) == to_html(text)
 
 
 def test_finished_blocks_are_sent_once_and_the_tail_is_the_last_block() -> None:
@@ -102,7 +108,7 @@ def test_finished_blocks_are_sent_once_and_the_tail_is_the_last_block() -> None:
 def test_a_fence_is_one_block_until_it_closes() -> None:
     stream = MarkdownStream()
     new, tail = stream.feed("```py\nx = 1\n\n\nparagraph?\n")
-    assert new == [] and tail.startswith("<pre class=acpnb-code>")
+    assert new == [] and tail.startswith("<pre><code class=language-py>")
     new, tail = stream.feed("```py\nx = 1\n\n\nparagraph?\n```\nafter\n\nend\n")
     assert len(new) == 1 and new[0].startswith("<pre") and "paragraph?" in new[0]
     assert tail == "<p>after</p><p>end</p>"  # `end` may still be a setext heading's text
@@ -133,7 +139,7 @@ def test_long_blocks_and_long_texts_are_bounded() -> None:
     assert html.startswith("<pre class=acpnb-out>") and "<strong>" not in html
     big = "para\n\n" * (agentmd.MAX_CHARS // 6 + 100)
     blocks, tail, _ = _stream(big, list(range(0, len(big), 9_999)))
-    assert "".join(blocks) + tail == to_html(big)
+    assert "".join(blocks) + tail == whole(big) == to_html(big)
     assert "<pre class=acpnb-out>para" in tail or any("acpnb-out" in b for b in blocks)
 
 

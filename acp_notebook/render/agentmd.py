@@ -147,7 +147,7 @@ def _fence(
     tok = tokens[idx]
     lang = tok.info if tok.type == "fence" else ""
     code = f"<code class=language-{lang}>" if lang else "<code>"
-    return f"<pre class=acpnb-code>{code}{highlight.code_html(tok.content, lang)}</code></pre>\n"
+    return f"<pre>{code}{highlight.code_html(tok.content, lang)}</code></pre>\n"
 
 
 def _parser() -> MarkdownIt:
@@ -228,9 +228,30 @@ def _grouped(chunks: list[str]) -> list[str]:
 
 def to_html(src: str, *, live: bool = False) -> str:
     """The agent's Markdown `src` as safe HTML: what a `MarkdownStream` fed it shows, so an
-    answer drawn as it streamed and drawn whole at the end is the same HTML."""
-    blocks, tail = MarkdownStream(live=live).feed(src)
+    answer drawn as it streamed and drawn whole at the end is the same HTML.
+
+    A text that grows from one seen lately (a live view redraws its answer) goes on from where
+    that one's finished blocks end: only its end is converted again."""
+    for i, (seen, done, plain, blocks) in enumerate(_recent):
+        # Its blocks were finished by what followed them there: `src` must go on from all of it.
+        if src.startswith(seen):
+            stream = MarkdownStream(live=live, done=done, plain=plain)
+            new, tail = stream.feed(src[done:])
+            blocks = blocks + new
+            break
+    else:
+        i = _RECENT
+        stream = MarkdownStream(live=live)
+        blocks, tail = stream.feed(src)
+    # Most recent first; a few texts grow side by side (the answer, the thoughts, the chat's).
+    del _recent[i:i+1]
+    _recent.insert(0, (src, stream.done, stream.plain, blocks))
+    del _recent[_RECENT:]
     return "".join(blocks) + tail
+
+
+_RECENT = 4
+_recent: list[tuple[str, int, bool, list[str]]] = []
 
 
 #: The most of the text after the finished blocks read to find where the next blocks start. A
@@ -254,11 +275,12 @@ class MarkdownStream:
     text (which is this, fed at once) gives the same HTML as any sequence of feeds.
     """
 
-    def __init__(self, *, live: bool = True) -> None:
+    def __init__(self, *, live: bool = True, done: int = 0, plain: bool = False) -> None:
         #: Characters of the text in finished blocks.
-        self.done = 0
+        self.done = done
         self.live = live
-        self._plain = False  # from `done` on, the text is shown as text
+        #: From `done` on, the text is shown as text.
+        self.plain = plain
 
     def feed(self, rest: str) -> tuple[list[str], str]:
         """`rest` is the text from `done` on. The HTML of the blocks that finished with it
@@ -276,13 +298,13 @@ class MarkdownStream:
                 start = cut
             rest = rest[start:]
             self.done += start
-        if self._plain or (self.live and len(rest) > MAX_LIVE_PIECE) or not _parsable(rest):
+        if self.plain or (self.live and len(rest) > MAX_LIVE_PIECE) or not _parsable(rest):
             return blocks, plain_html(rest)
         return blocks, _piece_html(rest)
 
     def _cuts(self, rest: str) -> tuple[list[int], bool]:
         """Where the finished blocks at the start of `rest` end, and whether they are Markdown."""
-        if self._plain:
+        if self.plain:
             end = rest.find("\n", PLAIN_RUN - 1)
             return ([end + 1] if end >= 0 else []), False
         room = MAX_CHARS - self.done
@@ -292,10 +314,10 @@ class MarkdownStream:
         if cuts:
             return cuts, True
         if len(rest) > room and room <= WINDOW:  # the Markdown ends here: its last block
-            self._plain = True
+            self.plain = True
             return [room], True
         if len(rest) >= WINDOW:  # one block longer than a window: the rest is text
-            self._plain = True
+            self.plain = True
             return self._cuts(rest)
         return [], True
 

@@ -5,7 +5,8 @@ colouring becomes `<span class=k>` (keyword), `s` (string), `c` (comment), `m` (
 (a function's or class's name), `b` (a builtin). Six classes and no more: the record stays small
 (a span costs about 20 bytes) and so does the stylesheet (`CSS`), which colours them with
 JupyterLab's editor colours (its theme, light or dark, decides) and, outside JupyterLab, with
-colours of its own for a light page and for one that prefers a dark scheme.
+colours of its own for a light page and for one that prefers a dark scheme; scoped to a
+turn's code blocks (`.acpnb-turn pre>code`).
 
 Every byte of the code is escaped; the language is the word markdown-it's `_tidy` left (letters,
 digits, `_+-`). Past `MAX_CODE` characters, or in a language Pygments does not know, the code is
@@ -39,16 +40,21 @@ _KINDS: tuple[tuple[_TokenType, str], ...] = (
 
 #: The classes' colours: JupyterLab's editor's (its theme's) where they are defined, else ours.
 CSS = (
-    ".acpnb-code{--acpnb-k:#708;--acpnb-s:#a11;--acpnb-c:#6a737d;--acpnb-m:#164;"
-    "--acpnb-f:#00f;--acpnb-b:#05a}"
-    "@media (prefers-color-scheme:dark){.acpnb-code{--acpnb-k:#c678dd;--acpnb-s:#98c379;"
-    "--acpnb-c:#8b949e;--acpnb-m:#d19a66;--acpnb-f:#61afef;--acpnb-b:#56b6c2}}"
-    ".acpnb-code .k{color:var(--jp-mirror-editor-keyword-color,var(--acpnb-k))}"
-    ".acpnb-code .s{color:var(--jp-mirror-editor-string-color,var(--acpnb-s))}"
-    ".acpnb-code .c{color:var(--jp-mirror-editor-comment-color,var(--acpnb-c));font-style:italic}"
-    ".acpnb-code .m{color:var(--jp-mirror-editor-number-color,var(--acpnb-m))}"
-    ".acpnb-code .f{color:var(--jp-mirror-editor-def-color,var(--acpnb-f))}"
-    ".acpnb-code .b{color:var(--jp-mirror-editor-builtin-color,var(--acpnb-b))}"
+    ".acpnb-turn pre>code{--acpnb-k:#708;--acpnb-s:#a11;--acpnb-c:#6a737d;--acpnb-m:#164;"
+    "--acpnb-f:#00f;--acpnb-b:#05a}@media (prefers-color-scheme:dark){.acpnb-turn pre>code{"
+    "--acpnb-k:#c678dd;--acpnb-s:#98c379;--acpnb-c:#8b949e;--acpnb-m:#d19a66;--acpnb-f:#61afef;"
+    "--acpnb-b:#56b6c2}}"
+    + "".join(
+        f".acpnb-turn pre>code .{c}{{color:var(--jp-mirror-editor-{v}-color,var(--acpnb-{c}))}}"
+        for c, v in (
+            ("k", "keyword"),
+            ("s", "string"),
+            ("c", "comment"),
+            ("m", "number"),
+            ("f", "def"),
+            ("b", "builtin"),
+        )
+    )
 )
 
 
