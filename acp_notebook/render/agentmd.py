@@ -232,19 +232,17 @@ def to_html(src: str, *, live: bool = False) -> str:
 
     A text that grows from one seen lately (a live view redraws its answer) goes on from where
     that one's finished blocks end: only its end is converted again."""
-    for i, (seen, done, plain, blocks) in enumerate(_recent):
-        # Its blocks were finished by what followed them there: `src` must go on from all of it.
-        if src.startswith(seen):
-            stream = MarkdownStream(live=live, done=done, plain=plain)
-            new, tail = stream.feed(src[done:])
-            blocks = blocks + new
-            break
+    # Its blocks were finished by what followed them there: `src` must go on from all of it.
+    hit = next((i for i, r in enumerate(_recent) if src.startswith(r[0])), len(_recent))
+    if hit < len(_recent):
+        _, done, plain, blocks = _recent.pop(hit)
+        stream = MarkdownStream(live=live, done=done, plain=plain)
+        new, tail = stream.feed(src[done:])
+        blocks = blocks + new
     else:
-        i = _RECENT
         stream = MarkdownStream(live=live)
         blocks, tail = stream.feed(src)
     # Most recent first; a few texts grow side by side (the answer, the thoughts, the chat's).
-    del _recent[i:i+1]
     _recent.insert(0, (src, stream.done, stream.plain, blocks))
     del _recent[_RECENT:]
     return "".join(blocks) + tail
@@ -258,7 +256,8 @@ _recent: list[tuple[str, int, bool, list[str]]] = []
 #: block longer than this (and the rest of the text after it) is shown as text.
 WINDOW = MAX_PIECE
 #: Text shown as text (past `MAX_CHARS`, or after a block longer than `WINDOW`) is cut at the
-#: first line end this many characters on: each run is drawn once, as the blocks are.
+#: first line end this many characters on (or twice this many on, in a longer line): each run is
+#: drawn once, as the blocks are.
 PLAIN_RUN = 4_000
 _LINE_END = re.compile(r"\r\n?|\n")  # as markdown-it reads lines
 
@@ -305,8 +304,11 @@ class MarkdownStream:
     def _cuts(self, rest: str) -> tuple[list[int], bool]:
         """Where the finished blocks at the start of `rest` end, and whether they are Markdown."""
         if self.plain:
-            end = rest.find("\n", PLAIN_RUN - 1)
-            return ([end + 1] if end >= 0 else []), False
+            # At a line end past PLAIN_RUN characters, or, in a line that long, after twice that.
+            end = rest.find("\n", PLAIN_RUN - 1, 2 * PLAIN_RUN)
+            if end >= 0:
+                return [end + 1], False
+            return ([2 * PLAIN_RUN] if len(rest) > 2 * PLAIN_RUN else []), False
         room = MAX_CHARS - self.done
         window = rest[: min(room, WINDOW)]
         window = window[: window.rfind("\n") + 1]
