@@ -4,12 +4,16 @@ One parser for both views: CommonMark with GFM tables and strikethrough, raw HTM
 agent's tags are text), links only to http(s), mailto and relative targets, images shown as
 links (a remote image could track the reader), task list boxes as ☐/☑.
 
-Bounded: nesting deeper than `MAX_NESTING` levels, a piece longer than `MAX_PIECE` characters
-(or with more than `MAX_BRACKETS` brackets), or what lies past `MAX_CHARS` is shown as plain
-escaped text instead (markdown-it-py's cost
-grows with such input, and past its nesting limit it drops content). A long answer is cut into
-independent pieces (`fences.chunks`) that are converted and memoised one by one, so a streaming
-answer only re-converts its last piece.
+Drawn as it streams (`MarkdownStream`): each finished top-level block is converted once, the
+growing last block at every redraw, and `to_html` of the whole text is the same stream fed at
+once, so the HTML that streamed is the HTML at the end. Code blocks are highlighted by Pygments
+(`highlight.py`).
+
+Bounded: nesting deeper than `MAX_NESTING` levels, a block longer than `MAX_PIECE` characters
+(and all after it), one with more than `MAX_BRACKETS` brackets, or what lies past `MAX_CHARS` is
+shown as plain escaped text instead (markdown-it-py's cost grows with such input, and past its
+nesting limit it drops content). `pieces` (the Markdown view's, `mdwrite.py`) cuts a long answer
+at blank lines instead (`fences.chunks`).
 """
 
 from __future__ import annotations
