@@ -1,0 +1,105 @@
+"""The answer's Markdown drawn as it streams, in JupyterLab (headless Chromium), issue 23 item 3.
+
+A scripted agent sends Markdown a few characters at a time and waits on a FIFO twice: while it
+waits the test reads the live view. Before the turn ends the page shows a rendered <strong>,
+<blockquote> and <li>, a highlighted code block with a copy button that copies its code, in the
+dark theme with the theme's editor colours; and the record at the end holds the very HTML that
+streamed (nothing moves). Screenshot: test-artifacts/lab-markdown-streaming.png.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from tests.blocking import open_fifo_ends, raised_within
+from tests.test_lab import POLL, output
+from tests.test_lab_view import cell, done, run, shoot
+from tests.test_lab_view_more import clipboard
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+
+FIRST = (
+    "Some **bold** words.\n\n> a quoted line\n\n- one\n- two\n\n"
+    "```python\ndef f(x):\n    return 1  # one\n```\n\nAnd "
+)
+SECOND = "the *end*.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
+#: The answer's HTML without the page's buttons: what the reader sees of it.
+ANSWER_HTML = """(root) => {
+  const a = root.querySelector('.acpnb-answer').cloneNode(true);
+  a.querySelectorAll('button').forEach((b) => b.remove());
+  return a.innerHTML;
+}"""
+
+
+def slowly(text: str, size: int = 7) -> list[dict[str, Any]]:
+    """`text` said `size` characters at a time, a little apart (a chunk boundary anywhere)."""
+    steps: list[dict[str, Any]] = []
+    for i in range(0, len(text), size):
+        steps += [{"say": text[i : i + size]}, {"sleep": 0.03}]
+    return steps
+
+
+def release(fifo: Any) -> None:
+    assert raised_within(lambda: fifo.write_text("go"), open_fifo_ends(fifo), 30) is None
+
+
+def test_markdown_is_drawn_as_it_streams_and_the_record_is_the_same(page, lab) -> None:
+    fifos = [lab[2] / f"md-{i}.fifo" for i in (1, 2)]
+    for fifo in fifos:
+        fifo.unlink(missing_ok=True)
+        os.mkfifo(fifo)
+    steps = [
+        *slowly(FIRST),
+        {"wait_fifo": str(fifos[0])},
+        *slowly(SECOND),
+        {"wait_fifo": str(fifos[1])},
+    ]
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=lab[0])
+    run(page, lab, "markdown.ipynb", cell(*steps), theme="JupyterLab Dark")
+    out = output(page)
+    live = out.locator(".acpnb-tv")
+    answer = live.locator(".acpnb-answer")
+    # The agent waits on the first FIFO: the turn runs, its Markdown is already drawn.
+    answer.locator("pre > code .k").first.wait_for(timeout=60_000)
+    assert out.locator(".acpnb-running").count() == 1
+    assert answer.locator("strong").inner_text() == "bold"
+    assert answer.locator("blockquote").inner_text() == "a quoted line"
+    assert answer.locator("li").all_inner_texts() == ["one", "two"]
+    assert "**" not in answer.inner_text() and "> a" not in answer.inner_text()
+    code = answer.locator("pre > code.language-python")
+    assert code.locator(".k").first.inner_text().strip() == "def"
+    assert code.locator(".c").inner_text().strip() == "# one"
+    # Highlighted in the dark theme's editor colours (its keyword colour, not the text's).
+    colours = page.evaluate(
+        """() => {
+          const k = document.querySelector('.acpnb-tv pre > code .k');
+          const probe = document.createElement('span');
+          probe.style.color = 'var(--jp-mirror-editor-keyword-color)';
+          k.parentElement.append(probe);
+          const out = [getComputedStyle(k).color, getComputedStyle(probe).color,
+                       getComputedStyle(k.parentElement).color];
+          probe.remove();
+          return out;
+        }"""
+    )
+    assert colours[0] == colours[1] and colours[0] != colours[2], colours
+    copy = answer.locator("pre button.acpnb-tv-codecopy")
+    assert copy.count() == 1
+    copy.click()
+    answer.locator("pre button.acpnb-tv-codecopy[data-copied=yes]").wait_for()
+    assert clipboard(page) == "def f(x):\n    return 1  # one\n"
+    shoot(page, "markdown-streaming")
+    release(fifos[0])
+    # The second wait: the whole answer has streamed; the turn has not ended.
+    answer.locator("table td", has_text="2").wait_for(timeout=30_000)
+    assert out.locator(".acpnb-running").count() == 1
+    assert answer.locator("em").inner_text() == "end"
+    streamed = live.evaluate(ANSWER_HTML)
+    release(fifos[1])
+    done(page)
+    record = out.locator(".acpnb-turn").first
+    page.wait_for_function(polling=POLL, expression="() => !document.querySelector('.acpnb-tv')")
+    assert record.evaluate(ANSWER_HTML) == streamed
