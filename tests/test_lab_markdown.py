@@ -10,12 +10,18 @@ streamed (nothing moves). Screenshot: test-artifacts/lab-markdown-streaming.png.
 from __future__ import annotations
 
 import os
+import shlex
+import statistics
+import sys
+from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
 
 from tests.blocking import open_fifo_ends, raised_within
-from tests.test_lab import POLL, output
+from tests.nb_util import new_nb
+from tests.test_lab import POLL, command, open_notebook, output
 from tests.test_lab_view import cell, done, run, shoot
 from tests.test_lab_view_more import clipboard
 
@@ -103,3 +109,45 @@ def test_markdown_is_drawn_as_it_streams_and_the_record_is_the_same(page, lab) -
     record = out.locator(".acpnb-turn").first
     page.wait_for_function(polling=POLL, expression="() => !document.querySelector('.acpnb-tv')")
     assert record.evaluate(ANSWER_HTML) == streamed
+
+
+STREAM_AGENT = Path(__file__).resolve().parent.parent / "bench" / "stream_agent.py"
+#: Records, for each stamp of bench/stream_agent.py's Markdown chunks (`t<ms>i<index>`, code),
+#: when its text was first in the page's DOM (a mutation observer's callback: right after it).
+PAINT = """() => {
+  const got = window.acpnbPaint = new Map();
+  new MutationObserver(() => {
+    const now = Date.now();
+    const codes = document.querySelectorAll('.acpnb-tv .acpnb-answer code');
+    for (let i = codes.length - 1; i >= 0; i--) {
+      const m = /^t(\\d{13})i(\\d+)$/.exec(codes[i].textContent);
+      if (!m) continue;
+      if (got.has(m[2])) break;
+      got.set(m[2], now - Number(m[1]));
+    }
+  }).observe(document.body, { childList: true, subtree: true, characterData: true });
+}"""
+
+
+@pytest.mark.parametrize(("chunks", "rate"), [(100, 10), (1000, 100), (2000, 1000)])
+def test_agent_to_paint_with_markdown(page, lab, chunks: int, rate: int) -> None:
+    """Figures, not a timed test (bench/README.md): from the agent writing a chunk to its text
+    in the page's DOM, drawn as Markdown, at `rate` chunks a second. Asserted: every chunk's
+    text reached the page."""
+    agent = shlex.join([sys.executable, str(STREAM_AGENT)])
+    source = f"%%agent --agent {shlex.quote(agent)} --session paint{rate}\n{chunks} {rate} md"
+    name = f"paint{rate}.ipynb"
+    nbformat.write(new_nb(source), lab[2] / name)
+    open_notebook(page, lab, name)
+    page.evaluate(PAINT)
+    command(page, "notebook:run-all-cells")
+    done(page)
+    got = page.evaluate("() => [...window.acpnbPaint.entries()]")
+    delays = [d for _, d in sorted((int(i), d) for i, d in got)]
+    assert len(delays) == chunks
+    steady = sorted(delays[1:])
+    print(
+        f"\n{chunks} Markdown chunks at {rate} a second: first text {delays[0]} ms after the "
+        f"agent wrote it; then median {statistics.median(steady):.0f} ms, 95th percentile "
+        f"{steady[int(0.95 * (len(steady) - 1))]} ms, max {steady[-1]} ms"
+    )
