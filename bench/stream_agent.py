@@ -13,8 +13,9 @@ A prompt "N S R" (three integers) streams at R characters a second, a chunk at a
 agent does (a few hundred characters a second): the pace of a slow answer, not a flood.
 
 A prompt "N C md" streams N chunks of Markdown at C chunks a second, each stamped with the time
-it was written and numbered (`` `t<ms since the epoch, 13 digits>i<i>` ``, inline code), in paragraphs with
-emphasis and, every 40 chunks, a list and a fenced block: what a page measures its delay by.
+it was written and numbered (`` `t<ms since the epoch, 13 digits>i<i>` ``, inline code), in
+paragraphs with emphasis and, every 40 chunks, a list and a fenced block: what a page measures
+its delay by.
 
 The agent must not be the bottleneck: each distinct (session, S) chunk line is encoded once, and a
 turn is written in large buffered writes (about 256 KiB each) straight to the stdout file.
