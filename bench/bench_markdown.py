@@ -10,7 +10,7 @@ blocks that finished, the HTML of the growing end, what changed of it). Reported
 milliseconds per redraw (median and 95th percentile) in each quarter of the answer (flat: a
 redraw reads the text after the finished blocks, not the answer), the bytes of HTML sent against
 the answer's, and that the page's HTML at the end is the record's (`to_html`). Nothing is
-asserted (`tests/test_md_stream.py` and `tests/test_turn_diff.py` assert).
+asserted (`tests/unit/test_md_stream.py` and `tests/unit/test_turn_diff.py` assert).
 """
 
 from __future__ import annotations

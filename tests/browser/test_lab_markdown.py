@@ -4,7 +4,7 @@ A scripted agent sends Markdown a few characters at a time and waits on a FIFO t
 waits the test reads the live view. Before the turn ends the page shows a rendered <strong>,
 <blockquote> and <li>, a highlighted code block with a copy button that copies its code, in the
 dark theme with the theme's editor colours; and the record at the end holds the very HTML that
-streamed (nothing moves). Screenshot: test-artifacts/lab-markdown-streaming.png.
+streamed (nothing moves). Screenshot: test-artifacts/lab-view-markdown-streaming.png.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ import nbformat
 import pytest
 
 from tests.blocking import open_fifo_ends, raised_within
+from tests.browser.test_lab import POLL, command, open_notebook, output
+from tests.browser.test_lab_view import cell, done, run, shoot
+from tests.browser.test_lab_view_more import clipboard
 from tests.nb_util import new_nb
-from tests.test_lab import POLL, command, open_notebook, output
-from tests.test_lab_view import cell, done, run, shoot
-from tests.test_lab_view_more import clipboard
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.browser]
 
 FIRST = (
     "Some **bold** words.\n\n> a quoted line\n\n- one\n- two\n\n"
@@ -111,7 +111,7 @@ def test_markdown_is_drawn_as_it_streams_and_the_record_is_the_same(page, lab) -
     assert record.evaluate(ANSWER_HTML) == streamed
 
 
-STREAM_AGENT = Path(__file__).resolve().parent.parent / "bench" / "stream_agent.py"
+STREAM_AGENT = Path(__file__).resolve().parents[2] / "bench" / "stream_agent.py"
 #: Records, for each stamp of bench/stream_agent.py's Markdown chunks (`t<ms>i<index>`, code),
 #: when its text was first in the page's DOM (a mutation observer's callback: right after it).
 PAINT = """() => {
