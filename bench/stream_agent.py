@@ -12,6 +12,11 @@ number of sessions, per process. The concatenated text of a turn is `expected_te
 A prompt "N S R" (three integers) streams at R characters a second, a chunk at a time, as a real
 agent does (a few hundred characters a second): the pace of a slow answer, not a flood.
 
+A prompt "N C md" streams N chunks of Markdown at C chunks a second, each stamped with the time
+it was written and numbered (`` `t<ms since the epoch, 13 digits>i<i>` ``, inline code), in
+paragraphs with emphasis and, every 40 chunks, a list and a fenced block: what a page measures
+its delay by.
+
 The agent must not be the bottleneck: each distinct (session, S) chunk line is encoded once, and a
 turn is written in large buffered writes (about 256 KiB each) straight to the stdout file.
 """
@@ -59,6 +64,29 @@ def _paced(out, line: bytes, n: int, size: int, rate: int) -> None:
         out.write(line)
         out.flush()
         time.sleep(max(0.0, start + (i + 1) * size / rate - time.monotonic()))
+
+
+def _stamped(out, sid: str, n: int, per_second: int) -> None:
+    """N stamped Markdown chunks at `per_second` chunks a second, on a schedule."""
+    start = time.monotonic()
+    for i in range(n):
+        text = f"`t{time.time() * 1000:013.0f}i{i}` **bold {i}** words "
+        if i % 8 == 7:
+            text += "\n\n"
+        if i % 40 == 39:
+            text += "- a list item\n- another\n\n```python\ndef f(x):\n    return x\n```\n\n"
+        update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+        out.write(
+            _line(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "session/update",
+                    "params": {"sessionId": sid, "update": update},
+                }
+            )
+        )
+        out.flush()
+        time.sleep(max(0.0, start + (i + 1) / per_second - time.monotonic()))
 
 
 def main() -> None:
@@ -112,6 +140,16 @@ def main() -> None:
             reply(rid, {"sessionId": f"bench-{sessions}"})
         elif method == "session/prompt":
             sid = str(params.get("sessionId"))
+            words = " ".join(
+                b.get("text", "") for b in params.get("prompt") or [] if isinstance(b, dict)
+            ).split()
+            if len(words) == 3 and words[2] == "md" and words[0].isdigit() and words[1].isdigit():
+                _stamped(out, sid, int(words[0]), int(words[1]))
+                out.write(
+                    _line({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": "end_turn"}})
+                )
+                out.flush()
+                continue
             n, size, rate = _parse_counts(params, default)
             line = chunk_lines.get((sid, size))
             if line is None:

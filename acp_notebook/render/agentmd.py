@@ -4,12 +4,16 @@ One parser for both views: CommonMark with GFM tables and strikethrough, raw HTM
 agent's tags are text), links only to http(s), mailto and relative targets, images shown as
 links (a remote image could track the reader), task list boxes as ☐/☑.
 
-Bounded: nesting deeper than `MAX_NESTING` levels, a piece longer than `MAX_PIECE` characters
-(or with more than `MAX_BRACKETS` brackets), or what lies past `MAX_CHARS` is shown as plain
-escaped text instead (markdown-it-py's cost
-grows with such input, and past its nesting limit it drops content). A long answer is cut into
-independent pieces (`fences.chunks`) that are converted and memoised one by one, so a streaming
-answer only re-converts its last piece.
+Drawn as it streams (`MarkdownStream`): each finished top-level block is converted once, the
+growing last block at every redraw, and `to_html` of the whole text is the same stream fed at
+once, so the HTML that streamed is the HTML at the end. Code blocks are highlighted by Pygments
+(`highlight.py`).
+
+Bounded: nesting deeper than `MAX_NESTING` levels, a block longer than `MAX_PIECE` characters
+(and all after it), one with more than `MAX_BRACKETS` brackets, or what lies past `MAX_CHARS` is
+shown as plain escaped text instead (markdown-it-py's cost grows with such input, and past its
+nesting limit it drops content). `pieces` (the Markdown view's, `mdwrite.py`) cuts a long answer
+at blank lines instead (`fences.chunks`).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from markdown_it.token import Token
 from markdown_it.utils import OptionsDict
 
 from ..protocol.weburl import beside, link_host, safe_url
-from . import fences
+from . import fences, highlight
 
 #: Levels of block nesting (a list item inside a list counts two) before the text goes plain.
 MAX_NESTING = 20
@@ -140,6 +144,16 @@ def _image(
     )
 
 
+def _fence(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: Any
+) -> str:
+    """A code block, highlighted (`highlight.py`); its language a class (`_tidy` made it safe)."""
+    tok = tokens[idx]
+    lang = tok.info if tok.type == "fence" else ""
+    code = f"<code class=language-{lang}>" if lang else "<code>"
+    return f"<pre>{code}{highlight.code_html(tok.content, lang)}</code></pre>\n"
+
+
 def _parser() -> MarkdownIt:
     md = MarkdownIt(
         "commonmark",
@@ -158,12 +172,16 @@ def _parser() -> MarkdownIt:
     md.add_render_rule("link_open", _link_open)
     md.add_render_rule("link_close", _link_close)
     md.add_render_rule("image", _image)
+    md.add_render_rule("fence", _fence)
+    md.add_render_rule("code_block", _fence)
     # A soft line break is a space to the reader, and one line fewer in a saved notebook.
     md.add_render_rule("softbreak", lambda *_: " ")
     return md
 
 
 MD = _parser()
+#: The same grammar, its blocks only (no inline parsing): where the top-level blocks start.
+_BLOCKS = _parser().disable("inline")
 
 
 def parse(src: str) -> list[Token] | None:
@@ -213,8 +231,110 @@ def _grouped(chunks: list[str]) -> list[str]:
 
 
 def to_html(src: str, *, live: bool = False) -> str:
-    """The agent's Markdown `src` as safe HTML."""
-    return "".join(_piece_html(p) if ok else plain_html(p) for p, ok in pieces(src, live=live))
+    """The agent's Markdown `src` as safe HTML: what a `MarkdownStream` fed it shows, so an
+    answer drawn as it streamed and drawn whole at the end is the same HTML.
+
+    A text that grows from one seen lately (a live view redraws its answer) goes on from where
+    that one's finished blocks end: only its end is converted again."""
+    # Its blocks were finished by what followed them there: `src` must go on from all of it.
+    hit = next((i for i, r in enumerate(_recent) if src.startswith(r[0])), len(_recent))
+    if hit < len(_recent):
+        _, done, plain, blocks = _recent.pop(hit)
+        stream = MarkdownStream(live=live, done=done, plain=plain)
+        new, tail = stream.feed(src[done:])
+        blocks = blocks + new
+    else:
+        stream = MarkdownStream(live=live)
+        blocks, tail = stream.feed(src)
+    # Most recent first; a few texts grow side by side (the answer, the thoughts, the chat's).
+    _recent.insert(0, (src, stream.done, stream.plain, blocks))
+    del _recent[_RECENT:]
+    return "".join(blocks) + tail
+
+
+_RECENT = 4
+_recent: list[tuple[str, int, bool, list[str]]] = []
+
+
+#: The most of the text after the finished blocks read to find where the next blocks start. A
+#: block longer than this (and the rest of the text after it) is shown as text.
+WINDOW = MAX_PIECE
+#: Text shown as text (past `MAX_CHARS`, or after a block longer than `WINDOW`) is cut at the
+#: first line end this many characters on (or twice this many on, in a longer line): each run is
+#: drawn once, as the blocks are.
+PLAIN_RUN = 4_000
+_LINE_END = re.compile(r"\r\n?|\n")  # as markdown-it reads lines
+
+
+class MarkdownStream:
+    """A growing Markdown text drawn as it grows: each finished top-level block is converted
+    once, the last (growing) one at every `feed`.
+
+    A block is finished when the next top-level block (markdown-it's block tokens: a paragraph,
+    a list, a fence, a table...) starts on a complete line and the line after it is complete
+    too (a table's header row is one only when its delimiter row follows; a `#` alone might be
+    the start of `#hashtag`). Nothing written after that can change the block: the block rules
+    read forward only. Each finished block is converted on its own, so `to_html` of the whole
+    text (which is this, fed at once) gives the same HTML as any sequence of feeds.
+    """
+
+    def __init__(self, *, live: bool = True, done: int = 0, plain: bool = False) -> None:
+        #: Characters of the text in finished blocks.
+        self.done = done
+        self.live = live
+        #: From `done` on, the text is shown as text.
+        self.plain = plain
+
+    def feed(self, rest: str) -> tuple[list[str], str]:
+        """`rest` is the text from `done` on. The HTML of the blocks that finished with it
+        (returned once each), and of the growing rest after them."""
+        blocks: list[str] = []
+        while rest:
+            cuts, markdown = self._cuts(rest)
+            if not cuts:
+                break
+            start = 0
+            for cut in cuts:
+                piece = rest[start:cut]
+                ok = markdown and _parsable(piece)
+                blocks.append(_piece_html(piece) if ok else plain_html(piece))
+                start = cut
+            rest = rest[start:]
+            self.done += start
+        if self.plain or (self.live and len(rest) > MAX_LIVE_PIECE) or not _parsable(rest):
+            return blocks, plain_html(rest)
+        return blocks, _piece_html(rest)
+
+    def _cuts(self, rest: str) -> tuple[list[int], bool]:
+        """Where the finished blocks at the start of `rest` end, and whether they are Markdown."""
+        if self.plain:
+            # At a line end past PLAIN_RUN characters, or, in a line that long, after twice that.
+            end = rest.find("\n", PLAIN_RUN - 1, 2 * PLAIN_RUN)
+            if end >= 0:
+                return [end + 1], False
+            return ([2 * PLAIN_RUN] if len(rest) > 2 * PLAIN_RUN else []), False
+        room = MAX_CHARS - self.done
+        window = rest[: min(room, WINDOW)]
+        window = window[: window.rfind("\n") + 1]
+        cuts = _block_ends(window) if window else []
+        if cuts:
+            return cuts, True
+        if len(rest) > room and room <= WINDOW:  # the Markdown ends here: its last block
+            self.plain = True
+            return [room], True
+        if len(rest) >= WINDOW:  # one block longer than a window: the rest is text
+            self.plain = True
+            return self._cuts(rest)
+        return [], True
+
+
+def _block_ends(window: str) -> list[int]:
+    """The offsets in `window` (whole lines) where its finished top-level blocks end."""
+    tokens = _BLOCKS.parse(window)
+    lines = [0] + [m.end() for m in _LINE_END.finditer(window)]
+    complete = len(lines) - 1
+    starts = {t.map[0] for t in tokens if t.level == 0 and t.nesting >= 0 and t.map}
+    return [lines[i] for i in sorted(starts) if 0 < lines[i] and i + 1 < complete]
 
 
 @lru_cache(maxsize=512)

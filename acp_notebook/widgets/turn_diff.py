@@ -9,13 +9,21 @@ The kernel sends a turn to its view as operations on parts keyed by id, never as
                                               first md_from characters the page holds)
     {"op": "stream", "id", "after", "role", "text"}   start (or restart) a streaming message
     {"op": "append", "id", "text"}            text appended to that streaming message
+    {"op": "md", "id", "keep", "add", "freeze"}   that message's Markdown drawn: the page keeps
+                                              the first `keep` characters of the HTML of its
+                                              growing end, adds `add`, then fixes the first
+                                              `freeze` characters of the result as finished
+                                              blocks (never sent again) and draws the rest
     {"op": "remove", "id"}                    a part that is gone
     {"op": "tail", "html"}                    the alerts and footer below the parts
 
 `after` is the id of the part before it ("" for the first). A message still growing (the last
-part of a live turn) is sent as plain text deltas, shown with `textContent`; once it stops
-growing it is sent once as HTML from our Markdown renderer (raw HTML off). Every string here was
-masked before (the caller hands a masked transcript).
+part of a live turn) is sent as plain text deltas (the page keeps them for its copy button) and
+drawn from our Markdown renderer as it grows (`agentmd.MarkdownStream`): its finished blocks
+once, its growing last block as what changed of its HTML (the common start kept: a growing
+paragraph costs its new words and a closing tag). Once it stops growing it is sent once as HTML,
+the same HTML (raw HTML off). Every string here was masked before (the caller hands a masked
+transcript).
 
 A live view hands the growing message's text apart (`texts`, `display/live_turn.py`'s
 `MaskedText`): only its new end is read, never the whole answer; and the parts that changed since
@@ -24,12 +32,13 @@ its last update (`changed`): the others are not drawn again. So an update costs 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from ..display.live_turn import STREAMED, MaskedText
 from ..protocol.state import MessagePart, Part
 from ..protocol.turn import Transcript
+from ..render.agentmd import MarkdownStream
 from ..render.html import render_part, render_tail
 
 #: Characters of a streamed text's end remembered, to check that the page's text is still the
@@ -61,6 +70,9 @@ class TurnDiff:
         # `MaskedText`, which is never held whole here
         self._streamed: dict[str, tuple[int, int, str]] = {}
         self._last = ""  # the id of the last part at the last update (drawn as growing)
+        # part id -> (the Markdown drawn of its streaming text, the HTML of the growing end the
+        # page holds)
+        self._md: dict[str, tuple[MarkdownStream, str]] = {}
         self.bytes = 0  # characters of text and HTML sent, for the benchmark
 
     def snapshot(
@@ -69,6 +81,7 @@ class TurnDiff:
         self._sent.clear()
         self._source.clear()
         self._streamed.clear()
+        self._md.clear()
         self._tail = None
         return [{"op": "reset"}, *self.update(turn, texts)]
 
@@ -99,6 +112,7 @@ class TurnDiff:
                 del self._sent[pid]
                 self._source.pop(pid, None)
                 self._streamed.pop(pid, None)
+                self._md.pop(pid, None)
                 ops.append({"op": "remove", "id": pid})
         tail = render_tail(turn, running=False)
         if tail != self._tail:
@@ -129,17 +143,10 @@ class TurnDiff:
             held = None  # masked anew since: the page's text is no start of this one
         if _streams(part, turn, last):
             assert isinstance(part, MessagePart)
-            text = part.text
-            self._sent[pid] = ("text", text)
-            self._source[pid] = text
-            if prev is not None and prev[0] == "text" and text.startswith(prev[1]):
-                delta = text[len(prev[1]) :]
-                self.bytes += len(delta)
-                return [{"op": "append", "id": pid, "text": delta}] if delta else []
-            self.bytes += len(text)
-            return [{"op": "stream", "id": pid, "after": after, "role": part.role, "text": text}]
+            return self._stream_text(part, after, prev)
         if prev is not None and prev[0] == "text" and pid not in self._source:
             prev = None  # streamed from a `MaskedText`: what the page holds is not kept here
+        self._md.pop(pid, None)
         html = render_part(part, turn, growing=turn.live and last)
         if prev == ("html", html):
             return []
@@ -162,6 +169,25 @@ class TurnDiff:
                 self.bytes += len(op["md"])
         return [op]
 
+    def _stream_text(
+        self, part: MessagePart, after: str, prev: tuple[str, str] | None
+    ) -> list[dict[str, Any]]:
+        """A growing message read from the part (no `MaskedText`): held whole here."""
+        pid, text = part.part_id, part.text
+        self._sent[pid] = ("text", text)
+        self._source[pid] = text
+        if prev is not None and prev[0] == "text" and text.startswith(prev[1]):
+            delta = text[len(prev[1]) :]
+            self.bytes += len(delta)
+            if not delta:
+                return []
+            op = {"op": "append", "id": pid, "text": delta}
+        else:
+            self.bytes += len(text)
+            self._md.pop(pid, None)
+            op = {"op": "stream", "id": pid, "after": after, "role": part.role, "text": text}
+        return [op, *self._markdown(pid, lambda done: text[done:])]
+
     def _stream(
         self, part: MessagePart, source: MaskedText, after: str, *, streamed: bool
     ) -> list[dict[str, Any]]:
@@ -178,8 +204,46 @@ class TurnDiff:
                 delta = new[len(end) :]
                 self._streamed[pid] = (source.generation, length + len(delta), new[-_CHECK:])
                 self.bytes += len(delta)
-                return [{"op": "append", "id": pid, "text": delta}] if delta else []
+                if not delta:
+                    return []
+                return [
+                    {"op": "append", "id": pid, "text": delta},
+                    *self._markdown(pid, source.since),
+                ]
         text = source.text()
         self._streamed[pid] = (source.generation, len(text), text[-_CHECK:])
         self.bytes += len(text)
-        return [{"op": "stream", "id": pid, "after": after, "role": part.role, "text": text}]
+        self._md.pop(pid, None)
+        return [
+            {"op": "stream", "id": pid, "after": after, "role": part.role, "text": text},
+            *self._markdown(pid, lambda done: text[done:]),
+        ]
+
+    def _markdown(self, pid: str, since: Callable[[int], str]) -> list[dict[str, Any]]:
+        """The operation that draws a streaming message's Markdown as it is now: the blocks
+        that finished since the last one, once, and what changed of its growing end's HTML.
+        `since(n)` reads the message's text from its `n`th character on."""
+        stream, held = self._md.get(pid) or (MarkdownStream(), "")
+        blocks, tail = stream.feed(since(stream.done))
+        self._md[pid] = (stream, tail)
+        frozen = "".join(blocks)
+        html = frozen + tail
+        if html == held:
+            return []
+        keep = _common_start(held, html)
+        self.bytes += len(html) - keep
+        return [{"op": "md", "id": pid, "keep": keep, "add": html[keep:], "freeze": len(frozen)}]
+
+
+def _common_start(a: str, b: str) -> int:
+    """How many characters `a` and `b` start with in common (slices compared in C, halving)."""
+    low, high = 0, min(len(a), len(b))
+    if a[:high] == b[:high]:
+        return high
+    while low < high:  # a[:low] == b[:low], a[:high + 1] != b[:high + 1]
+        mid = (low + high + 1) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low

@@ -41,6 +41,7 @@ from ..display.views import text
 from ..protocol.redact import Redactor
 from ..protocol.session_facts import session_model
 from ..protocol.turn import Transcript, TurnResult, read_turn
+from ..render import highlight
 from ..render.style import CSS
 from .controls import option_label, option_tip
 from .elicit_form import PendingForms
@@ -58,7 +59,7 @@ class TurnWidget(anywidget.AnyWidget):
 
     # One module per widget: the helpers both modules use (plain_text.js) go before its own text.
     _esm = "\n".join((STATIC / f).read_text(encoding="utf-8") for f in ESM)
-    _css = CSS + (STATIC / "turn_view.css").read_text(encoding="utf-8")
+    _css = CSS + highlight.CSS + (STATIC / "turn_view.css").read_text(encoding="utf-8")
     #: In the view's text/plain: how the page finds its output when the kernel went away.
     token = traitlets.Unicode("").tag(sync=True)
 

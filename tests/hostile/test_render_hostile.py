@@ -350,7 +350,8 @@ def test_a_streaming_answer_reparses_only_its_end(monkeypatch: pytest.MonkeyPatc
             live=True,
             formats=LIVE_FORMATS,
         )
-        assert len(calls) == 1 and len(calls[0]) < 200, calls
+        # At most the end (none when the memo holds it: another test drew this text).
+        assert len(calls) <= 1 and all(len(c) < 200 for c in calls), calls
         calls.clear()
 
 

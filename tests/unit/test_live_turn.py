@@ -206,7 +206,8 @@ def test_a_redraw_masks_what_was_appended_not_the_turn(mode: str) -> None:
             turn.live.tail_transcript(16_000)
             costs.append(Counting.masked)
         work.append(max(costs))
-        assert page.sent[-1].startswith('{"op": "append"')
+        assert page.sent[-2].startswith('{"op": "append"')
+        assert page.sent[-1].startswith('{"op": "md"')  # its new end, as HTML
     # The same but for a few digits (the duration in the tail's top-level fields).
     assert abs(work[0] - work[1]) < 50, work
     assert work[1] < 5_000, work  # the chunk, a key's reach around it, the small fields
@@ -222,7 +223,8 @@ def test_a_key_that_joins_the_environment_masks_what_was_streamed_anew(mode: str
     environ["MY_API_KEY"] = KEY  # a cell ran load_dotenv()
     turn.append(answer, " more")
     redraw(turn, diff, page)
-    assert page.sent[-1].startswith('{"op": "stream"')  # the text again, whole
+    assert page.sent[-2].startswith('{"op": "stream"')  # the text again, whole
+    assert page.sent[-1].startswith('{"op": "md", "id": "m1", "keep": 0')  # and its HTML
     assert not leaks(page.texts["m1"]) and page.texts["m1"].endswith("and more")
 
 

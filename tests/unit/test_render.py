@@ -573,7 +573,10 @@ def test_minimal_markdown_converter() -> None:
     assert "<ul><li>one</li>" in html and "☑ done" in html and "<li>nested</li>" in html
     assert '<ol start="3">' in html and "<li>fourth</li>" in html
     assert "<blockquote>" in html and "<em>text</em>" in html
-    assert '<pre><code class="language-python">if a &lt; b:&#10;    pass&#10;</code></pre>' in html
+    assert (
+        "<pre><code class=language-python><span class=k>if </span>a &lt; b:&#10;    "
+        "<span class=k>pass&#10;</span></code></pre>"
+    ) in html
     assert "\n" not in html  # no newline between tags; in a <pre>, references (lean records)
     assert '<th style="text-align:left">a</th>' in html and "<td" in html
     assert "<hr>" in html

@@ -135,7 +135,7 @@ def test_lean_markup_reads_as_markdown_its_own(pieces: list[str], sep: str) -> N
     plain = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
     plain.validateLink = MD.validateLink  # type: ignore[method-assign]
     plain.core.ruler.push("acpnb_tidy", _tidy)
-    for rule in ("link_open", "link_close", "image"):
+    for rule in ("link_open", "link_close", "image", "fence", "code_block"):
         plain.add_render_rule(rule, MD.renderer.rules[rule].__func__)  # type: ignore[attr-defined]
     raw = str(plain.renderer.render(tokens, MD.options, {}))
     assert _Reader().read(_lean(str(MD.renderer.render(tokens, MD.options, {})))) == (

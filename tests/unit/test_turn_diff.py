@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from acp_notebook.protocol.turn import read_turn
+from acp_notebook.render.agentmd import MAX_LIVE_PIECE, MarkdownStream
 from acp_notebook.widgets.turn_diff import TurnDiff
 
 
@@ -44,8 +45,15 @@ def test_streaming_text_goes_as_deltas_then_once_as_html() -> None:
         {"op": "stream", "id": "m1", "after": "", "role": "agent", "text": "Hello"}
     ]
     assert ops_of(first, "tail")  # the footer, once
+    assert ops_of(first, "md") == [
+        {"op": "md", "id": "m1", "keep": 0, "add": "<p>Hello</p>", "freeze": 0}
+    ]
     second = diff.update(turn(say("m1", "Hello, wor")))
-    assert second == [{"op": "append", "id": "m1", "text": ", wor"}]  # the delta, nothing else
+    # The delta, and what changed of its HTML: nothing else.
+    assert second == [
+        {"op": "append", "id": "m1", "text": ", wor"},
+        {"op": "md", "id": "m1", "keep": 8, "add": ", wor</p>", "freeze": 0},
+    ]
     assert diff.update(turn(say("m1", "Hello, wor"))) == []  # nothing changed: no message
     # A tool call arrives: the message stops growing and is sent once as rendered HTML.
     third = diff.update(turn(say("m1", "Hello, **world**"), tool("c1", "Read a.txt")))
@@ -99,7 +107,7 @@ def test_snapshot_resends_everything_and_the_end_sends_final_html() -> None:
     diff.update(turn(tool("c1", "Read"), say("m1", "Hi")))
     snap = diff.snapshot(turn(tool("c1", "Read"), say("m1", "Hi")))
     assert snap[0] == {"op": "reset"}
-    assert {o["op"] for o in snap[1:]} == {"part", "stream", "tail"}
+    assert {o["op"] for o in snap[1:]} == {"part", "stream", "md", "tail"}
     final = diff.update(turn(tool("c1", "Read"), say("m1", "Hi"), live=False))
     assert [o["id"] for o in ops_of(final, "part")] == ["m1"]  # the message, now Markdown
     assert "running" not in ops_of(final, "tail")[0]["html"]
@@ -112,8 +120,10 @@ def test_bytes_of_a_long_streamed_answer_stay_near_its_size() -> None:
         text += f"word{i} "
         diff.update(turn(say("m1", text)))
     diff.update(turn(say("m1", text), live=False))
-    # Deltas once, the final HTML once: about twice the text, not the ~2000 redraws of it.
-    assert diff.bytes < 2.5 * len(text) + 2000
+    # Deltas once, the growing paragraph's HTML as it grows (its new words and `</p>` at each
+    # redraw; once as a whole when it outgrows what is drawn live, `MAX_LIVE_PIECE`), the final
+    # HTML once: a few times the text, not the ~2000 redraws of it.
+    assert diff.bytes < 3 * len(text) + 6 * 2000 + MAX_LIVE_PIECE
 
 
 def test_an_answer_carries_its_markdown_once_for_the_copy_button() -> None:
@@ -149,3 +159,24 @@ def test_a_growing_answer_sends_only_the_markdown_the_page_lacks() -> None:
     # Not a continuation of what the page holds: the whole text, no md_from.
     changed = ops_of(diff.update(turn(say("m1", "Other"), tool("c1", "Read"))), "part")
     assert changed[0]["md"] == "Other" and "md_from" not in changed[0]
+
+
+def test_a_streaming_answer_is_drawn_as_markdown_each_finished_block_sent_once() -> None:
+    """The page's HTML, rebuilt from the `md` operations as the page does, is at every update
+    the Markdown of the text so far, and at the end the HTML of the final record; a finished
+    block's HTML goes once (it is never in an `add` again after it was frozen)."""
+    text = "Some **bold** words.\n\n> a quote\n\n- one\n- two\n\n```py\nx = 1\n```\n\nThe end.\n"
+    diff = TurnDiff()
+    frozen, held, sent = "", "", 0
+    for end in [*range(1, len(text), 3), len(text)]:
+        for op in ops_of(diff.update(turn(say("m1", text[:end]))), "md"):
+            assert op["keep"] <= len(held)
+            now = held[: op["keep"]] + op["add"]
+            frozen, held = frozen + now[: op["freeze"]], now[op["freeze"] :]
+            sent += len(op["add"])
+        blocks, tail = MarkdownStream().feed(text[:end])
+        assert frozen + held == "".join(blocks) + tail
+    assert frozen.startswith("<p>Some <strong>bold</strong> words.</p><blockquote>")
+    final = ops_of(diff.update(turn(say("m1", text), live=False)), "part")[0]["html"]
+    assert final == f"<div class=acpnb-answer>{frozen + held}</div>"
+    assert sent < 2 * len(frozen + held)  # each block about once, not once per update

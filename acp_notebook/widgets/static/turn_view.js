@@ -61,9 +61,10 @@ const TAGS = new Set(("a b blockquote br code del details div em footer h1 h2 h3
 const STYLE = /^(text-align:(left|right|center)|max-width:100%)$/;
 const IMAGE = /^data:image\/(png|jpeg|gif|webp);base64,[a-z0-9+/=]*$/i;
 const SCHEME = /^([a-z][a-z0-9+.-]*):/;
-// The renderer's classes: its own (acpnb-), a fence's language, MathJax's opt-out. Another
+// The renderer's classes: its own (acpnb-), a fence's language, a highlighted token's kind
+// (render/highlight.py: one letter), MathJax's opt-out. Another
 // (JupyterLab's jp-Dialog, lm-..., a theme's) could lay the text over the page, as a style could.
-const CLASS = /^(acpnb-[a-z0-9_-]+|language-[A-Za-z0-9_+-]+|mathjax_ignore|tex2jax_ignore)$/;
+const CLASS = /^(acpnb-[a-z0-9_-]+|language-[A-Za-z0-9_+-]+|[kscmfb]|mathjax_ignore|tex2jax_ignore)$/;
 // Browsers drop these from a URL (and ignore its case) before they read its scheme.
 const compact = (v) => v.replace(/[\s\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028\u2029\ufeff]/g, "").toLowerCase();
 
@@ -171,6 +172,16 @@ function copyButton(label, title, get, cls) {
   return b;
 }
 
+// A copy button on each code block of the agent's Markdown (`pre > code`) in `box` that has
+// none: it copies the code's text.
+function codeButtons(box) {
+  box.querySelectorAll(":is(.acpnb-answer, .acpnb-thought) pre > code").forEach((code) => {
+    const pre = code.parentElement;
+    if (pre.querySelector(":scope > .acpnb-tv-codecopy")) return;
+    pre.prepend(copyButton("copy", "Copy this code", () => code.textContent, "acpnb-tv-codecopy"));
+  });
+}
+
 function wholeAnswer(texts) {
   return texts.filter((t) => t.trim()).join("\n\n");
 }
@@ -191,6 +202,7 @@ function copyInRecord(area, turnId, texts) {
         a.before(b);
       });
     }
+    codeButtons(rec);
     const footer = rec.querySelector(":scope > footer");
     if (!footer) return;
     const all = copyButton("copy answer", "Copy the whole answer's Markdown", () => wholeAnswer(texts), "acpnb-tv-allcopy");
@@ -425,6 +437,7 @@ function render({ model, el }) {
       const get = () => (streams.has(id) ? streams.get(id).data : sources.get(id) || "");
       wrap.prepend(copyButton("copy", "Copy this message's Markdown", get, "acpnb-tv-msgcopy"));
     }
+    codeButtons(wrap);
     shorten(wrap, id);
   }
 
@@ -438,28 +451,44 @@ function render({ model, el }) {
     dress(wrap, wrap.dataset.partId);
   }
 
+  // A streaming message: its text kept for the copy button (`streams`), its Markdown drawn in
+  // `drawn`'s box from the kernel's "md" operations (turn_diff.py): finished blocks fixed, the
+  // HTML of the growing end (`held`) redrawn from what changed of it.
+  const drawn = new Map();
   function stream(op) {
     const wrap = place(op.id, op.after);
     const text = document.createTextNode(op.text);
-    const body = node("div", "acpnb-tv-stream");
-    body.append(text);
+    const box = node("div");
     let content;
     if (op.role === "thought") {
       content = node("details", "acpnb-thought");
       const summary = node("summary", "", "💭 Thinking…");
-      const inner = node("div");
-      inner.append(body);
-      content.append(summary, inner);
+      content.append(summary, box);
     } else {
-      content = node("div", "acpnb-answer");
-      content.append(body);
+      content = box;
+      box.className = "acpnb-answer";
     }
     streams.set(op.id, text);
+    drawn.set(op.id, { box, held: "", tail: [] });
     fill(wrap, content);
   }
 
+  function markdown(op) {
+    const m = drawn.get(op.id);
+    if (!m || typeof op.add !== "string") return;
+    const html = m.held.slice(0, op.keep) + op.add;
+    const freeze = op.freeze || 0;
+    for (const n of m.tail) n.remove();
+    if (freeze) m.box.append(fragment(html.slice(0, freeze)));
+    m.held = html.slice(freeze);
+    const end = fragment(m.held);
+    m.tail = Array.from(end.childNodes);
+    m.box.append(end);
+    codeButtons(m.box.closest(".acpnb-tv-part") || m.box);
+  }
+
   function apply(op) {
-    if (op.op === "reset") { parts.replaceChildren(); byId.clear(); streams.clear(); sources.clear(); }
+    if (op.op === "reset") { parts.replaceChildren(); byId.clear(); streams.clear(); sources.clear(); drawn.clear(); }
     else if (op.op === "part") {
       // An answer's source: sent with it, or (absent) the text that was streamed for it.
       const streamed = streams.get(op.id);
@@ -471,11 +500,13 @@ function render({ model, el }) {
       }
       else if (streamed) sources.set(op.id, streamed.data);
       streams.delete(op.id);
+      drawn.delete(op.id);
       fill(place(op.id, op.after), fragment(op.html));
     }
     else if (op.op === "stream") stream(op);
     else if (op.op === "append") { const t = streams.get(op.id); if (t) t.appendData(op.text); }
-    else if (op.op === "remove") { byId.get(op.id)?.remove(); byId.delete(op.id); streams.delete(op.id); sources.delete(op.id); }
+    else if (op.op === "md") markdown(op);
+    else if (op.op === "remove") { byId.get(op.id)?.remove(); byId.delete(op.id); streams.delete(op.id); sources.delete(op.id); drawn.delete(op.id); }
     else if (op.op === "tail") { tail.replaceChildren(fragment(op.html)); dressFooter(); }
   }
 
