@@ -95,12 +95,11 @@ async def session(agent: Agent) -> AsyncIterator[Session]:
         yield await client.new_session()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def kernel() -> Iterator[SharedKernel]:
-    """One kernel for the module's tests that take it, to pass to tests/nb_util.py's `execute`:
-    reset there before each run to what a fresh kernel is to a test (tests/shared_kernel.py).
-    Not one per worker: the reset does not undo all a module leaves (the kernel's ledger of
-    test_budget's turns stayed, and failed the next module's turn on its budget)."""
+    """One kernel for the tests of the test process (the xdist worker) that take it, to pass to
+    tests/nb_util.py's `execute`: reset there before each run, and after it, to what a fresh
+    kernel is to a test (tests/shared_kernel.py says what the reset undoes)."""
     shared = SharedKernel()
     yield shared
     shared.shutdown()

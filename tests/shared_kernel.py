@@ -1,12 +1,16 @@
-"""One kernel for the tests of a module that take the `kernel` fixture (tests/conftest.py).
+"""One kernel for the tests of a test process (an xdist worker) that take the `kernel` fixture
+(tests/conftest.py).
 
 Starting a kernel, then its first agent (the SDK's schema models), costs ~1.3 s of CPU, most of
 what a short notebook test costs. Before each test the shared kernel is reset to what a fresh one
 is to the test: its agents killed as a kernel's exit kills them, the extension unloaded and loaded
-again (a new runtime: notices shown once per kernel are shown again, no `%config` left), the
-namespace, `In`/`Out`, the execution count and the replay (notebook/replay.py's per-kernel
-state) reset, the working directory and the environment the test's. Tests whose subject is the
-kernel itself (its start, shutdown, interrupt, restart) start their own.
+again (a new runtime: its ledger and budget spend, its agents' wire logs, the sessions it stored
+or resumed; notices shown once per kernel are shown again), the `%config` of `AcpNotebook` the
+kernel started with, the namespace, `In`/`Out`, the execution count, the package's per-kernel
+state outside the runtime (the replay, the secrets masked, the last cell error, the turn record
+shown in place), the widgets closed, the working directory and the
+environment the test's. Tests whose subject is the kernel itself (its start, shutdown,
+interrupt, restart) start their own.
 """
 
 from __future__ import annotations
@@ -21,10 +25,20 @@ from jupyter_core.utils import run_sync
 # Run silently (no history, the execution count unchanged); the kernel runs top-level await.
 _RESET = """
 async def _reset_for_a_test():  # locals: ip.reset() below empties the namespace
-    import json, os
+    import copy, json, os, sys, types
     from acp_notebook.magics import instance
+    from acp_notebook.display import masking, reprs
+    from acp_notebook.kernel_tools import cell_errors
     from acp_notebook.notebook import replay
     ip = get_ipython()
+    # The extension's configuration the kernel started with, kept at the first reset (in a
+    # module of its own: ip.reset() empties the namespace), restored before each test: a test
+    # that writes the shell's config does not configure the next test's extension.
+    fresh = sys.modules.get("_acpnb_fresh")
+    if fresh is None:
+        fresh = sys.modules["_acpnb_fresh"] = types.ModuleType("_acpnb_fresh")
+        started = ip.config.get("AcpNotebook") if "AcpNotebook" in ip.config else None
+        fresh.config = copy.deepcopy(started)
     old = instance(ip)
     if old is not None:  # its agents end as a kernel's exit ends them: SIGKILL, no goodbye
         old.runtime.kill_all_now()
@@ -33,11 +47,19 @@ async def _reset_for_a_test():  # locals: ip.reset() below empties the namespace
         await old.close()  # the unload's task, done: nothing of the old runtime left running
         if old in ip.configurables:
             ip.configurables.remove(old)
+    if "ipywidgets" in sys.modules:  # the widgets a test drew, and their comms, closed
+        sys.modules["ipywidgets"].Widget.close_all()
     os.chdir({cwd!r})
     os.environ.clear()
     os.environ.update(json.loads({env!r}))
     ip.reset(new_session=True)  # the namespace, In/Out, the execution count back to 1
+    ip.config.pop("AcpNotebook", None)
+    if fresh.config is not None:
+        ip.config["AcpNotebook"] = copy.deepcopy(fresh.config)
     replay.reset()  # the kernel's replay: its recording and count of %%agent cells
+    masking.REDACTOR.clear()  # secrets of the test's agents and environment, not the last's
+    cell_errors.REMEMBERED.clear()
+    reprs.forget_in_place()
     ip.extension_manager.load_extension("acp_notebook")
 await _reset_for_a_test()
 """

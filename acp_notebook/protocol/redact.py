@@ -169,6 +169,15 @@ class Redactor:
             self._secrets |= new
             self._compile()
 
+    def clear(self) -> None:
+        """Forget every secret, as a new redactor knows none (the environment's are read again
+        at the next call): a kernel reused for another run masks that run's secrets, not these."""
+        self._secrets = set()
+        self._pattern = self._tail = None
+        self._before = self._after = 0
+        self._last = ("", False, "")
+        self._hits = None
+
     def refresh(self) -> None:
         """Pick up secrets added to the environment since the last call."""
         if self._environ is not None:

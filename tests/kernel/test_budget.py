@@ -19,6 +19,7 @@ from acp_notebook.notebook.ledger import Entry, Ledger, ledger_doc
 from acp_notebook.protocol.costs import NO_COST, CostLimit, money
 from tests.agents.script import script
 from tests.client_helpers import Agent
+from tests.shared_kernel import SharedKernel
 
 pytestmark = [pytest.mark.anyio, pytest.mark.scripted_agent("in_process")]
 
@@ -108,7 +109,7 @@ def test_the_ledger_escapes_what_the_agent_chose() -> None:
 # -- a real kernel ---------------------------------------------------------------------------
 
 
-def test_budgets_and_the_ledger_in_a_kernel(tmp_path: Path) -> None:
+def test_budgets_and_the_ledger_in_a_kernel(tmp_path: Path, kernel: SharedKernel) -> None:
     from tests.nb_util import errors, execute, scripted, text
 
     record = tmp_path / "agent.jsonl"
@@ -125,7 +126,7 @@ def test_budgets_and_the_ledger_in_a_kernel(tmp_path: Path) -> None:
         "import json; print(json.dumps(_agent_ledger))",
         f"{agent} --max-cost 0.1 --session other\n{script({'say': 'x'})}",
     ]
-    nb = execute(cells, tmp_path, allow_errors=True, timeout=120)
+    nb = execute(cells, tmp_path, allow_errors=True, timeout=120, kernel=kernel)
     failed = dict(errors(nb))
     assert sorted(failed) == [1, 3, 4, 7], {i: text(nb.cells[i]) for i in failed}
     assert failed[1]["ename"] == "TurnFailed"

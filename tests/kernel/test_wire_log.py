@@ -14,6 +14,7 @@ from acp_notebook.protocol import methods
 from acp_notebook.protocol.wirelog import WireLog, traceparent, with_trace
 from tests.client_helpers import Agent
 from tests.nb_util import execute, kernel_env, text
+from tests.shared_kernel import SharedKernel
 
 pytestmark = pytest.mark.anyio
 
@@ -92,7 +93,7 @@ async def test_without_trace_no_meta_is_added(agent: Agent) -> None:
     assert new and "_meta" not in new[0]["params"]
 
 
-def test_agent_log_shows_the_turn_masked_and_clipped(tmp_path: Path) -> None:
+def test_agent_log_shows_the_turn_masked_and_clipped(tmp_path: Path, kernel: SharedKernel) -> None:
     env = kernel_env(tmp_path, WIRE_TEST_API_KEY=SECRET)
     long_word = "z" * 5000
     nb = execute(
@@ -106,6 +107,7 @@ def test_agent_log_shows_the_turn_masked_and_clipped(tmp_path: Path) -> None:
         tmp_path,
         env=env,
         allow_errors=True,
+        kernel=kernel,
     )
     empty, _, shown, raw, bad = (text(c) for c in nb.cells)
     assert "No JSON-RPC messages" in empty
