@@ -126,7 +126,7 @@ def execute(
 ) -> NotebookNode:
     """Execute the notebook (or cell sources) in tmp_path; return the notebook as saved to disk.
 
-    In a fresh kernel, or in the module's shared `kernel` (the fixture), reset before this run
+    In a fresh kernel, or in the test process's shared `kernel` (the fixture), reset before this run
     and after it.
     nbclient's `CellExecutionError` propagates unless `allow_errors=True` is passed. Pass a list
     as `client_out` to get the client (its iopub messages) back.

@@ -1,7 +1,7 @@
 """A hostile agent (tests/agents/hostile_agent.py) cannot put script in the page: headless part.
 
-One notebook per payload class (tests/hostile_payloads.py), in the module's shared kernel reset
-for each (tests/shared_kernel.py). It runs a full turn (every update kind,
+One notebook per payload class (tests/hostile_payloads.py), in the test process's shared kernel
+reset for each (tests/shared_kernel.py). It runs a full turn (every update kind,
 a client terminal, tool calls, images, resource links), one light turn per payload (the session
 title, `updatedAt`, mode, config options and usage currency), `%agent status` after each,
 `%agent sessions` (paged), a turn with a hostile stop reason, a failing turn, a permission

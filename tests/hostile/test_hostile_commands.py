@@ -3,9 +3,9 @@
 The scripted agent sets titles, config options, modes, commands, a currency and usage numbers
 chosen to break out of Markdown or crash the formatting; `session/list` answers come from session
 files written here. The strings are the `ALERTS` of tests/hostile_payloads.py; every output of
-the command cells must pass tests/markup_check.py, and the cells must not fail. The notebooks run
-in the module's shared kernel (tests/shared_kernel.py). The helpers that build those cells serve
-tests/browser/test_lab_hostile_commands.py too.
+the command cells must pass tests/markup_check.py, and the cells must not fail. The notebooks
+run in the test process's shared kernel (tests/shared_kernel.py). The helpers that build those
+cells serve tests/browser/test_lab_hostile_commands.py too.
 """
 
 from __future__ import annotations

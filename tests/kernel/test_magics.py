@@ -2,8 +2,8 @@
 
 Each test builds a small notebook, runs it in a kernel (tests/nb_util.py) and asserts on what a
 saved notebook holds, or on the kernel's iopub messages: a fresh kernel for the tests of a
-kernel's first turn, its Stop, interrupt and shutdown; the module's shared one, reset as a fresh
-one is (tests/shared_kernel.py), for the others. The agents are the embedded demo
+kernel's first turn, its Stop, interrupt and shutdown; the test process's shared one, reset as a
+fresh one is (tests/shared_kernel.py), for the others. The agents are the embedded demo
 agent (no delays) and the scripted test agent (tests/agents/scripted_agent.py).
 """
 

@@ -1,7 +1,7 @@
 """Named sessions across kernel restarts: `.acp_notebook/sessions.json`, in real kernels.
 
 A restart is two executions of notebooks in the same workspace (the second in a fresh kernel,
-the first maybe in the module's shared one, reset: tests/shared_kernel.py); the
+the first maybe in the test process's shared one, reset: tests/shared_kernel.py); the
 scripted agent keeps its sessions in a state directory, so a second agent process can resume
 (`--resume`) or load (`--load-session`) what the first created.
 """
@@ -31,7 +31,7 @@ def run(
 ) -> tuple[str, str]:
     """One kernel: a turn in `line`'s session, then its id. Returns (what the cell showed, id).
 
-    The run before a restart may be in the module's shared kernel, reset for it; the run after
+    The run before a restart may be in the test process's shared kernel, reset for it; the run after
     a restart is in a fresh kernel, a new process: what it finds comes from the disk."""
     nb = execute(
         [
