@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from .coerce import text
+from .notes import NotFolded
 from .state import MessagePart, Part, SubagentPart, ToolCallPart, Usage
 
 #: How deep children may nest (a child's child's child…); deeper announcements are dropped.
@@ -132,7 +133,7 @@ class Subagents(Generic[F]):
         """A `subagent_update` on this session: a new child, or a patch of a known one."""
         child_id = update.get("sessionId")
         if type(child_id) is not str or not child_id or len(child_id) > 1_000:
-            raise ValueError("sessionId must be a session id")
+            raise NotFolded("sessionId must be a session id")
         child = self.index.get(child_id)
         if child is None:
             if self.depth >= MAX_DEPTH or len(self.index) >= MAX_CHILDREN:
@@ -249,7 +250,7 @@ def fold_session_message(host: MessageHost, update: dict[str, Any]) -> None:
     part of the answer). A whole message already shown is not shown again."""
     message_id = update.get("messageId")
     if type(message_id) is not str or not message_id:
-        raise ValueError("messageId must be a non-empty string")
+        raise NotFolded("messageId must be a non-empty string")
     chunk = update.get("sessionUpdate") == "session_message_chunk"
     blocks = [update.get("content")] if chunk else update.get("content")
     if type(blocks) is not list:

@@ -56,8 +56,13 @@ BUILTIN_EXCEPTIONS = {
     name for name, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, Exception)
 }
 
-# Exception classes outside errors.py: internal signals that never leave their module.
+# Exception classes outside errors.py: internal signals caught in their own subsystem, never
+# reaching a user.
 INTERNAL_CLASSES = {
+    "acp_notebook/kernel_tools/notebook_link.py: FrontEndError": "the front-end did not do an "
+    "operation; notebook_edit.py catches it and tells the agent, as the tool's answer",
+    "acp_notebook/protocol/notes.py: NotFolded": "an update not shaped as the spec says (notes, "
+    "plans, subagents); fold.py catches it (a ValueError) and keeps the update as a raw part",
     "acp_notebook/client/serving/safe_fs.py: Cancelled": "a worker thread's stop; workspace.py "
     "catches it",
     "acp_notebook/kernel_tools/run.py: CodeTimedOut": "raised in the agent's code at its "
@@ -84,6 +89,10 @@ INTERNAL_RAISES = {
     "agent's code, as a text stream refuses them: run_code reports it as that code's error",
     "acp_notebook/kernel_tools/card.py: TypeError": "a tool argument of the agent's: "
     "answered as a tool error",
+    "acp_notebook/kernel_tools/notebook_edit.py: TypeError": "a tool argument of the agent's: "
+    "tools.py answers it as a tool error",
+    "acp_notebook/kernel_tools/notebook_edit.py: ValueError": "a tool argument of the agent's: "
+    "tools.py answers it as a tool error",
     "acp_notebook/client/serving/regular_file.py: OSError": "a path in a setting that is not a "
     "regular file: config.py makes it a ConfigError, recording.py a ReplayError",
     "acp_notebook/notebook/stored_sessions.py: OSError": "caught in _write, kept as a problem",
