@@ -69,7 +69,9 @@ def last_json(cell) -> object:
 # -- one turn, saved ------------------------------------------------------------------------------
 
 
-def test_plain_turn_saves_static_record_and_binds_result(tmp_path: Path) -> None:
+def test_plain_turn_saves_static_record_and_binds_result(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     nb = execute(
         [
             "%%agent --out answer\nWhat does this project do?",
@@ -79,6 +81,7 @@ def test_plain_turn_saves_static_record_and_binds_result(tmp_path: Path) -> None
             "                  'named': [type(answer).__name__, answer is _]}))",
         ],
         tmp_path,
+        kernel=kernel,
     )
     cell = nb.cells[0]
     assert cell.execution_count == 1  # so Out[1] above is this cell's value
@@ -118,7 +121,9 @@ def test_plain_turn_saves_static_record_and_binds_result(tmp_path: Path) -> None
     }
 
 
-def test_a_result_shown_in_place_is_shown_whole_when_displayed_later(tmp_path: Path) -> None:
+def test_a_result_shown_in_place_is_shown_whole_when_displayed_later(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     # The magic run from code: its live display becomes the record, but the result is not the
     # cell's value, so nothing consumes the mark that blanks the value's display; a later
     # display of the result shows the record, not an empty output. The %%agent cell after it
@@ -131,6 +136,7 @@ def test_a_result_shown_in_place_is_shown_whole_when_displayed_later(tmp_path: P
             f"%%agent --agent {agent}\nagain",
         ],
         tmp_path,
+        kernel=kernel,
     )
     first, shown, again = nb.cells
     assert [o["output_type"] for o in outputs(first, MIME_TURN)] == ["display_data"]
@@ -139,7 +145,9 @@ def test_a_result_shown_in_place_is_shown_whole_when_displayed_later(tmp_path: P
     assert [o["output_type"] for o in outputs(again)] == ["display_data"]
 
 
-def test_a_result_shown_in_place_and_displayed_by_the_user_shows_each_time(tmp_path: Path) -> None:
+def test_a_result_shown_in_place_and_displayed_by_the_user_shows_each_time(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     # The record is in place; the user's own display() calls show it (not an empty output the
     # first time and the record the second), and the cell's value after them adds nothing.
     agent = scripted()
@@ -149,6 +157,7 @@ def test_a_result_shown_in_place_and_displayed_by_the_user_shows_each_time(tmp_p
             "display(r)\ndisplay(r)\nr",
         ],
         tmp_path,
+        kernel=kernel,
     )
     (cell,) = nb.cells
     assert [o["output_type"] for o in outputs(cell, MIME_TURN)] == ["display_data"] * 3
@@ -156,8 +165,14 @@ def test_a_result_shown_in_place_and_displayed_by_the_user_shows_each_time(tmp_p
     assert [o for o in outputs(cell) if o["output_type"] == "execute_result"] == []
 
 
-def test_the_demo_agent_notice_is_shown_once_per_kernel(tmp_path: Path) -> None:
-    nb = execute(["%%agent\nfirst", "%%agent --quiet\nsecond", "%%agent -s other\nthird"], tmp_path)
+def test_the_demo_agent_notice_is_shown_once_per_kernel(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
+    nb = execute(
+        ["%%agent\nfirst", "%%agent --quiet\nsecond", "%%agent -s other\nthird"],
+        tmp_path,
+        kernel=kernel,
+    )
 
     def notices(cell) -> list[str]:
         return [t for t in data(cell, "text/plain") if "No agent is configured" in t]
