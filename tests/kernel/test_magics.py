@@ -716,13 +716,18 @@ def test_stop_while_the_agent_starts_cancels_the_start(tmp_path: Path) -> None:
     assert not errors(nb)
 
 
-def test_a_prompt_refused_after_the_start_leaves_no_starting_view(tmp_path: Path) -> None:
-    nb = new_nb(
-        '%config AcpNotebook.interactive = "yes"',
-        f"%%agent --agent {scripted()} --schema nowhere\nhello",
+def test_a_prompt_refused_after_the_start_leaves_no_starting_view(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
+    nb = execute(
+        [
+            '%config AcpNotebook.interactive = "yes"',
+            f"%%agent --agent {scripted()} --schema nowhere\nhello",
+        ],
+        tmp_path,
+        allow_errors=True,
+        kernel=kernel,
     )
-    client = make_client(nb, tmp_path, allow_errors=True)
-    client.execute(env=kernel_env(tmp_path))
     assert "--schema nowhere: no pydantic model" in text(nb.cells[1])
     # The view shown while the agent started was replaced: no widget left in the cell.
     assert not outputs(nb.cells[1], MIME_WIDGET), nb.cells[1].outputs
