@@ -24,10 +24,12 @@ from nbclient.exceptions import CellExecutionError
 from tests.nb_util import (
     MIME_TURN,
     MIME_WIDGET,
+    RecordingClient,
     answer,
     data,
     errors,
     execute,
+    in_shared_kernel,
     kernel_env,
     make_client,
     new_nb,
@@ -652,17 +654,17 @@ def click(client, target: tuple[str, dict]) -> None:
     )
 
 
-def test_stop_click_cancels_turn_without_raising(tmp_path: Path) -> None:
+def test_stop_click_cancels_turn_without_raising(tmp_path: Path, kernel: SharedKernel) -> None:
     nb = new_nb(
         '%config AcpNotebook.interactive = "yes"',
         "%%agent\n/slow tell me a long story",
         "print(_.stop_reason, _.success, len(_.text))",
     )
-    client = make_client(nb, tmp_path)
+    # Demo delays on: /slow streams for about 20 s unless stopped.
+    env = kernel_env(tmp_path, ACP_NOTEBOOK_DEMO_SPEED="1")
 
-    async def main() -> float:
-        # Demo delays on: /slow streams for about 20 s unless stopped.
-        async with client.async_setup_kernel(env=kernel_env(tmp_path, ACP_NOTEBOOK_DEMO_SPEED="1")):
+    async def main(client: RecordingClient) -> float:
+        async with client.async_setup_kernel(env=env):
             await client.async_execute_cell(nb.cells[0], 0)
             started = time.monotonic()
             running = asyncio.create_task(client.async_execute_cell(nb.cells[1], 1))
@@ -673,7 +675,8 @@ def test_stop_click_cancels_turn_without_raising(tmp_path: Path) -> None:
             await client.async_execute_cell(nb.cells[2], 2)
             return took
 
-    took = asyncio.run(main())
+    with in_shared_kernel(kernel, nb, tmp_path, env) as client:
+        took = asyncio.run(main(client))
     assert took < 15, took
     reason, success, length = text(nb.cells[2]).split()
     assert reason == "cancelled" and success == "False" and int(length) >= 0
@@ -685,7 +688,9 @@ def test_stop_click_cancels_turn_without_raising(tmp_path: Path) -> None:
     assert not errors(nb)
 
 
-def test_stop_while_the_agent_starts_cancels_the_start(tmp_path: Path) -> None:
+def test_stop_while_the_agent_starts_cancels_the_start(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     """The view is shown before the agent answers initialize; its Stop ends the start: no
     error, the agent process stopped, the kernel free for the next cell."""
     marker = f"never-starts-{tmp_path.name}"
@@ -695,10 +700,10 @@ def test_stop_while_the_agent_starts_cancels_the_start(tmp_path: Path) -> None:
         f"%%agent --agent {agent} --session s\nhello",
         "print('the kernel', 'is free')",
     )
-    client = make_client(nb, tmp_path)
+    env = kernel_env(tmp_path)
 
-    async def main() -> list[int]:
-        async with client.async_setup_kernel(env=kernel_env(tmp_path)):
+    async def main(client: RecordingClient) -> list[int]:
+        async with client.async_setup_kernel(env=env):
             await client.async_execute_cell(nb.cells[0], 0)
             running = asyncio.create_task(client.async_execute_cell(nb.cells[1], 1))
             button = await until(lambda: stop_button(client, starting=True), 20, "the Stop")
@@ -708,8 +713,12 @@ def test_stop_while_the_agent_starts_cancels_the_start(tmp_path: Path) -> None:
             await client.async_execute_cell(nb.cells[2], 2)
             return pids
 
-    pids = asyncio.run(main())
-    assert all(process_gone(p) for p in pids), "the agent outlived the stopped start"
+    with in_shared_kernel(kernel, nb, tmp_path, env) as client:
+        pids = asyncio.run(main(client))
+        # Before the reset, whose kill would end it too (a kernel's shutdown did, at most 10 s).
+        wait_until(
+            lambda: all(process_gone(p) for p in pids), 10, "the stopped start's agent to end"
+        )
     assert "Stopped before the turn started; the agent was stopped." in text(nb.cells[1])
     assert not outputs(nb.cells[1], MIME_WIDGET), nb.cells[1].outputs
     assert "the kernel is free" in text(nb.cells[2])
