@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +115,23 @@ def make_client(
     )
 
 
+@contextmanager
+def in_shared_kernel(
+    kernel: SharedKernel, nb: NotebookNode, tmp_path: Path, env: dict[str, str], **kwargs: Any
+) -> Iterator[RecordingClient]:
+    """A client of the shared `kernel` for a test that drives the cells itself (its
+    `async_setup_kernel` finds the kernel started): the kernel reset before, and after."""
+    kernel.reset(tmp_path, env)
+    client = make_client(nb, tmp_path, km=kernel.km, **kwargs)
+    try:
+        yield client
+    finally:
+        if client.kc is not None:
+            client.kc.stop_channels()  # nbclient leaves the client of a kernel it does not own
+        # Its agents stopped as a kernel's shutdown stops them, before the test goes on.
+        kernel.reset(tmp_path, env)
+
+
 def execute(
     cells: NotebookNode | Iterable[str],
     tmp_path: Path,
@@ -133,20 +151,16 @@ def execute(
     """
     nb = cells if isinstance(cells, NotebookNode) else new_nb(*cells)
     env = env or kernel_env(tmp_path)
-    if kernel is not None:
-        kernel.reset(tmp_path, env)
-        kwargs["km"] = kernel.km
-    client = make_client(nb, tmp_path, timeout=timeout, **kwargs)
-    if client_out is not None:
-        client_out.append(client)
-    try:
+    if kernel is None:
+        client = make_client(nb, tmp_path, timeout=timeout, **kwargs)
+        if client_out is not None:
+            client_out.append(client)
         client.execute(env=env)
-    finally:
-        if kernel is not None:
-            if client.kc is not None:
-                client.kc.stop_channels()  # nbclient leaves the client of a kernel it does not own
-            # Its agents stopped as a kernel's shutdown stops them, before the test goes on.
-            kernel.reset(tmp_path, env)
+    else:
+        with in_shared_kernel(kernel, nb, tmp_path, env, timeout=timeout, **kwargs) as client:
+            if client_out is not None:
+                client_out.append(client)
+            client.execute(env=env)
     path = tmp_path / "executed.ipynb"
     nbformat.write(nb, path)  # what a headless run saves; read back so the tests see that
     saved = nbformat.read(path, as_version=4)

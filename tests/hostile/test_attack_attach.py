@@ -23,6 +23,7 @@ import pytest
 
 from acp_notebook.errors import PromptError
 from tests.client_helpers import Agent
+from tests.shared_kernel import SharedKernel
 
 pytestmark = [pytest.mark.scripted_agent("in_process")]
 
@@ -129,7 +130,7 @@ def test_a_data_url_is_not_stored_through_a_planted_link(agent: Agent) -> None:
 
 
 @pytest.mark.scripted_agent("process")
-def test_a_cells_file_through_a_link_out_is_refused(tmp_path: Path) -> None:
+def test_a_cells_file_through_a_link_out_is_refused(tmp_path: Path, kernel: SharedKernel) -> None:
     """`%%agent --file escape.txt` in a kernel: the link out of the workspace is refused with a
     clear error, and the agent is sent nothing of the file."""
     from tests.nb_util import execute, scripted, text
@@ -142,6 +143,7 @@ def test_a_cells_file_through_a_link_out_is_refused(tmp_path: Path) -> None:
         [f"%%agent --agent {scripted('--record', str(record))} --file escape.txt\nread it"],
         tmp_path,
         allow_errors=True,
+        kernel=kernel,
     )
     shown = text(nb.cells[0])
     assert "outside the session's workspace" in shown and SECRET not in shown, shown

@@ -32,6 +32,7 @@ from tests.agents.script import script
 from tests.client_helpers import Agent, Watcher, alive, tool_call
 from tests.nb_util import errors, execute, scripted, text
 from tests.polling import until
+from tests.shared_kernel import SharedKernel
 
 pytestmark = pytest.mark.anyio
 
@@ -416,7 +417,9 @@ async def test_a_banner_before_a_real_agent_is_tolerated(agent: Agent) -> None:
 # -- the same faults seen from a notebook (nbclient, a real kernel) -------------------------------
 
 
-def test_start_faults_in_a_notebook_fail_their_cell_clearly(tmp_path: Path) -> None:
+def test_start_faults_in_a_notebook_fail_their_cell_clearly(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     not_acp = shlex.quote(shlex.join(["sh", "-c", "printf 'Welcome\\n> '; exec sleep 60"]))
     crash_mid_turn = script({"say": "partial"}, {"kill_self": True})
     cells = [
@@ -432,7 +435,7 @@ def test_start_faults_in_a_notebook_fail_their_cell_clearly(tmp_path: Path) -> N
         "print(_.success, _.text)",
     ]
     started = time.monotonic()
-    nb = execute(cells, tmp_path, allow_errors=True, timeout=60)
+    nb = execute(cells, tmp_path, allow_errors=True, timeout=60, kernel=kernel)
     took = time.monotonic() - started
     failed = {i: out for i, out in errors(nb)}
     assert sorted(failed) == [1, 2, 3, 5], {i: text(nb.cells[i]) for i in failed}

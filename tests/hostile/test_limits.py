@@ -27,6 +27,7 @@ from acp_notebook.protocol.turn import TurnRecord, finish
 from tests.agents.script import script
 from tests.client_helpers import Agent, Watcher, run_script
 from tests.nb_util import answer, execute, scripted, transcripts
+from tests.shared_kernel import SharedKernel
 
 # The agent runs in this process (no spawn per test) unless a test needs a real process.
 pytestmark = [pytest.mark.anyio, pytest.mark.scripted_agent("in_process")]
@@ -485,11 +486,12 @@ async def test_nan_from_the_agent_reaches_no_transcript(agent: Agent) -> None:
 # -- the saved notebook ----------------------------------------------------------------------------
 
 
-def test_a_100000_entry_plan_saves_a_small_notebook(tmp_path: Path) -> None:
+def test_a_100000_entry_plan_saves_a_small_notebook(tmp_path: Path, kernel: SharedKernel) -> None:
     nb = execute(
         [f"%%agent --agent {scripted()}\n" + script({"plan_entries": 100_000}, {"say": "planned"})],
         tmp_path,
         timeout=100,
+        kernel=kernel,
     )
     size = (tmp_path / "executed.ipynb").stat().st_size
     assert size < 1_000_000, f"{size:,} bytes"  # was 58 MB; 0.47 MB

@@ -21,6 +21,7 @@ from acp_notebook.errors import InvalidArgumentError
 from tests.agents.script import script
 from tests.client_helpers import Agent, reports
 from tests.nb_util import data, execute, scripted
+from tests.shared_kernel import SharedKernel
 
 pytestmark = [pytest.mark.anyio, pytest.mark.scripted_agent("in_process")]
 
@@ -155,7 +156,7 @@ async def test_a_refused_write_leaves_no_record(agent: Agent, session: Session) 
 
 
 @pytest.mark.scripted_agent("process")
-def test_agent_revert_in_a_kernel(tmp_path: Path) -> None:
+def test_agent_revert_in_a_kernel(tmp_path: Path, kernel: SharedKernel) -> None:
     notes = tmp_path / "notes.txt"
     notes.write_text("mine\n")
     made = tmp_path / "made.txt"
@@ -170,6 +171,7 @@ def test_agent_revert_in_a_kernel(tmp_path: Path) -> None:
             "print(sorted(f.action for f in _agent_revert.files))",
         ],
         tmp_path,
+        kernel=kernel,
     )
     refused = " ".join(data(nb.cells[2], "text/plain"))
     assert "notes.txt: refused" in refused and "changed since the agent wrote it" in refused

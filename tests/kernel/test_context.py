@@ -13,6 +13,7 @@ from acp_notebook.kernel_tools.context import MAX_CHARS, variable_parts
 from acp_notebook.protocol.redact import MASK
 from tests.nb_util import execute, scripted, text
 from tests.nb_util import script as nb_script
+from tests.shared_kernel import SharedKernel
 
 
 class FakeFrame:
@@ -77,7 +78,7 @@ def test_other_values_use_a_bounded_repr() -> None:
     assert len(big["context"]) < MAX_CHARS + 200 and f"({MAX_CHARS * 3:,} in all)" in big["context"]
 
 
-def test_with_sends_variables_before_the_prompt(tmp_path: Path) -> None:
+def test_with_sends_variables_before_the_prompt(tmp_path: Path, kernel: SharedKernel) -> None:
     nb = execute(
         [
             "data = {'rows': 3, 'note': '<b>&'}",
@@ -88,6 +89,7 @@ def test_with_sends_variables_before_the_prompt(tmp_path: Path) -> None:
         ],
         tmp_path,
         allow_errors=True,
+        kernel=kernel,
     )
     # The record keeps the context part as itself (tag and body); the agent got it as
     # XML-escaped tagged text, before the cell's own text.

@@ -20,6 +20,7 @@ from acp_notebook.widgets.elicit_form import PendingForms
 from tests.agents.script import script
 from tests.client_helpers import Agent, reports
 from tests.nb_util import execute, scripted, text, transcripts
+from tests.shared_kernel import SharedKernel
 
 SCHEMA = {
     "type": "object",
@@ -340,9 +341,11 @@ async def test_stop_cancels_a_pending_elicitation(agent: Agent) -> None:
 # -- headless, in a kernel -----------------------------------------------------------------------
 
 
-def test_headless_an_elicitation_is_declined_and_the_record_says_so(tmp_path: Path) -> None:
+def test_headless_an_elicitation_is_declined_and_the_record_says_so(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     cell = f"%%agent -a {scripted()}\n{script(ask(form(message='Which colour?')))}"
-    nb = execute([cell], tmp_path)
+    nb = execute([cell], tmp_path, kernel=kernel)
     shown = text(nb.cells[0])
     assert "Which colour?" in shown and "declined (nobody to answer)" in shown
     (transcript,) = transcripts(nb.cells[0])

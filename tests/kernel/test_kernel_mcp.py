@@ -22,11 +22,22 @@ from typing import Any
 import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
+from nbformat import NotebookNode
 
 from acp_notebook.kernel_tools import relay as kernel_mcp
 from acp_notebook.kernel_tools import server as kernel_server
-from tests.nb_util import kernel_env, make_client, new_nb, process_gone, scripted, text
+from tests.nb_util import (
+    RecordingClient,
+    in_shared_kernel,
+    kernel_env,
+    make_client,
+    new_nb,
+    process_gone,
+    scripted,
+    text,
+)
 from tests.polling import until
+from tests.shared_kernel import SharedKernel
 
 HAVE_SCIENCE = all(
     __import__("importlib").util.find_spec(m) for m in ("numpy", "pandas", "matplotlib")
@@ -103,10 +114,9 @@ def relay(entry: dict[str, Any], token: str | None = None) -> subprocess.Popen[b
 class Kernel:
     """A kernel to run cells in one at a time, between MCP calls."""
 
-    def __init__(self, tmp_path: Path, cells: list[str], **env: str) -> None:
-        self.nb = new_nb(*cells)
-        self.client = make_client(self.nb, tmp_path, allow_errors=True)
-        self.env = kernel_env(tmp_path, **env)
+    def __init__(self, nb: NotebookNode, client: RecordingClient) -> None:
+        self.nb = nb
+        self.client = client
         self.next = 0
 
     async def run(self, count: int = 1) -> str:
@@ -124,15 +134,25 @@ class Kernel:
 
 
 def in_kernel(
-    tmp_path: Path, cells: list[str], body: Callable[[Kernel], Awaitable[None]], **env: str
+    tmp_path: Path,
+    cells: list[str],
+    body: Callable[[Kernel], Awaitable[None]],
+    shared: SharedKernel | None = None,
+    **env: str,
 ) -> None:
-    kernel = Kernel(tmp_path, cells, **env)
+    """Run `body` in a fresh kernel, or in the `shared` one (reset before and after)."""
+    nb = new_nb(*cells)
+    environ = kernel_env(tmp_path, **env)
 
-    async def main() -> None:
-        async with kernel.client.async_setup_kernel(env=kernel.env):
-            await body(kernel)
+    async def main(client: RecordingClient) -> None:
+        async with client.async_setup_kernel(env=environ):
+            await body(Kernel(nb, client))
 
-    asyncio.run(main())
+    if shared is None:
+        asyncio.run(main(make_client(nb, tmp_path, allow_errors=True)))
+    else:
+        with in_shared_kernel(shared, nb, tmp_path, environ, allow_errors=True) as client:
+            asyncio.run(main(client))
 
 
 def test_the_relay_and_the_kernel_agree_on_the_handshake() -> None:
@@ -140,7 +160,7 @@ def test_the_relay_and_the_kernel_agree_on_the_handshake() -> None:
         assert getattr(kernel_mcp, name) == getattr(kernel_server, name), name
 
 
-def test_read_tools_and_a_run_rejected_headless(tmp_path: Path) -> None:
+def test_read_tools_and_a_run_rejected_headless(tmp_path: Path, kernel: SharedKernel) -> None:
     cells = [
         *([SETUP] if HAVE_SCIENCE else []),
         BASIC,
@@ -211,10 +231,10 @@ def test_read_tools_and_a_run_rejected_headless(tmp_path: Path) -> None:
             assert run_cell.is_error and "not run: this notebook's front-end" in texts(run_cell)
         assert (await kernel.run()).strip() == "False"  # the code did not run
 
-    in_kernel(tmp_path, cells, body)
+    in_kernel(tmp_path, cells, body, kernel)
 
 
-def test_run_code_allowed_and_a_wrong_token_refused(tmp_path: Path) -> None:
+def test_run_code_allowed_and_a_wrong_token_refused(tmp_path: Path, kernel: SharedKernel) -> None:
     cells = [
         FIRST_ENTRY,
         "%config AcpNotebook.allow = ['execute']",
@@ -253,7 +273,7 @@ def test_run_code_allowed_and_a_wrong_token_refused(tmp_path: Path) -> None:
             raw.sendall(kernel_mcp.HELLO + b" guess\n")
             assert raw.recv(100).startswith(b"ERR ")
 
-    in_kernel(tmp_path, cells, body)
+    in_kernel(tmp_path, cells, body, kernel)
 
 
 def test_the_relay_goes_with_its_session_and_with_the_kernel(tmp_path: Path) -> None:
@@ -348,7 +368,7 @@ config = {"key": key, "model": "m-1"}
 """
 
 
-def test_every_tool_masks_a_secret_alike(tmp_path: Path) -> None:
+def test_every_tool_masks_a_secret_alike(tmp_path: Path, kernel: SharedKernel) -> None:
     """`inspect_variable` (and `list_variables`) handed the agent a variable holding a key as it
     was, while `run_code`'s `print(key)` was masked: one rule now, every answer masked."""
     cells = [
@@ -374,4 +394,4 @@ def test_every_tool_masks_a_secret_alike(tmp_path: Path) -> None:
             assert SECRET[:16] not in said and "[redacted]" in said, (tool, said)
         assert "'model': 'm-1'" in answers["inspect a dict"]
 
-    in_kernel(tmp_path, cells, body, ACPNB_TEST_API_KEY=SECRET)
+    in_kernel(tmp_path, cells, body, kernel, ACPNB_TEST_API_KEY=SECRET)

@@ -152,9 +152,11 @@ def test_fast_agent_takes_the_kernel_tools_from_mcp_servers(tmp_path: Path) -> N
 INSERT = [{"name": "insert_cell", "arguments": {"source": "proposed = 1", "run": True}}]
 
 
-def test_insert_cell_headless_is_rejected_without_allow_edit(tmp_path: Path) -> None:
+def test_insert_cell_headless_is_rejected_without_allow_edit(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     """nbclient without --allow edit: nothing inserted, and the agent is told (issue 22)."""
-    nb = execute([cell("", calls=INSERT)], tmp_path)
+    nb = execute([cell("", calls=INSERT)], tmp_path, kernel=kernel)
     said, _ = seen(nb.cells[0])  # the call, then how the relay exited
     assert "not inserted: the user (or the permission policy) did not allow it" in said["text"]
     card, asked = run_card_of(nb.cells[0])
@@ -164,7 +166,9 @@ def test_insert_cell_headless_is_rejected_without_allow_edit(tmp_path: Path) -> 
     assert len(nb.cells) == 1
 
 
-def test_insert_cell_without_the_extension_is_proposed_as_the_next_input(tmp_path: Path) -> None:
+def test_insert_cell_without_the_extension_is_proposed_as_the_next_input(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     """A front-end with a person and no extension (interactive, no comm): the turn's first cell
     is proposed through set_next_input, in the reply of the agent's cell; the second is not."""
     twice = [
@@ -176,6 +180,7 @@ def test_insert_cell_without_the_extension_is_proposed_as_the_next_input(tmp_pat
         ["%config AcpNotebook.interactive = 'yes'", cell("--allow edit,execute", calls=twice)],
         tmp_path,
         on_cell_executed=lambda cell, cell_index, execute_reply: replies.append(execute_reply),
+        kernel=kernel,
     )
     first, second, _ = seen(nb.cells[1])
     assert "shown for the user to insert" in first["text"] and "not run" in first["text"]

@@ -24,10 +24,12 @@ from nbclient.exceptions import CellExecutionError
 from tests.nb_util import (
     MIME_TURN,
     MIME_WIDGET,
+    RecordingClient,
     answer,
     data,
     errors,
     execute,
+    in_shared_kernel,
     kernel_env,
     make_client,
     new_nb,
@@ -69,7 +71,9 @@ def last_json(cell) -> object:
 # -- one turn, saved ------------------------------------------------------------------------------
 
 
-def test_plain_turn_saves_static_record_and_binds_result(tmp_path: Path) -> None:
+def test_plain_turn_saves_static_record_and_binds_result(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     nb = execute(
         [
             "%%agent --out answer\nWhat does this project do?",
@@ -79,6 +83,7 @@ def test_plain_turn_saves_static_record_and_binds_result(tmp_path: Path) -> None
             "                  'named': [type(answer).__name__, answer is _]}))",
         ],
         tmp_path,
+        kernel=kernel,
     )
     cell = nb.cells[0]
     assert cell.execution_count == 1  # so Out[1] above is this cell's value
@@ -118,7 +123,9 @@ def test_plain_turn_saves_static_record_and_binds_result(tmp_path: Path) -> None
     }
 
 
-def test_a_result_shown_in_place_is_shown_whole_when_displayed_later(tmp_path: Path) -> None:
+def test_a_result_shown_in_place_is_shown_whole_when_displayed_later(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     # The magic run from code: its live display becomes the record, but the result is not the
     # cell's value, so nothing consumes the mark that blanks the value's display; a later
     # display of the result shows the record, not an empty output. The %%agent cell after it
@@ -131,6 +138,7 @@ def test_a_result_shown_in_place_is_shown_whole_when_displayed_later(tmp_path: P
             f"%%agent --agent {agent}\nagain",
         ],
         tmp_path,
+        kernel=kernel,
     )
     first, shown, again = nb.cells
     assert [o["output_type"] for o in outputs(first, MIME_TURN)] == ["display_data"]
@@ -139,7 +147,9 @@ def test_a_result_shown_in_place_is_shown_whole_when_displayed_later(tmp_path: P
     assert [o["output_type"] for o in outputs(again)] == ["display_data"]
 
 
-def test_a_result_shown_in_place_and_displayed_by_the_user_shows_each_time(tmp_path: Path) -> None:
+def test_a_result_shown_in_place_and_displayed_by_the_user_shows_each_time(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     # The record is in place; the user's own display() calls show it (not an empty output the
     # first time and the record the second), and the cell's value after them adds nothing.
     agent = scripted()
@@ -149,6 +159,7 @@ def test_a_result_shown_in_place_and_displayed_by_the_user_shows_each_time(tmp_p
             "display(r)\ndisplay(r)\nr",
         ],
         tmp_path,
+        kernel=kernel,
     )
     (cell,) = nb.cells
     assert [o["output_type"] for o in outputs(cell, MIME_TURN)] == ["display_data"] * 3
@@ -156,8 +167,14 @@ def test_a_result_shown_in_place_and_displayed_by_the_user_shows_each_time(tmp_p
     assert [o for o in outputs(cell) if o["output_type"] == "execute_result"] == []
 
 
-def test_the_demo_agent_notice_is_shown_once_per_kernel(tmp_path: Path) -> None:
-    nb = execute(["%%agent\nfirst", "%%agent --quiet\nsecond", "%%agent -s other\nthird"], tmp_path)
+def test_the_demo_agent_notice_is_shown_once_per_kernel(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
+    nb = execute(
+        ["%%agent\nfirst", "%%agent --quiet\nsecond", "%%agent -s other\nthird"],
+        tmp_path,
+        kernel=kernel,
+    )
 
     def notices(cell) -> list[str]:
         return [t for t in data(cell, "text/plain") if "No agent is configured" in t]
@@ -637,17 +654,17 @@ def click(client, target: tuple[str, dict]) -> None:
     )
 
 
-def test_stop_click_cancels_turn_without_raising(tmp_path: Path) -> None:
+def test_stop_click_cancels_turn_without_raising(tmp_path: Path, kernel: SharedKernel) -> None:
     nb = new_nb(
         '%config AcpNotebook.interactive = "yes"',
         "%%agent\n/slow tell me a long story",
         "print(_.stop_reason, _.success, len(_.text))",
     )
-    client = make_client(nb, tmp_path)
+    # Demo delays on: /slow streams for about 20 s unless stopped.
+    env = kernel_env(tmp_path, ACP_NOTEBOOK_DEMO_SPEED="1")
 
-    async def main() -> float:
-        # Demo delays on: /slow streams for about 20 s unless stopped.
-        async with client.async_setup_kernel(env=kernel_env(tmp_path, ACP_NOTEBOOK_DEMO_SPEED="1")):
+    async def main(client: RecordingClient) -> float:
+        async with client.async_setup_kernel(env=env):
             await client.async_execute_cell(nb.cells[0], 0)
             started = time.monotonic()
             running = asyncio.create_task(client.async_execute_cell(nb.cells[1], 1))
@@ -658,7 +675,8 @@ def test_stop_click_cancels_turn_without_raising(tmp_path: Path) -> None:
             await client.async_execute_cell(nb.cells[2], 2)
             return took
 
-    took = asyncio.run(main())
+    with in_shared_kernel(kernel, nb, tmp_path, env) as client:
+        took = asyncio.run(main(client))
     assert took < 15, took
     reason, success, length = text(nb.cells[2]).split()
     assert reason == "cancelled" and success == "False" and int(length) >= 0
@@ -670,7 +688,9 @@ def test_stop_click_cancels_turn_without_raising(tmp_path: Path) -> None:
     assert not errors(nb)
 
 
-def test_stop_while_the_agent_starts_cancels_the_start(tmp_path: Path) -> None:
+def test_stop_while_the_agent_starts_cancels_the_start(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     """The view is shown before the agent answers initialize; its Stop ends the start: no
     error, the agent process stopped, the kernel free for the next cell."""
     marker = f"never-starts-{tmp_path.name}"
@@ -680,10 +700,10 @@ def test_stop_while_the_agent_starts_cancels_the_start(tmp_path: Path) -> None:
         f"%%agent --agent {agent} --session s\nhello",
         "print('the kernel', 'is free')",
     )
-    client = make_client(nb, tmp_path)
+    env = kernel_env(tmp_path)
 
-    async def main() -> list[int]:
-        async with client.async_setup_kernel(env=kernel_env(tmp_path)):
+    async def main(client: RecordingClient) -> list[int]:
+        async with client.async_setup_kernel(env=env):
             await client.async_execute_cell(nb.cells[0], 0)
             running = asyncio.create_task(client.async_execute_cell(nb.cells[1], 1))
             button = await until(lambda: stop_button(client, starting=True), 20, "the Stop")
@@ -693,21 +713,30 @@ def test_stop_while_the_agent_starts_cancels_the_start(tmp_path: Path) -> None:
             await client.async_execute_cell(nb.cells[2], 2)
             return pids
 
-    pids = asyncio.run(main())
-    assert all(process_gone(p) for p in pids), "the agent outlived the stopped start"
+    with in_shared_kernel(kernel, nb, tmp_path, env) as client:
+        pids = asyncio.run(main(client))
+        # Before the reset, whose kill would end it too (a kernel's shutdown did, at most 10 s).
+        wait_until(
+            lambda: all(process_gone(p) for p in pids), 10, "the stopped start's agent to end"
+        )
     assert "Stopped before the turn started; the agent was stopped." in text(nb.cells[1])
     assert not outputs(nb.cells[1], MIME_WIDGET), nb.cells[1].outputs
     assert "the kernel is free" in text(nb.cells[2])
     assert not errors(nb)
 
 
-def test_a_prompt_refused_after_the_start_leaves_no_starting_view(tmp_path: Path) -> None:
-    nb = new_nb(
-        '%config AcpNotebook.interactive = "yes"',
-        f"%%agent --agent {scripted()} --schema nowhere\nhello",
+def test_a_prompt_refused_after_the_start_leaves_no_starting_view(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
+    nb = execute(
+        [
+            '%config AcpNotebook.interactive = "yes"',
+            f"%%agent --agent {scripted()} --schema nowhere\nhello",
+        ],
+        tmp_path,
+        allow_errors=True,
+        kernel=kernel,
     )
-    client = make_client(nb, tmp_path, allow_errors=True)
-    client.execute(env=kernel_env(tmp_path))
     assert "--schema nowhere: no pydantic model" in text(nb.cells[1])
     # The view shown while the agent started was replaced: no widget left in the cell.
     assert not outputs(nb.cells[1], MIME_WIDGET), nb.cells[1].outputs

@@ -17,6 +17,7 @@ from acp_notebook.errors import ConfigError
 from tests.agents.script import agent_command
 from tests.nb_util import execute, kernel_env, text
 from tests.real_agents import fast_agent_command
+from tests.shared_kernel import SharedKernel
 
 KEY = "sk-mcp-notes-8Hq2Lw9Zx4Tv7Yb3"
 BEARER = "Bearer tk-tracker-5Jm1Rd8Qs6Wc0Ne4"
@@ -162,7 +163,7 @@ def _session_news(record: Path) -> list[dict[str, Any]]:
     return [m["params"] for m in messages if m.get("method") == "session/new"]
 
 
-def test_mcp_servers_reach_session_new_and_status(tmp_path: Path) -> None:
+def test_mcp_servers_reach_session_new_and_status(tmp_path: Path, kernel: SharedKernel) -> None:
     agents, records = _agents_file(tmp_path)
     log = tmp_path / "wire.jsonl"
     env = kernel_env(tmp_path, ACP_NOTEBOOK_AGENTS_FILE=str(agents), ACP_NOTEBOOK_LOG=str(log))
@@ -182,6 +183,7 @@ def test_mcp_servers_reach_session_new_and_status(tmp_path: Path) -> None:
         env=env,
         allow_errors=True,
         timeout=90,
+        kernel=kernel,
     )
     refused = text(nb.cells[0])
     assert "UsageError" in refused and "MCP server 'tracker' is an http server" in refused

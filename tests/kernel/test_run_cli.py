@@ -36,6 +36,7 @@ from tests.nb_util import (
     scripted,
     transcripts,
 )
+from tests.shared_kernel import SharedKernel
 
 REPO = Path(__file__).resolve().parents[2]
 SNAPSHOT = REPO / "tests" / "snapshots" / "run_quickstart.txt"
@@ -158,7 +159,7 @@ def test_the_answer_is_printed_while_the_turn_runs_and_an_interrupt_saves(tmp_pa
 
 @pytest.mark.parametrize("live", ["1", ""])
 def test_live_updates_carry_the_masked_transcript_only_for_the_runner(
-    live: str, tmp_path: Path
+    live: str, tmp_path: Path, kernel: SharedKernel
 ) -> None:
     key = "sk-test-0123456789abcdefghijklmn"
     steps = [{"say": "the key is "}, {"sleep": 0.3}, {"say": f"{key} end"}, {"sleep": 0.3}]
@@ -169,7 +170,7 @@ def test_live_updates_carry_the_masked_transcript_only_for_the_runner(
     clients: list[RecordingClient] = []
     env = kernel_env(tmp_path, DEMO_API_KEY=key, ACP_NOTEBOOK_LIVE_TRANSCRIPT=live)
     nb = execute([f"%%agent --agent {scripted()}\n{script(*steps)}"], tmp_path, env=env,
-                 client_out=clients)  # fmt: skip
+                 client_out=clients, kernel=kernel)  # fmt: skip
     updates = [m["content"]["data"] for m in clients[0].of_type("update_display_data", 0)]
     # The last update is the record, which takes the live display's place (with its transcript).
     assert updates and updates[-1][MIME_TURN]["success"] is True

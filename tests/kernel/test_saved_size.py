@@ -43,6 +43,7 @@ from nbformat import NotebookNode
 from acp_notebook.protocol.turn import TurnResult
 from acp_notebook.render.style import RECORD_STYLE
 from tests.nb_util import MIME_TURN, execute, script, scripted
+from tests.shared_kernel import SharedKernel
 
 #: Issue 23's target: text/plain + text/html bytes at most 3x the visible bytes plus 2.5 KB.
 TARGET, ALLOWANCE = 3.0, 2_500
@@ -143,11 +144,13 @@ def ratio(name: str, cell: NotebookNode) -> tuple[float, int, int]:
 
 
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory: pytest.TempPathFactory) -> dict[str, NotebookNode]:
+def saved(
+    tmp_path_factory: pytest.TempPathFactory, kernel: SharedKernel
+) -> dict[str, NotebookNode]:
     """The two turns' cells, run once for the tests of this module."""
     agent = scripted()
     cells = [f"%%agent --agent {agent}\n{script(*steps)}" for steps in (SHORT, LONG)]
-    nb = execute(cells, tmp_path_factory.mktemp("saved"), timeout=120)
+    nb = execute(cells, tmp_path_factory.mktemp("saved"), timeout=120, kernel=kernel)
     return dict(zip(("short", "long"), nb.cells, strict=True))
 
 

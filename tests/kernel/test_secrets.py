@@ -24,6 +24,7 @@ import pytest
 from acp_notebook.protocol.redact import prefix_length
 from tests.agents.script import AGENT_PATH, script
 from tests.nb_util import answer, errors, execute, kernel_env, new_nb, text, transcripts
+from tests.shared_kernel import SharedKernel
 
 KEY = "sk-live-Ab3/xY9+zQ7=mN2_pL8-kR4.tW6~vB1c"
 MASK = "[redacted]"
@@ -132,7 +133,9 @@ def tool_call(call_id: str, title: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("when", ["set by a cell", "in the kernel's environment"])
-def test_a_key_never_reaches_the_saved_notebook(tmp_path: Path, when: str) -> None:
+def test_a_key_never_reaches_the_saved_notebook(
+    tmp_path: Path, when: str, kernel: SharedKernel
+) -> None:
     env = setup(tmp_path)
     if when != "set by a cell":  # every other way of leaking, without the late key
         env["MY_API_KEY"] = KEY
@@ -166,7 +169,11 @@ def test_a_key_never_reaches_the_saved_notebook(tmp_path: Path, when: str) -> No
         "%%agent --agent broken\nhello",
     ]
     clients: list[Any] = []
-    nb = execute(new_nb(*cells), tmp_path, env=env, allow_errors=True, client_out=clients)
+    # The key in the environment a kernel starts with: a fresh kernel, started with it.
+    shared = kernel if when == "set by a cell" else None
+    nb = execute(
+        new_nb(*cells), tmp_path, env=env, allow_errors=True, client_out=clients, kernel=shared
+    )
     saved = (tmp_path / "executed.ipynb").read_text()
     # The agent did see the key and send it: the record of what the client answered is not
     # needed, the transcript shows the masks where the key was.

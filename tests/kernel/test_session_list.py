@@ -8,9 +8,12 @@ from pathlib import Path
 
 from tests.agents.script import agent_command
 from tests.nb_util import execute, kernel_env, text
+from tests.shared_kernel import SharedKernel
 
 
-def test_sessions_are_paged_filtered_by_directory_and_cut_at_n(tmp_path: Path) -> None:
+def test_sessions_are_paged_filtered_by_directory_and_cut_at_n(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     log = tmp_path / "agent.jsonl"
     agents = tmp_path / "agents.toml"
     command = agent_command("--record", str(log), "--list", "--list-page-size", "2")
@@ -23,7 +26,7 @@ def test_sessions_are_paged_filtered_by_directory_and_cut_at_n(tmp_path: Path) -
         f"%agent sessions -a rec --cwd {tmp_path / 'elsewhere'}",
         "%agent sessions -a rec --all -n 0",
     ]
-    nb = execute(cells, tmp_path, env=env, allow_errors=True, timeout=120)
+    nb = execute(cells, tmp_path, env=env, allow_errors=True, timeout=120, kernel=kernel)
     cut, whole, elsewhere, bad = (text(c) for c in nb.cells[5:])
     assert cut.count("sess_") >= 3 and "The first 3 are shown: more with -n N" in cut
     assert "more with -n" not in whole and "Sessions of rec in " in whole

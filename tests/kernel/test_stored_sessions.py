@@ -115,7 +115,9 @@ def test_sessions_lists_live_and_stored(tmp_path: Path, kernel: SharedKernel) ->
     command = agent(tmp_path, "--resume")
     run(tmp_path, f"--agent {command} --session old", "old", kernel=kernel)
     nb = execute(
-        [f"%%agent --agent {command} --session r\nhi", f"%agent sessions -a {command}"], tmp_path
+        [f"%%agent --agent {command} --session r\nhi", f"%agent sessions -a {command}"],
+        tmp_path,
+        kernel=kernel,
     )
     shown = " ".join(data(nb.cells[1], "text/plain"))
     assert "live in this kernel" in shown and "stored (not live)" in shown

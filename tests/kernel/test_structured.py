@@ -20,6 +20,7 @@ from acp_notebook.protocol.limits import MAX_ANSWER_CHARS
 from acp_notebook.protocol.structured import OutputSpec, extract_json
 from tests.agents.script import script
 from tests.client_helpers import Agent
+from tests.shared_kernel import SharedKernel
 
 pytestmark = [pytest.mark.anyio, pytest.mark.scripted_agent("in_process")]
 
@@ -158,7 +159,7 @@ async def test_a_bad_schema_or_a_queued_turn_is_refused_before_anything_is_sent(
 # -- a real kernel ---------------------------------------------------------------------------
 
 
-def test_schema_cells_in_a_kernel(tmp_path: Path) -> None:
+def test_schema_cells_in_a_kernel(tmp_path: Path, kernel: SharedKernel) -> None:
     from tests.nb_util import errors, execute, scripted, text
 
     good = fenced({"name": "Lyon", "population": 522_000})
@@ -175,7 +176,7 @@ def test_schema_cells_in_a_kernel(tmp_path: Path) -> None:
         f"{agent} --schema City\n{script({'say': 'no JSON here'})}",
         f"{agent} --schema NOPE\nhi",
     ]
-    nb = execute(cells, tmp_path, allow_errors=True, timeout=90)
+    nb = execute(cells, tmp_path, allow_errors=True, timeout=90, kernel=kernel)
     assert "City(name='Lyon', population=522000)" in text(nb.cells[2])
     assert "{'name': 'Lyon', 'population': 522000}" in text(nb.cells[2])
     assert "['a', 'b']" in text(nb.cells[4])
