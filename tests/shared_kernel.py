@@ -59,6 +59,9 @@ async def _reset_for_a_test():  # locals: ip.reset() below empties the namespace
     replay.reset()  # the kernel's replay: its recording and count of %%agent cells
     masking.REDACTOR.clear()  # secrets of the test's agents and environment, not the last's
     cell_errors.REMEMBERED.clear()
+    for name in ("last_type", "last_value", "last_traceback", "last_exc"):  # a new kernel has none
+        if hasattr(sys, name):
+            delattr(sys, name)
     reprs.forget_in_place()
     ip.extension_manager.load_extension("acp_notebook")
 await _reset_for_a_test()

