@@ -12,7 +12,6 @@ Screenshots: test-artifacts/record-look-*.png.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from typing import Any
@@ -59,8 +58,27 @@ def look(record: Any) -> dict[str, Any]:
     return found
 
 
-# The page's text colour as the theme's variables set it.
-INK = "() => getComputedStyle(document.body).getPropertyValue('--jp-ui-font-color1').trim()"
+# How light the theme's page colour is, once its stylesheet applies (0 black .. 255 white): the
+# theme's flag on <body> is set before that, and the server's theme is whatever the last test of
+# this worker left (a dark one, after test_lab_markdown).
+BRIGHTNESS = """() => {
+  const probe = document.createElement('div');
+  probe.style.background = 'var(--jp-layout-color0)';
+  document.body.append(probe);
+  const rgb = getComputedStyle(probe).backgroundColor.match(/[0-9.]+/g) || [];
+  probe.remove();
+  return rgb.length >= 3 ? (+rgb[0] + +rgb[1] + +rgb[2]) / 3 : -1;
+}"""
+
+
+def set_theme(page: Any, theme: str) -> None:
+    """Switch JupyterLab's theme and wait until its colours apply."""
+    command(page, "apputils:change-theme", {"theme": theme})
+    test = "> 128" if theme == "JupyterLab Light" else "< 128"
+    page.wait_for_function(
+        polling=POLL,
+        expression=f"() => {{ const b = ({BRIGHTNESS})(); return b >= 0 && b {test}; }}",
+    )
 
 
 def assert_cards(found: dict[str, Any]) -> None:
@@ -91,22 +109,17 @@ def test_a_saved_record_reopened_in_a_fresh_page_shows_cards_light_and_dark(page
         record = output(fresh).locator(".acpnb-turn")
         record.get_by_text("Read, failed once, edited.").wait_for(timeout=30_000)
         assert fresh.locator(".acpnb-tv").count() == 0  # no live view came with it
+        set_theme(fresh, "JupyterLab Light")
         light = look(record)
         assert light["styles"] == 1
         assert_cards(light)
         shoot(fresh, "lab-light")
-        light_ink = fresh.evaluate(INK)
-        command(fresh, "apputils:change-theme", {"theme": "JupyterLab Dark"})
-        # The theme's flag is set before its stylesheet applies: wait for its variables.
-        fresh.wait_for_function(
-            polling=POLL,
-            expression=f"() => document.body.dataset.jpThemeLight === 'false'"
-            f" && ({INK})() !== {json.dumps(light_ink)}",
-        )
+        set_theme(fresh, "JupyterLab Dark")
         dark = look(record)
         assert_cards(dark)
         assert dark["ok"] != light["ok"] and dark["text"] != light["text"]  # the theme's own
         shoot(fresh, "lab-dark")
+        set_theme(fresh, "JupyterLab Light")  # the server's setting, for this worker's next test
     finally:
         fresh.close()
 

@@ -40,10 +40,12 @@ def error_of(cell: Any) -> dict[str, Any]:
 
 
 def in_kernel(tmp_path: Path, cells: list[str], body: Any) -> Kernel:
-    kernel = Kernel(tmp_path, cells)
+    """A fresh kernel of its own: these tests interrupt it and run into its deadline."""
+    nb = new_nb(*cells)
+    kernel = Kernel(nb, make_client(nb, tmp_path, allow_errors=True))
 
     async def main() -> None:
-        async with kernel.client.async_setup_kernel(env=kernel.env):
+        async with kernel.client.async_setup_kernel(env=kernel_env(tmp_path)):
             await body(kernel)
 
     asyncio.run(main())
