@@ -293,7 +293,7 @@ def load_ipython_extension(ipython: Any) -> None:
     # permission buttons. Stand-ins import ipywidgets only when a front-end opens it.
     from .display.masking import install_log_mask
     from .kernel_tools import notebook_link
-    from .notebook import interrupts, rewrite
+    from .notebook import interrupts, kernel_status, rewrite
     from .widgets.targets import register_lazily
 
     register_lazily()
@@ -303,6 +303,7 @@ def load_ipython_extension(ipython: Any) -> None:
     ipython.register_magics(magics)
     rewrite.install(ipython)
     interrupts.install(ipython)  # the kernel's interrupt reaches a cell awaiting a quiet agent
+    kernel_status.install(ipython)  # busy while a cell awaits; each widget message its idle
     _register_formatters(ipython)
     if _reset_last_traceback not in ipython.events.callbacks["pre_run_cell"]:
         ipython.events.register("pre_run_cell", _reset_last_traceback)
@@ -335,10 +336,11 @@ def _reset_last_traceback(info: Any = None) -> None:
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    from .notebook import interrupts, rewrite
+    from .notebook import interrupts, kernel_status, rewrite
 
     rewrite.uninstall(ipython)
     interrupts.uninstall(ipython)
+    kernel_status.uninstall(ipython)
     if _reset_last_traceback in ipython.events.callbacks["pre_run_cell"]:
         ipython.events.unregister("pre_run_cell", _reset_last_traceback)
     from .kernel_tools.cell_errors import note_cell

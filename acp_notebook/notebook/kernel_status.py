@@ -1,0 +1,137 @@
+"""The kernel reads busy while a cell awaits, and every widget message gets its own idle.
+
+A `%%agent` cell awaits its turn (rewrite.py), and ipykernel (7.4) handles the widget messages
+that arrive meanwhile (a click on Stop or on a permission button, the live view's requests)
+beside the cell, on the same thread, without the busy and idle it wraps every other request in
+(`concurrent` in its `shell_main`): so that the kernel does not say idle in the middle of the
+cell. But then those messages never get their idle. A front-end waits for it: JupyterLab's
+future of the message is never done, and ipywidgets' front-end, which counts a model's state
+syncs until their idle, keeps that model's later changes to itself for good (the chat's input).
+
+Here each comm message handled while a cell awaits gets its own busy and idle (parented to it,
+as ipykernel does for any request), and right after that idle a busy again, parented to the
+cell's execute request: a client that takes the last status it hears as the kernel's
+(JupyterLab's `kernel.status`, jupyter_server's `execution_state`, which its culler reads) reads
+busy until the cell's own idle. JupyterLab and Notebook 7 do not even see the comm's pair: the
+JupyterLab extension marks comm traffic's status as untracked (labextension/src/status.ts).
+
+Comm messages that ipykernel handles on a subshell (its own thread, and its own busy and idle)
+are left as they are; so are messages on the main thread when no cell runs.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from collections.abc import Callable
+from typing import Any
+
+#: The shell messages ipykernel handles beside an awaiting cell, without status.
+COMM_MESSAGES = ("comm_open", "comm_msg", "comm_close")
+
+Message = dict[str, Any]
+Handler = Callable[[Any, Any, Message], Any]
+
+
+class StatusKeeper:
+    """Knows the execute request of the cell that runs on the main thread, and publishes the
+    statuses of the comm messages handled meanwhile (see the module's docstring)."""
+
+    def __init__(self, kernel: Any) -> None:
+        self.kernel = kernel
+        self.running: Message | None = None  # the execute request of the running cell
+        self.topic = f"kernel.{kernel.ident}.status".encode()  # as ipykernel's own statuses
+
+    def cell_started(self, info: Any = None) -> None:
+        """pre_run_cell: remember the cell's request (on the main thread: a subshell's cells
+        have their own statuses, and do not make the main shell's comm messages concurrent)."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        parent = self.kernel.get_parent("shell")
+        header = parent.get("header", {}) if isinstance(parent, dict) else {}
+        self.running = parent if header.get("msg_type") == "execute_request" else None
+
+    def cell_ended(self, result: Any = None) -> None:
+        """post_run_cell: the cell's own idle comes next, from ipykernel."""
+        if threading.current_thread() is threading.main_thread():
+            self.running = None
+
+    def publish(self, state: str, parent: Message) -> None:
+        self.kernel.session.send(
+            self.kernel.iopub_socket,
+            "status",
+            {"execution_state": state},
+            parent=parent,
+            ident=self.topic,
+        )
+
+    def around(self, handler: Handler) -> Handler:
+        return CommStatus(self, handler)
+
+
+class CommStatus:
+    """A comm message handler of ipykernel's, with the statuses it misses while a cell awaits."""
+
+    def __init__(self, keeper: StatusKeeper, handler: Handler) -> None:
+        self.keeper = keeper
+        self.handler = handler
+
+    def __call__(self, stream: Any, ident: Any, msg: Message) -> Any:
+        running = self.keeper.running
+        if running is None or threading.current_thread() is not threading.main_thread():
+            return self.handler(stream, ident, msg)  # ipykernel published its own statuses
+        self.keeper.publish("busy", msg)
+        try:
+            result = self.handler(stream, ident, msg)
+        except BaseException:
+            self._done(msg, running)
+            raise
+        if inspect.isawaitable(result):
+            return self._awaited(result, msg, running)
+        self._done(msg, running)
+        return result
+
+    async def _awaited(self, result: Any, msg: Message, running: Message) -> Any:
+        try:
+            return await result
+        finally:
+            self._done(msg, running)
+
+    def _done(self, msg: Message, running: Message) -> None:
+        self.keeper.publish("idle", msg)
+        if self.keeper.running is running:  # the cell still runs: the kernel is busy with it
+            self.keeper.publish("busy", running)
+
+
+def install(ipython: Any) -> None:
+    """Wrap the kernel's comm handlers and follow its cells; nothing outside a kernel."""
+    kernel = getattr(ipython, "kernel", None)
+    handlers = getattr(kernel, "shell_handlers", None)
+    if not isinstance(handlers, dict) or any(
+        isinstance(handlers.get(name), CommStatus) for name in COMM_MESSAGES
+    ):
+        return
+    keeper = StatusKeeper(kernel)
+    for name in COMM_MESSAGES:
+        if name in handlers:
+            handlers[name] = keeper.around(handlers[name])
+    ipython.events.register("pre_run_cell", keeper.cell_started)
+    ipython.events.register("post_run_cell", keeper.cell_ended)
+
+
+def uninstall(ipython: Any) -> None:
+    handlers = getattr(getattr(ipython, "kernel", None), "shell_handlers", None)
+    if not isinstance(handlers, dict):
+        return
+    keepers = set()
+    for name in COMM_MESSAGES:
+        wrapped = handlers.get(name)
+        if isinstance(wrapped, CommStatus):
+            handlers[name] = wrapped.handler
+            keepers.add(wrapped.keeper)
+    for keeper in keepers:
+        events = ipython.events.callbacks
+        if keeper.cell_started in events["pre_run_cell"]:
+            ipython.events.unregister("pre_run_cell", keeper.cell_started)
+        if keeper.cell_ended in events["post_run_cell"]:
+            ipython.events.unregister("post_run_cell", keeper.cell_ended)
