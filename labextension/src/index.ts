@@ -29,6 +29,8 @@ import {
 } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 
+import { statusPlugin } from './status';
+
 const TARGET = 'acp_notebook.notebook';
 const VERSION = 1;
 /** Characters of a cell's source, and of one output's text, sent to the kernel. */
@@ -333,4 +335,4 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default plugin;
+export default [plugin, statusPlugin];
