@@ -15,12 +15,19 @@ cell's execute request: a client that takes the last status it hears as the kern
 busy until the cell's own idle. JupyterLab and Notebook 7 do not even see the comm's pair: the
 JupyterLab extension marks comm traffic's status as untracked (labextension/src/status.ts).
 
+Requests on the control channel (the page's own subshell requests, made at the first widget
+message of a kernel, the debugger's, an interrupt) have their busy and idle from ipykernel, on
+its control thread: after each one's idle, while a cell runs, the kernel says busy again for the
+cell too. A lock orders that busy before the cell's own idle (post_run_cell takes it before
+ipykernel publishes the cell's idle), so the kernel never ends a cell saying busy.
+
 Comm messages that ipykernel handles on a subshell (its own thread, and its own busy and idle)
 are left as they are; so are messages on the main thread when no cell runs.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import threading
 from collections.abc import Callable
@@ -40,6 +47,7 @@ class StatusKeeper:
     def __init__(self, kernel: Any) -> None:
         self.kernel = kernel
         self.running: Message | None = None  # the execute request of the running cell
+        self.lock = threading.Lock()  # the control thread's busy comes before the cell's idle
         self.topic = f"kernel.{kernel.ident}.status".encode()  # as ipykernel's own statuses
 
     def cell_started(self, info: Any = None) -> None:
@@ -54,7 +62,14 @@ class StatusKeeper:
     def cell_ended(self, result: Any = None) -> None:
         """post_run_cell: the cell's own idle comes next, from ipykernel."""
         if threading.current_thread() is threading.main_thread():
-            self.running = None
+            with self.lock:
+                self.running = None
+
+    def busy_again(self, running: Message) -> None:
+        """Say busy for the cell's request `running`, if it still runs."""
+        with self.lock:
+            if self.running is running:
+                self.publish("busy", running)
 
     def publish(self, state: str, parent: Message) -> None:
         self.kernel.session.send(
@@ -67,6 +82,26 @@ class StatusKeeper:
 
     def around(self, handler: Handler) -> Handler:
         return CommStatus(self, handler)
+
+
+class ControlStatus:
+    """A control request handler of ipykernel's, after whose idle the kernel says busy again
+    for the running cell: ipykernel publishes that idle right after the handler returns, with
+    nothing awaited between, so a callback the handler leaves on the control thread's loop runs
+    after it."""
+
+    def __init__(self, keeper: StatusKeeper, handler: Handler) -> None:
+        self.keeper = keeper
+        self.handler = handler
+
+    async def __call__(self, stream: Any, ident: Any, msg: Message) -> Any:
+        running = self.keeper.running
+        try:
+            result = self.handler(stream, ident, msg)
+            return (await result) if inspect.isawaitable(result) else result
+        finally:
+            if running is not None:
+                asyncio.get_running_loop().call_soon(self.keeper.busy_again, running)
 
 
 class CommStatus:
@@ -99,8 +134,7 @@ class CommStatus:
 
     def _done(self, msg: Message, running: Message) -> None:
         self.keeper.publish("idle", msg)
-        if self.keeper.running is running:  # the cell still runs: the kernel is busy with it
-            self.keeper.publish("busy", running)
+        self.keeper.busy_again(running)  # the cell still runs: the kernel is busy with it
 
 
 def install(ipython: Any) -> None:
@@ -115,6 +149,10 @@ def install(ipython: Any) -> None:
     for name in COMM_MESSAGES:
         if name in handlers:
             handlers[name] = keeper.around(handlers[name])
+    control = getattr(kernel, "control_handlers", None)
+    if isinstance(control, dict):
+        for name, handler in control.items():
+            control[name] = ControlStatus(keeper, handler)
     ipython.events.register("pre_run_cell", keeper.cell_started)
     ipython.events.register("post_run_cell", keeper.cell_ended)
 
@@ -124,11 +162,12 @@ def uninstall(ipython: Any) -> None:
     if not isinstance(handlers, dict):
         return
     keepers = set()
-    for name in COMM_MESSAGES:
-        wrapped = handlers.get(name)
-        if isinstance(wrapped, CommStatus):
-            handlers[name] = wrapped.handler
-            keepers.add(wrapped.keeper)
+    control = getattr(ipython.kernel, "control_handlers", None)
+    for table in (handlers, control if isinstance(control, dict) else {}):
+        for name, wrapped in table.items():
+            if isinstance(wrapped, CommStatus | ControlStatus):
+                table[name] = wrapped.handler
+                keepers.add(wrapped.keeper)
     for keeper in keepers:
         events = ipython.events.callbacks
         if keeper.cell_started in events["pre_run_cell"]:
