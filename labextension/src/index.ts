@@ -15,6 +15,8 @@
  * The kernel asks only after the person allowed the operation (its card and permission): this
  * side applies what it is sent, to this notebook only, since the comm goes to its own kernel.
  * Everything sent back is bounded here, and masked and bounded again in the kernel.
+ *
+ * Its second plugin (status.ts) keeps the kernel's status busy while a cell runs.
  */
 import {
   JupyterFrontEnd,
