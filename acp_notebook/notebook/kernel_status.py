@@ -18,8 +18,9 @@ JupyterLab extension marks comm traffic's status as untracked (labextension/src/
 Requests on the control channel (the page's own subshell requests, made at the first widget
 message of a kernel, the debugger's, an interrupt) have their busy and idle from ipykernel, on
 its control thread: after each one's idle, while a cell runs, the kernel says busy again for the
-cell too. A lock orders that busy before the cell's own idle (post_run_cell takes it before
-ipykernel publishes the cell's idle), so the kernel never ends a cell saying busy.
+cell too. Which request the main shell handles is known from its execute handler, wrapped: set
+when it starts, cleared (under a lock the control thread's busy takes too) when it returns,
+before ipykernel publishes the request's idle, so the kernel never ends a cell saying busy.
 
 Comm messages that ipykernel handles on a subshell (its own thread, and its own busy and idle)
 are left as they are; so are messages on the main thread when no cell runs.
@@ -41,29 +42,14 @@ Handler = Callable[[Any, Any, Message], Any]
 
 
 class StatusKeeper:
-    """Knows the execute request of the cell that runs on the main thread, and publishes the
-    statuses of the comm messages handled meanwhile (see the module's docstring)."""
+    """Knows the execute request the main shell handles, and publishes the statuses of the
+    requests handled meanwhile (see the module's docstring)."""
 
     def __init__(self, kernel: Any) -> None:
         self.kernel = kernel
-        self.running: Message | None = None  # the execute request of the running cell
+        self.running: Message | None = None  # the execute request the main shell handles
         self.lock = threading.Lock()  # the control thread's busy comes before the cell's idle
         self.topic = f"kernel.{kernel.ident}.status".encode()  # as ipykernel's own statuses
-
-    def cell_started(self, info: Any = None) -> None:
-        """pre_run_cell: remember the cell's request (on the main thread: a subshell's cells
-        have their own statuses, and do not make the main shell's comm messages concurrent)."""
-        if threading.current_thread() is not threading.main_thread():
-            return
-        parent = self.kernel.get_parent("shell")
-        header = parent.get("header", {}) if isinstance(parent, dict) else {}
-        self.running = parent if header.get("msg_type") == "execute_request" else None
-
-    def cell_ended(self, result: Any = None) -> None:
-        """post_run_cell: the cell's own idle comes next, from ipykernel."""
-        if threading.current_thread() is threading.main_thread():
-            with self.lock:
-                self.running = None
 
     def busy_again(self, running: Message) -> None:
         """Say busy for the cell's request `running`, if it still runs."""
@@ -80,8 +66,29 @@ class StatusKeeper:
             ident=self.topic,
         )
 
-    def around(self, handler: Handler) -> Handler:
-        return CommStatus(self, handler)
+
+class ExecuteStatus:
+    """ipykernel's execute request handler, which tells the keeper which request the main
+    shell handles, from its start to its end: ipykernel publishes the request's idle after the
+    handler returned. A subshell's cells (on their threads) have their own statuses, and do not
+    make the main shell's comm messages wait."""
+
+    def __init__(self, keeper: StatusKeeper, handler: Handler) -> None:
+        self.keeper = keeper
+        self.handler = handler
+
+    async def __call__(self, stream: Any, ident: Any, msg: Message) -> Any:
+        main = threading.current_thread() is threading.main_thread()
+        if main:
+            with self.keeper.lock:
+                self.keeper.running = msg
+        try:
+            result = self.handler(stream, ident, msg)
+            return (await result) if inspect.isawaitable(result) else result
+        finally:
+            if main:
+                with self.keeper.lock:
+                    self.keeper.running = None
 
 
 class ControlStatus:
@@ -114,7 +121,8 @@ class CommStatus:
     def __call__(self, stream: Any, ident: Any, msg: Message) -> Any:
         running = self.keeper.running
         if running is None or threading.current_thread() is not threading.main_thread():
-            return self.handler(stream, ident, msg)  # ipykernel published its own statuses
+            return self.handler(stream, ident, msg)  # ipykernel publishes its own statuses
+        # On the main thread while it handles an execute request: beside it, without status.
         self.keeper.publish("busy", msg)
         try:
             result = self.handler(stream, ident, msg)
@@ -138,39 +146,32 @@ class CommStatus:
 
 
 def install(ipython: Any) -> None:
-    """Wrap the kernel's comm handlers and follow its cells; nothing outside a kernel."""
+    """Wrap the kernel's handlers (its execute, comm and control requests); nothing outside a
+    kernel, nor twice."""
     kernel = getattr(ipython, "kernel", None)
-    handlers = getattr(kernel, "shell_handlers", None)
-    if not isinstance(handlers, dict) or any(
-        isinstance(handlers.get(name), CommStatus) for name in COMM_MESSAGES
-    ):
+    shell = getattr(kernel, "shell_handlers", None)
+    control = getattr(kernel, "control_handlers", None)
+    if not isinstance(shell, dict) or isinstance(shell.get("execute_request"), ExecuteStatus):
         return
     keeper = StatusKeeper(kernel)
+    if "execute_request" in shell:
+        shell["execute_request"] = ExecuteStatus(keeper, shell["execute_request"])
     for name in COMM_MESSAGES:
-        if name in handlers:
-            handlers[name] = keeper.around(handlers[name])
-    control = getattr(kernel, "control_handlers", None)
+        if name in shell:
+            shell[name] = CommStatus(keeper, shell[name])
     if isinstance(control, dict):
         for name, handler in control.items():
             control[name] = ControlStatus(keeper, handler)
-    ipython.events.register("pre_run_cell", keeper.cell_started)
-    ipython.events.register("post_run_cell", keeper.cell_ended)
 
 
 def uninstall(ipython: Any) -> None:
-    handlers = getattr(getattr(ipython, "kernel", None), "shell_handlers", None)
-    if not isinstance(handlers, dict):
-        return
-    keepers = set()
-    control = getattr(ipython.kernel, "control_handlers", None)
-    for table in (handlers, control if isinstance(control, dict) else {}):
-        for name, wrapped in table.items():
-            if isinstance(wrapped, CommStatus | ControlStatus):
-                table[name] = wrapped.handler
-                keepers.add(wrapped.keeper)
-    for keeper in keepers:
-        events = ipython.events.callbacks
-        if keeper.cell_started in events["pre_run_cell"]:
-            ipython.events.unregister("pre_run_cell", keeper.cell_started)
-        if keeper.cell_ended in events["post_run_cell"]:
-            ipython.events.unregister("post_run_cell", keeper.cell_ended)
+    """Put ipykernel's handlers back (a cell that runs goes on with the keeper it started with)."""
+    kernel = getattr(ipython, "kernel", None)
+    for table in (
+        getattr(kernel, "shell_handlers", None),
+        getattr(kernel, "control_handlers", None),
+    ):
+        if isinstance(table, dict):
+            for name, wrapped in table.items():
+                if isinstance(wrapped, ExecuteStatus | CommStatus | ControlStatus):
+                    table[name] = wrapped.handler
