@@ -68,7 +68,8 @@ CLIENT_CAPABILITIES: dict[str, Any] = {
     },
 }
 
-#: `systemPrompt` on session/new, session/load and session/resume.
+#: `systemPrompt` on session/new, session/load and session/resume (and the unstable
+#: session/fork, whose request the SDK's schema has without it).
 SYSTEM_PROMPT: dict[str, Any] = {
     "type": ["object", "null"],
     "required": ["mode", "content"],

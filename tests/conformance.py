@@ -44,6 +44,7 @@ CLIENT_REQUESTS: dict[str, tuple[str, str]] = {
     methods.SESSION_LIST: ("ListSessionsRequest", "ListSessionsResponse"),
     methods.SESSION_CLOSE: ("CloseSessionRequest", "CloseSessionResponse"),
     methods.SESSION_DELETE: ("DeleteSessionRequest", "DeleteSessionResponse"),
+    methods.SESSION_FORK: ("ForkSessionRequest", "ForkSessionResponse"),  # unstable
     methods.SESSION_PROMPT: ("PromptRequest", "PromptResponse"),
     methods.SESSION_SET_MODE: ("SetSessionModeRequest", "SetSessionModeResponse"),
     methods.SESSION_SET_CONFIG_OPTION: (
@@ -259,7 +260,13 @@ def late_errors(schema: dict[str, Any], value: Any) -> list[str]:
     ]
 
 
-_SYSTEM_PROMPT_METHODS = {methods.SESSION_NEW, methods.SESSION_LOAD, methods.SESSION_RESUME}
+# session/fork takes one too (the Rust SDK's `ForkSessionRequest.system_prompt`, unstable).
+_SYSTEM_PROMPT_METHODS = {
+    methods.SESSION_NEW,
+    methods.SESSION_LOAD,
+    methods.SESSION_RESUME,
+    methods.SESSION_FORK,
+}
 
 
 def late_params_errors(method: str, msg: dict[str, Any]) -> list[str]:
@@ -343,6 +350,7 @@ _SESSION_METHOD_NEEDS = {
     methods.SESSION_LIST: "list",
     methods.SESSION_CLOSE: "close",
     methods.SESSION_DELETE: "delete",
+    methods.SESSION_FORK: "fork",
 }
 
 

@@ -285,10 +285,14 @@ class Client:
             ) from None
 
     async def open_new(
-        self, cwd: str, mcp_servers: list[dict[str, Any]], additional_directories: list[str]
+        self,
+        cwd: str,
+        mcp_servers: list[dict[str, Any]],
+        additional_directories: list[str],
+        system_prompt: str,
     ) -> tuple[str, dict[str, Any]]:
         """`session/new` (authenticating if needed): the id and the answer (see opening.py)."""
-        return await opening.open_new(self, cwd, mcp_servers, additional_directories)
+        return await opening.open_new(self, cwd, mcp_servers, additional_directories, system_prompt)
 
     @property
     def killed_for_cancel(self) -> bool:
@@ -326,10 +330,15 @@ class Client:
         *,
         mcp_servers: list[dict[str, Any]] | None = None,
         additional_directories: Sequence[str] = (),
+        system_prompt: str | None = None,
     ) -> Session:
         """`session/new`. The session's workspace (for fs and terminals) is `cwd` plus
-        `additional_directories`."""
-        return await opening.new_session(self, cwd, mcp_servers, additional_directories)
+        `additional_directories`. `system_prompt` ("": none) is sent in place of the
+        client's (`ClientOptions.system_prompt`), where the agent takes one; the session
+        re-sends it when it is reopened or forked."""
+        return await opening.new_session(
+            self, cwd, mcp_servers, additional_directories, system_prompt
+        )
 
     async def load_session(
         self,
@@ -338,10 +347,11 @@ class Client:
         *,
         mcp_servers: list[dict[str, Any]] | None = None,
         additional_directories: Sequence[str] = (),
+        system_prompt: str | None = None,
     ) -> Session:
         """`session/load`: the agent replays the conversation, which becomes `session.history`."""
         return await opening.load_session(
-            self, session_id, cwd, mcp_servers, additional_directories
+            self, session_id, cwd, mcp_servers, additional_directories, system_prompt
         )
 
     async def resume_session(
@@ -351,10 +361,27 @@ class Client:
         *,
         mcp_servers: list[dict[str, Any]] | None = None,
         additional_directories: Sequence[str] = (),
+        system_prompt: str | None = None,
     ) -> Session:
         """`session/resume`: continue a session without replaying it."""
         return await opening.resume_session(
-            self, session_id, cwd, mcp_servers, additional_directories
+            self, session_id, cwd, mcp_servers, additional_directories, system_prompt
+        )
+
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str | os.PathLike[str] | None = None,
+        *,
+        mcp_servers: list[dict[str, Any]] | None = None,
+        additional_directories: Sequence[str] = (),
+        system_prompt: str | None = None,
+    ) -> Session:
+        """`session/fork` (unstable; where the agent advertises `sessionCapabilities.fork`): a
+        new session that starts from the conversation of `session_id`, left as it was.
+        `session.snapshot()` makes such a point to fork from."""
+        return await opening.fork_session(
+            self, session_id, cwd, mcp_servers, additional_directories, system_prompt
         )
 
     async def list_sessions(

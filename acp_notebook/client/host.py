@@ -52,7 +52,11 @@ class SessionHost(AgentLink, Protocol):
     async def live_connection(self) -> Connection: ...
 
     async def open_new(
-        self, cwd: str, mcp_servers: list[dict[str, Any]], additional_directories: list[str]
+        self,
+        cwd: str,
+        mcp_servers: list[dict[str, Any]],
+        additional_directories: list[str],
+        system_prompt: str,
     ) -> tuple[str, dict[str, Any]]: ...
 
     async def authenticate(

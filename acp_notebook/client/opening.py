@@ -23,7 +23,7 @@ from ..protocol import methods
 from ..protocol.limits import bounded
 from .host import SessionHost
 from .mcp_config import mcp_secrets
-from .session import Session
+from .session import Session, setup_params
 
 log = logging.getLogger("acp_notebook")
 
@@ -54,29 +54,13 @@ def _servers(client: SessionHost, mcp_servers: list[dict[str, Any]] | None) -> l
     return servers
 
 
-def _params(
-    client: SessionHost,
-    session_id: str | None,
-    cwd: str,
-    servers: list[dict[str, Any]],
-    dirs: list[str],
-) -> dict[str, Any]:
-    params: dict[str, Any] = {"cwd": cwd, "mcpServers": servers}
-    if session_id is not None:
-        params = {"sessionId": session_id, **params}
-    if dirs:
-        params["additionalDirectories"] = dirs
-    prompt = system_prompt(client)
-    if prompt:  # re-sent on load and resume: the agent does not keep it (the spec)
-        params["systemPrompt"] = {"mode": "append", "content": [{"type": "text", "text": prompt}]}
-    return params
-
-
-def system_prompt(client: SessionHost) -> str:
-    """The instructions a session of this client is opened with: the client's, where the agent
-    takes them (`sessionCapabilities.systemPrompt`), else none."""
+def system_prompt(client: SessionHost, requested: str | None = None) -> str:
+    """The instructions a session of this client is opened with: `requested` (None: the
+    client's, `ClientOptions.system_prompt`), where the agent takes them
+    (`sessionCapabilities.systemPrompt`), else none."""
     takes = isinstance(client.session_capabilities.get("systemPrompt"), dict)
-    return client.options.system_prompt if takes else ""
+    text = client.options.system_prompt if requested is None else requested
+    return text if takes else ""
 
 
 async def open_new(
@@ -84,10 +68,13 @@ async def open_new(
     cwd: str,
     mcp_servers: list[dict[str, Any]],
     additional_directories: list[str],
+    prompt: str,
 ) -> tuple[str, dict[str, Any]]:
-    """`session/new`, authenticating first if the agent asks and an auth method is set;
-    returns the new id and the answer. Used by `new_session` and by a session reopening."""
-    params = _params(client, None, cwd, _servers(client, mcp_servers), additional_directories)
+    """`session/new` with the system prompt `prompt` ("": none), authenticating first if the
+    agent asks and an auth method is set; returns the new id and the answer. Used by
+    `new_session` and by a session reopening."""
+    servers = _servers(client, mcp_servers)
+    params = setup_params(None, cwd, servers, additional_directories, prompt)
     try:
         with client.registry.opening():
             response = await client.request(methods.SESSION_NEW, params)
@@ -131,9 +118,10 @@ def _adopt(
     cwd: str,
     dirs: list[str],
     servers: list[dict[str, Any]],
+    prompt: str,
     response: Any,
 ) -> Session:
-    session = Session(client, sid, cwd, dirs, servers)
+    session = Session(client, sid, cwd, dirs, servers, prompt)
     session.apply_answer(response)
     client.registry.register(session)
     return session
@@ -144,12 +132,14 @@ async def new_session(
     cwd: str | os.PathLike[str] | None,
     mcp_servers: list[dict[str, Any]] | None,
     additional_directories: Sequence[str],
+    requested_prompt: str | None = None,
 ) -> Session:
     path = _session_cwd(client, cwd)
     dirs = _directories(client, additional_directories)
     servers = _servers(client, mcp_servers)
-    sid, response = await open_new(client, path, servers, dirs)
-    return _adopt(client, sid, path, dirs, servers, response)
+    prompt = system_prompt(client, requested_prompt)
+    sid, response = await open_new(client, path, servers, dirs, prompt)
+    return _adopt(client, sid, path, dirs, servers, prompt, response)
 
 
 async def load_session(
@@ -158,19 +148,20 @@ async def load_session(
     cwd: str | os.PathLike[str] | None,
     mcp_servers: list[dict[str, Any]] | None,
     additional_directories: Sequence[str],
+    requested_prompt: str | None = None,
 ) -> Session:
     if not client.agent_capabilities.get("loadSession"):
         raise CapabilityError(f"{client.agent_name} cannot load sessions (no loadSession)")
     path = _session_cwd(client, cwd)
     dirs = _directories(client, additional_directories)
     servers = _servers(client, mcp_servers)
-    session = Session(client, session_id, path, dirs, servers)
+    session = Session(
+        client, session_id, path, dirs, servers, system_prompt(client, requested_prompt)
+    )
     session.begin_replay()
     client.registry.register(session)  # replayed updates arrive before the answer
     try:
-        response = await client.request(
-            methods.SESSION_LOAD, _params(client, session_id, path, servers, dirs)
-        )
+        response = await client.request(methods.SESSION_LOAD, session.setup_params(session_id))
     except BaseException:
         client.registry.forget(session)
         session.discard()
@@ -186,17 +177,70 @@ async def resume_session(
     cwd: str | os.PathLike[str] | None,
     mcp_servers: list[dict[str, Any]] | None,
     additional_directories: Sequence[str],
+    requested_prompt: str | None = None,
 ) -> Session:
     if client.session_capabilities.get("resume") is None:
         raise CapabilityError(f"{client.agent_name} cannot resume sessions")
+    return await _reopened(
+        client,
+        methods.SESSION_RESUME,
+        session_id,
+        cwd,
+        mcp_servers,
+        additional_directories,
+        requested_prompt,
+    )
+
+
+async def fork_session(
+    client: SessionHost,
+    session_id: str,
+    cwd: str | os.PathLike[str] | None,
+    mcp_servers: list[dict[str, Any]] | None,
+    additional_directories: Sequence[str],
+    requested_prompt: str | None = None,
+) -> Session:
+    """`session/fork` (unstable, `sessionCapabilities.fork`): a new session that starts from
+    the conversation of `session_id`, which is left as it was."""
+    if client.session_capabilities.get("fork") is None:
+        raise CapabilityError(f"{client.agent_name} cannot fork sessions")
+    return await _reopened(
+        client,
+        methods.SESSION_FORK,
+        session_id,
+        cwd,
+        mcp_servers,
+        additional_directories,
+        requested_prompt,
+    )
+
+
+async def _reopened(
+    client: SessionHost,
+    method: str,
+    session_id: str,
+    cwd: str | os.PathLike[str] | None,
+    mcp_servers: list[dict[str, Any]] | None,
+    additional_directories: Sequence[str],
+    requested_prompt: str | None,
+) -> Session:
+    """session/resume or session/fork of `session_id`: the session answered (a fork's id is
+    in its answer, a resumed one keeps its own)."""
     path = _session_cwd(client, cwd)
     dirs = _directories(client, additional_directories)
     servers = _servers(client, mcp_servers)
+    prompt = system_prompt(client, requested_prompt)
+    params = setup_params(session_id, path, servers, dirs, prompt)
     with client.registry.opening():
-        response = await client.request(
-            methods.SESSION_RESUME, _params(client, session_id, path, servers, dirs)
+        response = await client.request(method, params)
+    if method != methods.SESSION_FORK:
+        return _adopt(client, session_id, path, dirs, servers, prompt, response)
+    sid = obj(response).get("sessionId")
+    if not isinstance(sid, str) or not sid:
+        raise ProtocolError(
+            f"session/fork answered without a sessionId: {rpc.excerpt(repr(response))}"
         )
-    return _adopt(client, session_id, path, dirs, servers, response)
+    return _adopt(client, sid, path, dirs, servers, prompt, response)
 
 
 async def list_sessions(

@@ -53,6 +53,7 @@ class SessionRegistry(Generic[S]):
         self._orphans: dict[str, list[Any]] = {}
         self._orphan_room = [0, 0]  # updates, characters left
         self._opening = 0
+        self._ignored: dict[str, None] = {}  # ids the client forked and does not route (ignore)
         self.dropped_updates = 0
 
     def get(self, session_id: Any) -> S | None:
@@ -101,6 +102,8 @@ class SessionRegistry(Generic[S]):
         if not isinstance(sid, str):
             self._report(f"session/update without a sessionId: {rpc.excerpt(repr(params))}")
             return
+        if sid in self._ignored:
+            return  # a fork kept as a point to fork from: nobody shows what it says
         # Kept only while a session is being opened. At any other time nobody will ever take
         # them: drop and count (an agent inventing ids kept 400 MB).
         update = params.get("update")
@@ -155,6 +158,15 @@ class SessionRegistry(Generic[S]):
         if not self._opening:
             self._drop_orphans()
 
+    def ignore(self, session_id: str) -> None:
+        """Drop, quietly, the updates for `session_id` (held and to come): a session the client
+        opened but does not use (a fork kept as a point to fork from later). Bounded: the
+        oldest ids past `MAX_IGNORED` are forgotten (and their updates counted as dropped)."""
+        self._orphans.pop(session_id, None)
+        self._ignored[session_id] = None
+        while len(self._ignored) > MAX_IGNORED:
+            del self._ignored[next(iter(self._ignored))]
+
     def forget(self, session: S) -> None:
         if self._sessions.get(session.id) is session:
             del self._sessions[session.id]
@@ -171,6 +183,9 @@ class SessionRegistry(Generic[S]):
         """The session a subagent works for, None if `child_id` is no subagent's."""
         return self._children.get(child_id) if isinstance(child_id, str) else None
 
+
+#: Ids of forks kept as points (`ignore`) whose updates are dropped quietly.
+MAX_IGNORED = 1000
 
 #: Subagents routed, for all the sessions together (each session bounds its own, too).
 MAX_CHILDREN = 10_000

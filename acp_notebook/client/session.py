@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from ..errors import CapabilityError, ClientClosedError, RequestError
+from ..errors import CapabilityError, ClientClosedError, ProtocolError, RequestError
 from ..protocol import content, methods
 from ..protocol.costs import CostLimit
 from ..protocol.fold import SessionFold
@@ -42,6 +42,28 @@ log = logging.getLogger("acp_notebook")
 Subscriber = Callable[[Mutation], None]
 
 
+def setup_params(
+    session_id: str | None,
+    cwd: str,
+    mcp_servers: list[dict[str, Any]],
+    additional_directories: list[str],
+    system_prompt: str,
+) -> dict[str, Any]:
+    """The params of session/new (no `session_id`), load, resume and fork: the system prompt
+    is re-sent on each (the agent does not keep it, the spec says), "" sends none."""
+    params: dict[str, Any] = {"cwd": cwd, "mcpServers": mcp_servers}
+    if session_id is not None:
+        params = {"sessionId": session_id, **params}
+    if additional_directories:
+        params["additionalDirectories"] = additional_directories
+    if system_prompt:
+        params["systemPrompt"] = {
+            "mode": "append",
+            "content": [{"type": "text", "text": system_prompt}],
+        }
+    return params
+
+
 class Session:
     """An ACP session, from `client.new_session()`, `load_session()` or `resume_session()`.
 
@@ -58,6 +80,7 @@ class Session:
         cwd: str,
         additional_directories: list[str],
         mcp_servers: list[dict[str, Any]],
+        system_prompt: str = "",
     ) -> None:
         self._client = client
         self._id = session_id
@@ -65,6 +88,9 @@ class Session:
         self.cwd = cwd
         self.additional_directories = additional_directories
         self.mcp_servers = mcp_servers
+        #: The instructions the session was opened with (`systemPrompt`, append), re-sent when
+        #: it is reopened or forked; "" when none was sent.
+        self.system_prompt = system_prompt
         opts = client.options
         self._fold = SessionFold(limits=opts.limits)
         # A subagent the agent announces on this session: its updates and requests come here.
@@ -317,6 +343,35 @@ class Session:
             self._fold.facts.set_config_options(response.get("configOptions"))
         return self.config_options
 
+    def setup_params(self, session_id: str) -> dict[str, Any]:
+        """The params that reopen (load, resume) or fork `session_id` as this session was
+        opened: its workspace, MCP servers and system prompt."""
+        return setup_params(
+            session_id, self.cwd, self.mcp_servers, self.additional_directories, self.system_prompt
+        )
+
+    async def snapshot(self) -> str:
+        """`session/fork` of this session as it stands (unstable, `sessionCapabilities.fork`),
+        kept as a point to fork from later (`client.fork_session`): the fork's id. The client
+        neither routes nor keeps it open: its updates are dropped quietly, and it is closed at
+        once where the agent can close sessions (a fork is made from its saved conversation)."""
+        client = self._client
+        if client.session_capabilities.get("fork") is None:
+            raise CapabilityError(f"{client.agent_name} cannot fork sessions")
+        if self.running is not None:
+            raise CapabilityError("the session has a turn running: no point to fork from")
+        await self._ensure_live()
+        with client.registry.opening():
+            response = await client.request(methods.SESSION_FORK, self.setup_params(self._id))
+            sid = response.get("sessionId") if isinstance(response, dict) else None
+            if not isinstance(sid, str) or not sid:
+                raise ProtocolError(f"session/fork answered without a sessionId: {response!r:.200}")
+            client.registry.ignore(sid)
+        if client.session_capabilities.get("close") is not None:
+            with anyio.move_on_after(5), contextlib.suppress(RequestError):
+                await client.request(methods.SESSION_CLOSE, {"sessionId": sid})
+        return sid
+
     async def close(self) -> None:
         """End the session: cancel its turn, kill its terminals, `session/close` if supported."""
         if self._closed:
@@ -436,9 +491,7 @@ class Session:
         """Re-establish this session on a fresh agent process."""
         client = self._client
         old = self._id
-        base = {"sessionId": old, "cwd": self.cwd, "mcpServers": self.mcp_servers}
-        if self.additional_directories:
-            base["additionalDirectories"] = self.additional_directories
+        base = self.setup_params(old)
         response: Any = None
         try:
             if client.session_capabilities.get("resume") is not None:
@@ -453,7 +506,7 @@ class Session:
                 raise CapabilityError("no resume")
         except (CapabilityError, RequestError):
             new_id, response = await client.open_new(
-                self.cwd, self.mcp_servers, self.additional_directories
+                self.cwd, self.mcp_servers, self.additional_directories, self.system_prompt
             )
             self._id = new_id
             self._fold.add_error(

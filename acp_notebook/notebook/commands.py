@@ -14,7 +14,6 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from ..client import auth
-from ..client.opening import system_prompt
 from ..display import publish, views
 from ..display.views import Code, Doc, Value
 from ..errors import AcpError, CapabilityError
@@ -161,7 +160,7 @@ def _status_facts(entry: NamedSession) -> dict[str, Any]:
         "pid": client.pid,
         "mcp_servers": mcp_servers.status_lines(session),  # names, never env or header values
         # What the session was opened with, added to the agent's instructions ("": none).
-        "system_prompt": system_prompt(client),
+        "system_prompt": session.system_prompt,
         "turns": len(session.history),
         "running": session.running is not None,
     }

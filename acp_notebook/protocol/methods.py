@@ -42,6 +42,8 @@ SESSION_RESUME: Final = AGENT_METHODS["session_resume"]
 SESSION_LIST: Final = AGENT_METHODS["session_list"]
 SESSION_CLOSE: Final = AGENT_METHODS["session_close"]
 SESSION_DELETE: Final = AGENT_METHODS["session_delete"]
+#: Unstable (`sessionCapabilities.fork`): a new session from an existing one's conversation.
+SESSION_FORK: Final = AGENT_METHODS["session_fork"]
 SESSION_PROMPT: Final = AGENT_METHODS["session_prompt"]
 SESSION_CANCEL: Final = AGENT_METHODS["session_cancel"]
 SESSION_SET_MODE: Final = AGENT_METHODS["session_set_mode"]

@@ -600,6 +600,23 @@ async def system_prompt(client: Client, agent: Agent) -> None:
     await run_script(session, {"echo_system_prompt": True})
 
 
+@scenario(
+    "fork",
+    "echo_history",
+    flags=("--fork", "--close", "--system-prompt", "append"),
+    system_prompt="In a notebook.",
+    sends=(methods.SESSION_FORK,),
+)
+async def forks(client: Client, agent: Agent) -> None:
+    session = await client.new_session()
+    await run_script(session, {"say": "one"})
+    point = await session.snapshot()
+    await run_script(session, {"say": "two"})
+    fork = await client.fork_session(point, system_prompt=session.system_prompt)
+    result = await run_script(fork, {"echo_history": True})
+    assert result.text == "HISTORY " + json.dumps(['#script [{"say": "one"}]'])
+
+
 # Options of steps (not steps themselves) and of the client, named by the scenarios using them.
 OPTIONS_OF_STEPS = {"cancel_after", "quiet", "after_cancel", "auth_method"}
 

@@ -100,6 +100,7 @@ class Agent:
             "session/set_mode": (args.modes, self._set_mode),
             "session/set_config_option": (args.config_options, self._set_config_option),
             "logout": (args.logout, self._logout),
+            "session/fork": (args.fork, self._fork),
         }
         handlers.update({method: fn for method, (on, fn) in optional.items() if on})
         return handlers
@@ -315,6 +316,7 @@ class Agent:
                         ("close", args.close),
                         ("delete", args.delete),
                         ("additionalDirectories", args.additional_directories),
+                        ("fork", args.fork),
                     )
                     if flag
                 }
@@ -407,6 +409,22 @@ class Agent:
 
     def _resume(self, params: JsonObj) -> JsonObj:
         return self._session_state(self._open(params, mcp_required=False))
+
+    def _fork(self, params: JsonObj) -> JsonObj:
+        """session/fork: a new live session with a copy of the conversation so far (what load
+        would replay), its mode and config; the source is left as it was."""
+        self._require_auth()
+        source = self.store.find(str_param(params, "sessionId"))
+        cwd = abs_path_param(params, "cwd")
+        check_list_param(params, "mcpServers", required=False)
+        session = self.store.create(cwd)
+        session.history = self.store.history(source)
+        session.mode_id, session.config = source.mode_id, dict(source.config)
+        session.title = source.title
+        session.mcp_servers = list(params.get("mcpServers") or [])
+        late.take_system_prompt(self, session, params)
+        self.store.save(session)
+        return {"sessionId": session.session_id, **self._session_state(session)}
 
     def _list(self, params: JsonObj) -> JsonObj:
         if self.args.list_endless:

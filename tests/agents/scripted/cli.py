@@ -58,6 +58,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--close", action="store_true")
     parser.add_argument("--delete", action="store_true")
     parser.add_argument("--additional-directories", action="store_true")
+    parser.add_argument(
+        "--fork",
+        action="store_true",
+        help="serve session/fork (sessionCapabilities.fork): a copy of the conversation",
+    )
     parser.add_argument("--auth-required", action="store_true")
     parser.add_argument(
         "--auth-terminal",

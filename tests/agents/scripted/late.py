@@ -20,6 +20,8 @@ the step does what such an agent does instead (a legacy `plan`, a message, nothi
     {"plan_update": {"type": "items"|"markdown", "planId", ...}}
     {"plan_removed": "<planId>"}
     {"echo_system_prompt": true}             say the session's systemPrompt (`--system-prompt`)
+    {"echo_history": true}                   say the user messages of the session's conversation
+                                             before this turn (what a fork copied, `--fork`)
 """
 
 from __future__ import annotations
@@ -231,7 +233,19 @@ def _echo_system_prompt(turn: Turn, step: JsonObj) -> None:
     turn.emit(chunk_update("agent_message_chunk", "SYSTEM PROMPT " + got))
 
 
+def _echo_history(turn: Turn, step: JsonObj) -> None:
+    """The first line of each user message before this turn's, as JSON: what the agent knows."""
+    said = []
+    for update in turn.agent.store.history(turn.session):
+        content = update.get("content")
+        if update.get("sessionUpdate") == "user_message_chunk" and isinstance(content, dict):
+            said.append(str(content.get("text", "")).partition("\n")[0][:80])
+    before = said[: max(len(said) - len(turn.prompt), 0)]  # this turn's prompt is recorded too
+    turn.emit(chunk_update("agent_message_chunk", "HISTORY " + json.dumps(before)))
+
+
 STEPS: dict[str, Callable[[Turn, JsonObj], None]] = {
+    "echo_history": _echo_history,
     "echo_system_prompt": _echo_system_prompt,
     "subagent": _subagent,
     "subagent_update": _raw_subagent_update,
