@@ -78,6 +78,15 @@ class CellOptions:
         default=False,
         metadata=option("--new", action="store_true", help="start a new session for this name"),
     )
+    system_prompt: str | None = field(
+        default=None,
+        metadata=option(
+            "--system-prompt",
+            metavar="TEXT",
+            help="instructions added to the agent's own (append) when this cell opens the "
+            'session, in place of c.AcpNotebook.system_prompt; "" sends none',
+        ),
+    )
     mode: str | None = field(
         default=None, metadata=option("--mode", help="set the session mode first")
     )

@@ -15,7 +15,7 @@ import logging
 import os
 import signal
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -25,6 +25,7 @@ from ..client.session import Session
 from ..config import AgentSpec
 from ..display.masking import REDACTOR, install_log_mask
 from ..protocol.redact import secret_args, secret_values
+from .cell_forks import Story
 from .ledger import Ledger
 
 
@@ -108,7 +109,9 @@ class AgentHost:
 class NamedSession:
     name: str
     agent: str
-    session: Session
+    session: Session  # a cell run again on a fork of its point replaces it (`cell_forks`)
+    #: The cells whose turns make its conversation, with their fork points (`cell_forks.py`).
+    story: Story = field(default_factory=Story)
 
 
 class Runtime:
@@ -167,8 +170,10 @@ class Runtime:
             return None
         return entry
 
-    def add(self, name: str, agent: str, session: Session) -> NamedSession:
-        entry = self.sessions[name] = NamedSession(name, agent, session)
+    def add(
+        self, name: str, agent: str, session: Session, story: Story | None = None
+    ) -> NamedSession:
+        entry = self.sessions[name] = NamedSession(name, agent, session, story or Story())
         self.last_session = name
         return entry
 

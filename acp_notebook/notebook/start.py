@@ -17,6 +17,7 @@ import anyio
 from IPython.core.error import UsageError
 
 from ..client import auth
+from ..client.opening import system_prompt
 from ..client.session import Session
 from ..config import AgentSpec
 from ..display import publish, views
@@ -31,9 +32,11 @@ from ..errors import (
     TurnFailed,
     TurnInterrupted,
 )
-from . import mcp_servers
+from . import cell_forks, mcp_servers
+from .cell_forks import Story
 from .host import Host, Starting
 from .options import CellOptions
+from .replay import current_cell_id
 from .runtime import Runtime
 from .stored_sessions import Memory
 
@@ -119,6 +122,8 @@ async def start_shown(
 async def _session(
     host: Host, spec: AgentSpec, opts: CellOptions, client_options: dict[str, Any]
 ) -> Session:
+    """The cell's named session, opened if need be, then forked for this cell's turn
+    (`cell_forks.py`); its id and story remembered."""
     name = opts.session or spec.name
     try:
         memory = Memory.of(host.remember_sessions, host.user_ns)
@@ -126,9 +131,22 @@ async def _session(
         async def servers(client: Client) -> list[dict[str, Any]]:
             return await mcp_servers.session_servers(host, spec, client, opts)
 
-        return await open_session(
-            host.runtime, spec, name, opts.new, client_options, memory, servers
+        await open_session(
+            host.runtime,
+            spec,
+            name,
+            opts.new,
+            client_options,
+            memory,
+            servers,
+            opts.system_prompt,
         )
+        entry = host.runtime.sessions[name]
+        client = await host.runtime.client(spec, client_options)  # running: the same one
+        session = await cell_forks.turn_session(host.runtime, entry, client, current_cell_id())
+        if memory is not None:
+            memory.keep(host.runtime, session.client, spec.name, name, session, entry.story)
+        return session
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     except RequestTimeoutError:
@@ -145,10 +163,13 @@ async def open_session(
     client_options: dict[str, Any],
     memory: Memory | None = None,
     servers: Callable[[Client], Awaitable[list[dict[str, Any]]]] | None = None,
+    system_prompt: str | None = None,
 ) -> Session:
     """The named session: the kernel's, else (first use after a restart, `memory` given, not
     `new`) the stored one reopened, else a new one; with `memory`, its id is remembered.
-    `servers(client)` gives the `mcpServers` of a session opened here (see `mcp_servers`)."""
+    `servers(client)` gives the `mcpServers` of a session opened here (see `mcp_servers`),
+    `system_prompt` its instructions (None: the client's; a live session opened with other
+    ones is a usage error: they are given when a session opens)."""
     changed = runtime.changed_options(spec.name, client_options)
     if changed:
         # fs, terminal, protection and the like are fixed when the agent starts (they are
@@ -168,23 +189,50 @@ async def open_session(
             f"or close it with %agent close --session {name}"
         )
     if entry is not None and not new:
+        _same_prompt(entry.session, name, system_prompt)
         runtime.last_session = name
         if memory is not None:  # its id changes if a restarted agent could not resume it
-            memory.keep(runtime, entry.session.client, spec.name, name, entry.session)
+            memory.keep(runtime, entry.session.client, spec.name, name, entry.session, entry.story)
         return entry.session
     if entry is not None:
         await runtime.close_session(name)
     client = await runtime.client(spec, client_options)
+    _prompt_taken(runtime, client, spec.name, system_prompt)
     mcp = await servers(client) if servers is not None else []
-    session = None
+    session, story = None, Story()
     if memory is not None and not new:
-        session = await memory.open(runtime, client, spec.name, name, mcp)
+        session, story = await memory.open(runtime, client, spec.name, name, mcp, system_prompt)
     if session is None:
-        session = await client.new_session(mcp_servers=mcp)
+        session = await client.new_session(mcp_servers=mcp, system_prompt=system_prompt)
     if memory is not None:
-        memory.keep(runtime, client, spec.name, name, session)
-    runtime.add(name, spec.name, session)
+        memory.keep(runtime, client, spec.name, name, session, story)
+    runtime.add(name, spec.name, session, story)
     return session
+
+
+def _same_prompt(session: Session, name: str, requested: str | None) -> None:
+    """A live session keeps the system prompt it was opened with: another one is an error."""
+    if requested is None or system_prompt(session.client, requested) == session.system_prompt:
+        return
+    raise InvalidArgumentError(
+        f"session {name!r} was opened with another system prompt; add --new to open one with "
+        "this --system-prompt (the agent takes instructions only when a session opens)"
+    )
+
+
+def _prompt_taken(runtime: Runtime, client: Client, agent: str, requested: str | None) -> None:
+    """Say once when a --system-prompt cannot be sent: the agent takes none."""
+    if requested and not system_prompt(client, requested):
+        if runtime.first_time(f"no system prompt {agent}"):
+            publish.show(
+                views.message(
+                    "Agent ",
+                    Code(agent),
+                    " takes no system prompt (no sessionCapabilities.systemPrompt): "
+                    "--system-prompt is not sent.",
+                    mask=runtime.redactor.text,
+                )
+            )
 
 
 async def open_named(host: Host, spec: AgentSpec, name: str) -> Session:

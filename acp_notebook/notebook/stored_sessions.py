@@ -2,7 +2,8 @@
 
 The file maps (notebook, session name, agent name) to the agent's session id, so that the first
 use of a name after a restart can ask the agent to resume it (`session/resume`, else
-`session/load`). It is ours, but it sits in a directory the agent can write with its own tools:
+`session/load`), and to the session's story (its cells' fork points, `cell_forks.py`). It is
+ours, but it sits in a directory the agent can write with its own tools:
 it is read as hostile input. A file that is too large, not JSON, of the wrong shape, a symlink or
 not a regular file gives one clear warning and is started afresh; an entry that is not well
 formed is dropped. It never raises into a cell. Writes go to a temporary file (mode 0600,
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from ..display import publish, views
 from ..display.views import Code, Doc
 from ..errors import CapabilityError, ProtocolError, RequestError
+from .cell_forks import Story
 
 if TYPE_CHECKING:
     from ..client.client import Client
@@ -69,15 +71,19 @@ class Stored:
     agent: str
     session_id: str
     updated: float
+    story: tuple[tuple[str, str | None], ...] = ()  # (cell id, fork point), `Story.to_json`
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "notebook": self.notebook,
             "session": self.name,
             "agent": self.agent,
             "sessionId": self.session_id,
             "updated": self.updated,
         }
+        if self.story:
+            out["story"] = [list(point) for point in self.story]
+        return out
 
     @classmethod
     def from_json(cls, value: Any) -> Stored | None:
@@ -92,7 +98,12 @@ class Stored:
         if not isinstance(updated, int | float) or isinstance(updated, bool):
             updated = 0.0
         notebook, name, agent, sid = strings
-        return cls(notebook, name, agent, sid, float(updated))
+        story = Story.from_json(value.get("story")).to_json()
+        return cls(notebook, name, agent, sid, float(updated), _story(story))
+
+
+def _story(points: list[list[str | None]]) -> tuple[tuple[str, str | None], ...]:
+    return tuple((str(cell), sid) for cell, sid in points)
 
 
 def notebook_key(user_ns: Mapping[str, Any]) -> str:
@@ -141,18 +152,30 @@ class SessionStore:
         return [s for s in found if s is not None]
 
     def get(self, notebook: str, name: str, agent: str) -> str | None:
+        entry = self.find(notebook, name, agent)
+        return entry.session_id if entry is not None else None
+
+    def find(self, notebook: str, name: str, agent: str) -> Stored | None:
         for entry in self.entries():
             if (entry.notebook, entry.name, entry.agent) == (notebook, name, agent):
-                return entry.session_id
+                return entry
         return None
 
     def put(
-        self, notebook: str, name: str, agent: str, session_id: str, wait: float | None = None
+        self,
+        notebook: str,
+        name: str,
+        agent: str,
+        session_id: str,
+        wait: float | None = None,
+        story: tuple[tuple[str, str | None], ...] = (),
     ) -> None:
-        """Remember (or replace) the id of this name; the oldest entries go past the bound.
-        Waits at most `wait` seconds (None: `LOCK_WAIT`) for another process's lock; `busy`
-        says it was held all that time (and nothing was written)."""
-        entry = Stored(notebook, name[:MAX_FIELD], agent[:MAX_FIELD], session_id, time.time())
+        """Remember (or replace) the id (and story) of this name; the oldest entries go past
+        the bound. Waits at most `wait` seconds (None: `LOCK_WAIT`) for another process's lock;
+        `busy` says it was held all that time (and nothing was written)."""
+        entry = Stored(
+            notebook, name[:MAX_FIELD], agent[:MAX_FIELD], session_id, time.time(), story
+        )
         if not entry.session_id or len(entry.session_id) > MAX_FIELD:
             return  # an id we could not read back is not worth keeping
         key = (entry.notebook, entry.name, entry.agent)
@@ -277,9 +300,11 @@ class SessionStore:
         return fd
 
     def _write(self, entries: list[Stored]) -> None:
-        body = json.dumps(
-            {"version": _VERSION, "sessions": [e.to_json() for e in entries]}, indent=1
-        ).encode("utf-8")
+        body = _body(entries)
+        while len(body) > MAX_FILE_BYTES and len(entries) > 1:
+            # Never a file its reader refuses (stories make entries long): the oldest go.
+            entries = entries[: max(1, len(entries) * 3 // 4)]
+            body = _body(entries)
         tmp = f".sessions.{secrets.token_hex(8)}.tmp"
         folder = None
         try:
@@ -304,7 +329,17 @@ class SessionStore:
                 os.close(folder)
 
 
+def _body(entries: list[Stored]) -> bytes:
+    return json.dumps(
+        {"version": _VERSION, "sessions": [e.to_json() for e in entries]}, indent=1
+    ).encode("utf-8")
+
+
 # -- the kernel's side: resume a stored session on the first use of its name ------------------
+
+
+#: What one write remembers of a name: (notebook, name, agent, session id, story).
+_Entry = tuple[str, str, str, str, tuple[tuple[str, str | None], ...]]
 
 
 @dataclass
@@ -312,7 +347,7 @@ class _Kernel:
     """What one kernel (its `Runtime`) did with the file: names opened, ids written, warnings."""
 
     opened: set[tuple[str, str]] = field(default_factory=set)  # (agent, name)
-    written: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
+    written: dict[tuple[str, str, str, str], _Entry] = field(default_factory=dict)
     warned: set[str] = field(default_factory=set)
 
 
@@ -336,43 +371,53 @@ class Memory:
         agent: str,
         name: str,
         mcp_servers: list[dict[str, Any]] | None = None,
-    ) -> Session | None:
-        """The stored session of `name`, reopened (given `mcp_servers`), on its first use in this
-        kernel; else None (the caller starts a new one). Says in one line what happened."""
+        system_prompt: str | None = None,
+    ) -> tuple[Session | None, Story]:
+        """The stored session of `name`, reopened (given `mcp_servers` and `system_prompt`,
+        None: the client's), and its story, on its first use in this kernel; else None (the
+        caller starts a new one). Says in one line what happened."""
         kernel = _KERNELS.setdefault(runtime, _Kernel())
         if (agent, name) in kernel.opened:
-            return None
+            return None, Story()
         kernel.opened.add((agent, name))
         store = SessionStore(client.cwd)
-        session_id = store.get(self.notebook, name, agent)
+        stored = store.find(self.notebook, name, agent)
         self._warn(kernel, store)
-        if session_id is None:
-            return None
-        session, how = await _reopen(client, session_id, mcp_servers)
+        if stored is None:
+            return None, Story()
+        session, how = await _reopen(client, stored.session_id, mcp_servers, system_prompt)
         if how:
             publish.show(views.message(*how, mask=runtime.redactor.text))
-        return session
+        story = Story.from_json([list(point) for point in stored.story])
+        return session, story if session is not None else Story()
 
     def keep(
-        self, runtime: Runtime, client: SessionHost, agent: str, name: str, session: Session
+        self,
+        runtime: Runtime,
+        client: SessionHost,
+        agent: str,
+        name: str,
+        session: Session,
+        story: Story | None = None,
     ) -> None:
-        """Remember the session's id (written only when it changed)."""
+        """Remember the session's id and story (written only when they changed)."""
         kernel = _KERNELS.setdefault(runtime, _Kernel())
         kernel.opened.add((agent, name))
         key = (client.cwd, self.notebook, name, agent)
-        if kernel.written.get(key) == session.id:
+        entry = (self.notebook, name, agent, session.id, _story((story or Story()).to_json()))
+        if kernel.written.get(key) == entry:
             return
         store = SessionStore(client.cwd)
         # Never waited for on the kernel's loop: the wait held every turn, widget and request
         # of the kernel (2 s per new session while the agent, whose shell can reach the
         # workspace, held the lock). Tried once; if held (or writes are still queued, which
         # must stay in order), a thread waits for it.
-        if not _LATER.add(store, (self.notebook, name, agent, session.id)):
-            store.put(self.notebook, name, agent, session.id, wait=0)
+        if not _LATER.add(store, entry):
+            store.put(*entry[:4], wait=0, story=entry[4])
             if store.busy:
                 store.problems.clear()  # not a problem yet: written once the lock is free
-                _LATER.add(store, (self.notebook, name, agent, session.id), start=True)
-        kernel.written[key] = session.id
+                _LATER.add(store, entry, start=True)
+        kernel.written[key] = entry
         self._warn(kernel, store)
 
     @staticmethod
@@ -391,13 +436,11 @@ class _Later:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._queue: list[tuple[SessionStore, tuple[str, str, str, str]]] = []
+        self._queue: list[tuple[SessionStore, _Entry]] = []
         self._idle = threading.Event()
         self._idle.set()
 
-    def add(
-        self, store: SessionStore, entry: tuple[str, str, str, str], start: bool = False
-    ) -> bool:
+    def add(self, store: SessionStore, entry: _Entry, start: bool = False) -> bool:
         """Queue `entry` if writes are queued already, or with `start`; False if not queued."""
         with self._lock:
             if not self._queue and not start:
@@ -418,7 +461,7 @@ class _Later:
                     return
                 store, entry = self._queue[0]
             try:
-                store.put(*entry)
+                store.put(*entry[:4], story=entry[4])
             except Exception:  # never the thread's end: the queue behind it would stall
                 log.exception("acp_notebook: could not save %s", store.path)
             for problem in store.problems:
@@ -445,7 +488,10 @@ def short(session_id: str) -> str:
 
 
 async def _reopen(
-    client: Client, session_id: str, mcp_servers: list[dict[str, Any]] | None
+    client: Client,
+    session_id: str,
+    mcp_servers: list[dict[str, Any]] | None,
+    system_prompt: str | None,
 ) -> tuple[Session | None, list[Any]]:
     """Resume, else load, else nothing; the session (None: start anew) and what to say."""
     sid = Code(short(session_id))
@@ -457,9 +503,13 @@ async def _reopen(
         return None, []
     try:
         if resume:
-            session = await client.resume_session(session_id, mcp_servers=mcp_servers)
+            session = await client.resume_session(
+                session_id, mcp_servers=mcp_servers, system_prompt=system_prompt
+            )
             return session, ["Resumed session ", sid, f"{before}."]
-        session = await client.load_session(session_id, mcp_servers=mcp_servers)
+        session = await client.load_session(
+            session_id, mcp_servers=mcp_servers, system_prompt=system_prompt
+        )
     except (RequestError, CapabilityError, ProtocolError) as exc:
         # One sentence in the cell; the agent's answer is in the kernel's log and `%agent log`.
         log.debug("acp_notebook: could not reopen session %s: %s", session_id, exc)

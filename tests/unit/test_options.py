@@ -14,12 +14,12 @@ from acp_notebook.errors import HelpShown
 from acp_notebook.notebook.options import CellOptions, cell_parser, parse_cell_line
 
 # `%%agent --help` before the options were declared once, at 100 columns: kept word for word
-# (plus --schema and --max-cost, added since).
+# (plus --schema, --max-cost and --system-prompt, added since).
 HELP = """\
-usage: %%agent [-h] [--agent AGENT] [--session SESSION] [--new] [--mode MODE] [--config KEY=VALUE]
-               [--out NAME] [--background] [--timeout SECONDS] [--allow KINDS] [--deny KINDS]
-               [--with NAME] [--file PATH] [--error] [--cells N] [--mcp NAME] [--quiet]
-               [--schema NAME] [--max-cost USD] [--no-kernel-tools]
+usage: %%agent [-h] [--agent AGENT] [--session SESSION] [--new] [--system-prompt TEXT]
+               [--mode MODE] [--config KEY=VALUE] [--out NAME] [--background] [--timeout SECONDS]
+               [--allow KINDS] [--deny KINDS] [--with NAME] [--file PATH] [--error] [--cells N]
+               [--mcp NAME] [--quiet] [--schema NAME] [--max-cost USD] [--no-kernel-tools]
 
 Send the cell's body as a prompt to an ACP agent.
 
@@ -30,6 +30,8 @@ options:
   --session SESSION, -s SESSION
                         session name (default: one per agent)
   --new                 start a new session for this name
+  --system-prompt TEXT  instructions added to the agent's own (append) when this cell opens the
+                        session, in place of c.AcpNotebook.system_prompt; "" sends none
   --mode MODE           set the session mode first
   --config KEY=VALUE    set a session config option first (repeatable)
   --out NAME            also bind the turn result to NAME

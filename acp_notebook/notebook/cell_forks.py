@@ -1,0 +1,183 @@
+"""Forks per cell: a `%%agent` cell run again takes its earlier turn's place in the
+conversation, instead of adding a turn after everything said since.
+
+A named session's conversation is a story: the cells whose turns it holds, in order, each with
+its point, a fork (`session/fork`, unstable) of the conversation as it stood before that cell's
+turn. Before a cell's turn:
+
+- a cell not in the story (its first run, or a cell dropped from it) goes on at the end: the
+  session is forked as it stands (the cell's point), then prompted;
+- a cell in the story runs on a new fork of its point: the conversation as it stood before its
+  previous run. The cells after it leave the story (their turns are not in this conversation),
+  and the fork is the session from now on: the next cell, whichever it is, continues from it.
+
+So, as with variables in Jupyter, what counts is the order in which cells ran: re-run cell 2 of
+5, then cell 3, and cell 3's turn comes after the new cell 2 (cell 3 had left the story, so it
+goes on at the end); a notebook run again top to bottom gives each cell the same history it had
+the first time, the earlier cells' new turns in place of their old ones. An agent that cannot
+fork (no `sessionCapabilities.fork`) gets each turn appended, as before, and the cell says so
+once. The story keeps the last `MAX_POINTS` cells; it is stored with the session's id
+(`stored_sessions.py`) so that a kernel restarted on the same notebook keeps it.
+
+Cells are known by the id the front-end sends (`cellId`: JupyterLab and Notebook do); a cell
+run without one (nbclient, papermill) is appended.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
+
+from ..display import publish, views
+from ..display.views import Code
+from ..errors import CapabilityError, ProtocolError, RequestError
+
+if TYPE_CHECKING:
+    from ..client.client import Client
+    from ..client.session import Session
+    from ..protocol.redact import Redactor
+
+log = logging.getLogger("acp_notebook")
+
+#: Cells a session's story keeps (the oldest leave it: run again, they are appended).
+MAX_POINTS = 50
+#: Characters of a cell id or a point's session id that a story keeps (longer ones: none).
+MAX_ID = 200
+
+
+class Runtime(Protocol):
+    """What the cell's story needs of the kernel's runtime (`runtime.Runtime`): to say once."""
+
+    @property
+    def redactor(self) -> Redactor: ...
+
+    def first_time(self, notice: str) -> bool: ...
+
+
+class NamedSession(Protocol):
+    """A named session of the kernel (`runtime.NamedSession`), its story with it."""
+
+    agent: str
+    session: Session
+    story: Story
+
+
+@dataclass(frozen=True)
+class Point:
+    """A cell of the story and the fork made before its turn (None: none could be made)."""
+
+    cell: str
+    session_id: str | None
+
+
+class Story:
+    """The cells whose turns make a named session's conversation, in the order they ran."""
+
+    def __init__(self, points: Iterable[Point] = ()) -> None:
+        self.points = list(points)[-MAX_POINTS:]
+
+    def find(self, cell: str) -> int | None:
+        return next((i for i, p in enumerate(self.points) if p.cell == cell), None)
+
+    def rerun(self, at: int) -> None:
+        """The cell at `at` runs again from its point: those after it leave the story."""
+        del self.points[at + 1 :]
+
+    def append(self, cell: str, session_id: str | None) -> None:
+        """`cell`'s turn goes on at the end, `session_id` its point."""
+        self.points = [p for p in self.points if p.cell != cell]
+        self.points.append(Point(cell, session_id))
+        del self.points[:-MAX_POINTS]
+
+    def to_json(self) -> list[list[str | None]]:
+        return [[p.cell, p.session_id] for p in self.points]
+
+    @classmethod
+    def from_json(cls, value: Any) -> Story:
+        """A story read back (`sessions.json`, hostile): what is not well formed is left out."""
+        points = []
+        for item in value[-MAX_POINTS:] if isinstance(value, list) else []:
+            if not isinstance(item, list) or len(item) != 2:
+                continue
+            cell, sid = item
+            if _id(cell) and (sid is None or _id(sid)):
+                points.append(Point(cell, sid))
+        return cls(points)
+
+
+def _id(value: Any) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= MAX_ID
+
+
+async def turn_session(
+    runtime: Runtime, entry: NamedSession, client: Client, cell: str | None
+) -> Session:
+    """The session the turn of `cell` goes to: the named session (`entry`'s, of `client`),
+    forked first (its story updated), or a fork of the cell's point (the named session from
+    now on)."""
+    session = entry.session
+    if cell is None or not _id(cell):
+        return session
+    story = entry.story
+    at = story.find(cell)
+    if client.session_capabilities.get("fork") is None:
+        if at is not None:
+            _say_once(
+                runtime,
+                f"no fork {entry.agent}",
+                "Agent ",
+                Code(entry.agent),
+                " cannot fork sessions: this cell's new turn is added after the whole "
+                "conversation, its earlier turn stays in it.",
+            )
+        story.append(cell, None)
+        return session
+    if session.running is not None:  # a --background turn runs: this one queues behind it
+        story.append(cell, None)
+        return session
+    point = story.points[at].session_id if at is not None else None
+    if at is not None and point is not None:
+        try:
+            fork = await client.fork_session(
+                point,
+                session.cwd,
+                mcp_servers=session.mcp_servers,
+                additional_directories=session.additional_directories,
+                system_prompt=session.system_prompt,
+            )
+        except (RequestError, CapabilityError, ProtocolError) as exc:
+            _cannot_fork(runtime, entry, exc)
+        else:
+            story.rerun(at)
+            entry.session = fork
+            with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+                await session.close()  # the conversation it held is no longer the story
+            return fork
+    try:
+        snapshot: str | None = await session.snapshot()
+    except (RequestError, CapabilityError, ProtocolError) as exc:
+        _cannot_fork(runtime, entry, exc)
+        snapshot = None
+    story.append(cell, snapshot if snapshot is not None and _id(snapshot) else None)
+    return session
+
+
+def _cannot_fork(runtime: Runtime, entry: NamedSession, exc: Exception) -> None:
+    log.debug("acp_notebook: could not fork session %s: %s", entry.session.id, exc)
+    _say_once(
+        runtime,
+        f"fork failed {entry.agent}",
+        "Agent ",
+        Code(entry.agent),
+        " could not fork the session (`%agent log` has its answer): this cell's turn is "
+        "added after the whole conversation.",
+    )
+
+
+def _say_once(runtime: Runtime, key: str, *words: Any) -> None:
+    if runtime.first_time(key):
+        publish.show(views.message(*words, mask=runtime.redactor.text))
