@@ -26,6 +26,8 @@ from .wire import (
 )
 
 VERSION = "0.1.0"
+#: Closed sessions kept to fork from (a client forks the points it closed at once).
+MAX_CLOSED = 200
 
 
 class DemoAgent:
@@ -34,6 +36,8 @@ class DemoAgent:
     def __init__(self, wire: Wire, speed: float) -> None:
         self.wire, self.speed = wire, speed
         self.sessions: dict[str, Session] = {}
+        #: Closed sessions, which can still be forked (the newest `MAX_CLOSED`).
+        self.closed: dict[str, Session] = {}
         self.client_caps: JSON = {}
         self.threads: list[threading.Thread] = []
         self.handlers: dict[str, Callable[[Any, JSON], JSON | None]] = {
@@ -43,6 +47,7 @@ class DemoAgent:
             methods.SESSION_RESUME: self.resume_session,
             methods.SESSION_LIST: self.list_sessions,
             methods.SESSION_CLOSE: self.close_session,
+            methods.SESSION_FORK: self.fork_session,
             methods.SESSION_SET_MODE: self.set_mode,
             methods.SESSION_SET_CONFIG_OPTION: self.set_config_option,
             methods.SESSION_PROMPT: self.prompt,
@@ -145,17 +150,39 @@ class DemoAgent:
             "agentCapabilities": {
                 "loadSession": True,
                 "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-                "sessionCapabilities": {"list": {}, "resume": {}, "close": {}},
+                "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "fork": {}},
             },
             "authMethods": [],
         }
 
     def new_session(self, request_id: Any, params: JSON) -> None:
+        self.opened(request_id, self.created(params))
+
+    def fork_session(self, request_id: Any, params: JSON) -> None:
+        """session/fork (unstable): a new session with the conversation of a live or closed
+        one, which is left as it was."""
+        sid = str(params.get("sessionId"))
+        source = self.sessions.get(sid) or self.closed.get(sid)
+        if source is None:
+            self.session(params)  # raises: unknown session
+            return
+        session = self.created(params)
+        session.history = list(source.history)
+        session.mode, session.config = source.mode, dict(source.config)
+        session.title, session.named, session.turns = source.title, source.named, source.turns
+        session.used, session.cost = source.used, source.cost
+        self.opened(request_id, session)
+
+    def created(self, params: JSON) -> Session:
         cwd = params.get("cwd")
         if not isinstance(cwd, str) or not cwd:
             raise RpcError(INVALID_PARAMS, "cwd is required (an absolute path)")
         session = Session("demo-" + os.urandom(6).hex(), os.path.abspath(cwd))
         self.sessions[session.id] = session
+        return session
+
+    def opened(self, request_id: Any, session: Session) -> None:
+        """Answer session/new or session/fork, then say the session's commands and title."""
         self.wire.respond(
             request_id,
             {
@@ -223,6 +250,10 @@ class DemoAgent:
         session = self.sessions.pop(str(params.get("sessionId")), None)
         if session is not None and session.turn is not None:
             session.turn.cancel()  # the turn still answers its prompt with "cancelled"
+        if session is not None:  # its conversation stays, to fork from
+            self.closed[session.id] = session
+            while len(self.closed) > MAX_CLOSED:
+                del self.closed[next(iter(self.closed))]
         return {}
 
     def set_mode(self, request_id: Any, params: JSON) -> JSON:

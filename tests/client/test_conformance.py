@@ -744,6 +744,9 @@ async def drive_demo(client: Client, cwd: Path) -> None:
     await watcher.wait_for(lambda m: isinstance(m, PartUpdated))
     await session.stop()
     await client.list_sessions()
+    point = await session.snapshot()  # a fork, closed at once: the demo agent keeps it to fork
+    forked = await client.fork_session(point)
+    assert len(forked.history) == 0 and (await (await forked.prompt("forked")).finished).success
     # The demo agent forgets a session it closes: load and resume one still open here.
     loaded = await client.load_session(session.id)
     resumed = await client.resume_session(loaded.id)

@@ -169,7 +169,7 @@ def test_initialize_and_new_session(spawn: Callable[..., DemoPipe], tmp_path: Pa
     caps = result["agentCapabilities"]
     assert caps["loadSession"] is True
     assert caps["promptCapabilities"] == {"image": True, "embeddedContext": True, "audio": False}
-    assert caps["sessionCapabilities"] == {"list": {}, "resume": {}, "close": {}}
+    assert caps["sessionCapabilities"] == {"list": {}, "resume": {}, "close": {}, "fork": {}}
     assert result["authMethods"] == []
 
     session, notes = agent.new_session(tmp_path)
@@ -475,3 +475,27 @@ def test_startup_is_fast(spawn: Callable[..., DemoPipe]) -> None:
     cpu = (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
     assert cpu < 0.5, cpu
     assert agent.close() == 0
+
+
+def test_a_fork_has_the_conversation_so_far(spawn: Callable[..., DemoPipe], tmp_path: Path) -> None:
+    agent = spawn()
+    assert agent.initialize()["agentCapabilities"]["sessionCapabilities"]["fork"] == {}
+    result, _ = agent.new_session(tmp_path)
+    session_id = result["sessionId"]
+    agent.call("session/set_mode", {"sessionId": session_id, "modeId": "ask"})  # no edit
+    agent.until_response(agent.prompt(session_id, "What does main do?"))
+    params = {"sessionId": session_id, "cwd": str(tmp_path), "mcpServers": []}
+    assert agent.call("session/close", {"sessionId": session_id})[0]["result"] == {}
+    response, _ = agent.call("session/fork", params)  # a closed session forks too
+    fork = response["result"]["sessionId"]
+    assert fork != session_id and response["result"]["modes"]["currentModeId"] == "ask"
+    after = updates([agent.recv(), agent.recv()])  # as after session/new
+    assert [u["sessionUpdate"] for u in after] == [
+        "available_commands_update",
+        "session_info_update",
+    ]
+    _, replayed = agent.call("session/load", {**params, "sessionId": fork})
+    said = [u["content"].get("text") for u in updates(replayed) if "content" in u]
+    assert said[0] == "What does main do?" and len(said) == 2
+    response, _ = agent.call("session/fork", {**params, "sessionId": "demo-unknown"})
+    assert response["error"]["code"] == -32002
