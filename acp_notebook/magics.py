@@ -87,6 +87,12 @@ class AcpNotebook(Magics):
         help="Keep named sessions' ids in .acp_notebook/sessions.json in the workspace, and "
         "resume them after a kernel restart.",
     ).tag(config=True)
+    fork_cells = Bool(
+        True,
+        help="Run a %%agent cell run again on a fork of the conversation as it stood before its "
+        "previous run, where the agent can fork sessions (one fork per turn); False adds every "
+        "turn at the end.",
+    ).tag(config=True)
     max_retries = Int(5, help="Retries of a turn that fails before any output.").tag(config=True)
     log_file = Unicode(
         "",

@@ -90,6 +90,10 @@ class Host(Protocol):
         after a kernel restart."""
 
     @property
+    def fork_cells(self) -> bool:
+        """Whether a cell run again runs on a fork of its turn's point (`cell_forks.py`)."""
+
+    @property
     def permission_timeout(self) -> float:
         """Seconds a permission request waits for a click (0: no limit)."""
 

@@ -143,7 +143,8 @@ async def _session(
         )
         entry = host.runtime.sessions[name]
         client = await host.runtime.client(spec, client_options)  # running: the same one
-        session = await cell_forks.turn_session(host.runtime, entry, client, current_cell_id())
+        cell = current_cell_id() if host.fork_cells else None
+        session = await cell_forks.turn_session(host.runtime, entry, client, cell)
         if memory is not None:
             memory.keep(host.runtime, session.client, spec.name, name, session, entry.story)
         return session

@@ -76,7 +76,14 @@ def label_of(line: str) -> str:
 
 
 def forking(tmp_path: Path, *flags: str) -> str:
-    return scripted("--fork", "--close", "--state-dir", str(tmp_path / "state"), *flags)
+    state, record = str(tmp_path / "state"), str(tmp_path / "record.jsonl")
+    return scripted("--fork", "--close", "--state-dir", state, "--record", record, *flags)
+
+
+def sent(tmp_path: Path, method: str) -> list[dict[str, Any]]:
+    """What the kernels' clients sent the agent (its --record file), by method."""
+    lines = (tmp_path / "record.jsonl").read_text().splitlines()
+    return [m for m in map(json.loads, lines) if m.get("method") == method]
 
 
 def test_a_cell_run_again_replaces_its_turn_and_order_of_runs_counts(tmp_path: Path) -> None:
@@ -96,6 +103,8 @@ def test_a_cell_run_again_replaces_its_turn_and_order_of_runs_counts(tmp_path: P
         # A new cell goes on at the end.
         assert cells.run("c4", "four") == ["one", "TWO", "three"]
     assert not any("fork" in shown for shown in cells.shown)
+    # A fork per turn: a point before each of the 9 turns, or a fork of one (5 runs again).
+    assert len(sent(tmp_path, "session/fork")) == 9
 
 
 def test_an_agent_that_cannot_fork_appends_and_says_so_once(tmp_path: Path) -> None:
@@ -108,6 +117,17 @@ def test_an_agent_that_cannot_fork_appends_and_says_so_once(tmp_path: Path) -> N
         assert cells.run("c2", "two") == ["one", "two", "one"]
     said = [s for s in cells.shown if "cannot fork" in s]
     assert len(said) == 1 and "added after the whole conversation" in said[0]
+
+
+def test_forks_per_cell_can_be_turned_off(tmp_path: Path) -> None:
+    with kernel(tmp_path) as kc:
+        status, _ = run_with_id(kc, "%config AcpNotebook.fork_cells = False", "config")
+        assert status == "ok"
+        cells = Cells(kc, forking(tmp_path))
+        assert cells.run("c1", "one") == []
+        assert cells.run("c1", "one") == ["one"]  # added at the end, as asked: nothing said
+    assert not any("fork" in s for s in cells.shown)
+    assert sent(tmp_path, "session/fork") == []
 
 
 def test_the_story_outlives_a_kernel_restart(tmp_path: Path) -> None:
