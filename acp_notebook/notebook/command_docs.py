@@ -77,17 +77,30 @@ def status_doc(facts: dict[str, Any], mask: Callable[[str], str] = str) -> Doc:
         _more(doc, commands, "commands")
     servers = _list_of(facts.get("mcp_servers"))
     doc.item("MCP servers: ", *(_joined([Code(s) for s in servers]) if servers else ["none"]))
+    _how_it_goes_on(doc, facts)
+    return doc
+
+
+def _how_it_goes_on(doc: Doc, facts: dict[str, Any]) -> None:
+    """The status's last items: the system prompt, what a cell run again does, the turns."""
     prompt = facts.get("system_prompt")
     doc.item(
         "system prompt: ",
         *(["appended: ", Value(prompt)] if isinstance(prompt, str) and prompt else ["none"]),
     )
+    if "forks" in facts:
+        story = facts.get("story")
+        doc.item(
+            "cells run again: ",
+            f"take their turn's place (forks; {story} cells in the story)"
+            if facts.get("forks") is True
+            else "added at the end (the agent cannot fork)",
+        )
     doc.item(
         "turns: ",
         Value(facts.get("turns")),
         " (one running)" if facts.get("running") is True else "",
     )
-    return doc
 
 
 def _usage_pieces(usage: dict[Any, Any]) -> list[Any]:

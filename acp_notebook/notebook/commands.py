@@ -161,6 +161,9 @@ def _status_facts(entry: NamedSession) -> dict[str, Any]:
         "mcp_servers": mcp_servers.status_lines(session),  # names, never env or header values
         # What the session was opened with, added to the agent's instructions ("": none).
         "system_prompt": session.system_prompt,
+        # Forks per cell (cell_forks.py): whether the agent forks, the cells of the story.
+        "forks": client.session_capabilities.get("fork") is not None,
+        "story": len(entry.story.points),
         "turns": len(session.history),
         "running": session.running is not None,
     }

@@ -162,3 +162,13 @@ def test_status_says_what_system_prompt_the_session_was_opened_with() -> None:
     assert "system prompt: appended: In a <b>notebook</b>." in shown["text/plain"]
     assert "<b>notebook" not in shown["text/html"]
     assert "system prompt: none" in status_doc({"session": "s"}).bundle()["text/plain"]
+
+
+def test_status_says_what_a_cell_run_again_does() -> None:
+    from acp_notebook.notebook.command_docs import status_doc
+
+    forks = status_doc({"session": "s", "forks": True, "story": 3}).bundle()["text/plain"]
+    assert "cells run again: take their turn's place (forks; 3 cells in the story)" in forks
+    plain = status_doc({"session": "s", "forks": False, "story": 0}).bundle()["text/plain"]
+    assert "cells run again: added at the end (the agent cannot fork)" in plain
+    assert "cells run again" not in status_doc({"session": "s"}).bundle()["text/plain"]
