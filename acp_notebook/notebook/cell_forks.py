@@ -17,7 +17,8 @@ goes on at the end); a notebook run again top to bottom gives each cell the same
 the first time, the earlier cells' new turns in place of their old ones. An agent that cannot
 fork (no `sessionCapabilities.fork`) gets each turn appended, as before, and the cell says so
 once. The story keeps the last `MAX_POINTS` cells; it is stored with the session's id
-(`stored_sessions.py`) so that a kernel restarted on the same notebook keeps it.
+(`stored_sessions.py`) so that a kernel restarted on the same notebook keeps it. A point that
+leaves the story is deleted where the agent can delete sessions: nothing forks from it again.
 
 Cells are known by the id the front-end sends (`cellId`: JupyterLab and Notebook do); a cell
 run without one (nbclient, papermill) is appended.
@@ -83,15 +84,22 @@ class Story:
     def find(self, cell: str) -> int | None:
         return next((i for i, p in enumerate(self.points) if p.cell == cell), None)
 
-    def rerun(self, at: int) -> None:
-        """The cell at `at` runs again from its point: those after it leave the story."""
+    def rerun(self, at: int) -> list[str]:
+        """The cell at `at` runs again from its point: those after it leave the story. Returns
+        the points that left with them (no cell can fork from them any more)."""
+        gone = self.points[at + 1 :]
         del self.points[at + 1 :]
+        return _ids(gone)
 
-    def append(self, cell: str, session_id: str | None) -> None:
-        """`cell`'s turn goes on at the end, `session_id` its point."""
+    def append(self, cell: str, session_id: str | None) -> list[str]:
+        """`cell`'s turn goes on at the end, `session_id` its point. Returns the points that
+        left the story: the cell's earlier one, the oldest past the bound."""
+        gone = [p for p in self.points if p.cell == cell]
         self.points = [p for p in self.points if p.cell != cell]
         self.points.append(Point(cell, session_id))
+        gone += self.points[:-MAX_POINTS]
         del self.points[:-MAX_POINTS]
+        return _ids(gone)
 
     def to_json(self) -> list[list[str | None]]:
         return [[p.cell, p.session_id] for p in self.points]
@@ -107,6 +115,10 @@ class Story:
             if _id(cell) and (sid is None or _id(sid)):
                 points.append(Point(cell, sid))
         return cls(points)
+
+
+def _ids(points: list[Point]) -> list[str]:
+    return [p.session_id for p in points if p.session_id is not None]
 
 
 def _id(value: Any) -> bool:
@@ -137,7 +149,9 @@ async def turn_session(
         story.append(cell, None)
         return session
     if session.running is not None:  # a --background turn runs: this one queues behind it
-        story.append(cell, None)
+        gone = story.append(cell, None)
+        with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+            await _forget(client, gone)
         return session
     point = story.points[at].session_id if at is not None else None
     if at is not None and point is not None:
@@ -152,18 +166,34 @@ async def turn_session(
         except (RequestError, CapabilityError, ProtocolError) as exc:
             _cannot_fork(runtime, entry, exc)
         else:
-            story.rerun(at)
+            gone = story.rerun(at)
             entry.session = fork
             with anyio.CancelScope(shield=True), anyio.move_on_after(10):
                 await session.close()  # the conversation it held is no longer the story
+                await _forget(client, gone)
             return fork
     try:
         snapshot: str | None = await session.snapshot()
     except (RequestError, CapabilityError, ProtocolError) as exc:
         _cannot_fork(runtime, entry, exc)
         snapshot = None
-    story.append(cell, snapshot if snapshot is not None and _id(snapshot) else None)
+    gone = story.append(cell, snapshot if snapshot is not None and _id(snapshot) else None)
+    with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+        await _forget(client, gone)
     return session
+
+
+async def _forget(client: Client, points: list[str]) -> None:
+    """Delete the forks no cell can fork from any more, where the agent deletes sessions
+    (`session/delete`): they are ours, made for the story, and would fill the agent's list of
+    sessions, one per turn. Best effort: a point the agent cannot delete stays."""
+    if client.session_capabilities.get("delete") is None:
+        return
+    for point in points:
+        try:
+            await client.delete_session(point)
+        except (RequestError, CapabilityError, ProtocolError) as exc:
+            log.debug("acp_notebook: could not delete fork %s: %s", point, exc)
 
 
 def _cannot_fork(runtime: Runtime, entry: NamedSession, exc: Exception) -> None:

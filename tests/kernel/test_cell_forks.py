@@ -88,7 +88,7 @@ def sent(tmp_path: Path, method: str) -> list[dict[str, Any]]:
 
 def test_a_cell_run_again_replaces_its_turn_and_order_of_runs_counts(tmp_path: Path) -> None:
     with kernel(tmp_path) as kc:
-        cells = Cells(kc, forking(tmp_path))
+        cells = Cells(kc, forking(tmp_path, "--delete"))
         assert cells.run("c1", "one") == []
         assert cells.run("c2", "two") == ["one"]
         assert cells.run("c3", "three") == ["one", "two"]
@@ -104,7 +104,12 @@ def test_a_cell_run_again_replaces_its_turn_and_order_of_runs_counts(tmp_path: P
         assert cells.run("c4", "four") == ["one", "TWO", "three"]
     assert not any("fork" in shown for shown in cells.shown)
     # A fork per turn: a point before each of the 9 turns, or a fork of one (5 runs again).
-    assert len(sent(tmp_path, "session/fork")) == 9
+    forks = sent(tmp_path, "session/fork")
+    assert len(forks) == 9
+    # The points that left the story (c3's when c2 ran again, then c2's and c3's when c1
+    # did) were deleted; those of the story's cells were not.
+    deleted = [m["params"]["sessionId"] for m in sent(tmp_path, "session/delete")]
+    assert len(deleted) == 3 and len(set(deleted)) == 3
 
 
 def test_an_agent_that_cannot_fork_appends_and_says_so_once(tmp_path: Path) -> None:

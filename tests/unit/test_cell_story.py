@@ -24,22 +24,22 @@ def test_a_rerun_cuts_the_story_after_the_cell_and_keeps_its_point() -> None:
         story.append(cell, f"p-{cell}")
     at = story.find("c2")
     assert at == 1
-    story.rerun(at)
+    assert story.rerun(at) == ["p-c3"]  # the points that left: nothing forks from them again
     assert story.points == [Point("c1", "p-c1"), Point("c2", "p-c2")]
-    story.append("c3", "p-c3'")  # c3 left the story: it goes on at the end, after the new c2
+    assert story.append("c3", "p-c3'") == []  # c3 left the story: it goes on at the end
     assert cells(story) == ["c1", "c2", "c3"] and story.points[2].session_id == "p-c3'"
 
 
 def test_a_cell_appended_again_leaves_its_old_place() -> None:
-    story = Story([Point("a", "1"), Point("b", None), Point("c", "3")])
-    story.append("b", "4")
+    story = Story([Point("a", "1"), Point("b", "2"), Point("c", "3")])
+    assert story.append("b", "4") == ["2"]
     assert story.points == [Point("a", "1"), Point("c", "3"), Point("b", "4")]
 
 
 def test_the_story_keeps_the_newest_cells() -> None:
     story = Story()
-    for i in range(MAX_POINTS + 7):
-        story.append(f"c{i}", f"p{i}")
+    gone = [p for i in range(MAX_POINTS + 7) for p in story.append(f"c{i}", f"p{i}")]
+    assert gone == [f"p{i}" for i in range(7)]
     assert len(story.points) == MAX_POINTS
     assert story.points[0].cell == "c7" and story.find("c0") is None
 
