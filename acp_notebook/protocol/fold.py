@@ -573,6 +573,9 @@ _HANDLERS: dict[str, Callable[[SessionFold, dict[str, Any]], None]] = {
     "tool_call": SessionFold._tool_call,
     "tool_call_update": SessionFold._tool_call_update,
     "subagent_update": lambda fold, u: fold.children.announce(u),
+    # An older adapter's draft (2026-08) of the same: mapped to it (`subagents.from_draft`).
+    "subagent_spawned": lambda fold, u: fold.children.announce(subagents.from_draft(u)),
+    "subagent_state_update": lambda fold, u: fold.children.announce(subagents.from_draft(u)),
     "available_commands_update": lambda fold, u: fold.facts.commands_update(u),
     "current_mode_update": lambda fold, u: fold.facts.mode_update(u),
     "config_option_update": lambda fold, u: fold.facts.config_update(u),

@@ -296,6 +296,40 @@ def patch(part: SubagentPart, update: dict[str, Any]) -> None:
             part.stop_reason = reason[:40] if type(reason) is str else None
 
 
+#: The draft's terminal states (`subagent_state_update`) as the stable `state` says them.
+_DRAFT_STATES = {"completed": "end_turn", "failed": "error", "cancelled": "cancelled"}
+
+
+def from_draft(update: dict[str, Any]) -> dict[str, Any]:
+    """The `subagent_update` that says what an older adapter's draft update says.
+
+    The draft of 2026-08 (schema.unstable.json, before the RFD's rework into one upsert) had
+    `subagent_spawned` (`subagentSessionId`, `name`, `task`, `capabilities: {cancel: bool,
+    close: bool}`) and `subagent_state_update` (`subagentSessionId`, `state`: completed, failed
+    or cancelled). Both name the child the same way, so the child's own updates route to its
+    card as a stable one's do. Anything else is `NotFolded` (kept as a raw part)."""
+    child_id = update.get("subagentSessionId")
+    if type(child_id) is not str or not child_id:
+        raise NotFolded("subagentSessionId must be a session id")
+    out: dict[str, Any] = {"sessionUpdate": "subagent_update", "sessionId": child_id}
+    if update.get("sessionUpdate") == "subagent_state_update":
+        reason = _DRAFT_STATES.get(update.get("state"))  # type: ignore[arg-type]
+        if reason is None:
+            raise NotFolded("state must be completed, failed or cancelled")
+        out["state"] = {"state": "idle", "stopReason": reason}
+        return out
+    name, task = update.get("name"), update.get("task")
+    if type(name) is str:
+        out["title"] = name
+    if type(task) is str:
+        out["description"] = task
+    caps = update.get("capabilities")
+    if isinstance(caps, dict):
+        out["capabilities"] = {"cancel": {}} if caps.get("cancel") is True else None
+    out["state"] = {"state": "running"}
+    return out
+
+
 def _opt(value: Any, limit: int, old: str | None) -> str | None:
     if value is None:
         return None

@@ -237,3 +237,48 @@ async def test_the_system_prompt_goes_where_the_agent_takes_one(agent: Agent) ->
     assert [p.get("systemPrompt") for p in news] == [prompt, None, None]
     (load,) = agent.sent("session/load")
     assert load["params"]["systemPrompt"] == prompt  # re-sent: the agent does not keep it
+
+
+async def test_an_older_adapters_draft_subagent_is_a_card(agent: Agent) -> None:
+    """The draft of 2026-08 (`subagent_spawned`, `subagent_state_update`): the same card, and
+    the child's updates are routed to it, as a stable `subagent_update`'s."""
+    spawned = {
+        "sessionUpdate": "subagent_spawned",
+        "subagentSessionId": "old-kid",
+        "name": "Investigator <b>",
+        "task": "Find the failing test",
+        "capabilities": {"cancel": True, "close": True},
+    }
+    said = {
+        "update": {
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": "Found it."},
+        },
+        "session_id": "old-kid",
+    }
+    done = {
+        "sessionUpdate": "subagent_state_update",
+        "subagentSessionId": "old-kid",
+        "state": "failed",
+    }
+    bad = {"sessionUpdate": "subagent_state_update", "subagentSessionId": "old-kid", "state": "?"}
+    async with agent.session(bound=30) as session:
+        result = await run_script(
+            session, {"update": spawned}, said, {"update": done}, {"update": bad}
+        )
+    (kid,) = result.subagents
+    assert (kid.title, kid.description, kid.text) == (
+        "Investigator <b>",
+        "Find the failing test",
+        "Found it.",
+    )
+    assert (kid.state, kid.stop_reason) == ("idle", "error")
+    (card,) = [p for p in result.parts if isinstance(p, SubagentPart)]
+    assert card.can_cancel
+    # A state the draft did not have: kept as a raw part, not taken as an end.
+    raws = [p for p in result.parts if p.kind == "raw"]
+    assert [r.kind for r in raws] == ["raw"] and "completed, failed or cancelled" in str(
+        raws[0].to_json()
+    )
+    text = render_bundle(result.to_json())["text/plain"]
+    assert "Investigator <b>" in text and "subagent_spawned" not in text
