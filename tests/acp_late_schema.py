@@ -1,7 +1,7 @@
 """JSON schema, written by hand from the spec, for what ACP v1 stabilized after the SDK the
 project pins (0.12.1, schema of 2026-08): subagents (2026-11-20), plan operations (2026-11-20),
-session notices and compaction (2026-10-09), the tool call's `name` (2026-09-17) and the client
-system prompt (2026-11-06).
+session notices and compaction (2026-10-09), the tool call's `name` (2026-09-17), the client
+system prompt (2026-11-06), and the unstable prompt suggestions.
 
 Sources: the announcements of those dates on agentclientprotocol.com, the v1 pages they link
 (`protocol/v1/subagents`, `agent-plan#plan-operations`, `prompt-turn#session-notices`,
@@ -63,7 +63,11 @@ CLIENT_CAPABILITIES: dict[str, Any] = {
         "plan": _MARKER,
         "session": {
             "type": ["object", "null"],
-            "properties": {"notices": _MARKER, "compaction": _MARKER},
+            "properties": {
+                "notices": _MARKER,
+                "compaction": _MARKER,
+                "promptSuggestions": _MARKER,
+            },
         },
     },
 }
@@ -170,6 +174,20 @@ UPDATES: dict[str, dict[str, Any]] = {
         "required": ["compactionId", "content"],
         "properties": {"compactionId": _TEXT, "content": _BLOCK},
     },
+    # Unstable (RFD prompt-suggestions; the Rust schema's `PromptSuggestionsUpdate`).
+    "prompt_suggestions_update": {
+        "required": ["suggestions"],
+        "properties": {
+            "suggestions": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["prompt"],
+                    "properties": {"prompt": {"type": "array", "items": _BLOCK}, "_meta": _META},
+                },
+            }
+        },
+    },
 }
 
 #: Which opt-in (a path in `clientCapabilities`) each kind needs.
@@ -182,6 +200,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "notice": ("session", "notices"),
     "compaction_update": ("session", "compaction"),
     "compaction_summary_chunk": ("session", "compaction"),
+    "prompt_suggestions_update": ("session", "promptSuggestions"),
 }
 
 

@@ -52,7 +52,13 @@ def initialize_params(options: ClientOptions) -> dict[str, Any]:
             "fs": {"readTextFile": options.fs, "writeTextFile": options.fs},
             "terminal": options.terminal,
             # Notices (a banner in the turn) and compaction (a marker, its summary): notes.py.
-            "session": {"configOptions": {"boolean": {}}, "notices": {}, "compaction": {}},
+            # Prompt suggestions (unstable): buttons under the answer (suggestions.py).
+            "session": {
+                "configOptions": {"boolean": {}},
+                "notices": {},
+                "compaction": {},
+                "promptSuggestions": {},
+            },
             # Plans by id, Markdown plans, removal (plans.py); child sessions shown as sub-turn
             # cards, cancelled with the turn where they allow it (subagents.py).
             "plan": {},

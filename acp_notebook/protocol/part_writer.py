@@ -1,5 +1,6 @@
-"""How the fold's handlers of the plans (`plans.py`), notices and compaction (`notes.py`) and
-messages between sessions and subagents' cards (`subagents.py`) write parts into the record the
+"""How the fold's handlers of the plans (`plans.py`), notices and compaction (`notes.py`),
+messages between sessions and subagents' cards (`subagents.py`) and prompt suggestions
+(`suggestions.py`) write parts into the record the
 fold is writing: within its limits, counted when past them, each change told to its listener.
 
 One object per `SessionFold` (`SessionFold.writer`), on the fold's public state only; the
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from . import notes, plans, subagents
+from . import notes, plans, subagents, suggestions
 from .limits import Limits, TurnLimits, count
 from .mutations import Mutation, PartUpdated
 from .state import Part, PlanEntry, PlanPart
@@ -90,6 +91,13 @@ class PartWriter:
                 return part
         return None
 
+    def last_part(self, kind: str) -> Any:
+        """The latest part of this kind in the record; None if there is none."""
+        for part in reversed(self._fold.target.parts):
+            if part.kind == kind:
+                return part
+        return None
+
     def count_parts(self, kind: str) -> int:
         return sum(1 for part in self._fold.target.parts if part.kind == kind)
 
@@ -140,4 +148,5 @@ WRITTEN: dict[str, Callable[[PartWriter, dict[str, Any]], None]] = {
     "compaction_summary_chunk": notes.fold_summary_chunk,
     "session_message_chunk": subagents.fold_session_message,
     "session_message": subagents.fold_session_message,
+    "prompt_suggestions_update": suggestions.fold_suggestions,
 }

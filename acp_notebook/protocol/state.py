@@ -28,6 +28,7 @@ from . import items
 from .coerce import dicts, integer, mapping, number, opt_text, text
 from .elicitation import ElicitationPart
 from .notes import CompactionPart, NoticePart
+from .suggestions import SuggestionsPart
 
 #: The roles the fold gives messages. A message read from a transcript keeps any other role it
 #: has (drawn as agent text, but not part of the answer).
@@ -491,6 +492,7 @@ Part = (
     | NoticePart
     | CompactionPart
     | SubagentPart
+    | SuggestionsPart
 )
 
 _READERS: dict[str, Callable[[dict[Any, Any]], Part]] = {
@@ -504,6 +506,7 @@ _READERS: dict[str, Callable[[dict[Any, Any]], Part]] = {
     "notice": NoticePart.from_json,
     "compaction": CompactionPart.from_json,
     "subagent": SubagentPart.from_json,
+    "suggestions": SuggestionsPart.from_json,
 }
 
 

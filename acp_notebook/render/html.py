@@ -29,6 +29,7 @@ from ..protocol.state import (
     SubagentPart,
     ToolCallPart,
 )
+from ..protocol.suggestions import SuggestionsPart
 from ..protocol.turn import Transcript
 from . import elicit_card, labels
 from .agentmd import inline, to_html
@@ -242,6 +243,20 @@ def _subagent(out: list[str], p: SubagentPart, turn: Transcript) -> None:
     out.append("</div></details>")
 
 
+def _suggestions(out: list[str], p: SuggestionsPart) -> None:
+    """The prompts the agent suggests sending next, each a button: the live view puts its text
+    into a new `%%agent` cell (the chat, into its input). Its text is the prompt, escaped."""
+    if not p.suggestions:
+        return  # withdrawn
+    out.append("<div class=acpnb-suggestions><span class=acpnb-muted>💡 Suggested next:</span> ")
+    for said in p.suggestions:
+        out.append(
+            f"<span class=acpnb-suggestion role=button title={attr(labels.SUGGESTION_TIP)}>"
+            f"{escape(said)}</span>"
+        )
+    out.append("</div>")
+
+
 def _alert(out: list[str], level: str, heading: str, message: str) -> None:
     cls = {"warning": "'acpnb-alert acpnb-warning'", "info": "'acpnb-alert acpnb-info'"}.get(
         level, "acpnb-alert"
@@ -310,6 +325,7 @@ _DRAW: dict[type[Any], Callable[[list[str], Any, Transcript, bool], None]] = {
     NoticePart: lambda out, p, turn, growing: _notice(out, p),
     CompactionPart: lambda out, p, turn, growing: _compaction(out, p, live=turn.live),
     SubagentPart: lambda out, p, turn, growing: _subagent(out, p, turn),
+    SuggestionsPart: lambda out, p, turn, growing: _suggestions(out, p),
     RawPart: lambda out, p, turn, growing: raw(out, p),
     ErrorPart: lambda out, p, turn, growing: _error(out, p),
 }

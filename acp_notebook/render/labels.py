@@ -342,3 +342,6 @@ def compaction(status: str, *, live: bool) -> str:
 
 #: A notice's heading, by severity (an unknown severity is shown as info, its word kept).
 NOTICE: dict[str, str] = {"info": "ℹ Notice", "warning": "⚠ Notice", "error": "✗ Notice"}
+
+#: A prompt suggestion's tooltip (in the chat, the button fills the input box instead).
+SUGGESTION_TIP = "Put this prompt into a new %%agent cell below"

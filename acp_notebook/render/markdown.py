@@ -22,6 +22,7 @@ from ..protocol.state import (
     SubagentPart,
     ToolCallPart,
 )
+from ..protocol.suggestions import SuggestionsPart
 from ..protocol.terminals import Terminal
 from ..protocol.turn import Transcript
 from . import clip, elicit_card, labels, mdsafe
@@ -42,6 +43,7 @@ _DRAWN = frozenset(
         "notice",
         "compaction",
         "subagent",
+        "suggestions",
     }
 )
 #: The Markdown view is a summary: diffs and terminal output are clipped harder than in HTML.
@@ -83,6 +85,10 @@ def _record(turn: Transcript) -> list[str]:
             lines.extend(_subagent(sub, turn))
         out.append("\n".join(lines))
     for p in turn.parts:
+        if isinstance(p, SuggestionsPart) and p.suggestions:
+            lines = ["**Suggested next**", ""]
+            lines += [f"- {mdsafe.inline(' '.join(s.split()))}" for s in p.suggestions]
+            out.append("\n".join(lines))
         if isinstance(p, CompactionPart):
             error = f": {mdsafe.inline(p.error)}" if p.error else ""
             out.append(f"🗜 *{mdsafe.inline(labels.compaction(p.status, live=turn.live))}*{error}")

@@ -60,6 +60,10 @@ div.acpnb-turn:not(#_) .acpnb-own pre{white-space:pre-wrap;overflow-wrap:anywher
  padding:4px 10px;margin:6px 0}
 .acpnb-turn .acpnb-subturn{padding-left:6px}
 .acpnb-turn .acpnb-compaction{margin:6px 0;color:var(--jp-ui-font-color2,inherit)}
+.acpnb-turn .acpnb-suggestion{display:inline-block;white-space:pre-wrap;cursor:pointer;
+ border:1px solid var(--jp-border-color2,rgba(127,127,127,.4));border-radius:12px;
+ padding:1px 9px;margin:2px 4px 2px 0}
+.acpnb-turn .acpnb-suggestion:hover{border-color:var(--jp-brand-color1,#1976d2)}
 .acpnb-turn .acpnb-plan{border:1px solid var(--jp-border-color2,rgba(127,127,127,.35));
  border-radius:6px;padding:4px 10px;margin:6px 0}
 .acpnb-turn .acpnb-plan ul{list-style:none;padding-left:4px;margin:2px 0}
@@ -166,6 +170,8 @@ div.acpnb-turn:not(#_) pre{background:var(--jp-layout-color2,var(--ag));padding:
 .acpnb-turn .acpnb-info{border-left-color:var(--am);background:var(--ag)}
 .acpnb-turn footer{border-top:1px solid var(--ad);margin-top:6px;padding-top:3px;
  font-size:.85em}
+.acpnb-turn .acpnb-suggestion{display:inline-block;border:1px solid var(--ad);
+ border-radius:12px;padding:1px 9px;margin:2px 4px 2px 0;white-space:pre-wrap}
 """
 
 

@@ -18,6 +18,7 @@ from ..protocol.state import (
     SubagentPart,
     ToolCallPart,
 )
+from ..protocol.suggestions import SuggestionsPart
 from ..protocol.turn import Transcript
 from . import elicit_card, labels
 from .diff import unified
@@ -77,6 +78,8 @@ def _lines(parts: Sequence[Part], turn: Transcript, depth: int = 0) -> list[str]
             out += _plan(p, turn)
         elif isinstance(p, SubagentPart):
             out += _subagent(p, turn, depth)
+        elif isinstance(p, SuggestionsPart):
+            out += [f"💡 suggested next: {_one_line(s)}" for s in p.suggestions]
         elif p.kind != "message":  # a kind newer than this view:
             out.append(f"• a {_one_line(p.kind)} part")
     return out

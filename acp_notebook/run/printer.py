@@ -33,6 +33,7 @@ from ..protocol.state import (
     SubagentPart,
     ToolCallPart,
 )
+from ..protocol.suggestions import SuggestionsPart
 from ..protocol.turn import Transcript, read_turn
 from ..render import labels
 from ..render.clip import terminal_text
@@ -136,6 +137,12 @@ class TurnPrinter:
             style = "warn" if part.level != "info" else "dim"
             out.append(Line(f"{heading}: {self._safe(part.title)}{more}", style))
             return True
+        if isinstance(part, SuggestionsPart):
+            if settled:  # the list as it stands when the turn moved on (or ended): once
+                out += [
+                    Line(f"💡 suggested next: {self._safe(s)}", "dim") for s in part.suggestions
+                ]
+            return settled
         if isinstance(part, CompactionPart):
             if part.status == "in_progress" and not settled:
                 return False

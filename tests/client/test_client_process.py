@@ -39,9 +39,15 @@ async def test_initialize_sends_client_info_and_only_implemented_capabilities(ag
     # view or by a handler, else declined) and terminal logins (client/auth.py).
     assert caps["elicitation"] == {"form": {}, "url": {}}
     assert caps["auth"] == {"terminal": True}
-    # ACP's later kinds, each shown in every view: plans by id, subagents, notices, compaction.
+    # ACP's later kinds, each shown in every view: plans by id, subagents, notices, compaction,
+    # prompt suggestions (unstable).
     assert caps["plan"] == {} and caps["subagents"] == {}
-    assert caps["session"] == {"configOptions": {"boolean": {}}, "notices": {}, "compaction": {}}
+    assert caps["session"] == {
+        "configOptions": {"boolean": {}},
+        "notices": {},
+        "compaction": {},
+        "promptSuggestions": {},
+    }
     assert set(caps) == {"fs", "terminal", "session", "auth", "elicitation", "plan", "subagents"}
     assert agent.messages()[0]["method"] == "initialize"  # always first
 

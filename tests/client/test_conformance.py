@@ -557,6 +557,7 @@ LATE_STEPS: tuple[dict[str, Any], ...] = (
         }
     },
     {"plan_removed": "p1"},
+    {"suggest": ["Run the tests", [{"type": "resource_link", "uri": "file:///a.py", "name": "a"}]]},
 )
 CANCELLABLE_CHILD = {
     "subagent": {"id": "child-2", "cancel": True, "steps": [{"wait_child_cancel": True}]}
@@ -572,6 +573,7 @@ CANCELLABLE_CHILD = {
     "compaction",
     "plan_update",
     "plan_removed",
+    "suggest",
     permission_handler=allow_first,
     sends=(methods.SESSION_CANCEL,),
 )
@@ -579,6 +581,9 @@ async def late_kinds(client: Client, agent: Agent) -> None:
     session = await client.new_session()
     result = await run_script(session, *LATE_STEPS)
     assert [s.session_id for s in result.subagents] == ["child-1"]
+    assert [p.to_json()["suggestions"] for p in result.parts if p.kind == "suggestions"] == [
+        ["Run the tests", "file:///a.py"]
+    ]
     # Stop cancels the turn and the child that allows it, each with its own session/cancel.
     watcher = Watcher(session)
     turn = await session.prompt(script(CANCELLABLE_CHILD, {"wait_cancel": True}))

@@ -1,4 +1,5 @@
-"""The scripted agent's late-2026 steps (subagents, plan operations, notices, compaction), over
+"""The scripted agent's late-2026 steps (subagents, plan operations, notices, compaction, prompt
+suggestions), over
 plain pipes: each kind goes only to a client that opted in, and a client that did not gets
 what a conforming agent sends it instead."""
 
@@ -17,7 +18,11 @@ from tests.conformance import Stream, capability_errors, check_frames, late_upda
 
 __all__ = ["spawn"]  # the fixture, used by name
 
-ALL_IN = {"subagents": {}, "plan": {}, "session": {"notices": {}, "compaction": {}}}
+ALL_IN = {
+    "subagents": {},
+    "plan": {},
+    "session": {"notices": {}, "compaction": {}, "promptSuggestions": {}},
+}
 
 
 def opened(spawn: Any, tmp_path: Path, caps: Msg) -> tuple[AgentPipe, str]:
@@ -54,6 +59,7 @@ STEPS = (
     },
     {"plan_update": {"type": "markdown", "planId": "p2", "content": "# Plan"}},
     {"plan_removed": "p1"},
+    {"suggest": ["Run the tests", [{"type": "text", "text": "Fix it"}]]},
 )
 
 
@@ -72,6 +78,7 @@ def test_late_kinds_go_to_a_client_that_opted_in(spawn: Any, tmp_path: Path) -> 
         "plan_update",
         "plan_update",
         "plan_removed",
+        "prompt_suggestions_update",
     ]
     by_kind = [u for _, u in updates(notes)]
     assert by_kind[0]["description"] == "going on"
@@ -82,13 +89,18 @@ def test_late_kinds_go_to_a_client_that_opted_in(spawn: Any, tmp_path: Path) -> 
         "summary": [{"type": "text", "text": "summary"}],
     }
     assert by_kind[7]["plan"] == {"type": "markdown", "planId": "p2", "content": "# Plan"}
+    assert by_kind[9]["suggestions"] == [
+        {"prompt": [{"type": "text", "text": "Run the tests"}]},
+        {"prompt": [{"type": "text", "text": "Fix it"}]},
+    ]
 
 
 def test_a_client_that_did_not_opt_in_gets_the_legacy_forms(spawn: Any, tmp_path: Path) -> None:
     agent, sid = opened(spawn, tmp_path, {})
     _, notes = agent.until_response(agent.prompt(sid, script(*STEPS)))
     kinds = [u["sessionUpdate"] for _, u in updates(notes)]
-    # The notice as a message, no compaction (only the usage), a legacy plan, then it cleared.
+    # The notice as a message, no compaction (only the usage), a legacy plan, then it cleared;
+    # no suggestions.
     assert kinds == ["agent_message_chunk", "usage_update", "plan", "plan"]
     assert texts(notes) == ["Notice: MCP down\n"]
     plans = [u["entries"] for _, u in updates(notes) if u["sessionUpdate"] == "plan"]

@@ -1,9 +1,10 @@
 """The scripted agent's steps for what ACP v1 gained late in 2026: subagents, plan operations,
-notices, compaction.
+notices, compaction, prompt suggestions.
 
 Each is sent only to a client that opted in (`clientCapabilities.subagents`, `.plan`,
-`.session.notices`, `.session.compaction`), as a conforming agent does; to a client that did not,
-the step does what such an agent does instead (a legacy `plan`, a message, nothing). Steps:
+`.session.notices`, `.session.compaction`, `.session.promptSuggestions`), as a conforming agent
+does; to a client that did not, the step does what such an agent does instead (a legacy `plan`,
+a message, nothing). Steps:
 
     {"subagent": {"id", "title"?, "description"?, "cancel"?: bool, "steps": [...],
                   "stop"?: "end_turn"}}      announce a child, run `steps` as the child (their
@@ -22,6 +23,8 @@ the step does what such an agent does instead (a legacy `plan`, a message, nothi
     {"echo_system_prompt": true}             say the session's systemPrompt (`--system-prompt`)
     {"echo_history": true}                   say the user messages of the session's conversation
                                              before this turn (what a fork copied, `--fork`)
+    {"suggest": [str | [block, ...], ...]}   prompt suggestions (unstable), each a text or its
+                                             content blocks; not opted in: nothing
 """
 
 from __future__ import annotations
@@ -244,6 +247,21 @@ def _echo_history(turn: Turn, step: JsonObj) -> None:
     turn.emit(chunk_update("agent_message_chunk", "HISTORY " + json.dumps(before)))
 
 
+def _suggest(turn: Turn, step: JsonObj) -> None:
+    spec = step["suggest"]
+    if not isinstance(spec, list):
+        raise RpcError(INVALID_PARAMS, "suggest takes a list of prompts")
+    if not opted_in(turn.agent, "session", "promptSuggestions"):
+        return  # a client that cannot offer them is not sent any
+    prompts = [s if isinstance(s, list) else [{"type": "text", "text": str(s)}] for s in spec]
+    turn.emit(
+        {
+            "sessionUpdate": "prompt_suggestions_update",
+            "suggestions": [{"prompt": p} for p in prompts],
+        }
+    )
+
+
 STEPS: dict[str, Callable[[Turn, JsonObj], None]] = {
     "echo_history": _echo_history,
     "echo_system_prompt": _echo_system_prompt,
@@ -255,4 +273,5 @@ STEPS: dict[str, Callable[[Turn, JsonObj], None]] = {
     "compaction": _compaction,
     "plan_update": _plan_update,
     "plan_removed": _plan_removed,
+    "suggest": _suggest,
 }
