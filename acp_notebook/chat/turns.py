@@ -36,6 +36,7 @@ from ..client.session import Session
 from ..client.transcript import final_transcript
 from ..display import publish
 from ..protocol.state import Part, part_from_json
+from ..protocol.suggestions import SuggestionsPart
 from ..protocol.turn import Transcript, TurnResult, read_turn
 from ..protocol.turnstate import TurnState
 from ..widgets.loop import KernelLoop
@@ -55,6 +56,9 @@ class ChatTurnView(TurnView):
     #: Called (on the page's message thread: hand it to the kernel's loop) when the reader takes
     #: back the message of a turn still queued; the chat gives it back to its input box.
     on_take_back: Callable[[], object] | None = None
+    #: Called (on the kernel's loop) with a prompt suggestion the reader clicked, as the view
+    #: drew it: the chat puts it in its input box.
+    on_suggestion: Callable[[str], object] | None = None
     #: The user's message as drawn: (how many keys it was masked with, the part).
     _you_masked: tuple[int, Part] | None = None
 
@@ -89,7 +93,8 @@ class ChatTurnView(TurnView):
     def _head(self, turn: Transcript) -> dict[str, Any]:
         # The chat has one Stop, its own (a view's would make one more per turn, queued ones
         # too): the page draws none in the view.
-        return {**super()._head(turn), "stop": False}
+        # A prompt suggestion goes to the chat's input box, not into a new cell (`suggest`).
+        return {**super()._head(turn), "stop": False, "suggest": "input"}
 
     def _page_said(self, content: dict[str, Any]) -> None:
         if content.get("type") == "take_back":
@@ -99,7 +104,18 @@ class ChatTurnView(TurnView):
                 self.on_take_back()
             self._dirty.set()
             return
+        if content.get("type") == "suggest":
+            said = content.get("text")
+            if type(said) is str and said.strip() in self._suggested():
+                if self.on_suggestion is not None:
+                    self.on_suggestion(said.strip())
+            return
         super()._page_said(content)
+
+    def _suggested(self) -> set[str]:
+        """The prompt suggestions the view shows now (masked, as drawn): a click names one."""
+        parts = self._transcript().parts
+        return {s.strip() for p in parts if isinstance(p, SuggestionsPart) for s in p.suggestions}
 
     def finish(self, result: TurnResult, *, keep_record: bool = True) -> None:
         """Show the final state in place; the view stays in the log (`record()` is its record)."""

@@ -168,6 +168,11 @@ class ChatWidget:
             past = PastTurn(view.turn.id, view.final, dict(view.head), self.records[-1])
             remember(self.session, past)
 
+    def suggested(self, prompt: str) -> None:
+        """A prompt suggestion clicked in a turn's view: into the input box, to edit and send."""
+        if not self._closed:
+            self.input.value = prompt
+
     def _follow(self, turn: TurnHandle) -> None:
         """Show a turn the chat did not send (a `%%agent -s` cell's, another chat's) as its own
         are, and record it when it ends. Its asker keeps its permission buttons (`answers`);
@@ -188,6 +193,7 @@ class ChatWidget:
         )
         view.answers = answers
         view.on_take_back = lambda: self.kernel.spawn(lambda: self.take_back(turn))
+        view.on_suggestion = self.suggested
         self.views[turn.id] = view
         self.log.children = (*self.log.children, view.widget)
         view.start()

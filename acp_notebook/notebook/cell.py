@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -196,6 +197,7 @@ def _live_view(
             redactor=host.runtime.redactor,
             permission_timeout=host.permission_timeout,
             start=starting,
+            next_cell=next_cell_line(opts),
         )
     # The note is its own line above (see run), not repeated in the live footer.
     return LiveView(
@@ -206,6 +208,17 @@ def _live_view(
         redactor=host.runtime.redactor,
         permission_timeout=host.permission_timeout,
     )
+
+
+def next_cell_line(opts: CellOptions) -> str:
+    """The first line of a cell that goes on from this one (a prompt suggestion is put in one):
+    the same agent and session, none of this cell's other options."""
+    words = ["%%agent"]
+    if opts.agent is not None:
+        words += ["--agent", shlex.quote(opts.agent)]
+    if opts.session is not None:
+        words += ["--session", shlex.quote(opts.session)]
+    return " ".join(words)
 
 
 async def wait_turn(

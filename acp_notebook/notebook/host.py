@@ -50,8 +50,10 @@ class Widgets(Protocol):
         redactor: Redactor,
         permission_timeout: float,
         start: Starting | None,
+        next_cell: str = "%%agent",
     ) -> LiveView:
-        """The live view of `turn`, drawn by a widget, in the place of `start` if given."""
+        """The live view of `turn`, drawn by a widget, in the place of `start` if given;
+        `next_cell` is the first line of the cell a prompt suggestion is put in."""
 
     def chat(self, session: Session, *, redactor: Redactor) -> Any:
         """A chat widget on `session` (the value of `%agent chat`)."""

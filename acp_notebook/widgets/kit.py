@@ -35,6 +35,7 @@ class WidgetKit:
         redactor: Redactor,
         permission_timeout: float,
         start: object | None,  # the notebook's `Starting`: what `starting` made
+        next_cell: str = "%%agent",
     ) -> TurnView:
         if start is not None and not isinstance(start, StartingView):
             raise TypeError(f"a TurnView takes over a StartingView, not {type(start).__name__}")
@@ -46,6 +47,7 @@ class WidgetKit:
             redactor=redactor,
             permission_timeout=permission_timeout,
             start=start,
+            next_cell=next_cell,
         )
 
     def chat(self, session: Session, *, redactor: Redactor) -> Any:

@@ -131,6 +131,7 @@ class TurnView(LiveView):
         redactor: Redactor | None = None,
         permission_timeout: float = 0,
         start: StartingView | None = None,
+        next_cell: str = "%%agent",
     ) -> None:
         super().__init__(
             session,
@@ -141,6 +142,8 @@ class TurnView(LiveView):
             permission_timeout=permission_timeout,
         )
         self.on_stop = on_stop
+        #: The first line of the cell a prompt suggestion is put in (the page puts it there).
+        self.next_cell = next_cell
         self.widget = start.widget if start is not None else TurnWidget()
         self.diff = TurnDiff()
         self.messages = 0  # custom messages sent to the page, for the benchmark and tests
@@ -270,6 +273,7 @@ class TurnView(LiveView):
             "forms": self.forms.for_page(),
             "duration": turn.duration if self.final is not None else None,
             "turn": self.turn.id,  # the record that replaces the view carries it (copy buttons)
+            "next": self.next_cell,
         }
 
     def _pending(self, turn: Transcript) -> list[dict[str, Any]]:

@@ -528,3 +528,26 @@ def test_a_huge_folder_is_not_read_whole(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setattr(chat_files.os, "scandir", lambda folder: Folder())
     assert len(list_files(tmp_path, limit=10)) == 10
     assert read <= 10 * 4 + 1, f"{read:,} entries read to list 10 files"
+
+
+@pytest.mark.scripted_agent("in_process")
+def test_a_suggestion_clicked_in_a_turn_goes_to_the_input_if_it_is_one(agent: Any) -> None:
+    from acp_notebook.chat.widget import ChatWidget
+    from tests.agents.script import script
+
+    async def main() -> ChatWidget:
+        async with agent.client() as client:
+            session = await client.new_session()
+            chat = ChatWidget(session)
+            await chat.send(script({"say": "Done."}, {"suggest": ["Run the tests", "Plot"]}))
+            (view,) = chat.views.values()
+            await view.turn.finished
+            chat.input.value = "my draft"
+            # The page names a suggestion by its text: one the view does not show is ignored.
+            view._page_said({"type": "suggest", "text": "rm -rf / (not suggested)"})
+            assert chat.input.value == "my draft"
+            view._page_said({"type": "suggest", "text": "  Plot "})
+            return chat
+
+    chat = asyncio.run(main())
+    assert chat.input.value == "Plot"

@@ -109,3 +109,12 @@ def test_a_saved_part_reads_whatever_it_holds() -> None:
         assert all(type(s) is str and 0 < len(s) <= SUGGESTION_CHARS for s in part.suggestions)
     saved = part_from_json({"type": "suggestions", "id": "g", "suggestions": ["a"] * 50})
     assert isinstance(saved, SuggestionsPart) and len(saved.suggestions) == MAX_SUGGESTIONS
+
+
+def test_the_new_cell_goes_on_with_the_turns_agent_and_session_only() -> None:
+    from acp_notebook.notebook.cell import next_cell_line
+    from acp_notebook.notebook.options import parse_cell_line
+
+    opts = parse_cell_line("--agent 'my agent --flag' -s 'a b' --new --out r -q")
+    assert next_cell_line(opts) == "%%agent --agent 'my agent --flag' --session 'a b'"
+    assert next_cell_line(parse_cell_line("")) == "%%agent"

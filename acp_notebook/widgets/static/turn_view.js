@@ -219,6 +219,72 @@ function copyInRecord(area, turnId, texts) {
   setTimeout(() => watch.disconnect(), 60_000);
 }
 
+// A prompt suggestion (render/html.py's `.acpnb-suggestion`): its text is what it shows, the
+// kernel's escaped text of the agent's prompt.
+function suggestionOf(event) {
+  const b = event.target instanceof Element ? event.target.closest(".acpnb-suggestion") : null;
+  if (!b || (event.type === "keydown" && event.key !== "Enter" && event.key !== " ")) return null;
+  event.preventDefault();
+  return b;
+}
+
+// Buttons that work by keyboard too (the kernel's markup has no tabindex: the sanitizer's).
+function focusable(box) {
+  box.querySelectorAll(".acpnb-suggestion:not([tabindex])").forEach((b) => { b.tabIndex = 0; });
+}
+
+// `text` in a new code cell below `cell`, after the line `header` (`%%agent` and the turn's
+// agent and session): JupyterLab's notebook model, reached through the widget manager's
+// document context, one step of undo. False where there is none (another front-end).
+function insertBelow(context, cell, header, text) {
+  const nb = context?.model;
+  const cells = nb?.cells;
+  if (!cell || !cells || typeof nb.sharedModel?.insertCell !== "function") return false;
+  for (let i = 0; i < cells.length; i++) {
+    if (cells.get(i) !== cell && cells.get(i).id !== cell.id) continue;
+    const source = `${header}\n${text}`;
+    nb.sharedModel.transact(() => nb.sharedModel.insertCell(i + 1, { cell_type: "code", source }));
+    return true;
+  }
+  return false;
+}
+
+// What a suggestion clicked in a cell's view or record does: a new cell below, or (no notebook
+// model to put it in) the prompt copied; the button says which for a moment.
+async function putInCell(b, context, cell, header) {
+  const text = (b.textContent || "").trim();
+  if (!text) return;
+  const done = insertBelow(context, cell, header || "%%agent", text);
+  const ok = done || (await copyText(text));
+  b.dataset.used = done ? "cell" : ok ? "copied" : "failed";
+  b.title = done ? "Put into a new cell below" : ok ? "Copied: no notebook to put it in" : "Could not copy";
+}
+
+// The record that replaced a finished view: its suggestions put their prompt in a new cell too.
+function suggestInRecord(area, turnId, context, cell, header) {
+  if (!area || !turnId || !cell) return;
+  const find = () => area.querySelector(`.acpnb-turn[data-turn-id="${CSS.escape(turnId)}"]:not(.acpnb-tv)`);
+  const dress = (rec) => {
+    if (rec.dataset.acpnbSuggest) return;
+    rec.dataset.acpnbSuggest = "1";
+    focusable(rec);
+    const on = (event) => {
+      const b = suggestionOf(event);
+      if (b) void putInCell(b, context, cell, header);
+    };
+    rec.addEventListener("click", on);
+    rec.addEventListener("keydown", on);
+  };
+  const now = find();
+  if (now) { dress(now); return; }
+  const watch = new MutationObserver(() => {
+    const rec = find();
+    if (rec) { watch.disconnect(); dress(rec); }
+  });
+  watch.observe(area, { childList: true, subtree: true });
+  setTimeout(() => watch.disconnect(), 60_000);
+}
+
 // plainText(el): static/plain_text.js, put before this module by the Python side.
 
 // A static copy of the view, without its controls: what a saved notebook shows where the widget
@@ -772,9 +838,13 @@ function render({ model, el }) {
     drawChoices();
     drawForms();
     drawStatus();
+    focusable(parts);
     if (!LIVE.has(head.state) && !lost && !copiedToRecord && head.turn) {
       copiedToRecord = true;
       copyInRecord(el.closest(".jp-OutputArea"), head.turn, answerTexts());
+      if (head.suggest !== "input" && parts.querySelector(".acpnb-suggestion")) {
+        suggestInRecord(el.closest(".jp-OutputArea"), head.turn, model.widget_manager?.context, home(), head.next);
+      }
       // A snapshot saved mid-turn shows the end until the record replaces it (a page reloaded
       // mid-turn never gets that update: then the snapshot is what stays).
       if (here()?.snap >= 0) snapshot();
@@ -813,6 +883,24 @@ function render({ model, el }) {
   function here() {
     const token = model.get("token");
     return token ? outputsOf(model.widget_manager?.context?.model?.cells, token) : null;
+  }
+
+  // The cell this view is an output of (its record stays there): found once, while it is.
+  let homeCell = null;
+  function home() { return (homeCell ||= here()?.cell || null); }
+
+  // A prompt suggestion clicked: in the chat, to its input box (the kernel checks it is one of
+  // the turn's); in a cell, into a new `%%agent` cell below.
+  function onSuggestion(event) {
+    const b = suggestionOf(event);
+    if (!b) return;
+    if (head.suggest === "input") {
+      const text = (b.textContent || "").trim();
+      if (text) model.send({ type: "suggest", text });
+      b.dataset.used = "input";
+      return;
+    }
+    void putInCell(b, model.widget_manager?.context, home(), head.next);
   }
 
   // The stylesheet goes with the copy: reopened, no widget brings it (nor the rules that hide
@@ -877,6 +965,8 @@ function render({ model, el }) {
     model.send({ type: "stop" });
   });
   root.addEventListener("toggle", onToggle, true);
+  parts.addEventListener("click", onSuggestion);
+  parts.addEventListener("keydown", onSuggestion);
   model.on("msg:custom", onMessage);
 
   // A restarted or dead kernel never ends this turn: say so instead of "running" for ever.
