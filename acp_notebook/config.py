@@ -12,6 +12,7 @@ gets, `%%agent --mcp NAME` adds more.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .client import acp_registry
 from .client.mcp_config import McpServerSpec, parse_mcp_entry
 from .client.serving.regular_file import read_regular
 from .errors import ConfigError
@@ -241,11 +243,38 @@ class Registry:
                 )
         if name_or_command in self.agents:
             return self.agents[name_or_command], note
+        listed = registry_agent(name_or_command)
+        if listed is not None:
+            return listed, note
         argv = shlex.split(name_or_command)
         if len(argv) == 1 and not (shutil.which(argv[0]) or os.path.sep in argv[0]):
             raise ConfigError(
                 f"unknown agent {name_or_command!r}. Known agents: "
-                f"{', '.join(sorted(self.agents))}; or give a full command line, e.g. "
-                '--agent "my-agent --acp"'
+                f"{', '.join(sorted(self.agents))}; or an agent of the ACP registry (%agent "
+                'registry lists them), or a full command line, e.g. --agent "my-agent --acp"'
             )
         return AgentSpec(name_or_command, tuple(argv), source="command line"), note
+
+
+def registry_agent(agent_id: str) -> AgentSpec | None:
+    """`--agent <id>` of an agent of the ACP registry (its cached copy: `client/acp_registry.py`),
+    as it runs here; None if the copy lists no such agent. One it lists that cannot run here is
+    a `ConfigError` saying what to install."""
+    if not re.fullmatch(r"[a-z][a-z0-9-]{0,99}", agent_id):
+        return None
+    found = acp_registry.cached_agent(agent_id)
+    if found is None:
+        return None
+    agent, run = found
+    if not run.command:
+        raise ConfigError(
+            f"{agent_id!r} is an agent of the ACP registry ({agent.name}), not installed here: "
+            f"install {run.hint}"
+        )
+    return AgentSpec(
+        agent_id,
+        run.command,
+        run.env,
+        description=f"{agent.name} {agent.version} (ACP registry)",
+        source="ACP registry",
+    )

@@ -137,6 +137,11 @@ class ConfigError(AcpError, ValueError):
     entry and the field."""
 
 
+class RegistryUnavailable(ConfigError):
+    """The ACP registry could not be fetched, and no copy of it is cached here
+    (`%agent registry`, `acp-notebook agents`)."""
+
+
 class RpcError(AcpError):
     """Raised by a handler of the agent's requests (fs, terminal, permission) to answer it with
     a JSON-RPC error; the client never raises it to its caller."""

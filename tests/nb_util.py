@@ -58,11 +58,19 @@ def new_nb(*sources: str) -> NotebookNode:
 
 def kernel_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = dict(os.environ)
-    for key in ("ACP_NOTEBOOK_AGENT", "ACP_NOTEBOOK_AGENTS_FILE"):
+    for key in ("ACP_NOTEBOOK_AGENT", "ACP_NOTEBOOK_AGENTS_FILE", "ACP_NOTEBOOK_REGISTRY_URL"):
         env.pop(key, None)
     xdg = tmp_path / "xdg"
     xdg.mkdir(exist_ok=True)
-    env.update({"ACP_NOTEBOOK_DEMO_SPEED": "0", "XDG_CONFIG_HOME": str(xdg), **extra})
+    # The cache too (the ACP registry's copy, which `--agent NAME` reads): the test's own.
+    env.update(
+        {
+            "ACP_NOTEBOOK_DEMO_SPEED": "0",
+            "XDG_CONFIG_HOME": str(xdg),
+            "XDG_CACHE_HOME": str(tmp_path / "xdg-cache"),
+            **extra,
+        }
+    )
     return env
 
 

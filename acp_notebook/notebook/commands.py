@@ -7,13 +7,15 @@ Each subcommand is one `_name` function in `_COMMANDS`; what it shows is drawn i
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 from IPython.core.error import UsageError
 
-from ..client import auth
+from ..client import acp_registry, auth
 from ..display import publish, views
 from ..display.views import Code, Doc, Value
 from ..errors import AcpError, CapabilityError
@@ -31,6 +33,7 @@ MAX_LOG = 1000  # messages each way asked for; the client keeps `wire_log_size` 
 
 USAGE = """\
 %agent list                          agents you can use (built-in, TOML file, config)
+%agent registry                      the ACP registry's agents: how each runs here
 %agent status [-s NAME]              agent, session, mode, config options, usage
 %agent sessions [-a AGENT] [-n N] [--cwd DIR | --all]  this kernel's, stored and the
                                      agent's sessions (of the workspace, or of DIR, or all)
@@ -135,6 +138,39 @@ async def _list(host: Host, args: argparse.Namespace) -> None:
         doc.para(
             "No default agent: cells without ", Code("--agent"), " use the embedded demo agent."
         )
+    _show(doc)
+
+
+#: How a registry agent runs here, in the listing (`acp_registry.Runner.status`).
+REGISTRY_HERE = {
+    "installed": "✓ installed",
+    "npx": "via npx",
+    "uvx": "via uvx",
+    "missing": "not installed",
+}
+
+
+async def _registry(host: Host, args: argparse.Namespace) -> None:
+    """The ACP registry's agents (fetched, or its cached copy), each with how it runs here."""
+    listing = await anyio.to_thread.run_sync(acp_registry.load)
+    table = host.registry().agents
+    rows = []
+    for agent in listing.agents:
+        run = acp_registry.runner(agent)
+        mine = " (the agent table's entry of this name)" if agent.id in table else ""
+        how = Code(shlex.join(run.command)) if run.command else ("install ", Value(run.hint))
+        rows.append(
+            [
+                (Code(agent.id), mine),
+                (Value(agent.name), " ", Value(agent.version)),
+                Value(agent.description[:300]),
+                REGISTRY_HERE.get(run.status, run.status),
+                how,
+            ]
+        )
+    doc = Doc(_masker(host)).para(acp_registry.describe_source(listing))
+    doc.table(["--agent", "agent", "description", "here", "runs as"], rows)
+    doc.para("Run one with ", Code("%%agent --agent ID"), " (installed, or through npx or uvx).")
     _show(doc)
 
 
@@ -401,6 +437,7 @@ def _agent_of_last(host: Host) -> str | None:
 _COMMANDS = {
     "list": _list,
     "agents": _list,
+    "registry": _registry,
     "status": _status,
     "sessions": _sessions,
     "resume": _resume,

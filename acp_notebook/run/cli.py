@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ..client.serving.permissions import TOOL_KINDS
-from . import params
+from . import params, registry
 from .console import Console, shown
 from .execute import Outcome, Settings, run_all
 from .printer import Line, Totals
@@ -71,6 +71,13 @@ def parser() -> argparse.ArgumentParser:
                      help=argparse.SUPPRESS)  # fmt: skip
     run.add_argument("-q", "--quiet", action="store_true", help="failures and totals only")
     run.add_argument("-j", "--jobs", metavar="N", type=int, default=1, help="notebooks at once")
+    agents = commands.add_parser(
+        "agents",
+        help="the agents of the ACP registry, and how each runs here",
+        description="List the agents of the ACP registry (fetched, or the copy cached when it "
+        "last was), with the command each runs as here or what to install.",
+    )
+    agents.add_argument("--offline", action="store_true", help="the cached copy only, no network")
     return top
 
 
@@ -81,6 +88,8 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None) -> int:
     args_in = ["--replay-fill" if a == "--replay=fill" else a for a in args_in]
     top = parser()
     args = top.parse_args(args_in)
+    if args.command == "agents":
+        return registry.main(Console(stdout or sys.stdout), online=not args.offline)
     if args.command != "run":
         top.print_help()
         return USAGE_ERROR

@@ -82,6 +82,9 @@ INTERNAL_RAISES = {
     "acp_notebook/protocol/structured.py: ValueError": "a validator's answer: client/"
     "structured.py makes it a re-ask or the turn's error, notebook/replay.py a ReplayError",
     "acp_notebook/run/cli.py: ValueError": "a bad command line: main() prints it, exits 2",
+    "acp_notebook/client/acp_registry.py: ValueError": "a registry that is not one: load() "
+    "catches it, and reads the cached copy or raises RegistryUnavailable",
+    "acp_notebook/client/acp_registry.py: TimeoutError": "a fetch past its time: the same",
     "acp_notebook/run/params.py: ValueError": "the same",
     "acp_notebook/kernel_tools/run.py: EOFError": "input() in the agent's code, as "
     "at the end of its input: run_code reports it as that code's error",
