@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shutil
 import sys
 import tempfile
@@ -50,6 +51,8 @@ TIMEOUT = 10.0
 MAX_AGENTS = 1_000
 CACHE_FILE = "acp-registry.json"
 
+#: A program's name: looked up on the PATH, never a path of the registry's choosing.
+PROGRAM = r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}"
 _Text = Annotated[str, StringConstraints(max_length=2_000)]
 _Short = Annotated[str, StringConstraints(max_length=200)]
 _Args = Annotated[list[_Text], Field(max_length=50)]
@@ -65,7 +68,7 @@ class Package(_Entry):
     default one."""
 
     package: Annotated[str, StringConstraints(min_length=1, max_length=300)]
-    cmd: _Short | None = None
+    cmd: Annotated[str, StringConstraints(pattern=f"^{PROGRAM}$")] | None = None
     args: _Args = []
     env: _Env = {}
 
@@ -281,8 +284,8 @@ def runner(agent: RegistryAgent) -> Runner:
     dist = agent.distribution
     binary = (dist.binary or {}).get(platform_target())
     if binary is not None:
-        program = Path(binary.cmd.replace("\\", "/")).name
-        if program and shutil.which(program):
+        program = Path(binary.cmd.replace("\\", "/")).name  # the archive's program, by name
+        if re.fullmatch(PROGRAM, program) and shutil.which(program):
             return Runner("installed", (program, *binary.args), dict(binary.env), program)
     for kind, package in (("npx", dist.npx), ("uvx", dist.uvx)):
         if package is not None and package.cmd and shutil.which(package.cmd):

@@ -148,3 +148,25 @@ def test_the_command_lists_them_escaped(served: Served) -> None:
     gone = io.StringIO()
     assert main(["agents"], stdout=gone) == 1
     assert "could not be fetched (HTTP 404) and no copy of it is cached" in gone.getvalue()
+
+
+def test_a_program_is_a_name_on_the_path_never_a_path_of_the_registrys(
+    served: Served, offline_home: Path
+) -> None:
+    planted = offline_home / "bin" / "acpnb-test-agent"
+    registry = fixture_registry()
+    # A package's `cmd` that is a path: the entry is not an agent (skipped).
+    registry["agents"][1]["distribution"]["uvx"]["cmd"] = str(planted)
+    # A binary's `cmd` that climbs out of its archive: only its name is looked up.
+    local = registry["agents"][2]["distribution"]["binary"]
+    (target,) = local.values()
+    target["cmd"] = "../../../../bin/acpnb-test-agent"
+    served.body = body(registry)
+    listing = load()
+    assert "py-agent" not in [a.id for a in listing.agents] and listing.skipped == 5
+    local_agent = next(a for a in listing.agents if a.id == "local-agent")
+    assert runner(local_agent).command == ("acpnb-test-agent", "--acp")
+    target["cmd"] = "./run me; rm -rf ~"
+    served.body = body(registry)
+    odd = next(a for a in load().agents if a.id == "local-agent")
+    assert runner(odd).status == "missing"  # not a program's name: nothing on the PATH is run
