@@ -34,9 +34,10 @@ from ..client.session import Session
 from ..client.turn import TurnHandle
 from ..display import publish
 from ..display.views import Code, Strong, Value, html_span, money, number, percent, text
-from ..protocol.mutations import Mutation, SessionChanged, TurnStarted
+from ..protocol.mutations import Mutation, PartUpdated, SessionChanged, TurnStarted
 from ..protocol.redact import Redactor
 from ..protocol.state import Usage
+from ..protocol.suggestions import SuggestionsPart
 from ..protocol.turn import TurnResult
 from ..protocol.turnstate import TurnState
 from ..widgets.loop import KernelLoop
@@ -74,7 +75,10 @@ class ChatWidget:
         self.kernel = KernelLoop()
         self.pickers = ChatPickers(session, self.kernel, self.report, self.redactor.text)
         self._row = w.HBox([self.input, self.stop_button], layout=w.Layout(align_items="flex-end"))
-        self.box = w.VBox([self.log, self.pickers.box, self._row, self.status])
+        #: Prompt suggestions the agent sent after its turn ended (`offer`): above the box.
+        self.suggestions = w.HBox(layout=w.Layout(flex_flow="row wrap"))
+        self.suggestions.add_class("acpnb-chat-suggestions")
+        self.box = w.VBox([self.log, self.pickers.box, self.suggestions, self._row, self.status])
         self.box.add_class("acpnb-chat")
         #: The turns shown, in order, by turn id.
         self.views: dict[str, ChatTurnView] = {}
@@ -129,6 +133,7 @@ class ChatWidget:
         if not text.strip():
             self.status.value = html_span("Nothing to send.")
             return None
+        self.offer([])  # what was predicted for this prompt is answered by sending one
         attached = [{"type": "file", "url": str(resolve_in(self.session.cwd, f))} for f in files]
         self.input.value = ""
         self.input.send({"event": "follow"})  # the log shows the message, then the answer
@@ -167,6 +172,22 @@ class ChatWidget:
         if view.final is not None:  # the next chat on the session shows the turn too
             past = PastTurn(view.turn.id, view.final, dict(view.head), self.records[-1])
             remember(self.session, past)
+
+    def offer(self, prompts: Sequence[str]) -> None:
+        """Prompt suggestions as buttons above the box (none: cleared); one clicked fills it."""
+        buttons = []
+        for prompt in prompts:
+            said = self.redactor.text(prompt)
+            short = " ".join(said.split())
+            button = w.Button(
+                description=short if len(short) <= 80 else short[:79] + "…",
+                tooltip=said[:1_000],
+                layout=w.Layout(width="auto", max_width="100%"),
+            )
+            button.add_class("acpnb-chat-suggestion")
+            button.on_click(lambda _b, said=said: self.kernel.call(self.suggested, said))
+            buttons.append(button)
+        self.suggestions.children = tuple(buttons)
 
     def suggested(self, prompt: str) -> None:
         """A prompt suggestion clicked in a turn's view: into the input box, to edit and send."""
@@ -297,6 +318,12 @@ class ChatWidget:
             if running is not None and running.id == mutation.turn_id:
                 self._follow(running)
             self._set_status()
+            return
+        if isinstance(mutation, PartUpdated) and isinstance(mutation.part, SuggestionsPart):
+            # A turn's own are in its view; those sent after it ended (an agent predicts once it
+            # has answered) are offered above the box.
+            if mutation.turn_id not in self.views:
+                self.offer(mutation.part.suggestions)
             return
         if not isinstance(mutation, SessionChanged):
             return

@@ -551,3 +551,47 @@ def test_a_suggestion_clicked_in_a_turn_goes_to_the_input_if_it_is_one(agent: An
 
     chat = asyncio.run(main())
     assert chat.input.value == "Plot"
+
+
+@pytest.mark.scripted_agent("in_process")
+def test_suggestions_sent_after_the_turn_are_offered_above_the_box(
+    agent: Any, tmp_path: Path
+) -> None:
+    from acp_notebook.chat.widget import ChatWidget
+    from acp_notebook.protocol.mutations import PartUpdated
+    from acp_notebook.protocol.suggestions import SuggestionsPart
+    from tests.agents.script import script
+    from tests.client_helpers import Watcher
+
+    late = ["Plot the result", "x" * 300]
+    fifo = tmp_path / "after.fifo"  # the agent sends them once the test's turn has ended
+    os.mkfifo(fifo)
+
+    async def main() -> tuple[list[str], list[str], str, int]:
+        async with agent.client() as client:
+            session = await client.new_session()
+            chat = ChatWidget(session)
+            watcher = Watcher(session)
+            steps = (
+                {"say": "Done."},
+                {"after_turn": [{"wait_fifo": str(fifo)}, {"suggest": late}]},
+            )
+            turn = await chat.send(script(*steps))
+            assert turn is not None
+            await turn.finished
+            await asyncio.to_thread(fifo.write_text, "go")
+            await watcher.wait_for(
+                lambda m: isinstance(m, PartUpdated) and isinstance(m.part, SuggestionsPart)
+            )
+            buttons = list(chat.suggestions.children)
+            labels = [b.description for b in buttons]
+            tips = [b.tooltip for b in buttons]
+            buttons[0].click()
+            await asyncio.sleep(0)  # the click is handed to the kernel's loop (widgets/loop.py)
+            chosen = chat.input.value
+            await chat.send("next")  # sending one answers what was predicted: the row goes
+            return labels, tips, chosen, len(chat.suggestions.children)
+
+    labels, tips, chosen, left = asyncio.run(main())
+    assert labels == ["Plot the result", "x" * 79 + "…"] and tips == late
+    assert chosen == "Plot the result" and left == 0
