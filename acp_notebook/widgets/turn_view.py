@@ -38,8 +38,10 @@ from ..display import publish, reprs
 from ..display.live import LiveView
 from ..display.live_turn import MaskedText
 from ..display.views import text
+from ..protocol.mutations import Mutation, PartUpdated, TurnStarted
 from ..protocol.redact import Redactor
 from ..protocol.session_facts import session_model
+from ..protocol.suggestions import SuggestionsPart
 from ..protocol.turn import Transcript, TurnResult, read_turn
 from ..render import highlight
 from ..render.style import CSS
@@ -327,6 +329,30 @@ class TurnView(LiveView):
         bundle = publish.turn(transcript, redactor=self.redactor, open_parts=self.opened)
         if self.view_handle is not None:
             publish.update(self.view_handle, bundle)
+            self._await_suggestions(transcript)
         if not keep_record:
             reprs.shown_in_place(result)
         self.widget.close()
+
+    def _await_suggestions(self, transcript: dict[str, Any]) -> None:
+        """An agent may predict the next prompt once it has answered: prompt suggestions that
+        come after the turn, before the session's next turn starts, join this record (drawn
+        again in its place, the page puts a clicked one into a new cell as during the turn)."""
+        handle = self.view_handle
+
+        def heard(mutation: Mutation) -> None:
+            if isinstance(mutation, TurnStarted):
+                stop()
+            elif (
+                isinstance(mutation, PartUpdated)
+                and isinstance(mutation.part, SuggestionsPart)
+                and mutation.turn_id != self.turn.id
+                and handle is not None
+            ):
+                late = self.redactor.obj(mutation.part.to_json())
+                kept = [p for p in transcript.get("parts", []) if p.get("type") != "suggestions"]
+                transcript["parts"] = [*kept, late]
+                bundle = publish.turn(transcript, redactor=self.redactor, open_parts=self.opened)
+                publish.update(handle, bundle)
+
+        stop = self.session.subscribe(heard)

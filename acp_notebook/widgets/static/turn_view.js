@@ -261,6 +261,8 @@ async function putInCell(b, context, cell, header) {
 }
 
 // The record that replaced a finished view: its suggestions put their prompt in a new cell too.
+// Watched for as long as the page shows it: the kernel draws the record again when suggestions
+// come after the turn (turn_view.py, `_await_suggestions`), a new element each time.
 function suggestInRecord(area, turnId, context, cell, header) {
   if (!area || !turnId || !cell) return;
   const find = () => area.querySelector(`.acpnb-turn[data-turn-id="${CSS.escape(turnId)}"]:not(.acpnb-tv)`);
@@ -276,13 +278,11 @@ function suggestInRecord(area, turnId, context, cell, header) {
     rec.addEventListener("keydown", on);
   };
   const now = find();
-  if (now) { dress(now); return; }
-  const watch = new MutationObserver(() => {
+  if (now) dress(now);
+  new MutationObserver(() => {
     const rec = find();
-    if (rec) { watch.disconnect(); dress(rec); }
-  });
-  watch.observe(area, { childList: true, subtree: true });
-  setTimeout(() => watch.disconnect(), 60_000);
+    if (rec) dress(rec);
+  }).observe(area, { childList: true, subtree: true });
 }
 
 // plainText(el): static/plain_text.js, put before this module by the Python side.
@@ -842,7 +842,7 @@ function render({ model, el }) {
     if (!LIVE.has(head.state) && !lost && !copiedToRecord && head.turn) {
       copiedToRecord = true;
       copyInRecord(el.closest(".jp-OutputArea"), head.turn, answerTexts());
-      if (head.suggest !== "input" && parts.querySelector(".acpnb-suggestion")) {
+      if (head.suggest !== "input") {
         suggestInRecord(el.closest(".jp-OutputArea"), head.turn, model.widget_manager?.context, home(), head.next);
       }
       // A snapshot saved mid-turn shows the end until the record replaces it (a page reloaded
