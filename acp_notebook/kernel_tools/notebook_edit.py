@@ -21,6 +21,7 @@ that show otherwise than they are (`card.unshowable`).
 from __future__ import annotations
 
 import dataclasses
+import secrets
 import weakref
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -100,6 +101,14 @@ async def call(kernel: CellHost, grant: Any, name: str, args: dict[str, Any]) ->
         raise ValueError(f"cell_type must be one of {', '.join(CELL_TYPES)}")
     if run and cell_type != "code":
         raise ValueError("only a code cell runs: run=True needs cell_type='code'")
+    if run and source.lstrip().startswith("%%agent"):
+        raise ValueError("an %%agent cell runs only when the user runs it: insert it without run")
+    if link is None and runner_token() is not None and turn is not None and _full(turn):
+        return ToolOutput(
+            f"not inserted: a turn inserts at most {MAX_RUNNER_CELLS} cells in the notebook "
+            "acp-notebook run saves",
+            error=True,
+        )
     return await insert_cell(session, turn, link, kernel.gate, source, cell_type, after, run)
 
 
@@ -278,11 +287,7 @@ def _runner_takes(turn: TurnHandle | None, gate: CellGate) -> bool:
     """Whether `acp-notebook run` runs this kernel and the turn's own cell is running (the
     cell the runner saves the inserted cells below: a `--background` turn's cell has ended)."""
     return (
-        runner_token() is not None
-        and turn is not None
-        and gate.cell_running
-        and gate.may_run(turn)
-        and _TO_RUNNER.get(turn, 0) < MAX_RUNNER_CELLS
+        runner_token() is not None and turn is not None and gate.cell_running and gate.may_run(turn)
     )
 
 
@@ -301,7 +306,13 @@ async def _to_runner(
     cell when `run` was allowed too (a second card, kind `execute`)."""
     if turn is not None:
         _TO_RUNNER[turn] = _TO_RUNNER.get(turn, 0) + 1
-    said = "Inserted below the agent's cell, in the notebook `acp-notebook run` saves."
+    # The id the runner gives the saved cell (unless the notebook holds it already), so the
+    # record and the agent can name it.
+    cell_id = f"agent-{secrets.token_hex(4)}"
+    said = (
+        f"Inserted below the agent's cell as cell id {cell_id}, in the notebook "
+        "`acp-notebook run` saves."
+    )
     session.client_update(call, "completed", [block, text_part(said)])
     runs = False
     ran = ""
@@ -320,11 +331,17 @@ async def _to_runner(
             else "; not run: the user (or the permission policy) did not allow it"
         )
     # Masked as every output is (`publish.show`): the saved cell holds what the card showed.
-    cell = {"token": runner_token(), "source": source, "cell_type": cell_type, "run": runs}
+    cell = {
+        "token": runner_token(),
+        "id": cell_id,
+        "source": source,
+        "cell_type": cell_type,
+        "run": runs,
+    }
     publish.show({MIME_CELL: cell})
     return ToolOutput(
         "inserted below your %%agent cell (after the cells you inserted before in this turn), "
-        f"in the notebook acp-notebook run saves{ran}"
+        f"in the notebook acp-notebook run saves, as cell id {cell_id}{ran}"
     )
 
 
@@ -489,3 +506,8 @@ def _clip(text: str) -> str:
 def _allowed(answer: Any) -> bool:
     outcome = answer.get("outcome", {}) if isinstance(answer, dict) else {}
     return isinstance(outcome, dict) and outcome.get("optionId") == "allow"
+
+
+def _full(turn: TurnHandle) -> bool:
+    """Whether `turn` handed `acp-notebook run` as many cells as a turn may."""
+    return _TO_RUNNER.get(turn, 0) >= MAX_RUNNER_CELLS

@@ -10,6 +10,16 @@ The cells an agent inserts in a turn (`insert_cell`, allowed with `--allow edit`
 messages of its `%%agent` cell (`MIME_CELL`, marked with a token only this run and the kernel
 know): they are taken out of the outputs and saved as cells right below that cell, in order, and
 those the agent ran (`run=True`, allowed with `--allow execute`) run before the next cell.
+
+The token is not a key against the agent: code it runs in the kernel (`run_code`, allowed with
+`--allow execute`) can read it there and display a cell of its own. So the token only tells the
+kernel's cells from what other kernels or libraries display, and the runner checks what a cell
+may do by its own settings, not by what the message claims: cells are taken only while a
+`%%agent` cell runs and only when this run's `--allow` grants `edit` (a forged cell of an agent
+allowed `execute` alone is dropped), run only when it grants `execute`, never an `%%agent` cell
+(an agent would start turns without end), at most `MAX_INSERTED` a cell, every source masked
+with this run's secrets as the rest of what it prints, and the id only one nbformat allows and
+the notebook does not hold yet.
 """
 
 from __future__ import annotations
@@ -18,6 +28,7 @@ import asyncio
 import errno
 import hmac
 import os
+import re
 import secrets
 import stat
 import time
@@ -49,6 +60,8 @@ REPLAY_MODE_ENV = "ACP_NOTEBOOK_REPLAY_MODE"
 CELLS_ENV = "ACP_NOTEBOOK_RUN_CELLS"
 #: Cells one `%%agent` cell may insert (the kernel stops at as many: `MAX_RUNNER_CELLS`).
 MAX_INSERTED = 50
+#: A cell id nbformat allows (4.5: 1 to 64 of these characters).
+_CELL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +75,12 @@ class Settings:
     parameters: dict[str, Any] = field(default_factory=dict)
     replay: str | None = None  # None, "record" or "fill"
     quiet: bool = False
+
+    def grants(self, kind: str) -> bool:
+        """Whether this run's own `--allow` grants `kind` (and `--deny` does not take it back):
+        what the runner checks before it saves or runs a cell an agent inserted."""
+        denied = kind in self.deny or "*" in self.deny
+        return not denied and (kind in self.allow or "*" in self.allow)
 
     def kernel_args(self) -> list[str]:
         """Traitlets options for the kernel's command line: `c.AcpNotebook.*` without a file."""
@@ -185,44 +204,60 @@ class RunClient(NotebookClient):
     """A NotebookClient that shows every cell's progress and every turn on a `NotebookView`,
     and saves the cells a turn inserted below its cell (running those the agent ran)."""
 
-    def __init__(self, nb: NotebookNode, view: NotebookView, token: str, **kwargs: Any) -> None:
+    def __init__(
+        self, nb: NotebookNode, view: NotebookView, token: str, settings: Settings, **kwargs: Any
+    ) -> None:
         super().__init__(nb, **kwargs)
         self.view = view
         self.token = token
+        self.takes = settings.grants("edit")  # cells inserted are saved
+        self.runs = settings.grants("execute")  # and those the agent ran, run
         self.inserted: list[NotebookNode] = []  # by the running cell's turns, in order
         self.not_run: set[int] = set()  # ids of inserted code cells the agent did not run
 
     def process_message(self, msg: dict[str, Any], cell: NotebookNode, cell_index: int) -> Any:
         self.view.message(msg)
-        inserted = self.inserted_cell(msg)
-        if inserted is not None:  # a cell for the notebook, not an output
-            if len(self.inserted) < MAX_INSERTED:
+        sent = self.sent_cell(msg)
+        if sent is not None:  # a cell for the notebook, not an output
+            inserted = self.inserted_cell(sent) if _is_agent_cell(cell) else None
+            if inserted is not None and len(self.inserted) < MAX_INSERTED:
                 self.inserted.append(inserted)
             return None
         return super().process_message(msg, cell, cell_index)
 
-    def inserted_cell(self, msg: dict[str, Any]) -> NotebookNode | None:
-        """The cell a display message of `MIME_CELL` with this run's token holds, checked
-        (the agent wrote it: a string no longer than a card shows, a known cell type)."""
+    def sent_cell(self, msg: dict[str, Any]) -> dict[str, Any] | None:
+        """What a display message of `MIME_CELL` with this run's token holds, else None."""
         content = msg.get("content")
         data = content.get("data") if isinstance(content, dict) else None
         cell = data.get(MIME_CELL) if isinstance(data, dict) else None
         if msg.get("msg_type") != "display_data" or not isinstance(cell, dict):
             return None
-        token, source = cell.get("token"), cell.get("source")
+        token = cell.get("token")
         if not isinstance(token, str) or not hmac.compare_digest(token, self.token):
             return None
-        if not isinstance(source, str) or len(source) > limits.MAX_CHARS:
+        return cell
+
+    def inserted_cell(self, cell: dict[str, Any]) -> NotebookNode | None:
+        """The cell to save, checked (the agent wrote it, and may have forged the message: see
+        the module's docstring): granted by this run, a string no longer than a card shows,
+        masked, a known cell type; run only if granted, and never an `%%agent` cell."""
+        source = cell.get("source")
+        if not self.takes or not isinstance(source, str) or len(source) > limits.MAX_CHARS:
             return None
+        source = self.view.redactor.text(source)
         node: NotebookNode
         if cell.get("cell_type") == "markdown":
             node = nbformat.v4.new_markdown_cell(source)
-            return node
-        if cell.get("cell_type") != "code":
+        elif cell.get("cell_type") == "code":
+            node = nbformat.v4.new_code_cell(source)
+            if cell.get("run") is not True or not self.runs or _is_agent_cell(node):
+                self.not_run.add(id(node))
+        else:
             return None
-        node = nbformat.v4.new_code_cell(source)
-        if cell.get("run") is not True:
-            self.not_run.add(id(node))
+        wanted = cell.get("id")
+        taken = {c.get("id") for c in self.nb.cells} | {c.get("id") for c in self.inserted}
+        if isinstance(wanted, str) and _CELL_ID.fullmatch(wanted) and wanted not in taken:
+            node.id = wanted  # the id the agent was told (`insert_cell`'s answer and card)
         return node
 
     def insert_below(self, cell_index: int) -> None:
@@ -282,6 +317,7 @@ async def run_notebook(path: Path, output: Path, settings: Settings, out: Tagged
         nb,
         view,
         token,
+        settings,
         timeout=None,
         startup_timeout=120,
         extra_arguments=settings.kernel_args(),
@@ -343,6 +379,11 @@ async def run_all(
             return await run_notebook(job[0], job[1], settings, out)
 
     return list(await asyncio.gather(*(one(j, o) for j, o in zip(jobs, outs, strict=True))))
+
+
+def _is_agent_cell(cell: NotebookNode) -> bool:
+    source = cell.source if cell.cell_type == "code" else ""
+    return isinstance(source, str) and source.lstrip().startswith("%%agent")
 
 
 def _first_line(source: str) -> str:
