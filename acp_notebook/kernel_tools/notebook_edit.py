@@ -32,6 +32,8 @@ from ..protocol import limits
 from ..protocol.limits import clip_text
 from ..render import MIME_CELL
 from ..render.diff import unified
+from ..render.labels import CELL_URI, cell_link
+from . import notebook_undo
 from .card import (
     GATE_TIMEOUT,
     OPTIONS,
@@ -45,6 +47,7 @@ from .card import (
 )
 from .cells import file_cell
 from .notebook_link import REPLY_TIMEOUT, FrontEndError, Link, link_for, origin_of, runner_token
+from .notebook_undo import CellChange
 from .snapshots import MAX_CELLS, CellSnapshot, cells_text
 from .variables import MAX_TEXT, ToolOutput
 
@@ -274,8 +277,10 @@ async def insert_cell(
     index = reply.get("index")
     if turn is not None and cell_id:
         _LAST_INSERTED[turn] = cell_id
+        notebook_undo.note(session, turn.id, CellChange("inserted", cell_id, link.client, source))
     named = f"cell {index} (id {cell_id})"
-    session.client_update(call, "completed", [block, text_part(f"Inserted as {named}.")])
+    inserted = [block, text_part(f"Inserted as {named}."), _link(cell_id, named)]
+    session.client_update(call, "completed", inserted)
     if not run:
         return ToolOutput(f"inserted as {named}")
     ran = await _run(session, turn, link, gate, cell_id, f"the inserted {named}", source, block)
@@ -313,7 +318,7 @@ async def _to_runner(
         f"Inserted below the agent's cell as cell id {cell_id}, in the notebook "
         "`acp-notebook run` saves."
     )
-    session.client_update(call, "completed", [block, text_part(said)])
+    session.client_update(call, "completed", [block, text_part(said), _link(cell_id, cell_id)])
     runs = False
     ran = ""
     if run:
@@ -370,7 +375,7 @@ async def _run(
             session.client_update(call, "failed", [block, text_part(f"Not run: {exc}.")])
             return ToolOutput(f"{named}: not run, {exc}", error=True)
         queued = "Queued: it runs as soon as the cell running now (the agent's) ends."
-        session.client_update(call, "completed", [block, text_part(queued)])
+        session.client_update(call, "completed", [block, text_part(queued), _link(cell_id, named)])
         return ToolOutput(
             f"{named}: queued to run; the kernel runs one cell at a time, and "
             "runs it once the cell running now (your turn's own %%agent cell) ends, so its "
@@ -387,7 +392,7 @@ async def _run(
         return ToolOutput(f"{named}: the run failed, {why}", error=True)
     ran = reply.get("cell")
     text = _snapshot(ran).to_text() if isinstance(ran, dict) else "(no outputs were sent)"
-    session.client_update(call, "completed", [block, fenced(text, "text")])
+    session.client_update(call, "completed", [block, fenced(text, "text"), _link(cell_id, named)])
     return ToolOutput(_clip(f"{named} ran:\n{text}"))
 
 
@@ -451,7 +456,11 @@ async def edit_cell(
     except FrontEndError as exc:
         session.client_update(call, "failed", [diff, text_part(f"Not edited: {exc}.")])
         return ToolOutput(f"{named}: not edited, {exc}", error=True)
-    session.client_update(call, "completed", [diff, text_part(f"Edited {named}.")])
+    if turn is not None and snapshot.cell_id:
+        change = CellChange("edited", snapshot.cell_id, link.client, source, old)
+        notebook_undo.note(session, turn.id, change)
+    edited = [diff, text_part(f"Edited {named}."), _link(snapshot.cell_id or "", named)]
+    session.client_update(call, "completed", edited)
     return ToolOutput(f"edited {named} (not run: run_cell runs it)")
 
 
@@ -497,6 +506,12 @@ NO_FRONT_END = (
     "this notebook's front-end cannot change cells (JupyterLab or Notebook 7 with "
     "acp_notebook's extension can)"
 )
+
+
+def _link(cell_id: str, named: str) -> dict[str, Any]:
+    """The card's link to the cell (render/labels.py `cell_link`: drawn as one that scrolls the
+    notebook to it where the extension is, as text with its id elsewhere)."""
+    return cell_link(CELL_URI + cell_id, named)
 
 
 def _clip(text: str) -> str:

@@ -20,6 +20,7 @@ from ..client import auth
 from ..client.serving.checkpoints import RevertResult
 from ..display import views
 from ..display.views import Code, Doc, Strong, Value
+from ..kernel_tools.notebook_undo import CellReverted
 from ..protocol.limits import bounded, clip_text
 from ..protocol.wirelog import WireEntry
 from ..render.diff import unified
@@ -239,6 +240,29 @@ def revert_doc(result: RevertResult, session: str, mask: Callable[[str], str] = 
             "that became one) or a protected file.",
         )
     return doc.para(result.note)
+
+
+def cells_revert_doc(
+    reverts: list[CellReverted], turn_id: str, session: str, mask: Callable[[str], str] = str
+) -> Doc:
+    """The display of one revert of the notebook cells `session`'s turn inserted or edited."""
+    doc = Doc(mask).para(
+        "Revert of the notebook cells of turn ", Code(turn_id), " of session ", Code(session), ":"
+    )
+    for each in reverts:
+        doc.item(
+            "cell ",
+            Code(each.cell_id),
+            f": {each.action}",
+            *((f" ({each.reason})",) if each.reason else ()),
+        )
+    if any(each.action == "refused" for each in reverts):
+        doc.para(
+            "Refused cells were left as they are; ",
+            Code(f"%agent revert {turn_id} --force"),
+            " reverts those changed since the turn too (never a running cell).",
+        )
+    return doc
 
 
 def methods_doc(agent: str, offered: list[auth.Offered], mask: Callable[[str], str]) -> Doc:

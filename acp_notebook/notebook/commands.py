@@ -18,9 +18,18 @@ from IPython.core.error import UsageError
 from ..client import acp_registry, auth
 from ..display import publish, views
 from ..display.views import Code, Doc, Value
-from ..errors import AcpError, CapabilityError
+from ..errors import AcpError, CapabilityError, InvalidArgumentError
+from ..kernel_tools import notebook_undo
 from . import mcp_servers, replay
-from .command_docs import key, log_doc, methods_doc, revert_doc, sessions_doc, status_doc
+from .command_docs import (
+    cells_revert_doc,
+    key,
+    log_doc,
+    methods_doc,
+    revert_doc,
+    sessions_doc,
+    status_doc,
+)
 from .host import Host
 from .ledger import ledger_doc
 from .options import CellOptions, Parser, parse
@@ -50,7 +59,8 @@ USAGE = """\
 %agent logout [-a AGENT]             log out (where the agent offers it)
 %agent delete ID [-a AGENT]          delete a listed session (session/delete)
 %agent revert [TURN] [--force] [-s NAME]  undo the files a turn (default: the last) wrote
-                                     through the client; --force also files changed since
+                                     through the client and the notebook cells it inserted
+                                     or edited; --force also those changed since
 %agent ledger                        this kernel's turns: tokens, cost, time, and the totals
 """
 
@@ -416,10 +426,27 @@ async def _delete(host: Host, args: argparse.Namespace) -> None:
 
 
 async def _revert(host: Host, args: argparse.Namespace) -> None:
+    """The files a turn wrote and the cells it inserted or edited (`notebook_undo`): the turn
+    named, else the last that did either."""
     entry = _session(host, args)
-    result = await entry.session.revert(args.value, force=args.force)
-    _show(revert_doc(result, entry.name, _masker(host)))
-    host.user_ns["_agent_revert"] = result  # what happened to each file, as data
+    session = entry.session
+    turn = args.value or notebook_undo.last_turn(session, session.checkpoints.last_turn())
+    if not notebook_undo.changed(session, turn or ""):
+        result = await session.revert(turn, force=args.force)
+        _show(revert_doc(result, entry.name, _masker(host)))
+        host.user_ns["_agent_revert"] = result  # what happened to each file, as data
+        return
+    assert turn is not None  # changed() holds for a turn only
+    try:
+        files = await session.revert(turn, force=args.force)
+    except InvalidArgumentError:  # the turn wrote no file: its cells only
+        files = None
+    cells = await notebook_undo.revert(session, turn, args.force)
+    if files is not None:
+        _show(revert_doc(files, entry.name, _masker(host)))
+    _show(cells_revert_doc(cells, turn, entry.name, _masker(host)))
+    host.user_ns["_agent_revert"] = files if files is not None else cells
+    host.user_ns["_agent_revert_cells"] = cells
 
 
 async def _ledger(host: Host, args: argparse.Namespace) -> None:

@@ -69,6 +69,7 @@ def tool_call(out: list[str], call: ToolCallPart, turn: Transcript) -> None:
     if not any(isinstance(c, TerminalContent) for c in content):
         out.append(_command(call))
     terminals: set[str] = set()  # drawn in this card: each once
+    links = labels.cell_links(call)  # notebook cells a card of the client's own names
     for c in content:
         if isinstance(c, TextContent):
             _tool_text(out, c.text)
@@ -80,13 +81,27 @@ def tool_call(out: list[str], call: ToolCallPart, turn: Transcript) -> None:
                 _terminal(out, c.terminal_id, turn)
             else:
                 out.append(note("(its terminal's output is in the first card that shows it)"))
-        elif isinstance(c, BlockContent):
+        elif isinstance(c, BlockContent) and not (links and _links_cell(c)):
             out.append(block(c.block))
+    out.extend(_cell_link(cell_id, name) for cell_id, name in links)
     if call.raw_input is not None:
         out.append(json_details("Input", call.raw_input))
     if call.raw_output is not None:
         out.append(json_details("Raw output", call.raw_output))
     out.append("</details>")
+
+
+def _cell_link(cell_id: str, name: str) -> str:
+    """Plain text in a saved record; with the extension, a click scrolls to the cell."""
+    return (
+        f"<div>↪ <a class=acpnb-cell data-cell={attr(cell_id)} "
+        f"title='Show the cell in the notebook'>{escape(name)}</a></div>"
+    )
+
+
+def _links_cell(c: BlockContent) -> bool:
+    uri = c.block.get("uri")
+    return isinstance(uri, str) and uri.startswith(labels.CELL_URI)
 
 
 def _command(call: ToolCallPart) -> str:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from ..protocol.state import PermissionPart, Usage
+from ..protocol.items import BlockContent
+from ..protocol.state import PermissionPart, ToolCallPart, Usage
 from ..protocol.terminals import Terminal
 from ..protocol.turn import Transcript
 
@@ -345,3 +346,33 @@ NOTICE: dict[str, str] = {"info": "ℹ Notice", "warning": "⚠ Notice", "error"
 
 #: A prompt suggestion's tooltip (in the chat, the button fills the input box instead).
 SUGGESTION_TIP = "Put this prompt into a new %%agent cell below"
+
+#: What a card of the client's own links a notebook cell by (kernel_tools/notebook_edit.py): a
+#: `resource_link` content block whose uri is this and the cell's id, named "cell 3 (id …)".
+CELL_URI = "acp-notebook:cell/"
+_CELL_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
+
+
+def cell_link(uri: str, name: str) -> dict[str, object]:
+    """The content of a client card that links the notebook cell `uri` names (made by the
+    kernel's cell tools, read back by `cell_links`)."""
+    return {"type": "content", "content": {"type": "resource_link", "uri": uri, "name": name}}
+
+
+def cell_links(call: ToolCallPart) -> list[tuple[str, str]]:
+    """The notebook cells a card of the client's own links, as (cell id, name): none for the
+    agent's cards (their links are drawn as any link of the agent's). The id is one a notebook
+    gives (letters, digits, `-`, `_`), the name one line of at most 100 characters."""
+    if not call.by_client:
+        return []
+    links = []
+    for c in call.content_items:
+        b = c.block if isinstance(c, BlockContent) else {}
+        uri, name = b.get("uri"), b.get("name")
+        if b.get("type") != "resource_link" or not isinstance(uri, str):
+            continue
+        cell_id = uri.removeprefix(CELL_URI)
+        if uri.startswith(CELL_URI) and _CELL_ID.fullmatch(cell_id):
+            shown = " ".join(name.split())[:100] if isinstance(name, str) else ""
+            links.append((cell_id, shown or f"cell {cell_id}"))
+    return links

@@ -216,6 +216,7 @@ def _tool_call(call: ToolCallPart, turn: Transcript) -> list[str]:
             term = turn.terminals.get(c.terminal_id)
             if term is not None and turn.draws_terminal(call, c.terminal_id):
                 lines.extend(_terminal_block(term, turn.live))
+    lines.extend(f"  - ↪ {mdsafe.inline(name)}" for _, name in labels.cell_links(call))
     return lines
 
 

@@ -130,6 +130,7 @@ def tool_extras(call: ToolCallPart, turn: Transcript, *, live: bool) -> list[str
     for c in content:
         if isinstance(c, TerminalContent) and (term := turn.terminals.get(c.terminal_id)):
             extra.append(labels.exit_status(term, live=live))
+    extra.extend(f"→ {name}" for _, name in labels.cell_links(call))
     return extra
 
 

@@ -11,10 +11,19 @@
  *   - `edit`: a cell's new source, if it still holds the source the person was shown and is
  *     not running; one step of undo, the cell highlighted for a moment;
  *   - `run`: execute a cell as the person would (outputs, execution count, the kernel busy),
- *     if it still holds the source the person was shown.
+ *     if it still holds the source the person was shown;
+ *   - `delete`: remove a cell (`%agent revert` of a cell the agent inserted), if it still holds
+ *     the source the agent left in it (unless forced) and is not running; one step of undo.
  * The kernel asks only after the person allowed the operation (its card and permission): this
  * side applies what it is sent, to this notebook only, since the comm goes to its own kernel.
  * Everything sent back is bounded here, and masked and bounded again in the kernel.
+ *
+ * In the page, without the kernel (`pageActions`): a click on a cell link of the record
+ * (`a.acpnb-cell[data-cell]`, render/cards.py) scrolls its notebook to that cell, and a code
+ * block's "insert below" button of an answer (widgets/static/turn_view.js sends the event
+ * `acpnb-insert-cell`) inserts the block as a new cell below the cell whose output holds the
+ * button (the agent's): the person asked, no card. `data-acpnb-notebook` on the page's body
+ * tells the turn view the extension is there to do it (without it there is no such button).
  *
  * Its second plugin (status.ts) keeps the kernel's status busy while a cell runs.
  */
@@ -126,6 +135,8 @@ class Link {
         return this.edit(data);
       case 'run':
         return this.run(data);
+      case 'delete':
+        return this.delete(data);
       default:
         return { ok: false, error: `unknown operation ${String(data.op)}` };
     }
@@ -228,6 +239,23 @@ class Link {
     return { ok: true, cell: describe(cell, index + 1) };
   }
 
+  private delete(data: Json): Json {
+    const index = this.indexOf(data.cell);
+    const model = this.notebook.model;
+    if (index < 0 || !model) {
+      return { ok: false, error: 'no such cell in the notebook' };
+    }
+    const cell = model.cells.get(index);
+    if (running(cell)) {
+      return { ok: false, error: 'the cell is running: it is not removed' };
+    }
+    if (data.force !== true && cell.sharedModel.getSource() !== data.expected) {
+      return { ok: false, error: 'the cell was changed since: not removed' };
+    }
+    model.sharedModel.transact(() => model.sharedModel.deleteCell(index));
+    return { ok: true };
+  }
+
   private async run(data: Json): Promise<Json> {
     const index = this.indexOf(data.cell);
     if (index < 0) {
@@ -317,6 +345,74 @@ function output(raw: Json): Json {
   }
 }
 
+/** Characters of a code block the "insert below" button inserts (an answer's block is shorter). */
+const INSERT_CHARS = 100000;
+
+/** The panel and cell index whose node holds `node`, else null. */
+function cellOf(
+  tracker: INotebookTracker,
+  node: Node
+): { panel: NotebookPanel; index: number } | null {
+  const panel = tracker.find(p => p.node.contains(node));
+  if (!panel) {
+    return null;
+  }
+  const index = panel.content.widgets.findIndex(w => w.node.contains(node));
+  return index < 0 ? null : { panel, index };
+}
+
+/** What the page does for the record and the turn view, without the kernel. */
+function pageActions(tracker: INotebookTracker): void {
+  document.body.dataset.acpnbNotebook = '1';
+  // Cells a code block's button inserted below each cell: the next goes after them, in order.
+  const lastInserted = new WeakMap<object, string>();
+  document.addEventListener('click', event => {
+    const target = event.target as Element | null;
+    const link = target?.closest?.('a.acpnb-cell[data-cell]') as HTMLElement | null;
+    if (!link) {
+      return;
+    }
+    event.preventDefault();
+    const panel = tracker.find(p => p.node.contains(link)) ?? tracker.currentWidget;
+    const id = link.dataset.cell;
+    if (!panel || !id) {
+      return;
+    }
+    const index = panel.content.widgets.findIndex(w => w.model.id === id);
+    if (index < 0) {
+      link.title = 'This cell is no longer in the notebook';
+      return;
+    }
+    panel.content.activeCellIndex = index;
+    void panel.content.scrollToItem(index, 'center');
+  });
+  document.addEventListener('acpnb-insert-cell', event => {
+    const detail = (event as CustomEvent).detail;
+    const target = event.target as Node | null;
+    const where = target ? cellOf(tracker, target) : null;
+    const model = where?.panel.content.model;
+    if (!where || !model || typeof detail?.source !== 'string') {
+      return;
+    }
+    const below = where.panel.content.widgets[where.index].model;
+    const last = lastInserted.get(below);
+    let after = where.index;
+    const lastIndex = last ? where.panel.content.widgets.findIndex(w => w.model.id === last) : -1;
+    if (lastIndex > after) {
+      after = lastIndex;
+    }
+    let id = '';
+    model.sharedModel.transact(() => {
+      id = model.sharedModel.insertCell(after + 1, {
+        cell_type: 'code',
+        source: detail.source.slice(0, INSERT_CHARS)
+      }).id;
+    });
+    lastInserted.set(below, id);
+    (event as CustomEvent).detail.inserted = id;
+  });
+}
+
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'acp-notebook:plugin',
   description:
@@ -334,6 +430,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     };
     tracker.forEach(link);
     tracker.widgetAdded.connect((_, panel) => link(panel));
+    pageActions(tracker);
   }
 };
 

@@ -95,6 +95,7 @@ function allowed(tag, name, value) {
   switch (name) {
     case "class": case "title": case "data-turn-id": return true;
     case "data-part": return tag === "div"; // a subagent card's part: its buttons go there
+    case "data-cell": return tag === "a" && /^[A-Za-z0-9_-]{1,100}$/.test(value); // a cell link (cards.py)
     case "role": return /^[a-z]+$/.test(value);
     case "style": return STYLE.test(value.trim());
     case "align": return /^(left|right|center)$/.test(value);
@@ -172,13 +173,35 @@ function copyButton(label, title, get, cls) {
   return b;
 }
 
+// An "insert below" button: the code as a new cell below the cell this view is in (the agent's),
+// after those inserted so before. acp_notebook's JupyterLab extension does it (labextension/,
+// the page event `acpnb-insert-cell`, answered at once); without it there is no such button.
+function insertButton(code) {
+  const label = "insert below";
+  const b = node("button", "acpnb-tv-copy acpnb-tv-codeinsert", label);
+  b.type = "button";
+  b.title = "Insert this code as a new cell below (not run)";
+  let reset = null;
+  b.addEventListener("click", (event) => {
+    event.stopPropagation();
+    const detail = { source: code.textContent, inserted: null };
+    b.dispatchEvent(new CustomEvent("acpnb-insert-cell", { bubbles: true, detail }));
+    b.textContent = detail.inserted ? "✓ inserted" : "not inserted: no notebook cell here";
+    clearTimeout(reset);
+    reset = setTimeout(() => { b.textContent = label; }, 2000);
+  });
+  return b;
+}
+
 // A copy button on each code block of the agent's Markdown (`pre > code`) in `box` that has
-// none: it copies the code's text.
+// none: it copies the code's text. And an insert button where the extension is.
 function codeButtons(box) {
+  const inserts = document.body.dataset.acpnbNotebook === "1";
   box.querySelectorAll(":is(.acpnb-answer, .acpnb-thought) pre > code").forEach((code) => {
     const pre = code.parentElement;
     if (pre.querySelector(":scope > .acpnb-tv-codecopy")) return;
     pre.prepend(copyButton("copy", "Copy this code", () => code.textContent, "acpnb-tv-codecopy"));
+    if (inserts) pre.prepend(insertButton(code));
   });
 }
 
