@@ -184,7 +184,7 @@ function insertButton(code) {
   let reset = null;
   b.addEventListener("click", (event) => {
     event.stopPropagation();
-    const detail = { source: code.textContent, inserted: null };
+    const detail = { source: code.textContent.replace(/\n$/, ""), inserted: null };
     b.dispatchEvent(new CustomEvent("acpnb-insert-cell", { bubbles: true, detail }));
     b.textContent = detail.inserted ? "✓ inserted" : "not inserted: no notebook cell here";
     clearTimeout(reset);
