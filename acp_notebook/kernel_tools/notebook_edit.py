@@ -33,7 +33,7 @@ from ..protocol.limits import clip_text
 from ..render import MIME_CELL
 from ..render.diff import unified
 from ..render.labels import CELL_URI, cell_link
-from . import notebook_undo
+from . import notebook_undo, runner_cells
 from .card import (
     GATE_TIMEOUT,
     OPTIONS,
@@ -90,11 +90,16 @@ async def call(kernel: CellHost, grant: Any, name: str, args: dict[str, Any]) ->
         return None if link is None else await live_cells(link, turn, count)
     if session is None:
         return ToolOutput("the session is not open: the notebook is not changed", error=True)
+    headless = link is None and _runner_takes(turn, kernel.gate)  # `acp-notebook run`'s
     if name == "edit_cell":
-        cell = _cell_arg(args, "cell")
-        return await edit_cell(session, turn, link, cell, arg(args, "source", str))
+        cell, source = _cell_arg(args, "cell"), arg(args, "source", str)
+        if headless:
+            return await runner_cells.edit(session, turn, cell, source)
+        return await edit_cell(session, turn, link, cell, source)
     if name == "run_cell":
         cell = _cell_arg(args, "cell")
+        if headless:
+            return await runner_cells.run(session, turn, cell)
         return await run_cell(session, turn, link, kernel.gate, cell)
     source = arg(args, "source", str)
     cell_type = arg(args, "cell_type", str, "code")
@@ -259,8 +264,8 @@ async def insert_cell(
             "not inserted: the user (or the permission policy) did not allow it; "
             "the notebook is unchanged"
         )
-    if link is None and after is None and _runner_takes(turn, gate):
-        return await _to_runner(session, turn, call, block, source, cell_type, run)
+    if link is None and _runner_takes(turn, gate):
+        return await _to_runner(session, turn, call, block, (source, cell_type, after), run)
     if link is None or below is None:
         said, answer_text, error = _not_linked(turn, gate, link, source, cell_type, after, run)
         status = "failed" if error else "completed"
@@ -301,22 +306,24 @@ async def _to_runner(
     turn: TurnHandle | None,
     call: ToolCallPart,
     block: dict[str, Any],
-    source: str,
-    cell_type: str,
+    cell: tuple[str, str, int | str | None],
     run: bool,
 ) -> ToolOutput:
-    """Headless under `acp-notebook run` (issue 22 item 4): the allowed cell goes to the runner
-    as a display message of the turn's cell (`MIME_CELL`, marked with the run's token), which
-    saves it below that cell, after the ones the turn inserted before, and runs it after the
-    cell when `run` was allowed too (a second card, kind `execute`)."""
+    """Headless under `acp-notebook run` (issue 22 item 4): the allowed cell (its source, type
+    and `after`) goes to the runner as a display message of the turn's cell (`MIME_CELL`,
+    marked with the run's token), which saves it below that cell (or below `after`, a cell at
+    or below the turn's), after the ones the turn inserted there before, and runs it in its
+    place when `run` was allowed too (a second card, kind `execute`)."""
+    source, cell_type, after = cell
     if turn is not None:
         _TO_RUNNER[turn] = _TO_RUNNER.get(turn, 0) + 1
     # The id the runner gives the saved cell (unless the notebook holds it already), so the
     # record and the agent can name it.
     cell_id = f"agent-{secrets.token_hex(4)}"
+    where = "the agent's cell" if after is None else f"cell {after}"
     said = (
-        f"Inserted below the agent's cell as cell id {cell_id}, in the notebook "
-        "`acp-notebook run` saves."
+        f"Inserted below {where} as cell id {cell_id}, in the notebook `acp-notebook run` "
+        "saves (below a cell above the agent's, it is not)."
     )
     session.client_update(call, "completed", [block, text_part(said), _link(cell_id, cell_id)])
     runs = False
@@ -336,16 +343,20 @@ async def _to_runner(
             else "; not run: the user (or the permission policy) did not allow it"
         )
     # Masked as every output is (`publish.show`): the saved cell holds what the card showed.
-    cell = {
+    sent = {
         "token": runner_token(),
+        "op": "insert",
+        "after": after,
         "id": cell_id,
         "source": source,
         "cell_type": cell_type,
         "run": runs,
     }
-    publish.show({MIME_CELL: cell})
+    publish.show({MIME_CELL: sent})
+    below = "below your %%agent cell" if after is None else f"below cell {after} (if it is"
+    below += "" if after is None else " your %%agent cell or one below it: else not)"
     return ToolOutput(
-        "inserted below your %%agent cell (after the cells you inserted before in this turn), "
+        f"inserted {below} (after the cells you inserted there before in this turn), "
         f"in the notebook acp-notebook run saves, as cell id {cell_id}{ran}"
     )
 

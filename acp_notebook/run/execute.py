@@ -6,10 +6,11 @@ and `--timeout` go on the kernel's command line as `--AcpNotebook.*` traitlets o
 environment. `ACP_NOTEBOOK_LIVE_TRANSCRIPT=1` makes the kernel's live display updates carry the
 turn's transcript, which `RunClient.process_message` hands to a `TurnPrinter` per turn id.
 
-The cells an agent inserts in a turn (`insert_cell`, allowed with `--allow edit`) come as display
-messages of its `%%agent` cell (`MIME_CELL`, marked with a token only this run and the kernel
-know): they are taken out of the outputs and saved as cells right below that cell, in order, and
-those the agent ran (`run=True`, allowed with `--allow execute`) run before the next cell.
+What an agent does to the notebook in a turn (`insert_cell`, `edit_cell`, `run_cell`, allowed
+with `--allow edit` and `execute`) comes as display messages of its `%%agent` cell (`MIME_CELL`,
+marked with a token only this run and the kernel know): they are taken out of the outputs and
+applied when the cell ends (`agent_cells.py`): inserted cells saved right below it, in order,
+those the agent ran run before the next cell, edits applied to the saved notebook.
 
 The token is not a key against the agent: code it runs in the kernel (`run_code`, allowed with
 `--allow execute`) can read it there and display a cell of its own. So the token only tells the
@@ -17,7 +18,7 @@ kernel's cells from what other kernels or libraries display, and the runner chec
 may do by its own settings, not by what the message claims: cells are taken only while a
 `%%agent` cell runs and only when this run's `--allow` grants `edit` (a forged cell of an agent
 allowed `execute` alone is dropped), run only when it grants `execute`, never an `%%agent` cell
-(an agent would start turns without end), at most `MAX_INSERTED` a cell, every source masked
+(an agent would start turns without end), at most 50 a cell, every source masked
 with this run's secrets as the rest of what it prints, and the id only one nbformat allows and
 the notebook does not hold yet.
 """
@@ -28,7 +29,6 @@ import asyncio
 import errno
 import hmac
 import os
-import re
 import secrets
 import stat
 import time
@@ -42,10 +42,10 @@ from nbclient.exceptions import CellExecutionError
 from nbformat import NotebookNode
 
 from ..client.serving import safe_fs
-from ..protocol import limits
 from ..protocol.redact import Redactor
 from ..render import MIME_CELL, MIME_TRANSCRIPT
 from . import params
+from .agent_cells import AgentCells, is_agent_cell
 from .console import Tagged
 from .printer import Line, Totals, TurnPrinter, safe, seconds
 
@@ -58,10 +58,6 @@ REPLAY_ENV = "ACP_NOTEBOOK_REPLAY"
 REPLAY_MODE_ENV = "ACP_NOTEBOOK_REPLAY_MODE"
 #: The kernel's `notebook_link.CELLS_ENV`: the token of the cells its agents insert.
 CELLS_ENV = "ACP_NOTEBOOK_RUN_CELLS"
-#: Cells one `%%agent` cell may insert (the kernel stops at as many: `MAX_RUNNER_CELLS`).
-MAX_INSERTED = 50
-#: A cell id nbformat allows (4.5: 1 to 64 of these characters).
-_CELL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,7 +198,7 @@ class NotebookView:
 
 class RunClient(NotebookClient):
     """A NotebookClient that shows every cell's progress and every turn on a `NotebookView`,
-    and saves the cells a turn inserted below its cell (running those the agent ran)."""
+    and applies what a turn did to the notebook when its cell ends (`agent_cells`)."""
 
     def __init__(
         self, nb: NotebookNode, view: NotebookView, token: str, settings: Settings, **kwargs: Any
@@ -210,18 +206,15 @@ class RunClient(NotebookClient):
         super().__init__(nb, **kwargs)
         self.view = view
         self.token = token
-        self.takes = settings.grants("edit")  # cells inserted are saved
-        self.runs = settings.grants("execute")  # and those the agent ran, run
-        self.inserted: list[NotebookNode] = []  # by the running cell's turns, in order
-        self.not_run: set[int] = set()  # ids of inserted code cells the agent did not run
+        mask = view.redactor.text
+        self.agent = AgentCells(nb, mask, settings.grants("edit"), settings.grants("execute"))
 
     def process_message(self, msg: dict[str, Any], cell: NotebookNode, cell_index: int) -> Any:
         self.view.message(msg)
         sent = self.sent_cell(msg)
-        if sent is not None:  # a cell for the notebook, not an output
-            inserted = self.inserted_cell(sent) if _is_agent_cell(cell) else None
-            if inserted is not None and len(self.inserted) < MAX_INSERTED:
-                self.inserted.append(inserted)
+        if sent is not None:  # for the notebook, not an output
+            if is_agent_cell(cell):
+                self.agent.take(sent)
             return None
         return super().process_message(msg, cell, cell_index)
 
@@ -237,39 +230,24 @@ class RunClient(NotebookClient):
             return None
         return cell
 
-    def inserted_cell(self, cell: dict[str, Any]) -> NotebookNode | None:
-        """The cell to save, checked (the agent wrote it, and may have forged the message: see
-        the module's docstring): granted by this run, a string no longer than a card shows,
-        masked, a known cell type; run only if granted, and never an `%%agent` cell."""
-        source = cell.get("source")
-        if not self.takes or not isinstance(source, str) or len(source) > limits.MAX_CHARS:
-            return None
-        source = self.view.redactor.text(source)
-        node: NotebookNode
-        if cell.get("cell_type") == "markdown":
-            node = nbformat.v4.new_markdown_cell(source)
-        elif cell.get("cell_type") == "code":
-            node = nbformat.v4.new_code_cell(source)
-            if cell.get("run") is not True or not self.runs or _is_agent_cell(node):
-                self.not_run.add(id(node))
-        else:
-            return None
-        wanted = cell.get("id")
-        taken = {c.get("id") for c in self.nb.cells} | {c.get("id") for c in self.inserted}
-        if isinstance(wanted, str) and _CELL_ID.fullmatch(wanted) and wanted not in taken:
-            node.id = wanted  # the id the agent was told (`insert_cell`'s answer and card)
-        return node
-
-    def insert_below(self, cell_index: int) -> None:
-        """The running cell's inserted cells, right below it; nbclient's loop over the cells
-        reaches them next, and runs the code cells the agent ran (`async_execute_cell`)."""
-        cells, self.inserted = self.inserted, []
-        self.nb.cells[cell_index + 1 : cell_index + 1] = cells
-        runs = sum(c.cell_type == "code" and id(c) not in self.not_run for c in cells)
-        self.view.code_cells += runs
-        if cells and not self.view.quiet:
-            ran = f", {runs} to run" if runs else ""
-            self.view.out.line(f"  + {len(cells)} cell(s) inserted below{ran}", "dim")
+    def place(self, cell_index: int) -> list[NotebookNode]:
+        """What the cell's turns did, applied below it (nbclient's walk reaches the inserted
+        cells next, and runs those the agent ran); the cells to run again."""
+        before = len(self.nb.cells)
+        pending = [node for node, _ in self.agent.pending]
+        again, lines = self.agent.place(cell_index)
+        placed = [n for n in pending if any(n is c for c in self.nb.cells)]
+        runs = sum(n.cell_type == "code" and not self.agent.skips(n) for n in placed)
+        self.view.code_cells += runs + len(again)
+        if not self.view.quiet:
+            if len(self.nb.cells) > before:
+                ran = f", {runs} to run" if runs else ""
+                self.view.out.line(
+                    f"  + {len(self.nb.cells) - before} cell(s) inserted below{ran}", "dim"
+                )
+            for line in lines:
+                self.view.out.line(f"  ~ {safe(line, self.view.redactor, limit=200)}", "dim")
+        return again
 
     async def async_execute_cell(
         self,
@@ -278,13 +256,14 @@ class RunClient(NotebookClient):
         execution_count: int | None = None,
         store_history: bool = True,
     ) -> NotebookNode:
-        if id(cell) in self.not_run:  # inserted by the agent, which did not run it
+        if self.agent.skips(cell):  # inserted by the agent, which did not run it
             return cell
         run = super().async_execute_cell(cell, cell_index, execution_count, store_history)
         if cell.cell_type != "code" or not cell.source.strip():
             return await run
         label = self.view.start(cell)
         started = time.monotonic()
+        again: list[NotebookNode] = []
         try:
             result = await run
         except CellExecutionError as exc:  # the reply's reason: ename and evalue
@@ -295,8 +274,14 @@ class RunClient(NotebookClient):
             raise
         else:
             self.view.end(label, True, time.monotonic() - started)
-        finally:  # saved below their cell also when it failed (then they do not run)
-            self.insert_below(cell_index)
+        finally:  # applied also when it failed (then nothing runs again)
+            again = self.place(cell_index)
+        for earlier in again:  # cells the agent ran that ran already: once more, now
+            await self.async_execute_cell(earlier, self.nb.cells.index(earlier))
+            marks = earlier.metadata.get("acp_notebook")
+            if isinstance(marks, dict) and marks.pop("edited_after_run", None):
+                marks.pop("ran_source", None)  # its outputs are its new source's now
+                marks["edited"] = True
         return result
 
 
@@ -379,11 +364,6 @@ async def run_all(
             return await run_notebook(job[0], job[1], settings, out)
 
     return list(await asyncio.gather(*(one(j, o) for j, o in zip(jobs, outs, strict=True))))
-
-
-def _is_agent_cell(cell: NotebookNode) -> bool:
-    source = cell.source if cell.cell_type == "code" else ""
-    return isinstance(source, str) and source.lstrip().startswith("%%agent")
 
 
 def _first_line(source: str) -> str:

@@ -126,3 +126,40 @@ def test_at_most_50_cells_a_turn_and_each_source_masked(tmp_path: Path) -> None:
     # The card and the answer name the saved cell's id.
     for cell, text in zip(saved.cells[1:51], answers[:50], strict=True):
         assert text.endswith(f"as cell id {cell.id}"), (text, cell.id)
+
+
+@pytest.mark.timeout(240)
+def test_headless_edits_runs_and_inserts_after_a_later_cell(tmp_path: Path) -> None:
+    """`acp-notebook run --allow edit,execute` (issue 22 item 4): an edit of a cell that ran is
+    saved and marked, not run again (test_run_agent_cells); `run_cell` of it runs it again
+    after the agent's cell (its new source, the mark then plain "edited"); an insert `after` a
+    later cell lands below it and runs in its turn."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in ("x = 1", "", "z = 5")]
+    nb.cells[2].id = "later"
+    calls = [
+        {"name": "edit_cell", "arguments": {"cell": 1, "source": "x = 10"}},
+        {"name": "run_cell", "arguments": {"cell": 1}},
+        {
+            "name": "insert_cell",
+            "arguments": {"source": "y = x + z", "after": "later", "run": True},
+        },
+    ]
+    nb.cells[1].source = agent_cell(*calls)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    nbformat.write(nb, tmp_path / "e.ipynb")
+    done = run_cli(tmp_path, "e.ipynb", "--allow", "edit,execute")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "~ cell 1: edited (it ran before: marked, not run again)" in done.stdout
+    assert "~ cell 1: runs again after the agent's cell" in done.stdout
+    saved = nbformat.read(tmp_path / "e.out.ipynb", as_version=4)
+    got = [(c.source, c.get("execution_count")) for c in saved.cells]
+    assert got == [("x = 10", 3), (nb.cells[1].source, 2), ("z = 5", 4), ("y = x + z", 5)]
+    # Run again after the edit: its outputs are its new source's, so it is marked edited only.
+    assert saved.cells[0].metadata["acp_notebook"] == {"edited": True}
+    (record,) = transcripts(saved.cells[1])
+    said = "".join(p["text"] for p in record["parts"] if p.get("type") == "message")
+    answers = [str(c.get("text", c)) for c in json.loads(said.removeprefix("MCP "))[:3]]
+    assert answers[0].startswith("cell 1: edit handed over"), answers
+    assert answers[1].startswith("cell 1: run handed over"), answers
+    assert answers[2].startswith("inserted below cell later"), answers
