@@ -210,17 +210,23 @@ def _not_linked(
     run: bool,
 ) -> tuple[str, str, bool]:
     """An allowed insert with no extension to apply it, or no cell to put it below: proposed
-    as the next input when it can be (`_propose`), else refused. What the card says, what the
-    agent is told, and whether that is an error."""
+    as the next input when it can be (`_propose`), else, with no extension, listed in the
+    record (its card holds the whole cell, with a Copy button where the view has one: VS Code,
+    classic Notebook, nbclient and papermill), else refused. What the card says, what the agent
+    is told, and whether that is an error."""
     if link is None and after is None:
         proposed = _propose(turn, gate, source, cell_type, run)
         if proposed is not None:
             return proposed[0], proposed[1], False
-    why = (
-        NO_FRONT_END
-        if link is None
-        else "the front-end did not say which cell the agent's is: name one with `after`"
-    )
+    if link is None:
+        not_run = " or run" if run else ""
+        return (
+            "Listed here for you to copy: this notebook's front-end cannot insert cells.",
+            f"not inserted{not_run}: {NO_FRONT_END}; the cell is listed in the turn's record "
+            "for the user to copy into the notebook",
+            False,
+        )
+    why = "the front-end did not say which cell the agent's is: name one with `after`"
     return f"Not inserted: {why}.", f"not inserted: {why}", True
 
 

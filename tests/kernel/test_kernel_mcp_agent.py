@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.agents.script import script
-from tests.nb_util import execute, scripted, text, transcripts
+from tests.nb_util import data, execute, scripted, text, transcripts
 from tests.real_agents import fast_agent_command
 from tests.shared_kernel import SharedKernel
 
@@ -170,7 +170,8 @@ def test_insert_cell_without_the_extension_is_proposed_as_the_next_input(
     tmp_path: Path, kernel: SharedKernel
 ) -> None:
     """A front-end with a person and no extension (interactive, no comm): the turn's first cell
-    is proposed through set_next_input, in the reply of the agent's cell; the second is not."""
+    is proposed through set_next_input, in the reply of the agent's cell; the second is listed
+    in the record to copy."""
     twice = [
         {"name": "insert_cell", "arguments": {"source": "proposed = 1", "run": True}},
         {"name": "insert_cell", "arguments": {"source": "second = 2"}},
@@ -184,8 +185,35 @@ def test_insert_cell_without_the_extension_is_proposed_as_the_next_input(
     )
     first, second, _ = seen(nb.cells[1])
     assert "shown for the user to insert" in first["text"] and "not run" in first["text"]
+    # The second is listed in the record for the person to copy (issue 22, item 3).
     assert second["text"].startswith("not inserted: this notebook's front-end cannot change")
+    assert "listed in the turn's record for the user to copy" in second["text"]
+    assert listed(nb.cells[1], "second = 2")
     payloads = replies[1]["content"]["payload"]
     assert [p for p in payloads if p.get("source") == "set_next_input"] == [
         {"source": "set_next_input", "text": "proposed = 1", "replace": False}
     ]
+
+
+def test_insert_cell_under_plain_nbclient_lists_the_cell_in_the_record(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
+    """nbclient (no person, no extension, no runner) with --allow edit: nothing inserted, the
+    proposed cell listed whole in the record, and the agent told so, not as an error."""
+    proposed = [{"name": "insert_cell", "arguments": {"source": "cleaned = 3", "run": True}}]
+    nb = execute([cell("--allow edit,execute", calls=proposed)], tmp_path, kernel=kernel)
+    said, _ = seen(nb.cells[0])
+    assert said["text"].startswith("not inserted or run: this notebook's front-end cannot")
+    assert not said.get("isError")
+    assert listed(nb.cells[0], "cleaned = 3")
+    assert len(nb.cells) == 1
+
+
+def listed(cell_node: Any, source: str) -> bool:
+    """Whether the record's card lists the cell `source` whole for the person to copy: in the
+    transcript and in the HTML the notebook shows."""
+    (record,) = transcripts(cell_node)
+    cards = [p for p in record["parts"] if p.get("type") == "tool_call"]
+    card = json.dumps(cards[-1]["content"])
+    page = "".join(data(cell_node, "text/html"))
+    return all(s in card and s in page for s in (source, "Listed here for you to copy"))
