@@ -130,6 +130,12 @@ class AcpNotebook(Magics):
         help="Added to the agent's own instructions on every new, loaded or resumed session, "
         "where the agent takes them (sessionCapabilities.systemPrompt); empty sends none.",
     ).tag(config=True)
+    prestart = Bool(
+        False,
+        help="Start the default agent and its session in the background when the extension "
+        "loads, so the first %%agent cell does not wait for them (a failure is said by that "
+        "cell, or by %agent status).",
+    ).tag(config=True)
     kernel_tools = Bool(
         True,
         help="Offer every new session the kernel's MCP tools: list and inspect variables, the "
@@ -317,6 +323,25 @@ def load_ipython_extension(ipython: Any) -> None:
 
     if note_cell not in ipython.events.callbacks["post_run_cell"]:  # what --error gives
         ipython.events.register("post_run_cell", note_cell)
+    if magics.prestart:
+        _prestart(magics)
+
+
+def _prestart(magics: AcpNotebook) -> None:
+    """c.AcpNotebook.prestart: the default agent started in the background. Never breaks the
+    kernel's start: a failure to even begin (a bad configuration) is logged, and the first cell,
+    which reads the same configuration, says it."""
+    import logging
+
+    try:
+        from .notebook import prestart
+
+        spec, _note = magics.registry().resolve(None)
+        prestart.begin(magics, spec)
+    except Exception as exc:
+        logging.getLogger("acp_notebook").warning(
+            "acp_notebook: c.AcpNotebook.prestart could not start the default agent: %s", exc
+        )
 
 
 def instance(ipython: Any) -> AcpNotebook | None:

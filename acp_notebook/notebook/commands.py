@@ -34,7 +34,7 @@ from .host import Host
 from .ledger import ledger_doc
 from .options import CellOptions, Parser, parse
 from .runtime import NamedSession
-from .start import apply_settings, open_named, start_error_message
+from .start import apply_settings, open_named, prestart_failure, start_error_message
 from .stored_sessions import Memory
 from .stored_sessions import sessions_doc as sessions_of_kernel
 
@@ -51,6 +51,7 @@ USAGE = """\
 %agent mode MODE [-s NAME]           set the session mode
 %agent config KEY=VALUE [-s NAME]    set a session config option
 %agent stop [-s NAME]                cancel the running turn
+%agent start [-a AGENT]              start the agent and its session in the background
 %agent restart [-a AGENT]            restart the agent process (sessions resume on it)
 %agent close [-s NAME | -a AGENT | --all]  close sessions and stop agents
 %agent chat [-s NAME] [-a AGENT]     a chat widget on the session
@@ -215,7 +216,44 @@ def _status_facts(entry: NamedSession) -> dict[str, Any]:
     }
 
 
+async def _start(host: Host, args: argparse.Namespace) -> None:
+    from .prestart import begin
+
+    spec, _ = host.registry().resolve(args.agent)
+    entry = host.runtime.find(spec.name)
+    if entry is not None and entry.agent == spec.name:
+        _show(views.message("Agent ", Code(spec.name), " and its session are already open."))
+        return
+    begin(host, spec)
+    _show(
+        views.message(
+            "Starting agent ",
+            Code(spec.name),
+            " and its session in the background: the next %%agent cell uses them "
+            "(%agent status says how the start went).",
+        )
+    )
+
+
+def _prestart_status(host: Host, args: argparse.Namespace) -> bool:
+    """What `%agent status` says of a background start: under way or failed (True if said)."""
+    pre = host.runtime.prestart
+    if pre is None or (args.session not in (None, pre.session)):
+        return False
+    if not pre.task.done():
+        _show(views.message("Agent ", Code(pre.agent), " is starting in the background."))
+        return True
+    if pre.error is not None:  # kept for the first cell too
+        _show(views.message(prestart_failure(pre.error), mask=_masker(host)))
+        return True
+    return False
+
+
 async def _status(host: Host, args: argparse.Namespace) -> None:
+    said = _prestart_status(host, args)
+    name = args.session or host.runtime.last_session
+    if said and (name is None or host.runtime.find(name) is None):
+        return  # no session to show yet
     if not host.runtime.sessions and (replaying := replay.status(host)) is not None:
         _show(replaying)  # a replay opens no session: say so rather than fail
         return
@@ -472,6 +510,7 @@ _COMMANDS = {
     "mode": _mode,
     "config": _config,
     "stop": _stop,
+    "start": _start,
     "restart": _restart,
     "close": _close,
     "chat": _chat,

@@ -106,6 +106,23 @@ class AgentHost:
 
 
 @dataclass
+class Prestarted:
+    """An agent and its session started in the background (`notebook/prestart.py`): the task's
+    result is None once the session is open, else what its failure says."""
+
+    agent: str
+    session: str
+    task: asyncio.Task[str | None]
+
+    @property
+    def error(self) -> str | None:
+        """The failure, once the start ended with one."""
+        if not self.task.done() or self.task.cancelled():
+            return None
+        return self.task.result()
+
+
+@dataclass
 class NamedSession:
     name: str
     agent: str
@@ -121,6 +138,7 @@ class Runtime:
         self.hosts: dict[str, AgentHost] = {}
         self.sessions: dict[str, NamedSession] = {}
         self.last_session: str | None = None  # what %agent status/stop mean without --session
+        self.prestart: Prestarted | None = None  # c.AcpNotebook.prestart, %agent start
         self._said: set[str] = set()  # notices shown once per kernel (first_time)
         # Everything this kernel shows or saves passes through it (see publish.py); it reads
         # os.environ anew at each use, so a key a cell sets later is masked too.
@@ -189,6 +207,9 @@ class Runtime:
         return [n for n, e in self.sessions.items() if e.agent == agent and n != name]
 
     async def close_agent(self, agent: str) -> None:
+        pre = self.prestart
+        if pre is not None and pre.agent == agent and pre.task is not asyncio.current_task():
+            await self.stop_prestart()
         for name in [n for n, e in self.sessions.items() if e.agent == agent]:
             self.sessions.pop(name, None)
         host = self.hosts.pop(agent, None)
@@ -203,9 +224,18 @@ class Runtime:
             client.kill_agent()
 
     async def close_all(self) -> None:
+        await self.stop_prestart()
         self.sessions.clear()
         for agent in list(self.hosts):
             await self.close_agent(agent)
+
+    async def stop_prestart(self) -> None:
+        """Cancel a background start still under way: its agent process is stopped."""
+        pre, self.prestart = self.prestart, None
+        if pre is not None and not pre.task.done():
+            pre.task.cancel()  # AgentHost.start stops the process it started (_abort)
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait({pre.task}, timeout=15)
 
     def kill_all_now(self) -> None:
         """Synchronous last resort at interpreter exit: SIGKILL every agent process group."""

@@ -60,6 +60,7 @@ async def start(
     doing = ""
     try:
         with anyio.fail_after(timeout):
+            await prestarted(host, spec, opts)
             session = await _session(host, spec, opts, client_options)
             doing = "apply --mode/--config (session/set_mode, session/set_config_option)"
             await settings_applied(host, session, opts)
@@ -117,6 +118,31 @@ async def start_shown(
     words = "⏹ Stopped before the turn started" + ("; the agent was stopped." if stopped else ".")
     view.end(views.message(words))
     return None
+
+
+async def prestarted(host: Host, spec: AgentSpec, opts: CellOptions) -> None:
+    """Before a cell of `spec` starts: wait for a background start of it (`prestart.py`); if
+    that failed and the cell would have used its session, raise `TurnFailed` saying so, once (the
+    next cell starts the agent as usual). A cell of another agent does not wait."""
+    pre = host.runtime.prestart
+    if pre is None or pre.agent != spec.name:
+        return
+    try:
+        # Cancelling the cell (--timeout, Stop, interrupt) cancels the start: its agent stops.
+        error = await pre.task
+    finally:
+        if host.runtime.prestart is pre:
+            host.runtime.prestart = None
+    if error is not None and (opts.session or spec.name) == pre.session and not opts.new:
+        raise TurnFailed(prestart_failure(error))
+
+
+def prestart_failure(error: str) -> str:
+    """What the first cell (or `%agent status`) says of a failed background start."""
+    return (
+        "The agent's start in the background (c.AcpNotebook.prestart or %agent start) "
+        f"failed, so this cell did not run; running it again starts the agent anew.\n{error}"
+    )
 
 
 async def _session(
