@@ -117,8 +117,9 @@ class ChatTurnView(TurnView):
         parts = self._transcript().parts
         return {s.strip() for p in parts if isinstance(p, SuggestionsPart) for s in p.suggestions}
 
-    def finish(self, result: TurnResult, *, keep_record: bool = True) -> None:
-        """Show the final state in place; the view stays in the log (`record()` is its record)."""
+    def finish(self, result: TurnResult, *, keep_record: bool = True, raised: bool = False) -> None:
+        """Show the final state in place; the view stays in the log (`record()` is its record).
+        A chat raises no error below its turns: `raised` is not used."""
         self._done = True
         self._dirty.set()
         self._unsubscribe()

@@ -191,8 +191,10 @@ class LiveView:
         publish.update(self._handle, bundle)
         self.updates += 1
 
-    def finish(self, result: TurnResult, *, keep_record: bool) -> None:
+    def finish(self, result: TurnResult, *, keep_record: bool, raised: bool = False) -> None:
         """Final update: the static record, in the live display's place when there is one.
+        With `raised`, the cell raises the turn's error right below: the record says that the
+        turn failed, not the error again (`Transcript.raised`); its transcript keeps the error.
 
         Without `keep_record` the cell's value will show the record too: the live display
         becomes the record and the value's display adds nothing (`reprs.shown_in_place`), as
@@ -208,7 +210,10 @@ class LiveView:
         self.live.release()
         if self._handle is None and not keep_record:
             return
-        record = publish.turn(final_transcript(result, self.note), redactor=self.redactor)
+        transcript = final_transcript(result, self.note)
+        if raised:
+            transcript["raised"] = True
+        record = publish.turn(transcript, redactor=self.redactor)
         if self._handle is None:
             publish.show(record)
             return

@@ -135,7 +135,8 @@ class CellTurn:
             and not timed_out
             and not result.over_budget
         )
-        self.view.finish(result, keep_record=failed)
+        # A failure is stated once: by the error raised below the record (`raised`).
+        self.view.finish(result, keep_record=failed, raised=failed)
         await self.view.aclose()
         if failed:
             # What the agent wrote in this turn (its start-up banner says nothing of the failure).

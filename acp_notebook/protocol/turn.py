@@ -433,9 +433,9 @@ class Transcript:
     #: Seconds from the cell's start to the turn's (the agent starting, the session opening):
     #: the live clock counted them, `duration` does not.
     startup: float | None = None
-    #: The card that draws each terminal's output: the first tool call that shows it. An
-    #: agent's calls may each show one terminal, 100 times a call: drawn at every one, 2,000
-    #: calls drew 16 GB of HTML from a 1 MB output (`draws_terminal`).
+    raised: bool = False  # its cell raised the error below the record (labels.raised_here)
+    #: The card that draws each terminal's output: the first call that shows it (drawn at every
+    #: one, 2,000 calls showing it 100 times each drew 16 GB of HTML from 1 MB: `draws_terminal`).
     terminal_cards: dict[str, ToolCallPart] = field(default_factory=dict)
     #: The tool calls (by `toolCallId`) whose last answered permission request was a rejection.
     rejected_calls: frozenset[str] = frozenset()
@@ -527,6 +527,7 @@ def read_turn(transcript: Any, *, live: bool = False) -> Transcript:
         title=" ".join(text(t.get("title")).split())[:200],
         model=" ".join(text(t.get("model")).split())[:80],
         startup=number(t.get("startup")),
+        raised=t.get("raised") is True,
         terminal_cards=terminal_cards_of(parts),
         rejected_calls=rejected_calls_of(parts),
     )

@@ -88,7 +88,10 @@ def _part(out: list[str], part: Part, turn: Transcript, *, growing: bool) -> Non
         draw(out, part, turn, growing)
 
 
-def _error(out: list[str], part: ErrorPart) -> None:
+def _error(out: list[str], part: ErrorPart, turn: Transcript) -> None:
+    if labels.raised_here(turn, part.message):
+        _alert(out, "error", "✗ The turn failed:", labels.RAISED)
+        return
     _alert(out, part.level, "⚠ Error" if part.level == "error" else "⚠ Warning", part.message)
 
 
@@ -274,7 +277,8 @@ def _turn_alerts(out: list[str], turn: Transcript) -> None:
     elif reason in ("max_tokens", "max_turn_requests"):
         _alert(out, "warning", "⚠ Incomplete:", labels.STOP_REASONS[reason] + ".")
     if turn.error and turn.error not in {e.message for e in turn.errors}:
-        _alert(out, "error", "✗ The turn failed:", turn.error)
+        shown = labels.RAISED if turn.raised else turn.error
+        _alert(out, "error", "✗ The turn failed:", shown)
 
 
 def _footer(out: list[str], turn: Transcript, *, running: bool = True) -> None:
@@ -327,5 +331,5 @@ _DRAW: dict[type[Any], Callable[[list[str], Any, Transcript, bool], None]] = {
     SubagentPart: lambda out, p, turn, growing: _subagent(out, p, turn),
     SuggestionsPart: lambda out, p, turn, growing: _suggestions(out, p),
     RawPart: lambda out, p, turn, growing: raw(out, p),
-    ErrorPart: lambda out, p, turn, growing: _error(out, p),
+    ErrorPart: lambda out, p, turn, growing: _error(out, p, turn),
 }

@@ -168,6 +168,16 @@ def _by(by: str) -> str:
     return f" by {by}"
 
 
+#: What a failed turn's record says in place of its error when the cell raised it below.
+RAISED = "the error is below."
+
+
+def raised_here(turn: Transcript, message: str) -> bool:
+    """Whether `message` is the turn's error that its cell raised right below the record: said
+    there once (with what to try), the record only says that the turn failed."""
+    return turn.raised and message == turn.error
+
+
 def stop_reason(turn: Transcript) -> str:
     if turn.stop_reason is not None:
         return STOP_REASONS.get(turn.stop_reason, f"stopped: {turn.stop_reason}")

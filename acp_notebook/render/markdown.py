@@ -15,6 +15,7 @@ from ..protocol.elicitation import ElicitationPart
 from ..protocol.items import DiffContent, TerminalContent
 from ..protocol.notes import CompactionPart, NoticePart
 from ..protocol.state import (
+    ErrorPart,
     MessagePart,
     Part,
     PermissionPart,
@@ -69,6 +70,12 @@ def render_markdown(turn: Transcript) -> str:
     return f'<div class="{MATH_OFF}">\n\n' + "\n\n".join(blocks) + "\n\n</div>\n"
 
 
+def _error_alert(turn: Transcript, e: ErrorPart) -> str:
+    if labels.raised_here(turn, e.message):  # the cell's error output says it, once
+        return f"✗ **The turn failed:** {labels.RAISED}"
+    return ("⚠ **Error:** " if e.level == "error" else "⚠ **Warning:** ") + mdsafe.inline(e.message)
+
+
 def _record(turn: Transcript) -> list[str]:
     out: list[str] = []
     if turn.plan:
@@ -104,10 +111,7 @@ def _record(turn: Transcript) -> list[str]:
         for p in turn.parts
         if p.kind not in _DRAWN
     )
-    alerts = [
-        (("⚠ **Error:** " if e.level == "error" else "⚠ **Warning:** ") + mdsafe.inline(e.message))
-        for e in turn.errors
-    ]
+    alerts = [_error_alert(turn, e) for e in turn.errors]
     alerts += [
         f"{labels.NOTICE[n.level]}: **{mdsafe.inline(n.title)}**"
         + (f" — {mdsafe.inline(n.description)}" if n.description else "")
@@ -121,7 +125,8 @@ def _record(turn: Transcript) -> list[str]:
     elif turn.stop_reason in ("max_tokens", "max_turn_requests"):
         alerts.append(f"⚠ **Incomplete:** {labels.STOP_REASONS[turn.stop_reason]}.")
     if turn.error and turn.error not in {e.message for e in turn.errors}:
-        alerts.append(f"✗ **The turn failed:** {mdsafe.inline(turn.error)}")
+        shown = labels.RAISED if turn.raised else mdsafe.inline(turn.error)
+        alerts.append(f"✗ **The turn failed:** {shown}")
     out.extend(f"> {a}" for a in alerts)
 
     footer = labels.footer(turn)

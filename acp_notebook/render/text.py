@@ -39,7 +39,7 @@ def render_text(turn: Transcript) -> str:
     if turn.stop_reason == "refusal":
         record.append(f"⛔ refused: {labels.REFUSAL}")
     if turn.error and turn.error not in {e.message for e in turn.errors}:
-        record.append(f"✗ failed: {_one_line(turn.error)}")
+        record.append(f"✗ failed: {labels.RAISED if turn.raised else _one_line(turn.error)}")
     footer = labels.footer(turn)
     if turn.live and turn.stop_reason is None:
         footer = ["running…", *(p for p in footer if p != "running…")]
@@ -65,6 +65,8 @@ def _lines(parts: Sequence[Part], turn: Transcript, depth: int = 0) -> list[str]
         elif isinstance(p, RawPart):
             problem = f" ({_one_line(p.problem)})" if p.problem else ""
             out.append(f"❔ unknown update {_one_line(p.update_kind or '?')}{problem}")
+        elif isinstance(p, ErrorPart) and labels.raised_here(turn, p.message):
+            out.append(f"✗ failed: {labels.RAISED}")
         elif isinstance(p, ErrorPart):
             out.append(f"⚠ {p.level}: {_one_line(p.message)}")
         elif isinstance(p, NoticePart):

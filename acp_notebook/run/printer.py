@@ -156,7 +156,13 @@ class TurnPrinter:
             if steps and not self._plan:
                 out += self._steps(steps, "Plan:")
             return bool(self._plan) or settled
-        if isinstance(part, ErrorPart):
+        if isinstance(part, ErrorPart) and part.level == "error" and not settled:
+            # The turn's last part may be the error that ends it, which the cell then raises
+            # (printed below as its paragraph): its line waits to know (`labels.raised_here`).
+            return False
+        if isinstance(part, ErrorPart) and labels.raised_here(turn, part.message):
+            out.append(Line(f"✗ failed: {labels.RAISED}", "fail"))
+        elif isinstance(part, ErrorPart):
             out.append(Line(f"⚠ {part.level}: {self._safe(part.message)}", "warn"))
         elif isinstance(part, RawPart):
             out.append(Line(f"❔ unknown update {self._safe(part.update_kind or '?')}", "dim"))
@@ -262,7 +268,8 @@ class TurnPrinter:
             done = sum(e.status == "completed" for e in turn.plan)
             out.append(Line(f"Plan: {done} of {len(turn.plan)} steps completed", "dim"))
         if turn.error and turn.error not in {e.message for e in turn.errors}:
-            out.append(Line(f"✗ failed: {self._safe(turn.error)}", "fail"))
+            said = labels.RAISED if turn.raised else self._safe(turn.error)
+            out.append(Line(f"✗ failed: {said}", "fail"))
         footer = " · ".join(self._safe(p).replace("\u00a0", " ") for p in labels.footer(turn))
         if footer:
             out.append(Line(f"— {footer}", "ok" if turn.success else "fail"))

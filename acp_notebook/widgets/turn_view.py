@@ -309,13 +309,16 @@ class TurnView(LiveView):
             cost = time.perf_counter() - started
             await asyncio.sleep(self._pause(cost))  # as LiveView's
 
-    def finish(self, result: TurnResult, *, keep_record: bool) -> None:
+    def finish(self, result: TurnResult, *, keep_record: bool, raised: bool = False) -> None:
         """The final state in place, then the static record in place of the view (one display
-        update); without `keep_record` the cell's value shows no second copy of it."""
+        update); without `keep_record` the cell's value shows no second copy of it; with
+        `raised`, the record does not repeat the error the cell raises below (`LiveView`)."""
         self._done = True
         self._dirty.set()
         self._unsubscribe()
         transcript = self.redactor.obj(final_transcript(result, self.note))
+        if raised:
+            transcript["raised"] = True
         # The page's clock ran from the cell's start (`started`: the agent starting, the session
         # opening); the turn's duration from its prompt. The record says the difference.
         transcript["startup"] = round(

@@ -318,6 +318,23 @@ def test_failed_demo_turn_raises_one_clear_message(tmp_path: Path, kernel: Share
     assert record["success"] is False
 
 
+def test_a_failed_turn_states_its_error_once_below_its_record(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
+    # The live view (not --quiet) ends as the record, above the error the cell raises.
+    _, cell = run_failing(tmp_path, "%%agent\n/fail please", kernel=kernel)
+    (shown,) = [o for o in outputs(cell) if MIME_TURN in o.get("data", {})]
+    for mime in ("text/html", "text/plain"):
+        said = shown["data"][mime]
+        assert "demo failure" not in said, said
+        assert "failed" in said and "the error is below." in said, said
+    (error,) = [o for o in outputs(cell) if o["output_type"] == "error"]
+    assert "demo failure" in error["evalue"] and "What to try:" in error["evalue"]
+    # Nothing lost: the transcript keeps the error, and says it was raised below.
+    record = shown["data"][MIME_TURN]
+    assert "demo failure" in record["error"] and record["raised"] is True
+
+
 def test_agent_exit_mid_turn_raises_with_exit_code_and_stderr(
     tmp_path: Path, kernel: SharedKernel
 ) -> None:

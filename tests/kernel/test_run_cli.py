@@ -125,6 +125,9 @@ def test_a_failed_turn_exits_1_with_its_turnfailed_paragraph(tmp_path: Path) -> 
     for line in error["evalue"].splitlines():
         assert f"  {line}".rstrip() in out
     assert "demo failure" in error["evalue"]
+    # Stated once: the record above the paragraph says the turn failed, not the error again.
+    assert out.count("demo failure") == 1, out
+    assert "✗ failed: the error is below." in out
     assert outputs(saved.cells[1]) == []  # the run stopped at the failed cell
     assert re.search(r"✗ fails\.ipynb in .*failed at cell 1 of 2 .*→ saved\.ipynb", out)
 

@@ -1369,3 +1369,20 @@ def test_the_sessions_model_is_its_model_options_name() -> None:
     assert session_model([{**option, "options": grouped}]) == "Sonnet 9"
     assert session_model([{**option, "options": []}]) == "s9"  # no choice names it
     assert session_model([{"id": "mode", "currentValue": "ask"}]) is None
+
+
+@pytest.mark.parametrize("with_part", [True, False])
+def test_a_raised_failure_is_said_once_below_not_in_the_record(with_part: bool) -> None:
+    # The cell raises the error (with what to try) right below its record: the record says only
+    # that the turn failed; the transcript keeps the error.
+    parts = [{"type": "error", "id": "e1", "level": "error", "message": "demo failure"}]
+    transcript = {
+        "turnId": "t1",
+        "parts": parts if with_part else [],
+        "success": False,
+        "error": "demo failure",
+    }
+    for render in (render_html, render_markdown, render_text):
+        said = render(read_turn({**transcript, "raised": True}))
+        assert "demo failure" not in said and "the error is below." in said, said
+        assert "demo failure" in render(read_turn(transcript))  # not raised: said here

@@ -246,3 +246,15 @@ def test_a_rewritten_plan_is_printed_again() -> None:
         "  1. step 2",
         "  2. step 1",
     ]
+
+
+def test_an_error_the_cell_raises_below_is_not_printed_above_it() -> None:
+    error = {"type": "error", "id": "e1", "level": "error", "message": "demo failure"}
+    ended = {"success": False, "stopReason": None, "error": "demo failure"}
+    # The live snapshot shows the error before the turn's end says whether the cell raises it.
+    lines = fed(turn(message("half"), error), turn(message("half"), error, **ended, raised=True))
+    assert not any("demo failure" in x for x in lines), lines  # the cell's paragraph says it
+    assert "✗ failed: the error is below." in lines
+    # Not raised (a --background turn, a chat): the record is where the error is said.
+    kept = fed(turn(message("half"), error), turn(message("half"), error, **ended))
+    assert sum("demo failure" in x for x in kept) == 1, kept
