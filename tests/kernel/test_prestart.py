@@ -99,3 +99,28 @@ def test_closing_the_agents_stops_a_start_under_way(tmp_path: Path, kernel: Shar
     pid = int(text(nb.cells[1]).split()[-1])
     assert text(nb.cells[3]).strip() == "None {}"
     wait_until(lambda: process_gone(pid), 15, f"the agent {pid} to stop")
+
+
+def test_a_cell_out_of_time_while_it_waits_stops_the_start_and_its_agent(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
+    agent = scripted("--hang-method", "session/new")
+    nb = execute(
+        [
+            f"%agent start -a {agent}",
+            RUNTIME + "import asyncio\nfor _ in range(1000):\n"
+            "    host = next(iter(rt.hosts.values()), None)\n"
+            "    if host is not None and host.running:\n        break\n"
+            "    await asyncio.sleep(0.01)\nprint('pid', host.pids()[0])",
+            f"%%agent --agent {agent} --timeout 1\nhello",
+            "print(rt.prestart, rt.hosts)",
+        ],
+        tmp_path,
+        kernel=kernel,
+        allow_errors=True,
+    )
+    pid = int(text(nb.cells[1]).split()[-1])
+    failed = text(nb.cells[2])
+    assert "TurnFailed" in failed and "--timeout 1" in failed and "stopped" in failed, failed
+    assert text(nb.cells[3]).strip() == "None {}"
+    wait_until(lambda: process_gone(pid), 15, f"the agent {pid} to stop")
