@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .client import acp_registry
 from .client.mcp_config import McpServerSpec, parse_mcp_entry
 from .client.serving.regular_file import read_regular
 from .errors import ConfigError
@@ -262,6 +261,10 @@ def registry_agent(agent_id: str) -> AgentSpec | None:
     a `ConfigError` saying what to install."""
     if not re.fullmatch(r"[a-z][a-z0-9-]{0,99}", agent_id):
         return None
+    # Here, not at the top: the registry's models need pydantic, which loading the extension
+    # must not import (tests/kernel/test_light_load.py).
+    from .client import acp_registry
+
     found = acp_registry.cached_agent(agent_id)
     if found is None:
         return None
