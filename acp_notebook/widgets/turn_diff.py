@@ -14,6 +14,11 @@ The kernel sends a turn to its view as operations on parts keyed by id, never as
                                               growing end, adds `add`, then fixes the first
                                               `freeze` characters of the result as finished
                                               blocks (never sent again) and draws the rest
+    {"op": "settle", "id"[, "summary"][, "md"[, "md_from"]]}   that message stopped growing
+                                              and its final HTML is what the page drew of its
+                                              Markdown (an `md` operation before it brings the
+                                              page there): the page keeps it, as a part
+                                              ("summary": a thought's new summary line)
     {"op": "remove", "id"}                    a part that is gone
     {"op": "tail", "html"}                    the alerts and footer below the parts
 
@@ -21,9 +26,10 @@ The kernel sends a turn to its view as operations on parts keyed by id, never as
 part of a live turn) is sent as plain text deltas (the page keeps them for its copy button) and
 drawn from our Markdown renderer as it grows (`agentmd.MarkdownStream`): its finished blocks
 once, its growing last block as what changed of its HTML (the common start kept: a growing
-paragraph costs its new words and a closing tag). Once it stops growing it is sent once as HTML,
-the same HTML (raw HTML off). Every string here was masked before (the caller hands a masked
-transcript).
+paragraph costs its new words and a closing tag). Once it stops growing, the page keeps what it
+drew (`settle`) when that is its final HTML (raw HTML off), which it is when the text it drew is
+the final one: a message's HTML crosses the wire once. Else it is sent once as HTML. Every string
+here was masked before (the caller hands a masked transcript).
 
 A live view hands the growing message's text apart (`texts`, `display/live_turn.py`'s
 `MaskedText`): only its new end is read, never the whole answer; and the parts that changed since
@@ -32,7 +38,10 @@ its last update (`changed`): the others are not drawn again. So an update costs 
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..display.live_turn import STREAMED, MaskedText
@@ -44,6 +53,32 @@ from ..render.html import render_part, render_tail
 #: Characters of a streamed text's end remembered, to check that the page's text is still the
 #: start of the new one (a key completed at its end is masked: the page gets it anew).
 _CHECK = 256
+
+
+# A finished message's HTML around the HTML of its Markdown (render/html.py's `_message`): an
+# answer's box, a thought's card with its summary. The page's streamed message holds the same box.
+_ANSWER = re.compile(r"<div class=acpnb-answer>(.*)</div>", re.S)
+_THOUGHT = re.compile(
+    r"<details class=acpnb-thought><summary>(.*?)</summary><div>(.*)</div></details>", re.S
+)
+
+
+@dataclass
+class _Drawn:
+    """A streaming message's Markdown as the page holds it: its finished blocks' HTML (its
+    length and digest: the HTML itself is the page's), then the HTML of its growing end."""
+
+    stream: MarkdownStream = field(default_factory=MarkdownStream)
+    held: str = ""
+    frozen: int = 0
+    digest: Any = field(default_factory=hashlib.sha256)
+
+    def holds(self, html: str) -> bool:
+        """Whether `html` starts with the finished blocks the page holds."""
+        start = html[: self.frozen]
+        return len(start) == self.frozen and hashlib.sha256(start.encode()).digest() == (
+            self.digest.digest()
+        )
 
 
 def _streams(part: Part, turn: Transcript, last: bool) -> bool:
@@ -70,9 +105,8 @@ class TurnDiff:
         # `MaskedText`, which is never held whole here
         self._streamed: dict[str, tuple[int, int, str]] = {}
         self._last = ""  # the id of the last part at the last update (drawn as growing)
-        # part id -> (the Markdown drawn of its streaming text, the HTML of the growing end the
-        # page holds)
-        self._md: dict[str, tuple[MarkdownStream, str]] = {}
+        # part id -> the Markdown drawn of its streaming text, as the page holds it
+        self._md: dict[str, _Drawn] = {}
         self.bytes = 0  # characters of text and HTML sent, for the benchmark
 
     def snapshot(
@@ -146,13 +180,18 @@ class TurnDiff:
             return self._stream_text(part, after, prev)
         if prev is not None and prev[0] == "text" and pid not in self._source:
             prev = None  # streamed from a `MaskedText`: what the page holds is not kept here
-        self._md.pop(pid, None)
+        drawn = self._md.pop(pid, None)
         html = render_part(part, turn, growing=turn.live and last)
         if prev == ("html", html):
             return []
         self._sent[pid] = ("html", html)
-        self.bytes += len(html)
-        op: dict[str, Any] = {"op": "part", "id": pid, "after": after, "html": html}
+        ops = self._settle(pid, drawn, html) if drawn is not None else []
+        if ops:
+            op = ops[-1]
+        else:
+            self.bytes += len(html)
+            op = {"op": "part", "id": pid, "after": after, "html": html}
+            ops = [op]
         if isinstance(part, MessagePart) and part.role == "agent":
             # Its copy button copies the Markdown: sent unless the page holds this very text,
             # and only what it lacks when the page holds its beginning (a growing answer would
@@ -167,7 +206,26 @@ class TurnDiff:
                     op["md"] = part.text
                 self._source[pid] = part.text
                 self.bytes += len(op["md"])
-        return [op]
+        return ops
+
+    def _settle(self, pid: str, drawn: _Drawn, html: str) -> list[dict[str, Any]]:
+        """A message that stopped growing, whose final `html` is its Markdown as the page
+        drew it, but for its end: what brings the page's end there, and `settle`. None when
+        the page holds other finished blocks (a key masked since, a part of another kind)."""
+        thought = _THOUGHT.fullmatch(html)
+        answer = None if thought else _ANSWER.fullmatch(html)
+        inner = thought.group(2) if thought else answer.group(1) if answer else None
+        if inner is None or not drawn.holds(inner):
+            return []
+        end = inner[drawn.frozen :]
+        keep = _common_start(drawn.held, end)
+        self.bytes += len(end) - keep
+        settle: dict[str, Any] = {"op": "settle", "id": pid}
+        if thought:
+            settle["summary"] = thought.group(1)
+        if end == drawn.held:
+            return [settle]
+        return [{"op": "md", "id": pid, "keep": keep, "add": end[keep:], "freeze": 0}, settle]
 
     def _stream_text(
         self, part: MessagePart, after: str, prev: tuple[str, str] | None
@@ -223,13 +281,17 @@ class TurnDiff:
         """The operation that draws a streaming message's Markdown as it is now: the blocks
         that finished since the last one, once, and what changed of its growing end's HTML.
         `since(n)` reads the message's text from its `n`th character on."""
-        stream, held = self._md.get(pid) or (MarkdownStream(), "")
-        blocks, tail = stream.feed(since(stream.done))
-        self._md[pid] = (stream, tail)
+        drawn = self._md.setdefault(pid, _Drawn())
+        blocks, tail = drawn.stream.feed(since(drawn.stream.done))
         frozen = "".join(blocks)
+        held, drawn.held = drawn.held, tail
+        drawn.frozen += len(frozen)
+        drawn.digest.update(frozen.encode())
         html = frozen + tail
-        if html == held:
+        if html == held and not frozen:
             return []
+        # A block that finished without changing the HTML (the growing end drew it so) is
+        # still fixed on the page: its end is counted from there on.
         keep = _common_start(held, html)
         self.bytes += len(html) - keep
         return [{"op": "md", "id": pid, "keep": keep, "add": html[keep:], "freeze": len(frozen)}]

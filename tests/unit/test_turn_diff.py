@@ -55,12 +55,14 @@ def test_streaming_text_goes_as_deltas_then_once_as_html() -> None:
         {"op": "md", "id": "m1", "keep": 8, "add": ", wor</p>", "freeze": 0},
     ]
     assert diff.update(turn(say("m1", "Hello, wor"))) == []  # nothing changed: no message
-    # A tool call arrives: the message stops growing and is sent once as rendered HTML.
+    # A tool call arrives: the message stops growing. Its final HTML is its Markdown as the
+    # page drew it, but for its end: that end, and the page keeps it (no second copy of it).
     third = diff.update(turn(say("m1", "Hello, **world**"), tool("c1", "Read a.txt")))
-    done = ops_of(third, "part")
-    assert [o["id"] for o in done] == ["m1", "c1"]
-    assert "<strong>world</strong>" in done[0]["html"]
-    assert done[1]["after"] == "m1"
+    assert [o["op"] for o in third[:2]] == ["md", "settle"]
+    assert third[0]["keep"] == len("<p>Hello, ")  # what the page's end and the final share
+    assert third[0]["add"] == "<strong>world</strong></p>"
+    assert third[1] == {"op": "settle", "id": "m1", "md": "Hello, **world**"}
+    assert [(o["id"], o["after"]) for o in ops_of(third, "part")] == [("c1", "m1")]
 
 
 def test_a_part_is_resent_only_when_it_changed() -> None:
@@ -109,7 +111,7 @@ def test_snapshot_resends_everything_and_the_end_sends_final_html() -> None:
     assert snap[0] == {"op": "reset"}
     assert {o["op"] for o in snap[1:]} == {"part", "stream", "md", "tail"}
     final = diff.update(turn(tool("c1", "Read"), say("m1", "Hi"), live=False))
-    assert [o["id"] for o in ops_of(final, "part")] == ["m1"]  # the message, now Markdown
+    assert ops_of(final, "settle") == [{"op": "settle", "id": "m1"}]  # drawn so: kept
     assert "running" not in ops_of(final, "tail")[0]["html"]
 
 
@@ -153,7 +155,7 @@ def test_a_growing_answer_sends_only_the_markdown_the_page_lacks() -> None:
     diff = TurnDiff()
     diff.update(turn(say("m1", "Costs **$5**")))  # streamed: the page holds it
     grown = ops_of(
-        diff.update(turn(say("m1", "Costs **$5** and more"), tool("c1", "Read"))), "part"
+        diff.update(turn(say("m1", "Costs **$5** and more"), tool("c1", "Read"))), "settle"
     )
     assert (grown[0]["md"], grown[0]["md_from"]) == (" and more", len("Costs **$5**"))
     # Not a continuation of what the page holds: the whole text, no md_from.
@@ -177,6 +179,47 @@ def test_a_streaming_answer_is_drawn_as_markdown_each_finished_block_sent_once()
         blocks, tail = MarkdownStream().feed(text[:end])
         assert frozen + held == "".join(blocks) + tail
     assert frozen.startswith("<p>Some <strong>bold</strong> words.</p><blockquote>")
-    final = ops_of(diff.update(turn(say("m1", text), live=False)), "part")[0]["html"]
+    # At the end, what the page drew is the record's HTML: kept, not sent again.
+    assert diff.update(turn(say("m1", text), live=False))[0] == {"op": "settle", "id": "m1"}
+    final = TurnDiff().update(turn(say("m1", text), live=False))[0]["html"]
     assert final == f"<div class=acpnb-answer>{frozen + held}</div>"
     assert sent < 2 * len(frozen + held)  # each block about once, not once per update
+
+
+def page_md(held: tuple[str, str], op: dict[str, Any]) -> tuple[str, str]:
+    """The page's (frozen, held) HTML of a streaming message after an `md` operation, as
+    turn_view.js's `markdown` applies it."""
+    frozen, tail = held
+    assert op["keep"] <= len(tail)
+    now = tail[: op["keep"]] + op["add"]
+    return frozen + now[: op["freeze"]], now[op["freeze"] :]
+
+
+def test_a_block_that_finishes_without_changing_the_html_still_moves_the_pages_end() -> None:
+    """A line end that finishes a block changes no HTML (the growing end drew it so already),
+    but the page must fix that block as the kernel does: else the next `keep` counts from
+    another start and the page's text garbles."""
+    diff = TurnDiff()
+    page = ("", "")
+    for text in ("para1\n\npara2", "para1\n\npara2\n\n", "para1\n\npara2\n\nmore"):
+        for op in ops_of(diff.update(turn(say("m1", text))), "md"):
+            page = page_md(page, op)
+        blocks, tail = MarkdownStream().feed(text)
+        assert "".join(page) == "".join(blocks) + tail
+
+
+def test_a_thought_settles_with_its_summary_and_a_masked_answer_goes_whole() -> None:
+    """A thought's card keeps its drawn text and takes the final summary; an answer whose
+    drawn blocks are not the final ones (a key masked in one since) is sent whole as HTML."""
+    diff = TurnDiff()
+    diff.update(turn(say("t", "I think\n\nso", role="thought")))
+    ops = diff.update(turn(say("t", "I think\n\nso", role="thought"), say("m", "x")))
+    settle = ops_of(ops, "settle")[0]
+    assert settle["id"] == "t" and "Thoughts" in settle["summary"] and "md" not in settle
+    assert not [o for o in ops_of(ops, "part") if o["id"] == "t"]
+    diff = TurnDiff()
+    diff.update(turn(say("m", "key sk-abc here\n\nand more\n\nstill")))
+    ops = diff.update(turn(say("m", "key •••• here\n\nand more\n\nstill"), tool("c", "R")))
+    assert not ops_of(ops, "settle")
+    whole = ops_of(ops, "part")[0]
+    assert whole["id"] == "m" and "key •••• here" in whole["html"]

@@ -576,21 +576,33 @@ function render({ model, el }) {
     codeButtons(m.box.closest(".acpnb-tv-part") || m.box);
   }
 
+  // A message that stopped streaming ("part", "settle"): its source is sent with it, or
+  // (absent) the text that was streamed for it.
+  function finished(op) {
+    const streamed = streams.get(op.id);
+    if (typeof op.md === "string") {
+      // "md_from": the page holds the answer's first md_from characters; md is the rest.
+      const known = streamed ? streamed.data : (sources.get(op.id) || "");
+      const base = typeof op.md_from === "number" ? known.slice(0, op.md_from) : "";
+      sources.set(op.id, base + op.md);
+    }
+    else if (streamed) sources.set(op.id, streamed.data);
+    streams.delete(op.id);
+    drawn.delete(op.id);
+  }
+
   function apply(op) {
     if (op.op === "reset") { parts.replaceChildren(); byId.clear(); streams.clear(); sources.clear(); drawn.clear(); }
     else if (op.op === "part") {
-      // An answer's source: sent with it, or (absent) the text that was streamed for it.
-      const streamed = streams.get(op.id);
-      if (typeof op.md === "string") {
-        // "md_from": the page holds the answer's first md_from characters; md is the rest.
-        const known = streamed ? streamed.data : (sources.get(op.id) || "");
-        const base = typeof op.md_from === "number" ? known.slice(0, op.md_from) : "";
-        sources.set(op.id, base + op.md);
-      }
-      else if (streamed) sources.set(op.id, streamed.data);
-      streams.delete(op.id);
-      drawn.delete(op.id);
+      finished(op);
       fill(place(op.id, op.after), fragment(op.html));
+    }
+    else if (op.op === "settle") {
+      // What the page drew of its Markdown is its final HTML (turn_diff.py): kept, and a
+      // thought's summary line says it is done.
+      finished(op);
+      const summary = byId.get(op.id)?.querySelector(":scope > details.acpnb-thought > summary");
+      if (summary && typeof op.summary === "string") summary.replaceChildren(fragment(op.summary));
     }
     else if (op.op === "stream") stream(op);
     else if (op.op === "append") { const t = streams.get(op.id); if (t) t.appendData(op.text); }
