@@ -18,15 +18,17 @@ over, or, when no turn came of it (Stop, a failure), a line of ours replaces it.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import math
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import anywidget
+import ipywidgets
 import traitlets
 from IPython.display import DisplayHandle
 
@@ -56,14 +58,54 @@ ESM = ("plain_text.js", "turn_view.js")
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
-class TurnWidget(anywidget.AnyWidget):
-    """The page's side of a `TurnView`; its ES module and stylesheet ship in the package."""
+def compact_js(source: str) -> str:
+    """`source` without its comment lines, blank lines and indentation: what the page needs of
+    it, a third smaller. Our own files only, which spread no template literal over lines."""
+    lines = (line.strip() for line in source.splitlines())
+    return "\n".join(line for line in lines if line and not line.startswith("//"))
 
-    # One module per widget: the helpers both modules use (plain_text.js) go before its own text.
-    _esm = "\n".join((STATIC / f).read_text(encoding="utf-8") for f in ESM)
-    _css = CSS + highlight.CSS + (STATIC / "turn_view.css").read_text(encoding="utf-8")
+
+# One module: the helpers both pages' modules use (plain_text.js) go before the view's own text.
+MODULE = compact_js("\n".join((STATIC / f).read_text(encoding="utf-8") for f in ESM))
+STYLE = CSS + highlight.CSS + (STATIC / "turn_view.css").read_text(encoding="utf-8")
+#: The version of the module and stylesheet: the page keeps one copy of each version.
+MODULE_KEY = hashlib.sha256(f"{MODULE}\0{STYLE}".encode()).hexdigest()[:16]
+
+
+class TurnWidget(anywidget.AnyWidget):
+    """The page's side of a `TurnView`; its ES module and stylesheet ship in the package.
+
+    Its `_esm` is a loader of 2 KB (static/loader.js), not the view's 43 KB of module and
+    stylesheet, which anywidget would send with the state of every widget, a turn each: the
+    page asks for them (a "module" message) once a page, and keeps them by `MODULE_KEY`."""
+
+    _esm = compact_js((STATIC / "loader.js").read_text(encoding="utf-8")).replace(
+        "__ACPNB_KEY__", MODULE_KEY
+    )
+    _css = ""  # the loader adds the stylesheet to the page, once
     #: In the view's text/plain: how the page finds its output when the kernel went away.
     token = traitlets.Unicode("").tag(sync=True)
+    #: The layout of every turn view (they set none of theirs): a widget's own is a widget too,
+    #: 1.7 KB more a turn on the wire, and one more comm the page keeps, never closed.
+    _layout: ClassVar[ipywidgets.Layout | None] = None
+
+    def __init__(self, token: str = "") -> None:
+        layout = TurnWidget._layout
+        if layout is None or layout.comm is None:  # none yet, or closed (`Widget.close_all`)
+            layout = TurnWidget._layout = ipywidgets.Layout()
+        # The token with the widget's state, not in a message of its own after it.
+        super().__init__(token=token, layout=layout)
+        self._kernel = KernelLoop()
+        self.on_msg(self._asked)
+
+    def _asked(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == "module":
+            # From the kernel's loop, as every message of the view (widgets/loop.py).
+            self._kernel.call(self.send, {"key": MODULE_KEY, "module": MODULE, "css": STYLE})
+
+
+def _new_token() -> str:
+    return f"acpnb-view-{uuid.uuid4().hex}"
 
 
 def _widget_bundle(widget: TurnWidget) -> dict[str, Any]:
@@ -81,8 +123,7 @@ class StartingView:
 
     def __init__(self, on_stop: Callable[[], object]) -> None:
         self.on_stop = on_stop
-        self.widget = TurnWidget()
-        self.widget.token = f"acpnb-view-{uuid.uuid4().hex}"
+        self.widget = TurnWidget(token=_new_token())
         self.loop = KernelLoop()
         self.started = time.monotonic()
         #: Stop was pressed: the cell must not send its prompt, even if the start just ended.
@@ -146,7 +187,7 @@ class TurnView(LiveView):
         self.on_stop = on_stop
         #: The first line of the cell a prompt suggestion is put in (the page puts it there).
         self.next_cell = next_cell
-        self.widget = start.widget if start is not None else TurnWidget()
+        self.widget = start.widget if start is not None else TurnWidget(token=_new_token())
         self.diff = TurnDiff()
         self.messages = 0  # custom messages sent to the page, for the benchmark and tests
         self.started = start.started if start is not None else time.monotonic()
@@ -172,7 +213,6 @@ class TurnView(LiveView):
         self.turn.permission_handler = self._ask
         self.turn.elicitation_handler = self.forms.ask
         if self.view_handle is None:  # else shown since the agent started (StartingView)
-            self.widget.token = f"acpnb-view-{uuid.uuid4().hex}"
             self.view_handle = publish.show(_widget_bundle(self.widget), display_id=True)
         self.loop = asyncio.get_running_loop()
         self._task = self.loop.create_task(self._render_loop())

@@ -361,7 +361,7 @@ function clock(seconds) {
   return `${m} min ${Math.floor(seconds - 60 * m)} s`;
 }
 
-function render({ model, el }) {
+function render({ model, el, css }) {
   const root = node("div", `acpnb-turn acpnb-tv ${MATH_OFF}`);
   const parts = node("div", "acpnb-tv-parts");
   const tail = node("div", "acpnb-tv-tail");
@@ -939,8 +939,8 @@ function render({ model, el }) {
   }
 
   // The stylesheet goes with the copy: reopened, no widget brings it (nor the rules that hide
-  // a dead widget's output before a snapshot, turn_view.css).
-  function withStyle(copy) { return `<style>${model.get("_css") || ""}</style>${copy.outerHTML}`; }
+  // a dead widget's output before a snapshot, turn_view.css). `css`: the loader's (loader.js).
+  function withStyle(copy) { return `<style>${css || ""}</style>${copy.outerHTML}`; }
 
   // The notebook is being saved (JupyterLab emits "started" before it reads the notebook): the
   // view's state now goes in the snapshot output after the view's, added or refreshed. Hidden on
