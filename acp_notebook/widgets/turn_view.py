@@ -54,7 +54,7 @@ from .turn_diff import TurnDiff
 
 STATIC = Path(__file__).parent / "static"
 #: The files of the turn view's ES module, in order.
-ESM = ("plain_text.js", "turn_view.js")
+ESM = ("plain_text.js", "notify.js", "turn_view.js")
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
@@ -65,7 +65,8 @@ def compact_js(source: str) -> str:
     return "\n".join(line for line in lines if line and not line.startswith("//"))
 
 
-# One module: the helpers both pages' modules use (plain_text.js) go before the view's own text.
+# One module: the helpers both pages' modules use (plain_text.js) and the view's notices
+# (notify.js) go before the view's own text.
 MODULE = compact_js("\n".join((STATIC / f).read_text(encoding="utf-8") for f in ESM))
 STYLE = CSS + highlight.CSS + (STATIC / "turn_view.css").read_text(encoding="utf-8")
 #: The version of the module and stylesheet: the page keeps one copy of each version.

@@ -25,7 +25,8 @@
  * button (the agent's): the person asked, no card. `data-acpnb-notebook` on the page's body
  * tells the turn view the extension is there to do it (without it there is no such button).
  *
- * Its second plugin (status.ts) keeps the kernel's status busy while a cell runs.
+ * Its second plugin (status.ts) keeps the kernel's status busy while a cell runs. It also shows
+ * the turn views' notices in JupyterLab's notifications (notify.ts).
  */
 import {
   JupyterFrontEnd,
@@ -40,6 +41,7 @@ import {
 } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 
+import { listenForNotices } from './notify';
 import { statusPlugin } from './status';
 
 const TARGET = 'acp_notebook.notebook';
@@ -431,6 +433,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     tracker.forEach(link);
     tracker.widgetAdded.connect((_, panel) => link(panel));
     pageActions(tracker);
+    // The turn views' notices (a long turn ended, a decision waits) as notifications.
+    listenForNotices(app, tracker);
   }
 };
 

@@ -308,7 +308,8 @@ function suggestInRecord(area, turnId, context, cell, header) {
   }).observe(area, { childList: true, subtree: true });
 }
 
-// plainText(el): static/plain_text.js, put before this module by the Python side.
+// plainText(el): static/plain_text.js, and attention(...): static/notify.js, put before this
+// module by the Python side.
 
 // A static copy of the view, without its controls: what a saved notebook shows where the widget
 // cannot be drawn. Its text is the view's own (text nodes, the kernel's escaped HTML): outerHTML
@@ -857,8 +858,12 @@ function render({ model, el, css }) {
     }
   }
 
+  // Says when the turn ends or asks while the person looks elsewhere (notify.js).
+  const heed = attention({ el: root, model });
+
   function onMessage(msg) {
     if (!msg || !Array.isArray(msg.ops)) return;
+    const before = state();
     // Before the ops: a card asked about is drawn whole as it arrives (`shorten`).
     if (msg.head) asked = new Set((msg.head.pending || []).map((p) => p.call).filter((c) => typeof c === "string" && c));
     if (typeof msg.elapsed === "number" && LIVE.has(msg.head?.state)) {
@@ -874,6 +879,7 @@ function render({ model, el, css }) {
     drawForms();
     drawStatus();
     focusable(parts);
+    heed.update(before, state(), head, Math.max((performance.now() - base) / 1000, head.duration || 0));
     if (!LIVE.has(head.state) && !lost && !copiedToRecord && head.turn) {
       copiedToRecord = true;
       copyInRecord(el.closest(".jp-OutputArea"), head.turn, answerTexts());
@@ -1019,6 +1025,7 @@ function render({ model, el, css }) {
   el.classList.add("acpnb-tv-view");
   model.send({ type: "sync" });
   return () => {
+    heed.stop();
     context?.saveState?.disconnect?.(onSave);
     clearInterval(timer);
     kernel?.statusChanged?.disconnect?.(onStatus);
