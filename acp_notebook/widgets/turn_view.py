@@ -76,7 +76,7 @@ MODULE_KEY = hashlib.sha256(f"{MODULE}\0{STYLE}".encode()).hexdigest()[:16]
 class TurnWidget(anywidget.AnyWidget):
     """The page's side of a `TurnView`; its ES module and stylesheet ship in the package.
 
-    Its `_esm` is a loader of 2 KB (static/loader.js), not the view's 43 KB of module and
+    Its `_esm` is a loader of 2.2 KB (static/loader.js), not the view's 43 KB of module and
     stylesheet, which anywidget would send with the state of every widget, a turn each: the
     page asks for them (a "module" message) once a page, and keeps them by `MODULE_KEY`."""
 
