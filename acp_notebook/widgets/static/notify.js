@@ -19,24 +19,29 @@ function aboutSeconds(s) {
   return s < 60 ? `${Math.round(s)} s` : `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
 }
 
+// Whether `el` is out of the person's sight now: not drawn (a tab not shown, a cell windowed
+// out), outside the window, or outside an ancestor that clips it (the notebook's scrolled
+// panel). Read when it matters, from the layout as it is: an IntersectionObserver's word comes
+// a frame late, after a scroll that just happened.
+function outOfSight(el) {
+  const r = el.getBoundingClientRect();
+  const outside = (b) => r.bottom <= b.top || r.top >= b.bottom || r.right <= b.left || r.left >= b.right;
+  if (!r.width && !r.height) return true;
+  if (outside({ top: 0, left: 0, bottom: window.innerHeight, right: window.innerWidth })) return true;
+  for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+    const style = getComputedStyle(p);
+    if (/(auto|scroll|hidden|clip)/.test(`${style.overflowX} ${style.overflowY}`) && outside(p.getBoundingClientRect())) return true;
+  }
+  return false;
+}
+
 // `attention({ el, model })`: call `update(before, now, head, seconds)` after each of the
-// view's messages (its state before and now, the kernel's head, how long the turn ran), and
-// `stop()` when the view goes.
+// view's messages (its state before and now, the kernel's head, how long the turn ran).
 function attention({ el, model }) {
-  // In sight or not, as an IntersectionObserver sees it: clipped by the notebook's scrolled
-  // panel, nothing for an element not rendered (a tab not shown, a cell windowed out).
-  let inSight = null;
-  const watch = typeof IntersectionObserver === "function"
-    ? new IntersectionObserver((entries) => { for (const e of entries) inSight = e.isIntersecting; })
-    : null;
-  watch?.observe(el);
   let asking = "";
 
   function away() {
-    if (document.visibilityState === "hidden") return true;
-    if (inSight !== null) return !inSight;
-    const r = el.getBoundingClientRect(); // before the observer's first word
-    return !r.width || r.bottom <= 0 || r.top >= window.innerHeight;
+    return document.visibilityState === "hidden" || outOfSight(el);
   }
 
   // `turn`: the turn's id, on its view and on the record that replaces it (data-turn-id).
@@ -70,5 +75,5 @@ function attention({ el, model }) {
     }
   }
 
-  return { update, stop: () => watch?.disconnect() };
+  return { update };
 }

@@ -1025,7 +1025,6 @@ function render({ model, el, css }) {
   el.classList.add("acpnb-tv-view");
   model.send({ type: "sync" });
   return () => {
-    heed.stop();
     context?.saveState?.disconnect?.(onSave);
     clearInterval(timer);
     kernel?.statusChanged?.disconnect?.(onStatus);
