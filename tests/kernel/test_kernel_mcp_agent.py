@@ -11,10 +11,12 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
 
 from tests.agents.script import script
-from tests.nb_util import data, execute, scripted, text, transcripts
+from tests.kernel.test_run_cli import notebook, run_cli
+from tests.nb_util import data, execute, outputs, scripted, text, transcripts
 from tests.real_agents import fast_agent_command
 from tests.shared_kernel import SharedKernel
 
@@ -147,6 +149,47 @@ def test_fast_agent_takes_the_kernel_tools_from_mcp_servers(tmp_path: Path) -> N
     card, asked = run_card_of(nb.cells[2])
     assert card["kind"] == "execute" and card["status"] == "completed"
     assert asked["optionId"] == "allow"
+
+
+@pytest.mark.real_agent
+@pytest.mark.timeout(240)
+def test_fast_agent_inserts_a_cell_the_runner_saves_below_its_cell_and_runs(
+    tmp_path: Path,
+) -> None:
+    """fast-agent (written by others) calls `kernel__insert_cell` with run=True under
+    `acp-notebook run --allow other,edit,execute` (issue 22, real agents): the saved notebook holds
+    the cell right below the agent's cell, executed before the next cell."""
+    home = tmp_path / "fast-agent-home"
+    home.mkdir()
+    agent = shlex.quote(shlex.join(fast_agent_command("passthrough", home, shell=False)))
+    source = "made_by_fast_agent = count * 6\nprint(made_by_fast_agent)"
+    call = json.dumps({"source": source, "run": True})
+    agent_cell = f"%%agent --agent {agent}\n***CALL_TOOL kernel__insert_cell {call}"
+    last = "print(made_by_fast_agent + 1)"
+    notebook(tmp_path / "fa.ipynb", "count = 7", agent_cell, last)
+    # fast-agent asks for its MCP call first, as kind `other`; then ours asks for the insert.
+    done = run_cli(tmp_path, "fa.ipynb", "--allow", "other,edit,execute")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "+ 1 cell(s) inserted below, 1 to run" in done.stdout
+    saved = nbformat.read(tmp_path / "fa.out.ipynb", as_version=4)
+    got = [(c.cell_type, c.source, c.get("execution_count")) for c in saved.cells]
+    assert got == [
+        ("code", "count = 7", 1),
+        ("code", agent_cell, 2),
+        ("code", source, 3),
+        ("code", last, 4),
+    ]
+    assert outputs(saved.cells[2])[0]["text"] == "42\n"
+    assert outputs(saved.cells[3])[0]["text"] == "43\n"
+    # Ours: the insert (kind edit), then the run it asked for (kind execute), each allowed.
+    (record,) = transcripts(saved.cells[1])
+    ours = [p for p in record["parts"] if p.get("type") == "tool_call" and p.get("byClient")]
+    assert [(c["kind"], c["status"]) for c in ours] == [
+        ("edit", "completed"),
+        ("execute", "completed"),
+    ]
+    asked = {p["toolCallId"]: p for p in record["parts"] if p.get("type") == "permission"}
+    assert [asked[c["toolCallId"]]["optionId"] for c in ours] == ["allow", "allow"]
 
 
 INSERT = [{"name": "insert_cell", "arguments": {"source": "proposed = 1", "run": True}}]
