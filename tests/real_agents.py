@@ -7,6 +7,7 @@ Overrides:
   ACP_NB_FAST_AGENT  path of the ``fast-agent`` executable, or of a venv that has it
   ACP_NB_ECHO_AGENT  full command line of the SDK echo agent (split with shlex), e.g.
                      "/some/venv/bin/python /some/dir/echo_agent.py"
+  ACP_NB_CLAUDE_CODE_ACP  path of Claude Code's ACP adapter (``claude-code-acp``)
 
 A missing agent skips the test locally, but fails it when ``CI`` is set: in CI a skip
 would be a hidden failure.
@@ -27,6 +28,7 @@ AGENTS_DIR = REPO_ROOT / ".agents"
 FAST_AGENT_VENV = AGENTS_DIR / "fast-agent"
 ECHO_AGENT_VENV = AGENTS_DIR / "sdk-echo"
 SDK_EXAMPLES = AGENTS_DIR / "sdk-examples"
+CLAUDE_CODE_ACP = AGENTS_DIR / "claude-code-acp" / "node_modules" / ".bin" / "claude-code-acp"
 
 
 def in_ci() -> bool:
@@ -96,3 +98,19 @@ def echo_agent_command() -> list[str]:
         if not needed.exists():
             _missing("the SDK echo agent", f"no {needed.relative_to(REPO_ROOT)}")
     return [str(python), str(script)]
+
+
+def claude_code_acp_command() -> list[str]:
+    """argv for Claude Code's ACP adapter (npm `@zed-industries/claude-code-acp`; skip/fail if
+    missing). It needs a model endpoint: the tests give it `tests/fake_model_server.py` through
+    ``ANTHROPIC_BASE_URL``."""
+    override = os.environ.get("ACP_NB_CLAUDE_CODE_ACP")
+    path = Path(override) if override else CLAUDE_CODE_ACP
+    if not _executable(path):
+        where = (
+            f"ACP_NB_CLAUDE_CODE_ACP={override!r}"
+            if override
+            else f"no {path.relative_to(REPO_ROOT)}"
+        )
+        _missing("claude-code-acp", where)
+    return [str(path)]

@@ -5,6 +5,8 @@
 #   .agents/fast-agent/      venv with fast-agent-mcp (needs Python >= 3.12)
 #   .agents/sdk-echo/        venv with agent-client-protocol (runs the SDK's example agents)
 #   .agents/sdk-examples/    examples/ from the SDK's sdist (echo_agent.py, agent.py, ...)
+#   .agents/claude-code-acp/ Claude Code's ACP adapter (npm, needs Node >= 18), run against the
+#                            scripted model endpoint of tests/fake_model_server.py
 #
 # Idempotent: a step whose marker file exists (and names the same version) is skipped.
 # Override the interpreter used for fast-agent with ACP_NB_AGENT_PYTHON=/path/to/python3.1x.
@@ -16,6 +18,8 @@ AGENTS="$ROOT/.agents"
 
 FAST_AGENT_VERSION="0.10.48"
 ACP_SDK_VERSION="0.12.1"
+CLAUDE_CODE_ACP_VERSION="0.16.2"
+CLAUDE_AGENT_SDK_VERSION="0.2.44"  # the one 0.16.2 resolved to when measured; pinned with it
 
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 export PIP_NO_INPUT=1
@@ -116,8 +120,38 @@ install_sdk_echo_venv() {
     echo "agent-client-protocol==$ACP_SDK_VERSION" >"$marker"
 }
 
+# --- Claude Code's ACP adapter (a vendor's agent; the tests give it a local model endpoint) ---
+install_claude_code_acp() {
+    local dest="$AGENTS/claude-code-acp" marker="$AGENTS/claude-code-acp/.installed"
+    local want="@zed-industries/claude-code-acp@$CLAUDE_CODE_ACP_VERSION"
+    want+=" @anthropic-ai/claude-agent-sdk@$CLAUDE_AGENT_SDK_VERSION"
+    if [[ -f "$marker" && "$(cat "$marker")" == "$want" \
+          && -x "$dest/node_modules/.bin/claude-code-acp" ]]; then
+        log "claude-code-acp $CLAUDE_CODE_ACP_VERSION already installed"
+        return 0
+    fi
+    if ! command -v npm >/dev/null 2>&1; then
+        log "ERROR: claude-code-acp needs Node >= 18 and npm; none found"
+        return 1
+    fi
+    log "installing $want with node $(node --version)"
+    rm -rf "$dest"
+    mkdir -p "$dest"
+    echo '{"private": true}' >"$dest/package.json"
+    # Bounded: a stalled registry fails the step (and CI) within minutes, not at CI's limit.
+    # shellcheck disable=SC2086  # $want is two package specs
+    (cd "$dest" && timeout 600 npm install --no-audit --no-fund --loglevel=error --save-exact \
+        --fetch-timeout=60000 --fetch-retries=2 $want </dev/null)
+    [[ -x "$dest/node_modules/.bin/claude-code-acp" ]] \
+        || { log "ERROR: no node_modules/.bin/claude-code-acp after npm install"; return 1; }
+    echo "$want" >"$marker"
+}
+
 t0=$SECONDS
 install_fast_agent
 install_sdk_echo_venv
 install_sdk_examples
+t1=$SECONDS
+install_claude_code_acp
+log "claude-code-acp step: $((SECONDS - t1)) s"
 log "agents ready in $AGENTS ($((SECONDS - t0)) s)"

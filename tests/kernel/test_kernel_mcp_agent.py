@@ -15,9 +15,10 @@ import nbformat
 import pytest
 
 from tests.agents.script import script
+from tests.fake_model_server import fake_model
 from tests.kernel.test_run_cli import notebook, run_cli
 from tests.nb_util import data, execute, outputs, scripted, text, transcripts
-from tests.real_agents import fast_agent_command
+from tests.real_agents import claude_code_acp_command, fast_agent_command
 from tests.shared_kernel import SharedKernel
 
 CALLS = [
@@ -190,6 +191,65 @@ def test_fast_agent_inserts_a_cell_the_runner_saves_below_its_cell_and_runs(
     ]
     asked = {p["toolCallId"]: p for p in record["parts"] if p.get("type") == "permission"}
     assert [asked[c["toolCallId"]]["optionId"] for c in ours] == ["allow", "allow"]
+
+
+@pytest.mark.real_agent
+@pytest.mark.timeout(240)
+def test_claude_codes_adapter_inserts_a_cell_through_a_local_model_endpoint(
+    tmp_path: Path,
+) -> None:
+    """Claude Code's ACP adapter (a vendor's agent, written by others) behind a scripted model
+    endpoint on 127.0.0.1 (tests/fake_model_server.py): the model calls the kernel's MCP tool
+    `insert_cell` as Claude Code names it, then answers; under `acp-notebook run --allow
+    edit,execute` the saved notebook holds the cell below the agent's cell, executed, and the
+    tool's answer went back to the model (issue 22, real agents)."""
+    agent = shlex.quote(shlex.join(claude_code_acp_command()))
+    home = tmp_path / "home"
+    # Claude Code asks for an MCP tool with a permission of its own that states no kind, which
+    # a headless policy cannot decide: its settings trust the kernel's tool, whose own
+    # permission (kind edit) our policy decides.
+    (home / ".claude").mkdir(parents=True)
+    settings = {"permissions": {"allow": ["mcp__kernel__insert_cell"]}}
+    (home / ".claude" / "settings.json").write_text(json.dumps(settings))
+    source = "made_by_claude = 6 * 7\nprint(made_by_claude)"
+    agent_cell = f"%%agent --agent {agent}\nPut the answer in a cell below and run it."
+    last = "print(made_by_claude + 1)"
+    notebook(tmp_path / "cc.ipynb", "x = 1", agent_cell, last)
+    with fake_model({"source": source, "run": True}, final="Inserted it.") as model:
+        done = run_cli(
+            tmp_path,
+            "cc.ipynb",
+            "--allow",
+            "edit,execute",
+            HOME=str(home),  # none of the developer's Claude settings or credentials
+            ANTHROPIC_BASE_URL=model.url,
+            ANTHROPIC_API_KEY="fake-key",
+            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",  # no telemetry, no update check
+            IS_SANDBOX="1",  # as root (CI), Claude Code refuses to start without it
+        )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "+ 1 cell(s) inserted below, 1 to run" in done.stdout
+    assert model.tool_calls() == ["mcp__kernel__insert_cell"]
+    (result,) = model.results()
+    assert result.startswith("inserted below your %%agent cell"), result
+    saved = nbformat.read(tmp_path / "cc.out.ipynb", as_version=4)
+    got = [(c.cell_type, c.source, c.get("execution_count")) for c in saved.cells]
+    assert got == [
+        ("code", "x = 1", 1),
+        ("code", agent_cell, 2),
+        ("code", source, 3),
+        ("code", last, 4),
+    ]
+    assert outputs(saved.cells[2])[0]["text"] == "42\n"
+    assert outputs(saved.cells[3])[0]["text"] == "43\n"
+    (record,) = transcripts(saved.cells[1])
+    said = "".join(p["text"] for p in record["parts"] if p.get("type") == "message")
+    assert said.strip() == "Inserted it."
+    ours = [p for p in record["parts"] if p.get("type") == "tool_call" and p.get("byClient")]
+    assert [(c["kind"], c["status"]) for c in ours] == [
+        ("edit", "completed"),
+        ("execute", "completed"),
+    ]
 
 
 INSERT = [{"name": "insert_cell", "arguments": {"source": "proposed = 1", "run": True}}]
