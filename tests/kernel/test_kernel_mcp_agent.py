@@ -7,6 +7,7 @@ the turn, decided by the same policy as any tool call.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from pathlib import Path
 from typing import Any
@@ -196,7 +197,7 @@ def test_fast_agent_inserts_a_cell_the_runner_saves_below_its_cell_and_runs(
 @pytest.mark.real_agent
 @pytest.mark.timeout(240)
 def test_claude_codes_adapter_inserts_a_cell_through_a_local_model_endpoint(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Claude Code's ACP adapter (a vendor's agent, written by others) behind a scripted model
     endpoint on 127.0.0.1 (tests/fake_model_server.py): the model calls the kernel's MCP tool
@@ -204,6 +205,9 @@ def test_claude_codes_adapter_inserts_a_cell_through_a_local_model_endpoint(
     edit,execute` the saved notebook holds the cell below the agent's cell, executed, and the
     tool's answer went back to the model (issue 22, real agents)."""
     agent = shlex.quote(shlex.join(claude_code_acp_command()))
+    for key in list(os.environ):  # only the endpoint and key below reach it
+        if key.startswith(("ANTHROPIC_", "CLAUDE_", "AWS_BEARER_TOKEN_BEDROCK")):
+            monkeypatch.delenv(key)
     home = tmp_path / "home"
     # Claude Code asks for an MCP tool with a permission of its own that states no kind, which
     # a headless policy cannot decide: its settings trust the kernel's tool, whose own
@@ -226,6 +230,7 @@ def test_claude_codes_adapter_inserts_a_cell_through_a_local_model_endpoint(
             ANTHROPIC_API_KEY="fake-key",
             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",  # no telemetry, no update check
             IS_SANDBOX="1",  # as root (CI), Claude Code refuses to start without it
+            NO_PROXY="127.0.0.1",
         )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "+ 1 cell(s) inserted below, 1 to run" in done.stdout
