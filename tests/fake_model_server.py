@@ -1,12 +1,16 @@
 """A scripted model endpoint on 127.0.0.1, so that a vendor's coding agent (written by others)
-runs a real turn offline: it speaks the Anthropic Messages API (streamed as server-sent events,
-or one JSON body), which Claude Code's ACP adapter talks to through `ANTHROPIC_BASE_URL`.
+runs a real turn offline. It speaks two APIs, each streamed as server-sent events:
 
-The script is one tool call, then a final text: a request that offers a tool named
-`<something>insert_cell` (the kernel's MCP tool, as the agent names it) and holds no tool result
-yet is answered with a `tool_use` of it, with `arguments`; any other request (the tool's result
-came back, or the agent's side requests: titles, summaries, token counts) with `final`. Every
-request is kept, in order, for the test to read.
+- the Anthropic Messages API (`POST …/messages`, and `…/messages/count_tokens`), which Claude
+  Code's ACP adapter reaches through `ANTHROPIC_BASE_URL`;
+- the OpenAI Responses API (`POST …/responses`), which Codex's ACP adapter reaches through a
+  model provider's `base_url`.
+
+The script is one tool call, then a final text: a request that offers the kernel's MCP tool
+`insert_cell` (under the name the agent gives it: `mcp__kernel__insert_cell`, or `insert_cell`
+in Codex's `mcp__kernel` namespace) and holds no tool result yet is answered with a call of it
+with `arguments`; any other request (the tool's result came back, or the agent's side requests:
+titles, summaries) with `final`. The test reads what was called and what the agent sent back.
 """
 
 from __future__ import annotations
@@ -19,65 +23,50 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+Events = list[tuple[str, dict[str, Any]]]
+TOOL = "insert_cell"
+
 
 @dataclass
 class Script:
-    """What the model says; `requests` is every (path, body) it was sent, in order."""
+    """What the model says, and what it saw: `called` the tool calls it made (by the agent's
+    name for the tool), `results` the tool results the agent sent back (each once)."""
 
     arguments: dict[str, Any]
-    final: str = "Done: I inserted the cell."
+    final: str
     url: str = ""
-    requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    called: list[str] = field(default_factory=list)
+    results: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def tool_calls(self) -> list[str]:
-        """The tools the model called, by the name the agent gave them."""
+    def saw(self, results: list[str]) -> None:
         with self.lock:
-            return [name for _, body in self.requests for name in _called(body)]
+            self.results += [r for r in results if r not in self.results]
 
-    def results(self) -> list[str]:
-        """The texts of the tool results the agent sent back."""
+    def calls(self, name: str) -> None:
         with self.lock:
-            return [text for _, body in self.requests for text in _tool_results(body)]
+            self.called.append(name)
 
 
-def _blocks(body: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    for message in body.get("messages") or []:
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, list):
-            yield from (b for b in content if isinstance(b, dict))
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
-def _called(body: dict[str, Any]) -> list[str]:
-    return [str(b.get("name")) for b in _blocks(body) if b.get("type") == "tool_use"]
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(str(c.get("text", "")) for c in _dicts(content))
 
 
-def _tool_results(body: dict[str, Any]) -> list[str]:
-    texts = []
-    for block in _blocks(body):
-        if block.get("type") != "tool_result":
-            continue
-        content = block.get("content")
-        if isinstance(content, str):
-            texts.append(content)
-        elif isinstance(content, list):
-            texts.append("".join(str(c.get("text", "")) for c in content if isinstance(c, dict)))
-    return texts
-
-
-def _insert_tool(body: dict[str, Any]) -> str | None:
-    for tool in body.get("tools") or []:
-        name = tool.get("name") if isinstance(tool, dict) else None
-        if isinstance(name, str) and name.endswith("insert_cell"):
-            return name
-    return None
-
-
-def answer(script: Script, body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """The Messages API events of the reply to one request."""
-    tool = _insert_tool(body)
+# --- Anthropic Messages ------------------------------------------------------------------------
+def _messages_reply(script: Script, body: dict[str, Any]) -> Events:
+    blocks = [b for m in _dicts(body.get("messages")) for b in _dicts(m.get("content"))]
+    results = [_text_of(b.get("content")) for b in blocks if b.get("type") == "tool_result"]
+    script.saw(results)
+    names = [str(t.get("name")) for t in _dicts(body.get("tools"))]
+    tool = next((n for n in names if n.endswith(f"__{TOOL}") or n == TOOL), None)
     message = {
-        "id": f"msg_fake_{len(script.requests)}",
+        "id": "msg_fake",
         "type": "message",
         "role": "assistant",
         "model": str(body.get("model", "fake")),
@@ -86,37 +75,26 @@ def answer(script: Script, body: dict[str, Any]) -> list[tuple[str, dict[str, An
         "stop_sequence": None,
         "usage": {"input_tokens": 10, "output_tokens": 1},
     }
-    events: list[tuple[str, dict[str, Any]]] = [
-        ("message_start", {"type": "message_start", "message": message})
-    ]
-    if tool is not None and not _tool_results(body):
-        block: dict[str, Any] = {"type": "tool_use", "id": "toolu_fake_1", "name": tool}
+    if tool is not None and not results:
+        script.calls(tool)
+        block: dict[str, Any] = {
+            "type": "tool_use",
+            "id": "toolu_fake_1",
+            "name": tool,
+            "input": {},
+        }
         delta = {"type": "input_json_delta", "partial_json": json.dumps(script.arguments)}
         stop = "tool_use"
-        events.append(
-            (
-                "content_block_start",
-                {
-                    "type": "content_block_start",
-                    "index": 0,
-                    "content_block": {**block, "input": {}},
-                },
-            )
-        )
     else:
+        block = {"type": "text", "text": ""}
         delta = {"type": "text_delta", "text": script.final}
         stop = "end_turn"
-        events.append(
-            (
-                "content_block_start",
-                {
-                    "type": "content_block_start",
-                    "index": 0,
-                    "content_block": {"type": "text", "text": ""},
-                },
-            )
-        )
-    events += [
+    return [
+        ("message_start", {"type": "message_start", "message": message}),
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": block},
+        ),
         ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
         (
@@ -129,10 +107,9 @@ def answer(script: Script, body: dict[str, Any]) -> list[tuple[str, dict[str, An
         ),
         ("message_stop", {"type": "message_stop"}),
     ]
-    return events
 
 
-def _as_message(events: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+def _as_message(events: Events) -> dict[str, Any]:
     """The same reply as one JSON body (a request without `stream`)."""
     message = dict(events[0][1]["message"])
     block = dict(events[1][1]["content_block"])
@@ -146,11 +123,68 @@ def _as_message(events: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     return message
 
 
+# --- OpenAI Responses --------------------------------------------------------------------------
+def _responses_reply(script: Script, body: dict[str, Any]) -> Events:
+    items = _dicts(body.get("input"))
+    results = [_text_of(i.get("output")) for i in items if i.get("type") == "function_call_output"]
+    script.saw(results)
+    tools = _dicts(body.get("tools"))
+    # Codex offers an MCP server's tools in a namespace (`mcp__kernel`); a plain function too.
+    namespace = next(
+        (
+            str(t.get("name"))
+            for t in tools
+            if t.get("type") == "namespace"
+            and TOOL in {n.get("name") for n in _dicts(t.get("tools"))}
+        ),
+        None,
+    )
+    plain = next((str(t["name"]) for t in tools if str(t.get("name", "")).endswith(TOOL)), None)
+    item: dict[str, Any]
+    if (namespace or plain) and not results:
+        item = {
+            "type": "function_call",
+            "id": "fc_fake_1",
+            "call_id": "call_fake_1",
+            "name": TOOL if namespace else plain,
+            "arguments": json.dumps(script.arguments),
+            "status": "completed",
+        }
+        if namespace:
+            item["namespace"] = namespace
+        script.calls(f"{namespace}.{TOOL}" if namespace else str(plain))
+    else:
+        text = {"type": "output_text", "text": script.final, "annotations": []}
+        item = {
+            "type": "message",
+            "id": "msg_fake_1",
+            "role": "assistant",
+            "status": "completed",
+            "content": [text],
+        }
+    usage = {
+        "input_tokens": 10,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 5,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 15,
+    }
+    return [
+        ("response.created", {"type": "response.created", "response": {"id": "resp_fake"}}),
+        (
+            "response.output_item.done",
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+        ),
+        (
+            "response.completed",
+            {"type": "response.completed", "response": {"id": "resp_fake", "usage": usage}},
+        ),
+    ]
+
+
 @contextmanager
-def fake_model(
-    arguments: dict[str, Any], final: str = "Done: I inserted the cell."
-) -> Iterator[Script]:
-    """Serve the script on 127.0.0.1 in a thread; `.url` is the base URL to give the agent."""
+def fake_model(arguments: dict[str, Any], final: str = "Done.") -> Iterator[Script]:
+    """Serve the script on 127.0.0.1 in a thread; `.url` is the base URL (no `/v1`)."""
     script = Script(arguments, final)
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -164,21 +198,21 @@ def fake_model(
                 body = {}
             body = body if isinstance(body, dict) else {}
             path = self.path.split("?", 1)[0]
-            with script.lock:
-                script.requests.append((path, body))
             if path.endswith("/count_tokens"):
                 self._json({"input_tokens": 10})
             elif path.endswith("/messages"):
-                events = answer(script, body)
+                events = _messages_reply(script, body)
                 if body.get("stream"):
                     self._sse(events)
                 else:
                     self._json(_as_message(events))
+            elif path.endswith("/responses"):
+                self._sse(_responses_reply(script, body))
             else:
-                self._json({"type": "error", "error": {"type": "not_found_error"}}, 404)
+                self._json({"error": {"type": "not_found_error", "message": path[:200]}}, 404)
 
         def do_GET(self) -> None:
-            self._json({"type": "error", "error": {"type": "not_found_error"}}, 404)
+            self._json({"error": {"type": "not_found_error"}}, 404)
 
         def _json(self, value: Any, status: int = 200) -> None:
             data = json.dumps(value).encode()
@@ -188,7 +222,7 @@ def fake_model(
             self.end_headers()
             self.wfile.write(data)
 
-        def _sse(self, events: list[tuple[str, dict[str, Any]]]) -> None:
+        def _sse(self, events: Events) -> None:
             data = "".join(f"event: {e}\ndata: {json.dumps(d)}\n\n" for e, d in events).encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")

@@ -8,6 +8,7 @@ Overrides:
   ACP_NB_ECHO_AGENT  full command line of the SDK echo agent (split with shlex), e.g.
                      "/some/venv/bin/python /some/dir/echo_agent.py"
   ACP_NB_CLAUDE_CODE_ACP  path of Claude Code's ACP adapter (``claude-code-acp``)
+  ACP_NB_CODEX_ACP   path of Codex's ACP adapter (``codex-acp``)
 
 A missing agent skips the test locally, but fails it when ``CI`` is set: in CI a skip
 would be a hidden failure.
@@ -29,6 +30,7 @@ FAST_AGENT_VENV = AGENTS_DIR / "fast-agent"
 ECHO_AGENT_VENV = AGENTS_DIR / "sdk-echo"
 SDK_EXAMPLES = AGENTS_DIR / "sdk-examples"
 CLAUDE_CODE_ACP = AGENTS_DIR / "claude-code-acp" / "node_modules" / ".bin" / "claude-code-acp"
+CODEX_ACP = AGENTS_DIR / "codex-acp" / "node_modules" / ".bin" / "codex-acp"
 
 
 def in_ci() -> bool:
@@ -100,17 +102,24 @@ def echo_agent_command() -> list[str]:
     return [str(python), str(script)]
 
 
+def _npm_agent(what: str, variable: str, default: Path) -> list[str]:
+    override = os.environ.get(variable)
+    path = Path(override) if override else default
+    if not _executable(path):
+        where = f"{variable}={override!r}" if override else f"no {path.relative_to(REPO_ROOT)}"
+        _missing(what, where)
+    return [str(path)]
+
+
 def claude_code_acp_command() -> list[str]:
     """argv for Claude Code's ACP adapter (npm `@zed-industries/claude-code-acp`; skip/fail if
     missing). It needs a model endpoint: the tests give it `tests/fake_model_server.py` through
     ``ANTHROPIC_BASE_URL``."""
-    override = os.environ.get("ACP_NB_CLAUDE_CODE_ACP")
-    path = Path(override) if override else CLAUDE_CODE_ACP
-    if not _executable(path):
-        where = (
-            f"ACP_NB_CLAUDE_CODE_ACP={override!r}"
-            if override
-            else f"no {path.relative_to(REPO_ROOT)}"
-        )
-        _missing("claude-code-acp", where)
-    return [str(path)]
+    return _npm_agent("claude-code-acp", "ACP_NB_CLAUDE_CODE_ACP", CLAUDE_CODE_ACP)
+
+
+def codex_acp_command() -> list[str]:
+    """argv for Codex's ACP adapter (npm `@zed-industries/codex-acp`, a native binary; skip/fail
+    if missing). It needs a model endpoint: the tests give it `tests/fake_model_server.py` as a
+    model provider in ``$CODEX_HOME/config.toml``."""
+    return _npm_agent("codex-acp", "ACP_NB_CODEX_ACP", CODEX_ACP)

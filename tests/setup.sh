@@ -7,6 +7,8 @@
 #   .agents/sdk-examples/    examples/ from the SDK's sdist (echo_agent.py, agent.py, ...)
 #   .agents/claude-code-acp/ Claude Code's ACP adapter (npm, needs Node >= 18), run against the
 #                            scripted model endpoint of tests/fake_model_server.py
+#   .agents/codex-acp/       Codex's ACP adapter (npm; a native binary, about 225 MB), run against
+#                            the same endpoint
 #
 # Idempotent: a step whose marker file exists (and names the same version) is skipped.
 # Override the interpreter used for fast-agent with ACP_NB_AGENT_PYTHON=/path/to/python3.1x.
@@ -20,6 +22,7 @@ FAST_AGENT_VERSION="0.10.48"
 ACP_SDK_VERSION="0.12.1"
 CLAUDE_CODE_ACP_VERSION="0.16.2"
 CLAUDE_AGENT_SDK_VERSION="0.2.44"  # the one 0.16.2 resolved to when measured; pinned with it
+CODEX_ACP_VERSION="0.16.0"  # pins its platform binary package to the same version
 
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 export PIP_NO_INPUT=1
@@ -120,18 +123,19 @@ install_sdk_echo_venv() {
     echo "agent-client-protocol==$ACP_SDK_VERSION" >"$marker"
 }
 
-# --- Claude Code's ACP adapter (a vendor's agent; the tests give it a local model endpoint) ---
-install_claude_code_acp() {
-    local dest="$AGENTS/claude-code-acp" marker="$AGENTS/claude-code-acp/.installed"
-    local want="@zed-industries/claude-code-acp@$CLAUDE_CODE_ACP_VERSION"
-    want+=" @anthropic-ai/claude-agent-sdk@$CLAUDE_AGENT_SDK_VERSION"
+# --- vendors' ACP adapters from npm (the tests give them a local model endpoint) ------------
+# install_npm_agent DIR BIN PACKAGE@VERSION...: idempotent (the marker names the packages).
+install_npm_agent() {
+    local name="$1" bin="$2"
+    shift 2
+    local dest="$AGENTS/$name" marker="$AGENTS/$name/.installed" want="$*"
     if [[ -f "$marker" && "$(cat "$marker")" == "$want" \
-          && -x "$dest/node_modules/.bin/claude-code-acp" ]]; then
-        log "claude-code-acp $CLAUDE_CODE_ACP_VERSION already installed"
+          && -x "$dest/node_modules/.bin/$bin" ]]; then
+        log "$name already installed ($want)"
         return 0
     fi
     if ! command -v npm >/dev/null 2>&1; then
-        log "ERROR: claude-code-acp needs Node >= 18 and npm; none found"
+        log "ERROR: $name needs Node >= 18 and npm; none found"
         return 1
     fi
     log "installing $want with node $(node --version)"
@@ -139,11 +143,10 @@ install_claude_code_acp() {
     mkdir -p "$dest"
     echo '{"private": true}' >"$dest/package.json"
     # Bounded: a stalled registry fails the step (and CI) within minutes, not at CI's limit.
-    # shellcheck disable=SC2086  # $want is two package specs
     (cd "$dest" && timeout 600 npm install --no-audit --no-fund --loglevel=error --save-exact \
-        --fetch-timeout=60000 --fetch-retries=2 $want </dev/null)
-    [[ -x "$dest/node_modules/.bin/claude-code-acp" ]] \
-        || { log "ERROR: no node_modules/.bin/claude-code-acp after npm install"; return 1; }
+        --fetch-timeout=60000 --fetch-retries=2 "$@" </dev/null)
+    [[ -x "$dest/node_modules/.bin/$bin" ]] \
+        || { log "ERROR: no node_modules/.bin/$bin after npm install"; return 1; }
     echo "$want" >"$marker"
 }
 
@@ -152,6 +155,11 @@ install_fast_agent
 install_sdk_echo_venv
 install_sdk_examples
 t1=$SECONDS
-install_claude_code_acp
+install_npm_agent claude-code-acp claude-code-acp \
+    "@zed-industries/claude-code-acp@$CLAUDE_CODE_ACP_VERSION" \
+    "@anthropic-ai/claude-agent-sdk@$CLAUDE_AGENT_SDK_VERSION"
 log "claude-code-acp step: $((SECONDS - t1)) s"
+t1=$SECONDS
+install_npm_agent codex-acp codex-acp "@zed-industries/codex-acp@$CODEX_ACP_VERSION"
+log "codex-acp step: $((SECONDS - t1)) s"
 log "agents ready in $AGENTS ($((SECONDS - t0)) s)"

@@ -16,10 +16,10 @@ import nbformat
 import pytest
 
 from tests.agents.script import script
-from tests.fake_model_server import fake_model
+from tests.fake_model_server import Script, fake_model
 from tests.kernel.test_run_cli import notebook, run_cli
 from tests.nb_util import data, execute, outputs, scripted, text, transcripts
-from tests.real_agents import claude_code_acp_command, fast_agent_command
+from tests.real_agents import claude_code_acp_command, codex_acp_command, fast_agent_command
 from tests.shared_kernel import SharedKernel
 
 CALLS = [
@@ -194,17 +194,54 @@ def test_fast_agent_inserts_a_cell_the_runner_saves_below_its_cell_and_runs(
     assert [asked[c["toolCallId"]]["optionId"] for c in ours] == ["allow", "allow"]
 
 
+VENDOR_SOURCE = "made_by_vendor = 6 * 7\nprint(made_by_vendor)"
+
+
+def a_vendor_inserts_a_cell(
+    tmp_path: Path, agent: list[str], model: Script, **env: str
+) -> dict[str, Any]:
+    """`acp-notebook run --allow edit,execute` of a notebook whose agent's cell runs `agent`
+    against `model` (a scripted endpoint that calls `insert_cell` with VENDOR_SOURCE, run=True,
+    then says "Inserted it."): the saved notebook holds the cell below the agent's cell,
+    executed before the next cell; our cards allowed it. Returns the turn's record."""
+    agent_cell = f"%%agent --agent {shlex.quote(shlex.join(agent))}\nPut 6 * 7 in a cell, run it."
+    last = "print(made_by_vendor + 1)"
+    notebook(tmp_path / "v.ipynb", "x = 1", agent_cell, last)
+    done = run_cli(tmp_path, "v.ipynb", "--allow", "edit,execute", NO_PROXY="127.0.0.1", **env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "+ 1 cell(s) inserted below, 1 to run" in done.stdout
+    (result,) = model.results  # the tool's answer went back to the model
+    assert "inserted below your %%agent cell" in result, result
+    saved = nbformat.read(tmp_path / "v.out.ipynb", as_version=4)
+    got = [(c.cell_type, c.source, c.get("execution_count")) for c in saved.cells]
+    assert got == [
+        ("code", "x = 1", 1),
+        ("code", agent_cell, 2),
+        ("code", VENDOR_SOURCE, 3),
+        ("code", last, 4),
+    ]
+    assert outputs(saved.cells[2])[0]["text"] == "42\n"
+    assert outputs(saved.cells[3])[0]["text"] == "43\n"
+    (record,) = transcripts(saved.cells[1])
+    said = "".join(p["text"] for p in record["parts"] if p.get("type") == "message")
+    assert said.strip().endswith("Inserted it."), said
+    ours = [p for p in record["parts"] if p.get("type") == "tool_call" and p.get("byClient")]
+    assert [(c["kind"], c["status"]) for c in ours] == [
+        ("edit", "completed"),
+        ("execute", "completed"),
+    ]
+    return dict(record)
+
+
 @pytest.mark.real_agent
 @pytest.mark.timeout(240)
 def test_claude_codes_adapter_inserts_a_cell_through_a_local_model_endpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Claude Code's ACP adapter (a vendor's agent, written by others) behind a scripted model
-    endpoint on 127.0.0.1 (tests/fake_model_server.py): the model calls the kernel's MCP tool
-    `insert_cell` as Claude Code names it, then answers; under `acp-notebook run --allow
-    edit,execute` the saved notebook holds the cell below the agent's cell, executed, and the
-    tool's answer went back to the model (issue 22, real agents)."""
-    agent = shlex.quote(shlex.join(claude_code_acp_command()))
+    """Claude Code's ACP adapter (a vendor's agent, written by others) behind a scripted
+    Anthropic Messages endpoint on 127.0.0.1 (tests/fake_model_server.py) calls the kernel's
+    MCP tool `insert_cell` (issue 22, real agents)."""
+    agent = claude_code_acp_command()
     for key in list(os.environ):  # only the endpoint and key below reach it
         if key.startswith(("ANTHROPIC_", "CLAUDE_", "AWS_BEARER_TOKEN_BEDROCK")):
             monkeypatch.delenv(key)
@@ -215,46 +252,52 @@ def test_claude_codes_adapter_inserts_a_cell_through_a_local_model_endpoint(
     (home / ".claude").mkdir(parents=True)
     settings = {"permissions": {"allow": ["mcp__kernel__insert_cell"]}}
     (home / ".claude" / "settings.json").write_text(json.dumps(settings))
-    source = "made_by_claude = 6 * 7\nprint(made_by_claude)"
-    agent_cell = f"%%agent --agent {agent}\nPut the answer in a cell below and run it."
-    last = "print(made_by_claude + 1)"
-    notebook(tmp_path / "cc.ipynb", "x = 1", agent_cell, last)
-    with fake_model({"source": source, "run": True}, final="Inserted it.") as model:
-        done = run_cli(
+    with fake_model({"source": VENDOR_SOURCE, "run": True}, final="Inserted it.") as model:
+        a_vendor_inserts_a_cell(
             tmp_path,
-            "cc.ipynb",
-            "--allow",
-            "edit,execute",
+            agent,
+            model,
             HOME=str(home),  # none of the developer's Claude settings or credentials
             ANTHROPIC_BASE_URL=model.url,
             ANTHROPIC_API_KEY="fake-key",
             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",  # no telemetry, no update check
             IS_SANDBOX="1",  # as root (CI), Claude Code refuses to start without it
-            NO_PROXY="127.0.0.1",
         )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "+ 1 cell(s) inserted below, 1 to run" in done.stdout
-    assert model.tool_calls() == ["mcp__kernel__insert_cell"]
-    (result,) = model.results()
-    assert result.startswith("inserted below your %%agent cell"), result
-    saved = nbformat.read(tmp_path / "cc.out.ipynb", as_version=4)
-    got = [(c.cell_type, c.source, c.get("execution_count")) for c in saved.cells]
-    assert got == [
-        ("code", "x = 1", 1),
-        ("code", agent_cell, 2),
-        ("code", source, 3),
-        ("code", last, 4),
-    ]
-    assert outputs(saved.cells[2])[0]["text"] == "42\n"
-    assert outputs(saved.cells[3])[0]["text"] == "43\n"
-    (record,) = transcripts(saved.cells[1])
-    said = "".join(p["text"] for p in record["parts"] if p.get("type") == "message")
-    assert said.strip() == "Inserted it."
-    ours = [p for p in record["parts"] if p.get("type") == "tool_call" and p.get("byClient")]
-    assert [(c["kind"], c["status"]) for c in ours] == [
-        ("edit", "completed"),
-        ("execute", "completed"),
-    ]
+    assert model.called == ["mcp__kernel__insert_cell"]
+
+
+@pytest.mark.real_agent
+@pytest.mark.timeout(240)
+def test_codexs_adapter_inserts_a_cell_through_a_local_model_endpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Codex's ACP adapter (a vendor's agent, written by others) behind a scripted OpenAI
+    Responses endpoint on 127.0.0.1 (tests/fake_model_server.py) calls the kernel's MCP tool
+    `insert_cell`, which Codex offers in an `mcp__kernel` namespace (issue 22, real agents)."""
+    for key in list(os.environ):  # only the provider below reaches it
+        if key.startswith(("OPENAI_", "CODEX_")):
+            monkeypatch.delenv(key)
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    with fake_model({"source": VENDOR_SOURCE, "run": True}, final="Inserted it.") as model:
+        (codex_home / "config.toml").write_text(
+            'model = "fake-model"\n'
+            'model_provider = "fake"\n'
+            "[model_providers.fake]\n"
+            'name = "fake"\n'
+            f'base_url = "{model.url}/v1"\n'
+            'env_key = "FAKE_MODEL_KEY"\n'
+            'wire_api = "responses"\n'
+        )
+        # Codex asks for an MCP tool call with a permission of its own that states no kind (a
+        # headless policy cannot decide it) unless it runs unsandboxed and never asks; the
+        # kernel's tool still asks ours (kind edit). The scripted model runs no command.
+        never_ask = ["-c", 'approval_policy="never"', "-c", 'sandbox_mode="danger-full-access"']
+        agent = [*codex_acp_command(), *never_ask]
+        a_vendor_inserts_a_cell(
+            tmp_path, agent, model, CODEX_HOME=str(codex_home), FAKE_MODEL_KEY="fake-key"
+        )
+    assert model.called == ["mcp__kernel.insert_cell"]
 
 
 INSERT = [{"name": "insert_cell", "arguments": {"source": "proposed = 1", "run": True}}]
