@@ -1,4 +1,6 @@
-"""`acp-notebook run` as a user runs it: a subprocess on real kernels and the demo agent.
+"""`acp-notebook run` as a user runs it, on real kernels and the demo agent: its `main` called in
+the test's process (`run_cli`: the arguments, environment and working directory a user's run has,
+stdout a buffer), and as a process where the process is the subject (Ctrl-C: an interrupt saves).
 
 The terminal output of the quickstart is compared with `tests/snapshots/run_quickstart.txt`
 after the parts that change from run to run (times, paths, process ids) are normalised. After a
@@ -8,6 +10,8 @@ diff before committing it.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -43,17 +47,24 @@ SNAPSHOT = REPO / "tests" / "snapshots" / "run_quickstart.txt"
 
 
 def run_cli(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """`python -m acp_notebook.run run ARGS` in tmp_path, stdout a pipe (plain text)."""
+    """`acp-notebook run ARGS` in tmp_path: the command's `main` in this process (a process of
+    its own cost ~2 s of CPU a run to import what this one has), with the environment of
+    `kernel_env` and stdout a buffer (plain text, as a pipe). Its exit status is what `main`
+    returns, or the code of the SystemExit a usage error raises (its message on stderr)."""
     environ = kernel_env(tmp_path, PYTHONPATH=str(REPO), **env)
     environ.pop("NO_COLOR", None)
-    return subprocess.run(
-        [sys.executable, "-m", "acp_notebook.run", "run", *args],
-        cwd=tmp_path,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=150,
-    )
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stderr(stderr):
+        for name in set(os.environ) - set(environ):
+            patch.delenv(name)
+        for name, value in environ.items():
+            patch.setenv(name, value)
+        patch.chdir(tmp_path)
+        try:
+            status = cli.main(["run", *args], stdout=stdout)
+        except SystemExit as exit_:
+            status = exit_.code if isinstance(exit_.code, int) else 1
+    return subprocess.CompletedProcess(args, status, stdout.getvalue(), stderr.getvalue())
 
 
 def notebook(path: Path, *cells: str, tags: dict[int, list[str]] | None = None) -> Path:
