@@ -5,7 +5,8 @@ JupyterLab 4.4+ sends widget messages over subshells, and ipykernel handles each
 own thread with its own event loop. A widget callback that started its work on "the running
 loop" started it on that thread's loop, away from the agent's client: the chat's Stop failed with
 "... is bound to a different event loop" and took the agent's connection (and the session) down.
-These tests send their clicks and messages the same way.
+These tests send their clicks and messages the same way, in the test process's shared kernel
+(reset before and after: tests/shared_kernel.py), with a subshell of their own, deleted after.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.nb_util import kernel_env, make_client, new_nb, text
+from tests.nb_util import in_shared_kernel, kernel_env, new_nb, text
+from tests.shared_kernel import SharedKernel
 
 # Runs in the kernel: wait (bounded by the test's timeout) for the chat's condition.
 WAIT = "while not ({}):\n    await asyncio.sleep(0.02)\n"
@@ -30,6 +32,18 @@ async def subshell(client: Any) -> str:
         reply = await kc.control_channel.get_msg(timeout=30)
         if reply["parent_header"].get("msg_id") == request["header"]["msg_id"]:
             return str(reply["content"]["subshell_id"])
+
+
+async def delete_subshell(client: Any, shell: str) -> None:
+    """The subshell's thread ended: the shared kernel does not keep one per test."""
+    kc = client.kc
+    request = kc.session.msg("delete_subshell_request", {"subshell_id": shell})
+    kc.control_channel.send(request)
+    while True:
+        reply = await kc.control_channel.get_msg(timeout=30)
+        if reply["parent_header"].get("msg_id") == request["header"]["msg_id"]:
+            assert reply["content"]["status"] == "ok", reply["content"]
+            return
 
 
 def comm_msg(client: Any, shell: str, comm_id: str, data: dict[str, Any]) -> None:
@@ -47,7 +61,9 @@ def model_of(client: Any, name: str, **state: Any) -> str:
     raise AssertionError(f"no {name} {state} in {list(client.widget_state.values())}")
 
 
-def test_chat_stop_and_send_over_a_subshell_keep_the_session(tmp_path: Path) -> None:
+def test_chat_stop_and_send_over_a_subshell_keep_the_session(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     cells = [
         "%agent chat -s c",
         "import asyncio, json\nchat = _\nprint(type(chat).__name__, chat.session.id)",
@@ -63,10 +79,9 @@ def test_chat_stop_and_send_over_a_subshell_keep_the_session(tmp_path: Path) -> 
         "chat.close()",
     ]
     nb = new_nb(*cells)
-    client = make_client(nb, tmp_path)
+    env = kernel_env(tmp_path, ACP_NOTEBOOK_DEMO_SPEED="1")  # /slow takes ~20 s unstopped
 
-    async def main() -> None:
-        env = kernel_env(tmp_path, ACP_NOTEBOOK_DEMO_SPEED="1")  # /slow takes ~20 s unstopped
+    async def main(client: Any) -> None:
         async with client.async_setup_kernel(env=env):
             await client.async_execute_cell(nb.cells[0], 0)
             await client.async_execute_cell(nb.cells[1], 1)
@@ -86,8 +101,10 @@ def test_chat_stop_and_send_over_a_subshell_keep_the_session(tmp_path: Path) -> 
             await client.async_execute_cell(nb.cells[4], 4)
             for index in (5, 6, 7, 8):
                 await client.async_execute_cell(nb.cells[index], index)
+            await delete_subshell(client, shell)
 
-    asyncio.run(main())
+    with in_shared_kernel(kernel, nb, tmp_path, env) as client:
+        asyncio.run(main(client))
     said = json.loads(text(nb.cells[7]).strip().splitlines()[-1])
     session_id = text(nb.cells[1]).split()[-1]
     # Stop cancelled the turn cleanly; the next message and the next cell continue the session.
@@ -110,7 +127,9 @@ def test_chat_stop_and_send_over_a_subshell_keep_the_session(tmp_path: Path) -> 
     assert len(record["application/vnd.acp-notebook.chat+json"]["turns"]) == 3
 
 
-def test_a_cells_stop_and_permission_buttons_work_over_a_subshell(tmp_path: Path) -> None:
+def test_a_cells_stop_and_permission_buttons_work_over_a_subshell(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     cells = [
         '%config AcpNotebook.interactive = "yes"',
         "%%agent --out edited\nPlease add a line about subshells to the notes.",
@@ -121,9 +140,9 @@ def test_a_cells_stop_and_permission_buttons_work_over_a_subshell(tmp_path: Path
         "    after.session_id})]))",
     ]
     nb = new_nb(*cells)
-    client = make_client(nb, tmp_path)
+    env = kernel_env(tmp_path, ACP_NOTEBOOK_DEMO_SPEED="1")
 
-    def asked(view: str) -> dict[str, Any] | None:
+    def asked(client: Any, view: str) -> dict[str, Any] | None:
         """The permission request the kernel last showed in this turn view, if any."""
         for _, msg in reversed(client.messages):
             content = msg["content"]
@@ -134,7 +153,7 @@ def test_a_cells_stop_and_permission_buttons_work_over_a_subshell(tmp_path: Path
                 return dict(pending[0])
         return None
 
-    async def press_when_shown(shell: str, what: str) -> None:
+    async def press_when_shown(client: Any, shell: str, what: str) -> None:
         """As the page does: a `choose` (the "Allow" option) or a `stop` message from the
         cell's turn view (an anywidget), sent over the subshell."""
         seen = set(client.widget_state)  # an earlier cell's view, closed
@@ -143,7 +162,7 @@ def test_a_cells_stop_and_permission_buttons_work_over_a_subshell(tmp_path: Path
                 i for i, s in client.widget_state.items() if s.get("_model_name") == "AnyModel"
             ]
             new = [v for v in views if v not in seen]
-            request = asked(new[-1]) if new and what == "Allow" else None
+            request = asked(client, new[-1]) if new and what == "Allow" else None
             if new and (what == "Stop" or request):
                 break
             await asyncio.sleep(0.02)  # nbclient records the messages as the cell runs
@@ -155,18 +174,19 @@ def test_a_cells_stop_and_permission_buttons_work_over_a_subshell(tmp_path: Path
             message = {"type": "choose", "id": request["id"], "option": option["id"]}
         comm_msg(client, shell, new[-1], {"method": "custom", "content": message})
 
-    async def main() -> None:
-        env = kernel_env(tmp_path, ACP_NOTEBOOK_DEMO_SPEED="1")
+    async def main(client: Any) -> None:
         async with client.async_setup_kernel(env=env):
             await client.async_execute_cell(nb.cells[0], 0)
             shell = await subshell(client)
             for index, what in ((1, "Allow"), (2, "Stop")):
                 running = asyncio.create_task(client.async_execute_cell(nb.cells[index], index))
-                await asyncio.wait_for(press_when_shown(shell, what), 30)
+                await asyncio.wait_for(press_when_shown(client, shell, what), 30)
                 await asyncio.wait_for(running, 30)
             for index in (3, 4):
                 await client.async_execute_cell(nb.cells[index], index)
+            await delete_subshell(client, shell)
 
-    asyncio.run(main())
+    with in_shared_kernel(kernel, nb, tmp_path, env) as client:
+        asyncio.run(main(client))
     said = json.loads(text(nb.cells[4]).strip().splitlines()[-1])
     assert said == [True, "allow", "cancelled", True, 1], said

@@ -18,10 +18,11 @@ import pytest
 from mcp.client import Client
 
 from tests.agents.script import script
-from tests.kernel.test_chat_kernel import comm_msg, model_of, subshell
+from tests.kernel.test_chat_kernel import comm_msg, delete_subshell, model_of, subshell
 from tests.kernel.test_kernel_mcp import ENTRY, Kernel, open_session, params, texts
-from tests.nb_util import kernel_env, make_client, new_nb, scripted, text
+from tests.nb_util import in_shared_kernel, kernel_env, make_client, new_nb, scripted, text
 from tests.polling import until
+from tests.shared_kernel import SharedKernel
 
 
 def run_cell(code: str, options: str = "--allow execute") -> str:
@@ -158,7 +159,7 @@ for i in range(5):
 WAIT = "while not ({}):\n    await asyncio.sleep(0.02)\n"
 
 
-def test_a_chat_turns_code_waits_for_the_running_cell(tmp_path: Path) -> None:
+def test_a_chat_turns_code_waits_for_the_running_cell(tmp_path: Path, kernel: SharedKernel) -> None:
     """A turn the chat started while an async cell of the user's ran was taken for that cell's
     (it started after the cell did): its code ran in the middle of the cell, which printed
     [0, 1, 2, 3, 4, -999, 6, ...]."""
@@ -173,13 +174,13 @@ def test_a_chat_turns_code_waits_for_the_running_cell(tmp_path: Path) -> None:
         "print(json.dumps({'xs': xs, 'waited': waited, 'views': chat.records[0]['text/html']}))",
     ]
     nb = new_nb(*cells)
-    client = make_client(nb, tmp_path)
     prompt = script(
         {"mcp": "kernel", "calls": [{"name": "run_code", "arguments": {"code": "xs.append(-999)"}}]}
     )
+    env = kernel_env(tmp_path)
 
-    async def main() -> None:
-        async with client.async_setup_kernel(env=kernel_env(tmp_path)):
+    async def main(client: Any) -> None:
+        async with client.async_setup_kernel(env=env):
             for index in range(3):
                 await client.async_execute_cell(nb.cells[index], index)
             shell = await subshell(client)
@@ -191,8 +192,10 @@ def test_a_chat_turns_code_waits_for_the_running_cell(tmp_path: Path) -> None:
             await asyncio.wait_for(running, 60)
             for index in (4, 5):
                 await asyncio.wait_for(client.async_execute_cell(nb.cells[index], index), 60)
+            await delete_subshell(client, shell)
 
-    asyncio.run(main())
+    with in_shared_kernel(kernel, nb, tmp_path, env) as client:
+        asyncio.run(main(client))
     said = json.loads(text(nb.cells[5]).strip().splitlines()[-1])
     xs = said["xs"]
     assert said["waited"], "the chat's card never said the code waits for the cell"
