@@ -1,4 +1,5 @@
-"""The workspace boundary, seen from a notebook run headless (nbclient, a real kernel).
+"""The workspace boundary, seen from a notebook run headless (nbclient, the test process's
+shared kernel, reset before and after: tests/shared_kernel.py).
 
 An agent gets the session's roots and nothing else: fs reads and writes outside them (`..`,
 absolute paths elsewhere, symlinks that point out) are refused with a JSON-RPC error, and so are
@@ -24,7 +25,16 @@ from acp_notebook.protocol.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
 from acp_notebook.protocol.turn import TurnResult
 from tests.agents.script import AGENT_PATH, script
 from tests.client_helpers import reports
-from tests.nb_util import KERNELSPEC, answer, errors, kernel_env, make_client, text, transcripts
+from tests.nb_util import (
+    KERNELSPEC,
+    answer,
+    errors,
+    in_shared_kernel,
+    kernel_env,
+    text,
+    transcripts,
+)
+from tests.shared_kernel import SharedKernel
 
 SECRET = "sk-test-1234567890abcdef"
 REDACTED = "[redacted]"
@@ -96,7 +106,9 @@ def setup(tmp_path: Path) -> tuple[Path, dict[str, Path], dict[str, str]]:
     return work, paths, env
 
 
-def test_boundary_terminal_secrets_and_permissions_in_a_headless_run(tmp_path: Path) -> None:
+def test_boundary_terminal_secrets_and_permissions_in_a_headless_run(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     work, p, env = setup(tmp_path)
     boundary = script(
         req("fs/read_text_file", path=str(p["data"])),
@@ -168,8 +180,8 @@ def test_boundary_terminal_secrets_and_permissions_in_a_headless_run(tmp_path: P
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
     nbformat.write(nb, p["nb"])
     before = p["nb"].read_bytes()
-    client = make_client(nb, work, allow_errors=True)
-    client.execute(env=env)
+    with in_shared_kernel(kernel, nb, work, env, allow_errors=True) as client:
+        client.execute(env=env)
     assert p["nb"].read_bytes() == before  # the agent did not write the notebook
     nbformat.write(nb, p["nb"])  # as `jupyter execute --inplace` does
     saved = p["nb"].read_text()
@@ -223,7 +235,9 @@ def test_boundary_terminal_secrets_and_permissions_in_a_headless_run(tmp_path: P
     assert SECRET in p["record"].read_text()
 
 
-def test_the_executing_notebook_is_protected_when_known_and_the_switch(tmp_path: Path) -> None:
+def test_the_executing_notebook_is_protected_when_known_and_the_switch(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     work, p, env = setup(tmp_path)
     probe = script(
         req("fs/read_text_file", path=str(p["nb"])),
@@ -239,7 +253,8 @@ def test_the_executing_notebook_is_protected_when_known_and_the_switch(tmp_path:
     nb = new_notebook(cells=[new_code_cell(c) for c in cells])
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
     nbformat.write(nb, p["nb"])
-    make_client(nb, work).execute(env=env)
+    with in_shared_kernel(kernel, nb, work, env) as client:
+        client.execute(env=env)
     protected = reports(answer(transcripts(nb.cells[1])[0]), "RESPONSE ")
     assert [code(a) for a in protected] == [INVALID_PARAMS, INVALID_PARAMS]
     assert "protected" in protected[0]["error"]["message"]

@@ -513,14 +513,13 @@ def run_with_id(kc: Any, code: str, cell_id: str) -> tuple[str, list[dict[str, A
 def test_cells_are_matched_by_the_id_the_front_end_sends(
     tmp_path: Path, kernel: SharedKernel
 ) -> None:
-    from jupyter_client.manager import KernelManager
-
     log = tmp_path / "agent.jsonl"
     recorded = record(tmp_path, CELLS, log, kernel=kernel)
     was = nbformat.read(recorded, as_version=4)
-    km = KernelManager(kernel_name="python3")
-    km.start_kernel(env=replay_env(tmp_path, recorded, no_agent(tmp_path)), cwd=str(tmp_path))
-    kc = km.client()
+    # The shared kernel again, reset to replay (a client of its own sends the cell ids).
+    env = replay_env(tmp_path, recorded, no_agent(tmp_path))
+    kernel.reset(tmp_path, env)
+    kc = kernel.km.blocking_client()
     try:
         kc.start_channels()
         kc.wait_for_ready(timeout=60)
@@ -541,7 +540,7 @@ def test_cells_are_matched_by_the_id_the_front_end_sends(
         )
     finally:
         kc.stop_channels()
-        km.shutdown_kernel(now=True)
+        kernel.reset(tmp_path, env)
     assert prompts(log) == ["first question", "second question"]
 
 

@@ -238,11 +238,15 @@ def test_the_folder_swapped_for_a_link_while_writing_is_not_followed(
     assert "id" in (work / ".held" / "sessions.json").read_text()  # written where it was
 
 
-def test_agent_resume_names_the_session_for_later_restarts(tmp_path: Path) -> None:
-    # Fresh kernels only: in the shared kernel, reset, the last run did not resume (unexplained).
+def test_agent_resume_names_the_session_for_later_restarts(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
+    # The session made and resumed by name in the shared kernel; the later restart, the run
+    # that finds the name on the disk, in a fresh kernel (in the shared one, reset, the last
+    # run did not resume: unexplained).
     command = agent(tmp_path, "--resume")
-    _, sid = run(tmp_path, f"--agent {command} --session x", "x")
-    execute([f"%agent resume {sid} -a {command} -s r"], tmp_path)
+    _, sid = run(tmp_path, f"--agent {command} --session x", "x", kernel=kernel)
+    execute([f"%agent resume {sid} -a {command} -s r"], tmp_path, kernel=kernel)
     shown, again = run(tmp_path, f"--agent {command} --session r")
     assert again == sid and f"Resumed session {sid[:12]}…" in shown
 
