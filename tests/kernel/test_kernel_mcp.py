@@ -316,7 +316,9 @@ def test_the_relay_goes_with_its_session_and_with_the_kernel(tmp_path: Path) -> 
             closed(proc)
 
 
-def test_without_a_socket_there_are_no_tools_and_the_cell_still_runs(tmp_path: Path) -> None:
+def test_without_a_socket_there_are_no_tools_and_the_cell_still_runs(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     deep = tmp_path / ("d" * 120)  # a Unix socket path may not be this long: bind fails
     deep.mkdir()
     cells = [open_session("e"), ENTRY.format(name="e")]
@@ -325,7 +327,7 @@ def test_without_a_socket_there_are_no_tools_and_the_cell_still_runs(tmp_path: P
         assert "echo: hello" in await kernel.run()
         assert (await kernel.run()).strip().splitlines()[-1] == "[]"
 
-    in_kernel(tmp_path, cells, body, XDG_RUNTIME_DIR=str(deep))
+    in_kernel(tmp_path, cells, body, kernel, XDG_RUNTIME_DIR=str(deep))
 
 
 def test_the_relays_token_is_not_left_in_its_proc_environ(tmp_path: Path) -> None:

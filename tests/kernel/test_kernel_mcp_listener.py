@@ -3,7 +3,9 @@ token were all kept until the kernel ran out of file descriptors, and the accept
 with EMFILE ended the listener for the kernel's life: every later relay was refused.
 
 Real kernels (nbclient), raw connections to the kernel's socket, then a relay as an agent starts
-it (the `mcp` SDK's client) to show that the tools still answer.
+it (the `mcp` SDK's client) to show that the tools still answer. The test process's shared kernel
+(reset before and after: a new runtime, a new listener), except for the test that lowers the
+kernel's limit of file descriptors: a kernel of its own.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from mcp.client import Client
 from acp_notebook.kernel_tools import relay as kernel_mcp
 from tests.kernel.test_kernel_mcp import ENTRY, Kernel, in_kernel, open_session, params
 from tests.polling import until
+from tests.shared_kernel import SharedKernel
 
 
 def token_of(entry: dict[str, Any]) -> str:
@@ -52,7 +55,9 @@ async def tools_answer(entry: dict[str, Any]) -> None:
         assert "run_code" in {t.name for t in (await mcp.list_tools()).tools}
 
 
-def test_connections_are_bounded_and_a_legitimate_relay_still_works(tmp_path: Path) -> None:
+def test_connections_are_bounded_and_a_legitimate_relay_still_works(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     cells = [open_session("a"), ENTRY.format(name="a"), open_session("b"), ENTRY.format(name="b")]
 
     async def body(kernel: Kernel) -> None:
@@ -85,10 +90,12 @@ def test_connections_are_bounded_and_a_legitimate_relay_still_works(tmp_path: Pa
         await until(first_token_works, 30, "the first session's token to work again")
         await tools_answer(first)
 
-    in_kernel(tmp_path, cells, body)
+    in_kernel(tmp_path, cells, body, kernel)
 
 
-def test_silent_connections_held_open_do_not_keep_a_relay_out(tmp_path: Path) -> None:
+def test_silent_connections_held_open_do_not_keep_a_relay_out(
+    tmp_path: Path, kernel: SharedKernel
+) -> None:
     """Any process of the user (the agent's shell) held `MAX_PENDING` silent connections, each
     renewed at its deadline: every relay that came meanwhile was refused ("too many
     connections") and its session had no kernel tools. The oldest silent one now makes room."""
@@ -111,7 +118,7 @@ def test_silent_connections_held_open_do_not_keep_a_relay_out(tmp_path: Path) ->
             for sock in silent:
                 sock.close()
 
-    in_kernel(tmp_path, cells, body)
+    in_kernel(tmp_path, cells, body, kernel)
 
 
 LIMIT = """\
