@@ -229,6 +229,7 @@ def test_mcp_servers_reach_session_new_and_status(tmp_path: Path, kernel: Shared
 
 # Past the folder's 240 s: fast-agent (a real agent) starts in a kernel, then the notes server.
 @pytest.mark.timeout(300)
+@pytest.mark.real_agent
 def test_fast_agent_calls_a_server_passed_from_a_cell(tmp_path: Path) -> None:
     """fast-agent takes `mcpServers` from session/new: its passthrough model calls the notes
     server's tool (`***CALL_TOOL server__tool {args}`), which answers with the env it got."""
