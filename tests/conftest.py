@@ -62,11 +62,34 @@ TIMEOUT_OF_FOLDER = {"unit": 60, "client": 120, "hostile": 240, "kernel": 240, "
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests = Path(__file__).parent
     for item in items:
+        folder = item.path.relative_to(tests).parts[0] if item.path.is_relative_to(tests) else ""
+        if folder == "browser" and item.get_closest_marker("browser") is None:
+            item.add_marker(pytest.mark.browser)  # what pytest_ignore_collect relies on
         if item.get_closest_marker("timeout") is not None:
             continue
-        folder = item.path.relative_to(tests).parts[0] if item.path.is_relative_to(tests) else ""
         if folder in TIMEOUT_OF_FOLDER:
             item.add_marker(pytest.mark.timeout(TIMEOUT_OF_FOLDER[folder]))
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """tests/browser/ is not even imported when the marker expression (`-m`) leaves out every
+    test marked `browser`, whatever its other marks, as the fast tier's "not browser and not
+    real_agent" does: its modules import JupyterLab's server, nbconvert and the widgets, ~1.7 s
+    of CPU in each worker, for tests deselected after. Every test there is marked `browser`
+    (pytest_collection_modifyitems adds it to one that is not)."""
+    if collection_path != Path(__file__).parent / "browser":
+        return None
+    expression = config.getoption("markexpr")
+    if not expression:
+        return None
+    from _pytest.mark.expression import Expression  # what `-m` evaluates with
+
+    compiled = Expression.compile(expression)
+    # False for a browser test with no other mark, and for one with every mark: false for all
+    # the expressions that exclude `browser` (a negation or a conjunction with `not browser`).
+    only_browser = compiled.evaluate(lambda name, **_: name == "browser")
+    every_mark = compiled.evaluate(lambda name, **_: True)
+    return None if only_browser or every_mark else True
 
 
 @pytest.fixture
