@@ -40,16 +40,25 @@ def error_of(cell: Any) -> dict[str, Any]:
     return dict(error)
 
 
-def in_kernel(tmp_path: Path, cells: list[str], body: Any) -> Kernel:
-    """A fresh kernel of its own: these tests interrupt it and run into its deadline."""
+def in_kernel(
+    tmp_path: Path, cells: list[str], body: Any, shared: SharedKernel | None = None
+) -> Kernel:
+    """A fresh kernel of its own, for the tests that interrupt it; or the `shared` one (reset
+    before and after) for those whose code ends otherwise."""
     nb = new_nb(*cells)
-    kernel = Kernel(nb, make_client(nb, tmp_path, allow_errors=True))
+    env = kernel_env(tmp_path)
 
-    async def main() -> None:
-        async with kernel.client.async_setup_kernel(env=kernel_env(tmp_path)):
+    async def main(kernel: Kernel) -> None:
+        async with kernel.client.async_setup_kernel(env=env):
             await body(kernel)
 
-    asyncio.run(main())
+    if shared is None:
+        kernel = Kernel(nb, make_client(nb, tmp_path, allow_errors=True))
+        asyncio.run(main(kernel))
+        return kernel
+    with in_shared_kernel(shared, nb, tmp_path, env, allow_errors=True) as client:
+        kernel = Kernel(nb, client)
+        asyncio.run(main(kernel))
     return kernel
 
 
@@ -121,7 +130,7 @@ def test_an_interrupt_stops_the_agents_code_while_no_cell_runs(tmp_path: Path, t
     in_kernel(tmp_path, cells, body)
 
 
-def test_the_turns_timeout_stops_the_agents_code(tmp_path: Path) -> None:
+def test_the_turns_timeout_stops_the_agents_code(tmp_path: Path, kernel: SharedKernel) -> None:
     mark = tmp_path / "running"
     cells = [run_cell(spin(mark), "--allow execute --timeout 8"), "print('the kernel', 'answers')"]
     took: list[float] = []
@@ -135,9 +144,9 @@ def test_the_turns_timeout_stops_the_agents_code(tmp_path: Path) -> None:
         assert mark.exists()  # it did run, and was stopped
         assert "the kernel answers" in await asyncio.wait_for(kernel.run(), 30)
 
-    kernel = in_kernel(tmp_path, cells, body)
+    ran = in_kernel(tmp_path, cells, body, kernel)
     print(f"[run-code-timeout] the cell of --timeout 8 ended after {took[0]:.2f} s")
-    error = error_of(kernel.nb.cells[0])
+    error = error_of(ran.nb.cells[0])
     assert error["ename"] == "TurnFailed" and "--timeout 8" in error["evalue"], error
 
 
