@@ -138,7 +138,9 @@ def _replayed(
         host.user_ns[opts.out] = result
     publish.show({"text/markdown": f"*{NOTE}*", "text/plain": NOTE})
     if recorded.failure is not None:
-        # As the run showed it: the record, then the paragraph the cell failed with.
+        # As the run showed it: the record (which leaves the error to the paragraph below it,
+        # `Transcript.raised`), then the paragraph the cell failed with.
+        transcript["raised"] = True
         publish.show(publish.turn(transcript))
         raise TurnFailed(views.lines(recorded.failure, 20_000), result)
     if opts.background:

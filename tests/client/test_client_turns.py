@@ -251,8 +251,9 @@ async def test_usage_cost_is_cumulative_and_the_result_has_the_turns_share(agent
 
 
 async def test_unknown_and_invalid_updates_are_kept_as_raw_parts(agent: Agent) -> None:
-    # (`notice` was the example until the client showed notices: ACP v1, 2026-10-09.)
-    notice = {"sessionUpdate": "prompt_suggestions_update", "suggestions": []}
+    # A draft kind the client does not take (session cursors). `notice`, then
+    # `prompt_suggestions_update`, were the example until the client showed them.
+    notice = {"sessionUpdate": "cursor_update", "cursorId": "c1", "anchor": {}}
     future = {"sessionUpdate": "some_future_kind", "payload": [1, 2, 3]}
     broken = {"sessionUpdate": "tool_call", "title": "no id"}  # toolCallId is required
     async with agent.session() as session:
@@ -270,7 +271,7 @@ async def test_unknown_and_invalid_updates_are_kept_as_raw_parts(agent: Agent) -
     assert result.success, result
     raws = list(result.unknown_updates)
     assert [r.update_kind for r in raws] == [
-        "prompt_suggestions_update",
+        "cursor_update",
         "some_future_kind",
         "tool_call",
     ]
