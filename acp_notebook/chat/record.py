@@ -8,7 +8,8 @@ a fifth of the file) and the record's stylesheet once (`RECORD_STYLE`, each turn
 out), with the rule that hides a dead chat's widget output. The text
 view, which draws only the agent's side of a turn, gets the user's message before each turn; the
 transcripts are kept as a list under the chat's own MIME type (a cell's turn type holds one turn,
-and tools that replay cells read it), without what they would hold twice (`lean`).
+and tools that replay cells read it), each a line of compact JSON without what a reader has no
+need of or rebuilds (`saved_turn`; `chat_turns` reads them back, and the older form too).
 
 A turn adds one `piece` to the record, and the record is its pieces joined (`join`) by plain
 concatenation, so a page can add a turn to the record it holds (static/input.js, `appendRecord`)
@@ -27,6 +28,7 @@ without a notebook model) the kernel updates the output whole, as before.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Protocol
 
 from IPython.display import DisplayHandle
@@ -41,6 +43,9 @@ RECORD_CLASS = "acpnb-chat-record"
 #: How the pieces of the text view are joined (static/input.js joins them the same way).
 PLAIN_JOIN = "\n\n"
 EMPTY = "(no message yet)"
+#: A turn's fields that are its session's: the record keeps them where they change from the turn
+#: before (`saved_turn`), and `chat_turns` fills them back in.
+SESSION_FIELDS = ("agent", "model", "sessionId", "title")
 #: A rule of the record's stylesheet: the chat's widget output is hidden when it cannot be drawn
 #: (its kernel is gone: "Error displaying widget: model not found"), so a notebook saved while the
 #: chat was live shows the conversation alone when reopened. The live chat is drawn (it has
@@ -58,28 +63,84 @@ def html_start() -> str:
     return f'<div class="{RECORD_CLASS} {MATH_OFF}"><style>{DEAD_CHAT}{RECORD_CSS}</style>'
 
 
-def piece(turn: dict[str, Any]) -> dict[str, Any]:
-    """What one turn (its record bundle) adds to the chat's record."""
+def piece(turn: dict[str, Any], before: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What one turn (its record bundle) adds to the chat's record; `before` is the transcript
+    of the turn before it in the record, if any (see `saved_turn`)."""
     transcript = turn.get(MIME_TRANSCRIPT)
     said = user_text(transcript)
     return {
-        "html": str(turn.get("text/html", "")).replace(RECORD_STYLE, ""),
+        "html": _inner(str(turn.get("text/html", ""))),
         "plain": f"You: {said}\n\n{turn.get('text/plain', '')}",
-        "transcript": lean(transcript) if isinstance(transcript, dict) else {},
+        "transcript": saved_turn(transcript if isinstance(transcript, dict) else {}, before),
     }
 
 
+def _inner(html: str) -> str:
+    """A turn's record HTML as the chat's record holds it: without the record's stylesheet (the
+    chat's has it once) and the classes that turn math off (the chat's root has them)."""
+    html = html.replace(RECORD_STYLE, "")
+    own = f"<div class='acpnb-turn {MATH_OFF}'"
+    return "<div class=acpnb-turn" + html[len(own) :] if html.startswith(own) else html
+
+
+def saved_turn(transcript: dict[str, Any], before: dict[str, Any] | None = None) -> str:
+    """A chat turn's transcript as the record keeps it: `lean`, without the session's fields
+    that are the turn `before` it's (`SESSION_FIELDS`), as one line of compact JSON. nbformat
+    writes a JSON value indented, a line for each key: five turns' transcripts were 14.4 KB of a
+    38.9 KB file, and are 10.4 KB as compact strings (`chat_turns` reads both forms)."""
+    out = lean(transcript)
+    previous = before or {}
+    for key in SESSION_FIELDS:
+        if key in out and out[key] == previous.get(key):
+            del out[key]
+        elif key not in out and previous.get(key) is not None:
+            out[key] = None  # says it has none: a missing one is the turn before's
+    return json.dumps(out, ensure_ascii=False, separators=(",", ":"))
+
+
 def lean(transcript: dict[str, Any]) -> dict[str, Any]:
-    """A chat turn's transcript as the record keeps it: without its `prompt` (the user's
+    """A chat turn's transcript without what a reader has no need of: its `prompt` (the user's
     message, its first part, says it, an attached file as its workspace path, not this
-    machine's), a top-level `plan` that is its last plan part's entries, nor empty values
-    (`error: null`, `terminals: []`: a reader takes a missing one as empty)."""
+    machine's), a top-level `plan` that is its last plan part's entries, the parts' message ids
+    (the agent's, for joining the chunks of a message while it streams: the part is whole), nor
+    empty values (`error: null`, `terminals: []`, a part's `blocks: []`: a reader takes a
+    missing one as empty)."""
     out = {k: v for k, v in transcript.items() if k != "prompt" and v not in (None, [], {})}
     parts = out.get("parts")
     listed = parts if isinstance(parts, list) else []
     plans = [p for p in listed if isinstance(p, dict) and p.get("type") == "plan"]
     if "plan" in out and plans and plans[-1].get("entries") == out["plan"]:
         del out["plan"]
+    if isinstance(parts, list):
+        out["parts"] = [_lean_part(p) if isinstance(p, dict) else p for p in parts]
+    return out
+
+
+def _lean_part(part: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in part.items() if k != "messageId" and v not in (None, [], {})}
+
+
+def chat_turns(data: Any) -> list[dict[str, Any]]:
+    """The transcripts of a saved chat record's turns (its `MIME_CHAT` value), each whole again
+    (the session's fields of the turn before filled in), for `read_turn`. It reads the compact
+    form (`saved_turn`: a JSON string a turn) and the older one (a JSON object a turn). Total:
+    a turn that is neither, or not valid JSON, reads as an empty transcript."""
+    turns = data.get("turns") if isinstance(data, dict) else None
+    out: list[dict[str, Any]] = []
+    for saved in turns if isinstance(turns, list) else []:
+        turn: Any = saved
+        if isinstance(saved, str):
+            try:
+                turn = json.loads(saved)
+            except (ValueError, RecursionError):
+                turn = None
+        turn = dict(turn) if isinstance(turn, dict) else {}
+        for key in SESSION_FIELDS if out else ():
+            if key not in turn and key in out[-1]:
+                turn[key] = out[-1][key]
+            elif key in turn and turn[key] is None:
+                del turn[key]
+        out.append(turn)
     return out
 
 
@@ -95,7 +156,17 @@ def join(pieces: list[dict[str, Any]]) -> dict[str, Any]:
 
 def chat_record(turns: list[dict[str, Any]]) -> dict[str, Any]:
     """One bundle for the records of `turns` (each a turn's bundle), in order."""
-    return join([piece(t) for t in turns])
+    pieces: list[dict[str, Any]] = []
+    before: dict[str, Any] | None = None
+    for turn in turns:
+        pieces.append(piece(turn, before))
+        before = _transcript(turn)
+    return join(pieces)
+
+
+def _transcript(turn: dict[str, Any]) -> dict[str, Any] | None:
+    transcript = turn.get(MIME_TRANSCRIPT)
+    return transcript if isinstance(transcript, dict) else None
 
 
 def user_text(transcript: Any) -> str:
@@ -119,6 +190,8 @@ class RecordKeeper:
     def __init__(self, page: Page) -> None:
         self.page = page
         self.pieces: list[dict[str, Any]] = []
+        #: The transcript of the record's last turn (the next piece leaves out what it repeats).
+        self.last: dict[str, Any] | None = None
         self.handle: DisplayHandle | None = None
         #: A page said it keeps the record: the kernel sends it pieces, not the whole record.
         self.kept = False
@@ -131,7 +204,8 @@ class RecordKeeper:
         self.handle = publish.show(self.bundle(), display_id=True)
 
     def add(self, turn: dict[str, Any]) -> None:
-        self.pieces.append(piece(turn))
+        self.pieces.append(piece(turn, self.last))
+        self.last = _transcript(turn)
         if self.kept:
             self._send(len(self.pieces) - 1)
         else:

@@ -34,7 +34,7 @@ from ..protocol.turn import Transcript
 from . import elicit_card, labels
 from .agentmd import inline, to_html
 from .cards import permission, raw, tool_call
-from .htmlbits import attr, block, css_class, json_details, note
+from .htmlbits import attr, block, json_details, note
 from .style import MATH_OFF, RECORD_STYLE
 
 
@@ -177,12 +177,12 @@ def _plan(out: list[str], entries: list[PlanEntry], *, over: bool, name: str = "
     )
     for e in entries:
         glyph, word = labels.plan_status(e.status, over=over)
+        # The priority's badge is styled by where it stands (`li>small`), and only "high" has
+        # a look of its own: no class for the others (a class each was 30 B an entry).
         prio = ""
         if e.priority:
-            prio = (
-                f" <span class='acpnb-prio acpnb-prio-{css_class(e.priority)}' "
-                f"title=priority>{escape(e.priority)}</span>"
-            )
+            high = " class=acpnb-prio-high" if e.priority == "high" else ""
+            prio = f" <small{high} title=priority>{escape(e.priority)}</small>"
         # The status's class only for ACP's three: `acpnb-` and any other word of the agent's
         # could name one of the renderer's classes (acpnb-meter, acpnb-alert, acpnb-user).
         # A step left unfinished when the turn ended is styled as no status (not in progress).

@@ -71,9 +71,11 @@ div.acpnb-turn:not(#_) .acpnb-own pre{white-space:pre-wrap;overflow-wrap:anywher
 .acpnb-turn .acpnb-plan .acpnb-completed{color:var(--jp-ui-font-color2,inherit);
  text-decoration:line-through}
 .acpnb-turn .acpnb-plan .acpnb-in_progress{font-weight:600}
-.acpnb-turn .acpnb-prio{display:inline-block;font-size:.8em;border-radius:8px;padding:0 6px;
- margin-left:6px; border:1px solid rgba(127,127,127,.45);color:var(--jp-ui-font-color2,inherit)}
-.acpnb-turn .acpnb-prio-high{border-color:rgba(229,57,53,.6);color:var(--jp-error-color1,#c62828)}
+.acpnb-turn .acpnb-plan li>small{display:inline-block;font-size:.8em;border-radius:8px;
+ padding:0 6px;margin-left:6px; border:1px solid rgba(127,127,127,.45);
+ color:var(--jp-ui-font-color2,inherit)}
+.acpnb-turn .acpnb-plan .acpnb-prio-high{border-color:rgba(229,57,53,.6);
+ color:var(--jp-error-color1,#c62828)}
 .acpnb-turn .acpnb-tool,.acpnb-turn .acpnb-perm,.acpnb-turn .acpnb-raw{
  border:1px solid var(--jp-border-color2,rgba(127,127,127,.35));border-radius:6px;
  margin:6px 0;padding:3px 10px;background:var(--jp-layout-color1,transparent)}

@@ -5,6 +5,7 @@ commands offered to `/`, and the static record."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,10 @@ import pytest
 
 from acp_notebook.chat.input import list_files, resolve_in
 from acp_notebook.chat.pickers import ChatPickers, pickers
-from acp_notebook.chat.record import MIME_CHAT, chat_record
+from acp_notebook.chat.record import MIME_CHAT, chat_record, chat_turns, saved_turn
 from acp_notebook.errors import PromptError
+from acp_notebook.protocol.turn import read_turn
+from acp_notebook.render import render_html
 from acp_notebook.render.style import RECORD_CSS
 from acp_notebook.widgets.loop import KernelLoop
 
@@ -178,7 +181,96 @@ def test_the_record_has_each_user_message_once_and_one_stylesheet() -> None:
     # turns (in the one <style>), not the live view's.
     assert "text/markdown" not in record and html.count(RECORD_CSS) == 1
     assert ".acpnb-turn .acpnb-user{" not in html
-    assert [t["turn_id"] for t in record[MIME_CHAT]["turns"]] == ["t0", "t1"]
+    assert [t["turn_id"] for t in chat_turns(record[MIME_CHAT])] == ["t0", "t1"]
+
+
+def chat_transcript(i: int, title: str) -> dict[str, Any]:
+    """A chat turn's transcript as the fold writes it, the user's message its first part."""
+    from acp_notebook.chat.turns import user_part
+
+    user = user_part([{"type": "text", "text": f"message {i}\nits second line"}], ".")
+    return {
+        "turnId": f"turn-{i}",
+        "agent": "Agent",
+        "model": "Model",
+        "sessionId": "s-1",
+        "title": title,
+        "prompt": [{"type": "text", "text": f"message {i}"}],
+        "parts": [
+            user,
+            {
+                "type": "message",
+                "id": "m1",
+                "messageId": "a" * 36,
+                "role": "thought",
+                "text": "I think",
+                "blocks": [],
+            },
+            {
+                "type": "plan",
+                "id": "p2",
+                "entries": [{"content": "step", "priority": "high", "status": "pending"}],
+            },
+            {
+                "type": "message",
+                "id": "m3",
+                "messageId": "b" * 36,
+                "role": "agent",
+                "text": f'## Answer {i}\n\n- a "quoted" item',
+                "blocks": [],
+            },
+        ],
+        "plan": [{"content": "step", "priority": "high", "status": "pending"}],
+        "success": True,
+        "stopReason": "end_turn",
+        "error": None,
+        "terminals": [],
+        "usage": {"used": 10, "size": 100},
+        "duration": 1.5,
+    }
+
+
+def test_the_record_keeps_each_transcript_as_a_line_of_json_that_reads_back_whole() -> None:
+    """The chat's transcripts are saved as compact JSON strings (nbformat indents a JSON value:
+    it was a third of a chat's file), without what a reader rebuilds or has no need of; read
+    back (`chat_turns`), each draws as the turn did, and a record saved before (a JSON object a
+    turn) still reads."""
+    from acp_notebook.display import publish
+
+    transcripts = [chat_transcript(i, "Title" if i < 2 else "Renamed") for i in range(3)]
+    record = chat_record([publish.turn(t) for t in transcripts])
+    saved = record[MIME_CHAT]["turns"]
+    assert all(isinstance(s, str) and "\n" not in s for s in saved)
+    assert all(
+        '"messageId"' not in s and '"blocks"' not in s and '"prompt":' not in s for s in saved
+    )
+    # The session's fields once, then only where they change (the title, at the third turn).
+    assert [s.count('"sessionId"') for s in saved] == [1, 0, 0]
+    assert [s.count('"title"') for s in saved] == [1, 0, 1]
+    for form in (record[MIME_CHAT], {"turns": [json.loads(s) for s in saved]}):
+        back = chat_turns(form)
+        assert [t["title"] for t in back] == ["Title", "Title", "Renamed"]
+        assert all(t["sessionId"] == "s-1" and t["agent"] == "Agent" for t in back)
+        for old, new in zip(transcripts, back, strict=True):
+            assert render_html(read_turn(new)) == render_html(read_turn(old))
+    # A record saved before: a JSON object a turn, whole.
+    assert chat_turns({"turns": transcripts}) == transcripts
+    # A field of the session the turn before had and this one has not: it has none.
+    no_model = {k: v for k, v in transcripts[1].items() if k != "model"}
+    saved = [saved_turn(transcripts[0]), saved_turn(no_model, transcripts[0])]
+    assert [t.get("model") for t in chat_turns({"turns": saved})] == ["Model", None]
+    # A turn alone keeps its session's fields.
+    assert json.loads(saved_turn(transcripts[1]))["title"] == "Title"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [None, [], "x", {"turns": None}, {"turns": "[]"}, {"turns": [1, None, "{", "[1]", "{}"]}],
+)
+def test_a_saved_chat_record_of_any_shape_reads_as_turns_without_raising(data: Any) -> None:
+    turns = chat_turns(data)
+    assert all(t == {} for t in turns)
+    assert len(turns) == (5 if isinstance(data, dict) and isinstance(data["turns"], list) else 0)
 
 
 def test_listing_reads_a_bounded_number_of_folders(

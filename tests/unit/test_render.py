@@ -308,6 +308,7 @@ SAFE_TAGS = {
     "details",
     "summary",
     "span",
+    "small",
     "strong",
     "em",
     "del",
@@ -843,7 +844,9 @@ def test_plan_statuses_and_priorities() -> None:
     assert re.search(r"class=acpnb-completed><span title=completed>✓</span> first", html)
     assert re.search(r"class=acpnb-in_progress><span title='in progress'>◐</span> second", html)
     assert re.search(r"class=acpnb-pending><span title=pending>○</span> third", html)
-    assert "acpnb-prio-high" in html and ">low</span>" in html
+    # The badge of a priority: a class for "high" alone (the others look alike).
+    assert "<small class=acpnb-prio-high title=priority>high</small>" in html
+    assert "<small title=priority>low</small>" in html
     md = bundle["text/markdown"]
     assert "- [x] first · high" in md and "- [ ] second ◐ *in progress* · medium" in md
     assert "- [ ] third · low" in md
