@@ -17,6 +17,7 @@ from typing import Any
 import nbformat
 import pytest
 
+from acp_notebook.chat.record import chat_turns
 from tests.browser.test_lab import POLL, READY, command, open_notebook, shoot
 from tests.nb_util import new_nb
 
@@ -291,7 +292,7 @@ def save_and_check(page: Any, lab: Any, name: str) -> None:
     assert "Demo turn 1" in html[0] and "Demo turn 2" in html[0]
     # An `@file` is saved as its workspace path: no path of this machine in the notebook.
     (chat,) = [b[MIME_CHAT] for b in bundles if MIME_CHAT in b]
-    mine = json.dumps([turn["parts"][0] for turn in chat["turns"]])
+    mine = json.dumps([turn["parts"][0] for turn in chat_turns(chat)])
     assert "chat-attach.txt" in mine and "file:" not in mine and str(lab[2]) not in mine
 
 
