@@ -116,6 +116,11 @@ class AcpNotebook(Magics):
     max_update_rate = Float(25.0, help="Display updates per second while a turn streams.").tag(
         config=True
     )
+    view_update_rate = Float(
+        60.0,
+        help="Messages per second to a turn's live view in a widget front-end while a turn "
+        "streams: each carries only what changed, so it can be drawn more often than a display.",
+    ).tag(config=True)
     max_cost_total = Float(
         0.0,
         help="USD this kernel's turns may cost in all, as the agents report it (0: no limit); "

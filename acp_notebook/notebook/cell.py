@@ -194,7 +194,7 @@ def _live_view(
             session,
             turn,
             on_stop=lambda: _spawn(turn.cancel()),
-            max_rate=host.max_update_rate,
+            max_rate=host.view_update_rate,
             redactor=host.runtime.redactor,
             permission_timeout=host.permission_timeout,
             start=starting,

@@ -87,6 +87,10 @@ class Host(Protocol):
         """Display updates per second while a turn streams."""
 
     @property
+    def view_update_rate(self) -> float:
+        """Messages per second to a turn's widget view while a turn streams."""
+
+    @property
     def remember_sessions(self) -> bool:
         """Whether named sessions' ids are kept in `.acp_notebook/sessions.json` to resume them
         after a kernel restart."""

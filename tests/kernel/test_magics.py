@@ -637,12 +637,14 @@ def test_kernel_shutdown_leaves_no_agent_process(tmp_path: Path) -> None:
 
 
 def view_state(client, comm_id: str) -> str | None:
-    """The state the live turn view last sent to its page ("starting", "waiting", ...)."""
+    """The state the live turn view last sent to its page ("starting", "waiting", ...): its
+    messages carry the head only when it changed."""
     states = [
         m["content"]["data"].get("content", {}).get("head", {}).get("state")
         for m in client.of_type("comm_msg")
         if m["content"].get("comm_id") == comm_id
     ]
+    states = [s for s in states if s is not None]
     return states[-1] if states else None
 
 

@@ -569,12 +569,16 @@ function render({ model, el, css }) {
     const html = m.held.slice(0, op.keep) + op.add;
     const freeze = op.freeze || 0;
     for (const n of m.tail) n.remove();
-    if (freeze) m.box.append(fragment(html.slice(0, freeze)));
+    const fixed = freeze ? fragment(html.slice(0, freeze)) : null;
+    const added = fixed ? Array.from(fixed.childNodes) : [];
+    if (fixed) m.box.append(fixed);
     m.held = html.slice(freeze);
     const end = fragment(m.held);
     m.tail = Array.from(end.childNodes);
     m.box.append(end);
-    codeButtons(m.box.closest(".acpnb-tv-part") || m.box);
+    // The new blocks' code only (in place, so the selector sees their answer box): a pass over
+    // the whole answer each message cost more as it grew.
+    for (const n of added.concat(m.tail)) if (n.nodeType === 1) codeButtons(n);
   }
 
   // A message that stopped streaming ("part", "settle"): its source is sent with it, or
