@@ -80,6 +80,10 @@ class Story:
 
     def __init__(self, points: Iterable[Point] = ()) -> None:
         self.points = list(points)[-MAX_POINTS:]
+        # The run (execute request) whose turn went on last, and its cell: a cell that prompts
+        # again in the same run (a loop of turns in one cell) goes on after its own turn, it
+        # does not replace it. Not stored: a run does not outlive its kernel.
+        self.last_run: tuple[str, str] | None = None
 
     def find(self, cell: str) -> int | None:
         return next((i for i, p in enumerate(self.points) if p.cell == cell), None)
@@ -126,15 +130,23 @@ def _id(value: Any) -> bool:
 
 
 async def turn_session(
-    runtime: Runtime, entry: NamedSession, client: Client, cell: str | None
+    runtime: Runtime,
+    entry: NamedSession,
+    client: Client,
+    cell: str | None,
+    run: str | None = None,
 ) -> Session:
-    """The session the turn of `cell` goes to: the named session (`entry`'s, of `client`),
-    forked first (its story updated), or a fork of the cell's point (the named session from
-    now on)."""
+    """The session the turn of `cell` (in the cell's run `run`) goes to: the named session
+    (`entry`'s, of `client`), forked first (its story updated), or a fork of the cell's point
+    (the named session from now on). A further turn of the same run goes on at the end."""
     session = entry.session
     if cell is None or not _id(cell):
         return session
     story = entry.story
+    last = story.points[-1].cell if story.points else None
+    if run is not None and story.last_run == (cell, run) and last == cell:
+        return session  # the same run's next turn: after its first, in the same story
+    story.last_run = (cell, run) if run is not None else None
     at = story.find(cell)
     if client.session_capabilities.get("fork") is None:
         if at is not None:

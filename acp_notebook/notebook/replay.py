@@ -209,6 +209,20 @@ def reset() -> None:
 def current_cell_id() -> str | None:
     """The id of the cell being executed, when the front-end sent it (`cellId` in the execute
     request's metadata: JupyterLab and Notebook do, nbclient 0.11 does not)."""
+    metadata = _current_request().get("metadata")
+    cell_id = metadata.get("cellId") if isinstance(metadata, dict) else None
+    return cell_id if isinstance(cell_id, str) and cell_id else None
+
+
+def current_run_id() -> str | None:
+    """The id of the execute request that runs now: one run of a cell (a cell that prompts
+    twice in one run is one run; run again, another)."""
+    header = _current_request().get("header")
+    msg_id = header.get("msg_id") if isinstance(header, dict) else None
+    return msg_id if isinstance(msg_id, str) and msg_id else None
+
+
+def _current_request() -> dict[str, Any]:
     from IPython import get_ipython
 
     shell = get_ipython()
@@ -218,9 +232,7 @@ def current_cell_id() -> str | None:
         parent = kernel.get_parent()
     if not parent and shell is not None:
         parent = getattr(shell, "parent_header", None)
-    metadata = parent.get("metadata") if isinstance(parent, dict) else None
-    cell_id = metadata.get("cellId") if isinstance(metadata, dict) else None
-    return cell_id if isinstance(cell_id, str) and cell_id else None
+    return parent if isinstance(parent, dict) else {}
 
 
 class ReplayedTurn:

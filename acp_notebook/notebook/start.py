@@ -36,7 +36,7 @@ from . import cell_forks, mcp_servers
 from .cell_forks import Story
 from .host import Host, Starting
 from .options import CellOptions
-from .replay import current_cell_id
+from .replay import current_cell_id, current_run_id
 from .runtime import Runtime
 from .stored_sessions import Memory
 
@@ -170,7 +170,7 @@ async def _session(
         entry = host.runtime.sessions[name]
         client = await host.runtime.client(spec, client_options)  # running: the same one
         cell = current_cell_id() if host.fork_cells else None
-        session = await cell_forks.turn_session(host.runtime, entry, client, cell)
+        session = await cell_forks.turn_session(host.runtime, entry, client, cell, current_run_id())
         if memory is not None:
             memory.keep(host.runtime, session.client, spec.name, name, session, entry.story)
         return session

@@ -185,3 +185,40 @@ def test_a_cells_system_prompt_opens_its_session(tmp_path: Path, kernel: SharedK
     assert said in " ".join(data(nb.cells[6], "text/plain"))
     assert said not in " ".join(data(nb.cells[7], "text/plain"))  # once
     assert "SYSTEM PROMPT" in echoed(nb, 6)  # and the turn went on, with none
+
+
+def test_turns_of_one_run_of_a_cell_follow_each_other(tmp_path: Path) -> None:
+    """A cell that prompts twice in one run (a loop of turns) keeps its second turn after its
+    first, with an agent that forks and one that does not (nothing said); run again, with an
+    agent that forks, the run's turns take the place of the earlier run's."""
+    with kernel(tmp_path) as kc:
+        for agent, runs in ((forking(tmp_path), [[], ["a"]]), (scripted(), None)):
+            line = f"--agent {agent} --session s-{len(agent)}"
+            loop = (
+                "ip = get_ipython()\n"
+                f"for text in {[body('a'), body('b')]!r}:\n"
+                f"    await ip.run_cell_magic('agent', {line!r}, text)\n"
+            )
+            histories, notes = [], []
+            for _ in range(2):  # the cell's run, then the cell run again
+                status, seen = run_with_id(kc, loop, f"loop-{len(agent)}")
+                assert status == "ok", [m["content"] for m in seen if m["msg_type"] == "error"]
+                shown = [m["content"]["data"] for m in seen if "data" in m["content"]]
+                notes.append([d.get("text/plain", "") for d in shown if MIME_TURN not in d])
+                texts = [answer(d[MIME_TURN]) for d in shown if MIME_TURN in d]
+                histories.append([history(t) for t in texts[-2:]])
+            # Nothing said of forks in a run's turns, but once for a cell run again that an
+            # agent that cannot fork appends.
+            assert not any("fork" in n for n in notes[0]), notes
+            if runs is None:  # appended: the second run's turns come after the first run's
+                assert histories == [[[], ["a"]], [["a", "b"], ["a", "b", "a"]]], histories
+                assert sum("cannot fork" in n for n in notes[1]) == 1, notes
+            else:  # each run's second turn follows its first; the run again starts afresh
+                assert histories == [runs, runs], histories
+                assert not any("fork" in n for n in notes[1]), notes
+
+
+def history(text: str) -> list[str]:
+    """The labels of the user messages the agent had before a turn (its `echo_history` answer)."""
+    label = text.rsplit(" ", 1)[1]
+    return [label_of(line) for line in json.loads(text[len("HISTORY ") : -len(label) - 1])]
