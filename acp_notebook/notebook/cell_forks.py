@@ -85,6 +85,14 @@ class Story:
         # does not replace it. Not stored: a run does not outlive its kernel.
         self.last_run: tuple[str, str] | None = None
 
+    def same_run(self, cell: str, run: str | None) -> bool:
+        """Whether `cell`'s turn is a further one of the run (`run`) whose turn went on last;
+        remembers this run as the last."""
+        last = self.points[-1].cell if self.points else None
+        same = run is not None and self.last_run == (cell, run) and last == cell
+        self.last_run = (cell, run) if run is not None else None
+        return same
+
     def find(self, cell: str) -> int | None:
         return next((i for i, p in enumerate(self.points) if p.cell == cell), None)
 
@@ -130,23 +138,17 @@ def _id(value: Any) -> bool:
 
 
 async def turn_session(
-    runtime: Runtime,
-    entry: NamedSession,
-    client: Client,
-    cell: str | None,
-    run: str | None = None,
+    runtime: Runtime, entry: NamedSession, client: Client, cell: str | None, run: str | None
 ) -> Session:
-    """The session the turn of `cell` (in the cell's run `run`) goes to: the named session
-    (`entry`'s, of `client`), forked first (its story updated), or a fork of the cell's point
-    (the named session from now on). A further turn of the same run goes on at the end."""
+    """The session the turn of `cell` (in its run `run`) goes to: the named session (`entry`'s,
+    of `client`), forked first (its story updated), or a fork of the cell's point (the named
+    session from now on), or, for a further turn of the same run, the named session as it is."""
     session = entry.session
     if cell is None or not _id(cell):
         return session
     story = entry.story
-    last = story.points[-1].cell if story.points else None
-    if run is not None and story.last_run == (cell, run) and last == cell:
+    if story.same_run(cell, run):
         return session  # the same run's next turn: after its first, in the same story
-    story.last_run = (cell, run) if run is not None else None
     at = story.find(cell)
     if client.session_capabilities.get("fork") is None:
         if at is not None:
