@@ -47,8 +47,18 @@ _CHANGES: weakref.WeakKeyDictionary[Session, dict[str, list[CellChange]]] = (
 )
 
 
+#: Turns a session keeps for `%agent revert` (the oldest forgotten). A turn's own changes are
+#: bounded by its parts: each is a card, and past the turn's limits nothing is inserted.
+MAX_TURNS = 20
+
+
 def note(session: Session, turn_id: str, change: CellChange) -> None:
-    _CHANGES.setdefault(session, {}).setdefault(turn_id, []).append(change)
+    turns = _CHANGES.setdefault(session, {})
+    turns.setdefault(turn_id, []).append(change)
+    for gone in [t for t, changes in turns.items() if not changes]:
+        del turns[gone]  # reverted
+    while len(turns) > MAX_TURNS:
+        del turns[next(iter(turns))]
 
 
 def changed(session: Session, turn_id: str) -> bool:

@@ -313,7 +313,8 @@ def from_draft(update: dict[str, Any]) -> dict[str, Any]:
         raise NotFolded("subagentSessionId must be a session id")
     out: dict[str, Any] = {"sessionUpdate": "subagent_update", "sessionId": child_id}
     if update.get("sessionUpdate") == "subagent_state_update":
-        reason = _DRAFT_STATES.get(update.get("state"))  # type: ignore[arg-type]
+        state = update.get("state")  # hostile: a list or an object is no key of the table
+        reason = _DRAFT_STATES.get(state) if type(state) is str else None
         if reason is None:
             raise NotFolded("state must be completed, failed or cancelled")
         out["state"] = {"state": "idle", "stopReason": reason}

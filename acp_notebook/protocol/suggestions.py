@@ -82,13 +82,13 @@ def fold_suggestions(host: SuggestionsHost, update: dict[str, Any]) -> None:
     if not isinstance(raw, list):
         raise NotFolded("suggestions must be a list")
     kept: list[str] = []
-    for item in raw:
+    for n, item in enumerate(raw):
+        if len(kept) == MAX_SUGGESTIONS:  # the rest counted, never read: a list may be huge
+            host.drop("suggestions", len(raw) - n)
+            break
         said = prompt_text(item.get("prompt")) if isinstance(item, dict) else ""
         if said and said not in kept:
             kept.append(said)
-    if len(kept) > MAX_SUGGESTIONS:
-        host.drop("suggestions", len(kept) - MAX_SUGGESTIONS)
-        kept = kept[:MAX_SUGGESTIONS]
     part = host.last_part("suggestions")
     if isinstance(part, SuggestionsPart):
         part.suggestions = kept  # the list replaces the last one, where it was shown
