@@ -74,6 +74,9 @@ STYLE = CSS + highlight.CSS + (STATIC / "turn_view.css").read_text(encoding="utf
 #: The version of the module and stylesheet: the page keeps one copy of each version.
 MODULE_KEY = hashlib.sha256(f"{MODULE}\0{STYLE}".encode()).hexdigest()[:16]
 
+#: Redraws of a finished turn's record for suggestions sent after it (each redraws it whole).
+MAX_LATE_REDRAWS = 20
+
 
 class TurnWidget(anywidget.AnyWidget):
     """The page's side of a `TurnView`; its ES module and stylesheet ship in the package.
@@ -391,6 +394,7 @@ class TurnView(LiveView):
         come after the turn, before the session's next turn starts, join this record (drawn
         again in its place, the page puts a clicked one into a new cell as during the turn)."""
         handle = self.view_handle
+        drawn: list[Any] = []  # the lists drawn: the same one is not drawn again
 
         def heard(mutation: Mutation) -> None:
             if isinstance(mutation, TurnStarted):
@@ -402,6 +406,12 @@ class TurnView(LiveView):
                 and handle is not None
             ):
                 late = self.redactor.obj(mutation.part.to_json())
+                if drawn and late.get("suggestions") == drawn[-1]:
+                    return
+                drawn.append(late.get("suggestions"))
+                if len(drawn) > MAX_LATE_REDRAWS:  # an agent that never stops: the record stays
+                    stop()
+                    return
                 kept = [p for p in transcript.get("parts", []) if p.get("type") != "suggestions"]
                 transcript["parts"] = [*kept, late]
                 bundle = publish.turn(transcript, redactor=self.redactor, open_parts=self.opened)
