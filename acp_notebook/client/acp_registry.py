@@ -67,7 +67,7 @@ class Package(_Entry):
     """An `npx` or `uvx` distribution: the package, and the program of it to run if not its
     default one."""
 
-    package: Annotated[str, StringConstraints(min_length=1, max_length=300)]
+    package: Annotated[str, StringConstraints(min_length=1, max_length=300, pattern=r"^[^-\s]")]
     cmd: Annotated[str, StringConstraints(pattern=f"^{PROGRAM}$")] | None = None
     args: _Args = []
     env: _Env = {}

@@ -170,3 +170,13 @@ def test_a_program_is_a_name_on_the_path_never_a_path_of_the_registrys(
     served.body = body(registry)
     odd = next(a for a in load().agents if a.id == "local-agent")
     assert runner(odd).status == "missing"  # not a program's name: nothing on the PATH is run
+
+
+def test_a_package_that_reads_as_an_option_is_not_an_agent(served: Served) -> None:
+    """`npx --package -e…` / `uvx --from --with…`: a package name starting with `-` would be
+    read as an option of npx or uvx; such an entry is skipped."""
+    registry = fixture_registry()
+    registry["agents"][1]["distribution"]["uvx"]["package"] = "--with=evil"
+    served.body = body(registry)
+    listing = load()
+    assert "py-agent" not in [a.id for a in listing.agents]
