@@ -95,6 +95,11 @@ def unload_ipython_extension(ipython: Any) -> None:
     unload(ipython)
 
 
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    """Jupyter Server's entry: `server_extension.py` (compressed kernel websockets)."""
+    return [{"module": "acp_notebook.server_extension"}]
+
+
 __all__ = [
     "AcpError",
     "AgentExitedError",

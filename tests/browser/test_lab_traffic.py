@@ -4,13 +4,17 @@ stylesheet, sent once a page, drawing every view: two at once, after a reload, i
 The bytes are the frames the page's websockets received, by message type (the kernel's
 messages, as JupyterLab's server relays them). Each test has a page of its own: what is
 measured is a page's first view and the views after it. The figures are printed for
-bench/README.md (`-s -n 0`).
+bench/README.md (`-s -n 0`). What a steady stream costs is counted on the wire itself, between
+the page and the server (`wire_proxy.py`): the package turns on the server's websocket
+compression (`jupyter-config/jupyter_server_config.d/`).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
+import sys
 from collections import Counter
 from typing import Any
 
@@ -19,8 +23,11 @@ import pytest
 
 from acp_notebook.protocol.turn import TurnResult
 from tests.browser.test_lab import POLL, READY, open_notebook
+from tests.browser.test_lab_markdown import STREAM_AGENT
 from tests.browser.test_lab_view import MIME_TURN, cell, save, tool
+from tests.browser.wire_proxy import WireProxy
 from tests.nb_util import new_nb
+from tests.polling import wait_until
 
 pytestmark = [pytest.mark.browser]
 
@@ -133,6 +140,44 @@ def test_after_the_first_view_a_turn_view_costs_its_transcript(page: Any, lab: A
     assert fixed <= FIXED, f"a turn view's fixed cost: {fixed} bytes ({dict(sent)})"
     view = fixed + sent["diff"] + record
     assert view <= FIXED + PER_TRANSCRIPT * transcript + record, dict(sent)
+
+
+def test_a_steady_stream_costs_on_the_wire_at_most_its_transcript(page: Any, lab: Any) -> None:
+    """A turn streaming 100 small Markdown chunks a second for 5 s (bench/stream_agent.py, the
+    paint benchmark's stream): its view draws them at up to 60 messages a second, each mostly the
+    same Jupyter envelope, which the server's compressed websocket sends as a few bytes. Counted
+    on the wire, everything the kernel's websocket carried to the page during the turn (not only
+    the view's) is at most 10 KB besides 1.5x the transcript and the record (uncompressed)."""
+    base, token, root = lab
+    proxy = WireProxy(base)
+    try:
+        agent = shlex.join([sys.executable, str(STREAM_AGENT)])
+        head = f"%%agent --agent {shlex.quote(agent)} --session steady\n"
+        name = "steady.ipynb"
+        # The first turn brings the module and stylesheet (once a page); the second is measured.
+        nbformat.write(new_nb(head + "5 100 md", head + "500 100 md"), root / name)
+        wire = Wire(page)
+        open_notebook(page, (proxy.base, token, root), name)
+        socket = wait_until(proxy.kernel_socket, 30, "the page's kernel websocket")
+        assert socket.negotiated(b"permessage-deflate"), socket.response[:600]
+        run_cell(page, wire, 0)
+        before = socket.down
+        sent, n = run_cell(page, wire, 1)
+        on_wire = socket.down - before
+    finally:
+        proxy.close()
+    nb = save(page, lab, name)
+    transcript = transcript_of(nb, 1)
+    record = sent["update_display_data"]
+    frames = sum(sent.values())
+    print(
+        f"\na steady stream, 500 chunks at 100 a second: a {transcript}-byte transcript, "
+        f"{n['diff']} view messages; the kernel's websocket carried {frames} bytes "
+        f"({frames / transcript:.2f}x; the record {record}), {on_wire} on the wire "
+        f"({on_wire / transcript:.2f}x): {dict(sent)}"
+    )
+    assert n["diff"] >= 50  # it streamed: the view drew the text as it came
+    assert on_wire <= FIXED + PER_TRANSCRIPT * transcript + record, (on_wire, dict(sent))
 
 
 def two_views(page: Any, *, clicked: int = -1) -> None:

@@ -78,6 +78,8 @@ LAYER_OF: dict[str, str] = {
     # The kernel's tools are a folder of the notebook tier; their relay is a separate program.
     "kernel_tools": "notebook",
     "kernel_tools.relay": "kernel_relay",
+    # Loaded by Jupyter Server, in its process: nothing of the package (stdlib only).
+    "server_extension": "server",
 }
 
 # The layers each layer may import (itself always included). `base` (errors, the version)
@@ -101,6 +103,7 @@ LAYERS: dict[str, set[str]] = {
     "demo_agent": {"demo_agent"},
     "run": {"base", "protocol", "client", "render", "run"},
     "kernel_relay": {"kernel_relay"},
+    "server": {"server"},
 }
 
 # Third-party packages a pure layer must not import (checked on the top-level name).
@@ -118,7 +121,7 @@ FORBIDDEN_THIRD_PARTY: dict[str, set[str]] = {
 }
 # The demo agent must start in tens of milliseconds: the standard library only.
 # So must the kernel relay, and the packages `python -m` runs before it (their `__init__`).
-STDLIB_ONLY = {"demo_agent", "kernel_relay"}
+STDLIB_ONLY = {"demo_agent", "kernel_relay", "server"}
 
 PUBLIC_UNDERSCORE = {"_replace", "_asdict", "_fields", "_field_defaults", "_make", "_exit"}
 
