@@ -20,10 +20,12 @@
  *
  * In the page, without the kernel (`pageActions`): a click on a cell link of the record
  * (`a.acpnb-cell[data-cell]`, render/cards.py) scrolls its notebook to that cell, and a code
- * block's "insert below" button of an answer (widgets/static/turn_view.js sends the event
- * `acpnb-insert-cell`) inserts the block as a new cell below the cell whose output holds the
- * button (the agent's): the person asked, no card. `data-acpnb-notebook` on the page's body
- * tells the turn view the extension is there to do it (without it there is no such button).
+ * block's "insert below" button of an answer, or a prompt suggestion, clicked
+ * (widgets/static/turn_view.js sends the event `acpnb-insert-cell`) inserts the block or the
+ * `%%agent` cell as a new cell below the cell whose output holds the button (the agent's, the
+ * chat's), after those inserted so before: the person asked, no card. `data-acpnb-notebook` on
+ * the page's body tells the turn view the extension is there to do it (without it there is no
+ * code block's button, and the view puts a suggestion's cell in itself).
  *
  * Its second plugin (status.ts) keeps the kernel's status busy while a cell runs. It also shows
  * the turn views' notices in JupyterLab's notifications (notify.ts).
@@ -366,8 +368,13 @@ function cellOf(
 /** What the page does for the record and the turn view, without the kernel. */
 function pageActions(tracker: INotebookTracker): void {
   document.body.dataset.acpnbNotebook = '1';
-  // Cells a code block's button inserted below each cell: the next goes after them, in order.
-  const lastInserted = new WeakMap<object, string>();
+  // The cells the turn views' buttons (a code block's "insert below", a prompt suggestion)
+  // inserted below each cell (by its id: their ids). A new one goes after the run of those
+  // directly below the cell, so clicks land in click order, top to bottom. The run ends at the
+  // first cell that is not one of them (one the person put or moved there, or none left): a new
+  // cell never goes past a cell the person placed, and one moved away is out of the run. The
+  // same rule as the turn view's own, without this extension (widgets/static/turn_view.js).
+  const insertedBelow = new Map<string, Set<string>>();
   document.addEventListener('click', event => {
     const target = event.target as Element | null;
     const link = target?.closest?.('a.acpnb-cell[data-cell]') as HTMLElement | null;
@@ -396,21 +403,20 @@ function pageActions(tracker: INotebookTracker): void {
     if (!where || !model || typeof detail?.source !== 'string') {
       return;
     }
-    const below = where.panel.content.widgets[where.index].model;
-    const last = lastInserted.get(below);
-    let after = where.index;
-    const lastIndex = last ? where.panel.content.widgets.findIndex(w => w.model.id === last) : -1;
-    if (lastIndex > after) {
-      after = lastIndex;
+    const below = model.cells.get(where.index).id;
+    const mine = insertedBelow.get(below) ?? new Set<string>();
+    let at = where.index + 1;
+    while (at < model.cells.length && mine.has(model.cells.get(at).id)) {
+      at++;
     }
     let id = '';
     model.sharedModel.transact(() => {
-      id = model.sharedModel.insertCell(after + 1, {
+      id = model.sharedModel.insertCell(at, {
         cell_type: 'code',
         source: detail.source.slice(0, INSERT_CHARS)
       }).id;
     });
-    lastInserted.set(below, id);
+    insertedBelow.set(below, mine.add(id));
     (event as CustomEvent).detail.inserted = id;
   });
 }

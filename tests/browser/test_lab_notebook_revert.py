@@ -1,5 +1,6 @@
-"""The record of what the agent did to the notebook, the answer's "insert below" buttons, and
-`%agent revert` of a turn's cells, in JupyterLab with acp_notebook's extension (issue 22).
+"""The record of what the agent did to the notebook and `%agent revert` of a turn's cells, in
+JupyterLab with acp_notebook's extension (issue 22). The answer's "insert below" buttons:
+test_lab_insert.py.
 """
 
 from __future__ import annotations
@@ -86,22 +87,3 @@ def test_the_record_links_the_cells_and_revert_undoes_them(page: Any, lab: Any) 
     assert f"cell {ids[2]}: refused (it was changed since the agent inserted it)" in text, text
     assert f"cell {ids[1]}: removed" in text and f"cell {ids[0]}: restored" in text, text
     assert _sources(page) == ["edit_me = 1", agent, "second_inserted = 3", "%agent revert -s rv"]
-
-
-def test_insert_below_puts_an_answers_code_block_below_the_agents_cell(page: Any, lab: Any) -> None:
-    """Each code block of the answer has "insert below" beside "copy": a click inserts it as
-    a new cell below the agent's cell (no card), the next one below that, nothing run."""
-    say = "Try:\n\n```python\nfrom_block = 1\n```\n\nthen\n\n```python\nsecond_block = 2\n```\n"
-    agent = f"%%agent --agent {AGENT} --session ib\n{script({'say': say})}"
-    _open(page, lab, "nb_insert_below.ipynb", "x = 1", agent, "last = 3")
-    _run_cell(page, 1)
-    _ended(page, 1)
-    buttons = output(page, 1).locator("button.acpnb-tv-codeinsert")
-    buttons.first.wait_for(timeout=90_000)
-    assert output(page, 1).locator("button.acpnb-tv-codecopy").count() == 2
-    buttons.nth(0).click()
-    buttons.nth(1).click()
-    assert _sources(page) == ["x = 1", agent, "from_block = 1", "second_block = 2", "last = 3"]
-    counts = page.evaluate(f"() => [2, 3].map(i => {NB}.model.cells.get(i).executionCount)")
-    assert counts == [None, None]
-    shoot(page, "notebook-insert-below")

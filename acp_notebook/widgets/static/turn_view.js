@@ -173,9 +173,18 @@ function copyButton(label, title, get, cls) {
   return b;
 }
 
-// An "insert below" button: the code as a new cell below the cell this view is in (the agent's),
-// after those inserted so before. acp_notebook's JupyterLab extension does it (labextension/,
-// the page event `acpnb-insert-cell`, answered at once); without it there is no such button.
+// `source` as a new cell below the notebook cell that holds `from`, after those inserted so
+// before, by acp_notebook's JupyterLab extension (labextension/, the page event
+// `acpnb-insert-cell`, answered at once). False without it, or out of a notebook's cell.
+function insertedByPage(from, source) {
+  if (document.body.dataset.acpnbNotebook !== "1") return false;
+  const detail = { source, inserted: null };
+  from.dispatchEvent(new CustomEvent("acpnb-insert-cell", { bubbles: true, detail }));
+  return Boolean(detail.inserted);
+}
+
+// An "insert below" button: the code as a new cell below the cell this view is in (the agent's,
+// or the chat's), by the extension (`insertedByPage`); without it there is no such button.
 function insertButton(code) {
   const label = "insert below";
   const b = node("button", "acpnb-tv-copy acpnb-tv-codeinsert", label);
@@ -184,9 +193,8 @@ function insertButton(code) {
   let reset = null;
   b.addEventListener("click", (event) => {
     event.stopPropagation();
-    const detail = { source: code.textContent.replace(/\n$/, ""), inserted: null };
-    b.dispatchEvent(new CustomEvent("acpnb-insert-cell", { bubbles: true, detail }));
-    b.textContent = detail.inserted ? "✓ inserted" : "not inserted: no notebook cell here";
+    const done = insertedByPage(b, code.textContent.replace(/\n$/, ""));
+    b.textContent = done ? "✓ inserted" : "not inserted: no notebook cell here";
     clearTimeout(reset);
     reset = setTimeout(() => { b.textContent = label; }, 2000);
   });
@@ -256,28 +264,44 @@ function focusable(box) {
   box.querySelectorAll(".acpnb-suggestion:not([tabindex])").forEach((b) => { b.tabIndex = 0; });
 }
 
-// `text` in a new code cell below `cell`, after the line `header` (`%%agent` and the turn's
-// agent and session): JupyterLab's notebook model, reached through the widget manager's
-// document context, one step of undo. False where there is none (another front-end).
-function insertBelow(context, cell, header, text) {
+// The cells this page inserted below a turn's cell (by its id: their ids), where the extension
+// does not insert them (`putInCell`). Its rule, as the extension's (labextension/src/index.ts):
+// a new cell goes after the run of those cells directly below the turn's cell, so clicks land
+// in click order, top to bottom; the run ends at the first cell that is not one of them (one the
+// person put or moved there, or none left), so a new cell never goes past a cell the person
+// placed, and one moved away is out of the run.
+const insertedBelow = new Map();
+
+// `source` in a new code cell below `cell`, after those inserted so before: JupyterLab's
+// notebook model, reached through the widget manager's document context, one step of undo.
+// False where there is none (another front-end).
+function insertBelow(context, cell, source) {
   const nb = context?.model;
   const cells = nb?.cells;
   if (!cell || !cells || typeof nb.sharedModel?.insertCell !== "function") return false;
   for (let i = 0; i < cells.length; i++) {
     if (cells.get(i) !== cell && cells.get(i).id !== cell.id) continue;
-    const source = `${header}\n${text}`;
-    nb.sharedModel.transact(() => nb.sharedModel.insertCell(i + 1, { cell_type: "code", source }));
+    const mine = insertedBelow.get(cell.id) || new Set();
+    let at = i + 1;
+    while (at < cells.length && mine.has(cells.get(at).id)) at++;
+    let added = null;
+    nb.sharedModel.transact(() => { added = nb.sharedModel.insertCell(at, { cell_type: "code", source }); });
+    if (added?.id) insertedBelow.set(cell.id, mine.add(added.id));
     return true;
   }
   return false;
 }
 
 // What a suggestion clicked in a cell's view or record does: a new cell below, or (no notebook
-// model to put it in) the prompt copied; the button says which for a moment.
+// model to put it in) the prompt copied; the button says which for a moment. The cell is put
+// in as a code block's "insert below" puts its own (`insertButton`): by the extension where it
+// is, which places both kinds by one rule (a suggestion then a block land in click order), else
+// through the document context.
 async function putInCell(b, context, cell, header) {
   const text = (b.textContent || "").trim();
   if (!text) return;
-  const done = insertBelow(context, cell, header || "%%agent", text);
+  const source = `${header || "%%agent"}\n${text}`;
+  const done = insertedByPage(b, source) || insertBelow(context, cell, source);
   const ok = done || (await copyText(text));
   b.dataset.used = done ? "cell" : ok ? "copied" : "failed";
   b.title = done ? "Put into a new cell below" : ok ? "Copied: no notebook to put it in" : "Could not copy";
