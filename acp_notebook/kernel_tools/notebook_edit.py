@@ -74,8 +74,7 @@ NAMES = frozenset({"insert_cell", "notebook_cells", "edit_cell", "run_cell"})
 _LAST_INSERTED: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
 #: The turns that proposed their cell as the next input (one a turn: see `_propose`).
 _PROPOSED: weakref.WeakSet[object] = weakref.WeakSet()
-#: Cells a turn may hand to `acp-notebook run` (`_to_runner`), and how many each turn did.
-MAX_RUNNER_CELLS = 50
+#: How many cells each turn handed to `acp-notebook run` (`_to_runner`; `limits` caps it).
 _TO_RUNNER: weakref.WeakKeyDictionary[object, int] = weakref.WeakKeyDictionary()
 
 
@@ -113,7 +112,7 @@ async def call(kernel: CellHost, grant: Any, name: str, args: dict[str, Any]) ->
         raise ValueError("an %%agent cell runs only when the user runs it: insert it without run")
     if link is None and runner_token() is not None and turn is not None and _full(turn):
         return ToolOutput(
-            f"not inserted: a turn inserts at most {MAX_RUNNER_CELLS} cells in the notebook "
+            f"not inserted: a turn inserts at most {limits.MAX_RUNNER_CELLS} cells in the notebook "
             "acp-notebook run saves",
             error=True,
         )
@@ -542,4 +541,4 @@ def _allowed(answer: Any) -> bool:
 
 def _full(turn: TurnHandle) -> bool:
     """Whether `turn` handed `acp-notebook run` as many cells as a turn may."""
-    return _TO_RUNNER.get(turn, 0) >= MAX_RUNNER_CELLS
+    return _TO_RUNNER.get(turn, 0) >= limits.MAX_RUNNER_CELLS

@@ -95,6 +95,12 @@ MAX_CHARS = 20_000
 #: JSON shown in collapsed sections (raw input, unknown updates).
 JSON_CHARS = 20_000
 
+# -- what a turn hands to `acp-notebook run` -------------------------------------------------------
+
+#: Cells one `%%agent` cell's turn may hand to the runner: inserted cells, and apart from them
+#: edits and runs (the kernel's tools refuse past it, the runner keeps no more).
+MAX_RUNNER_CELLS = 50
+
 # -- structured output (`protocol/structured.py`) -------------------------------------------------
 
 #: The longest answer parsed as structured output; beyond it the answer fails validation.

@@ -31,9 +31,6 @@ from nbformat import NotebookNode
 
 from ..protocol import limits
 
-#: Cells (inserted) and operations (edits, runs) one `%%agent` cell may hand over.
-MAX_INSERTED = 50
-MAX_OPS = 50
 #: A cell id nbformat allows (4.5: 1 to 64 of these characters).
 CELL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -78,12 +75,12 @@ class AgentCells:
         if op == "insert":
             after = sent.get("after")
             node = self._inserted(sent) if after is None or _ref(after) is not None else None
-            if node is not None and len(self.pending) < MAX_INSERTED:
+            if node is not None and len(self.pending) < limits.MAX_RUNNER_CELLS:
                 self.pending.append((node, _ref(after)))
             return
         cell = _ref(sent.get("cell"))
         source = sent.get("source")
-        if cell is None or len(self.ops) >= MAX_OPS:
+        if cell is None or len(self.ops) >= limits.MAX_RUNNER_CELLS:
             return
         if op == "edit" and self.takes and isinstance(source, str):
             if len(source) <= limits.MAX_CHARS:

@@ -12,7 +12,8 @@ from typing import Any
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from acp_notebook.run.agent_cells import MAX_INSERTED, AgentCells
+from acp_notebook.protocol.limits import MAX_RUNNER_CELLS
+from acp_notebook.run.agent_cells import AgentCells
 
 
 def nb(*sources: str) -> Any:
@@ -114,8 +115,20 @@ def test_nothing_the_run_did_not_grant() -> None:
 def test_bounded() -> None:
     book = nb("%%agent\ngo")
     cells = agent(book)
-    for i in range(MAX_INSERTED + 5):
+    for i in range(MAX_RUNNER_CELLS + 5):
         cells.take(insert(f"n = {i}"))
     cells.take(insert("x" * 200_000))
     cells.place(0)
-    assert len(book.cells) == 1 + MAX_INSERTED
+    assert len(book.cells) == 1 + MAX_RUNNER_CELLS
+
+
+def test_edits_and_runs_bounded_apart_from_inserts() -> None:
+    """As many edits and runs as the kernel's tools hand over (`MAX_RUNNER_CELLS`), counted
+    apart from the inserted cells: the runner keeps no more than the tools would send."""
+    book = nb("%%agent\ngo", "b = 2")
+    cells = agent(book)
+    for i in range(MAX_RUNNER_CELLS + 5):
+        cells.take({"op": "edit", "cell": 2, "source": f"b = {i}"})
+    cells.take(insert("still inserted"))
+    cells.place(0)
+    assert sources(book) == ["%%agent\ngo", "still inserted", f"b = {MAX_RUNNER_CELLS - 1}"]
