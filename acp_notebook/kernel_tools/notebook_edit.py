@@ -29,6 +29,7 @@ import anyio
 
 from ..display import publish
 from ..protocol import limits
+from ..protocol.agent_cell import is_agent_source
 from ..protocol.limits import clip_text
 from ..render import MIME_CELL
 from ..render.diff import unified
@@ -108,7 +109,7 @@ async def call(kernel: CellHost, grant: Any, name: str, args: dict[str, Any]) ->
         raise ValueError(f"cell_type must be one of {', '.join(CELL_TYPES)}")
     if run and cell_type != "code":
         raise ValueError("only a code cell runs: run=True needs cell_type='code'")
-    if run and source.lstrip().startswith("%%agent"):
+    if run and is_agent_source(source):
         raise ValueError("an %%agent cell runs only when the user runs it: insert it without run")
     if link is None and runner_token() is not None and turn is not None and _full(turn):
         return ToolOutput(
@@ -495,7 +496,7 @@ async def run_cell(
         return ToolOutput("not run: the cell is running", error=True)
     if snapshot.cell_type != "code":
         return ToolOutput("not run: only a code cell runs", error=True)
-    if source.lstrip().startswith("%%agent"):
+    if is_agent_source(source):
         return ToolOutput("not run: an %%agent cell runs only when the user runs it", error=True)
     refused = unshowable(source)
     if refused is not None:

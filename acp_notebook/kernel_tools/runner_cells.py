@@ -17,6 +17,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from ..display import publish
+from ..protocol.agent_cell import is_agent_source
 from ..protocol.limits import MAX_RUNNER_CELLS
 from ..render import MIME_CELL
 from .card import OPTIONS, code_span, fenced, text_part, title, unshowable
@@ -100,6 +101,6 @@ async def _hand(
 
 
 def _agent_cell(source: str) -> str | None:
-    if source.lstrip().startswith("%%agent"):
+    if is_agent_source(source):
         return "an %%agent cell is never written by an agent: not edited"
     return None

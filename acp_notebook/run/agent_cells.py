@@ -30,6 +30,7 @@ import nbformat
 from nbformat import NotebookNode
 
 from ..protocol import limits
+from ..protocol.agent_cell import is_agent_source
 
 #: A cell id nbformat allows (4.5: 1 to 64 of these characters).
 CELL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -39,7 +40,7 @@ Ref = int | str
 
 def is_agent_cell(cell: NotebookNode) -> bool:
     source = cell.source if cell.cell_type == "code" else ""
-    return isinstance(source, str) and source.lstrip().startswith("%%agent")
+    return isinstance(source, str) and is_agent_source(source)
 
 
 def _ref(value: Any) -> Ref | None:
@@ -153,7 +154,7 @@ class AgentCells:
         return ""
 
     def _edit(self, cell: NotebookNode, ref: Ref, source: str, ran: bool) -> str:
-        if cell.cell_type == "code" and source.lstrip().startswith("%%agent"):
+        if cell.cell_type == "code" and is_agent_source(source):
             return f"cell {ref}: not edited: it would become an %%agent cell"
         marks = cell.setdefault("metadata", {}).setdefault("acp_notebook", {})
         if ran and cell.cell_type == "code":

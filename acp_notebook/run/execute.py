@@ -142,7 +142,7 @@ class NotebookView:
         self.ordinal += 1
         self.error = None
         label = f"[{self.ordinal}/{self.code_cells}] {safe(_first_line(cell.source), limit=60)}"
-        if not self.quiet and cell.source.lstrip().startswith("%%agent"):
+        if not self.quiet and is_agent_cell(cell):
             self.out.line(label, "bold")
         return label
 
