@@ -109,13 +109,15 @@ class AgentCells:
             node.id = wanted  # the id the agent was told (`insert_cell`'s answer and card)
         return node
 
-    def place(self, at: int) -> tuple[list[NotebookNode], list[str]]:
+    def place(self, at: int) -> tuple[list[tuple[int, NotebookNode]], list[str]]:
         """Apply what the `%%agent` cell at index `at` handed over, now that it ended: the
-        cells that ran already to run again, and a line for the terminal about each."""
+        cells that ran already to run again, with their indexes (above `at`, which the cells
+        inserted below it leave as they were; a cell's own, not that of the first cell equal
+        to it), and a line for the terminal about each."""
         pending, self.pending = self.pending, []
         ops, self.ops = self.ops, []
         lines: list[str] = []
-        again: list[NotebookNode] = []
+        again: list[tuple[int, NotebookNode]] = []
         for op in ops:  # against the notebook as the turn saw it (its inserts not placed yet)
             lines.append(self._apply(op, at, [n for n, _ in pending], again))
         groups: dict[int, list[NotebookNode]] = {}
@@ -132,7 +134,11 @@ class AgentCells:
         return next((i for i, c in enumerate(cells) if c.get("id") == ref), None)
 
     def _apply(
-        self, op: dict[str, Any], at: int, new: list[NotebookNode], again: list[NotebookNode]
+        self,
+        op: dict[str, Any],
+        at: int,
+        new: list[NotebookNode],
+        again: list[tuple[int, NotebookNode]],
     ) -> str:
         ref, word = op["cell"], "edited" if op["op"] == "edit" else "run"
         index = self._find(ref)
@@ -148,7 +154,7 @@ class AgentCells:
         if cell.cell_type != "code":
             return f"cell {ref}: not run: not a code cell"
         if index is not None and index < at:
-            again.append(cell)
+            again.append((index, cell))
             return f"cell {ref}: runs again after the agent's cell"
         self.not_run.discard(id(cell))  # below: it runs in its turn
         return ""
