@@ -23,6 +23,9 @@ from .state import ErrorPart, Part, PlanEntry, ToolCallPart
 #: Integers beyond a signed 64-bit value are not numbers any JSON reader keeps exactly; they
 #: become null (as NaN and Infinity do).
 MAX_INT = 2**63 - 1
+#: Characters of a session id the agent gives (a new session's, a fork's, a subagent's): the
+#: client keeps it, shows it and sends it back; a longer string is not an id.
+MAX_ID_CHARS = 1_000
 
 
 @dataclass(frozen=True, slots=True)
