@@ -14,7 +14,9 @@ bounded) and an invalid one is skipped and counted, not the whole list lost.
 
 `runner` says how an agent runs here: a program of its on the PATH (installed), npx or uvx
 fetching its package, or not at all (what to install). `cached_agent` is what `--agent <id>`
-reads: the cached copy only, never the network, while a cell runs.
+reads: the cached copy only, never the network, while a cell runs. `listed` is what the two
+listings show of each agent (`%agent registry` draws it as a table, `acp-notebook agents` as
+terminal lines), `describe_source` their first sentence.
 """
 
 from __future__ import annotations
@@ -23,12 +25,14 @@ import json
 import os
 import platform
 import re
+import shlex
 import shutil
 import sys
 import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Container
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -331,3 +335,59 @@ def describe_source(listing: Listing) -> str:
     if listing.skipped:
         said += f"; {listing.skipped} entries that are not what the format says were left out"
     return said + "."
+
+
+#: How a registry agent runs here, in a listing (`Runner.status`).
+HERE = {"installed": "installed", "npx": "via npx", "uvx": "via uvx", "missing": "not installed"}
+#: The characters of an agent's description a listing shows.
+LISTED_CHARS = 300
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One agent as a listing shows it. The strings are the registry's, unescaped: each view
+    escapes them its own way."""
+
+    id: str
+    name: str
+    version: str
+    #: Its whitespace collapsed (a listing's line), cut to `LISTED_CHARS`.
+    description: str
+    #: `Runner.status`, and how a listing says it (`HERE`).
+    status: str
+    here: str
+    #: What `--agent <id>` runs, as a shell line; empty when it cannot run here.
+    command: str
+    #: What to install when it cannot run here.
+    hint: str
+    #: The agent table has an entry of this name (which `--agent` takes first).
+    in_table: bool
+
+    def runs_as(self) -> str:
+        """The command, or what to install."""
+        return self.command or f"install {self.hint}"
+
+    def table_note(self) -> str:
+        """Said beside its id when the agent table has an entry of its name, else ""."""
+        return "(the agent table has an entry of this name)" if self.in_table else ""
+
+
+def listed(listing: Listing, table: Container[str]) -> list[Listed]:
+    """Each agent of `listing` as a listing shows it; `table` holds the agent table's names."""
+    rows = []
+    for agent in listing.agents:
+        run = runner(agent)
+        rows.append(
+            Listed(
+                id=agent.id,
+                name=agent.name,
+                version=agent.version,
+                description=" ".join(agent.description.split())[:LISTED_CHARS],
+                status=run.status,
+                here=HERE.get(run.status, run.status),
+                command=shlex.join(run.command) if run.command else "",
+                hint=run.hint,
+                in_table=agent.id in table,
+            )
+        )
+    return rows

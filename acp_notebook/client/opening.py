@@ -15,7 +15,6 @@ from typing import Any
 from ..errors import (
     AuthRequiredError,
     CapabilityError,
-    ProtocolError,
     RequestError,
 )
 from ..protocol import jsonrpc as rpc
@@ -23,7 +22,7 @@ from ..protocol import methods
 from ..protocol.limits import bounded
 from .host import SessionHost
 from .mcp_config import mcp_secrets
-from .session import Session, setup_params
+from .session import Session, answered_id, setup_params
 
 log = logging.getLogger("acp_notebook")
 
@@ -89,12 +88,7 @@ async def open_new(
         with client.registry.opening():
             response = await client.request(methods.SESSION_NEW, params)
     response = obj(response)
-    sid = response.get("sessionId")
-    if not isinstance(sid, str):
-        raise ProtocolError(
-            f"session/new answered without a sessionId: {rpc.excerpt(repr(response))}"
-        )
-    return sid, response
+    return answered_id(methods.SESSION_NEW, response), response
 
 
 def _login_output(text: str) -> None:
@@ -235,11 +229,7 @@ async def _reopened(
         response = await client.request(method, params)
     if method != methods.SESSION_FORK:
         return _adopt(client, session_id, path, dirs, servers, prompt, response)
-    sid = obj(response).get("sessionId")
-    if not isinstance(sid, str) or not sid:
-        raise ProtocolError(
-            f"session/fork answered without a sessionId: {rpc.excerpt(repr(response))}"
-        )
+    sid = answered_id(methods.SESSION_FORK, response)
     return _adopt(client, sid, path, dirs, servers, prompt, response)
 
 

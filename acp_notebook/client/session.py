@@ -18,8 +18,10 @@ import anyio.lowlevel
 
 from ..errors import CapabilityError, ClientClosedError, ProtocolError, RequestError
 from ..protocol import content, methods
+from ..protocol import jsonrpc as rpc
 from ..protocol.costs import CostLimit
 from ..protocol.fold import SessionFold
+from ..protocol.limits import MAX_ID_CHARS
 from ..protocol.mutations import Delta, Mutation, SessionChanged, TurnFinished
 from ..protocol.session_facts import check_mode, config_change
 from ..protocol.state import ToolCallPart, Usage
@@ -62,6 +64,21 @@ def setup_params(
             "content": [{"type": "text", "text": system_prompt}],
         }
     return params
+
+
+def answered_id(method: str, response: Any) -> str:
+    """The `sessionId` the agent answered `method` (session/new, session/fork) with: a string
+    of 1 to `MAX_ID_CHARS` characters, else `ProtocolError` (the client keeps the id, shows it
+    and sends it back, as it does a subagent's)."""
+    sid = response.get("sessionId") if isinstance(response, dict) else None
+    if type(sid) is str and len(sid) > MAX_ID_CHARS:
+        raise ProtocolError(
+            f"{method} answered with a sessionId of {len(sid):,} characters: not a session id "
+            f"(at most {MAX_ID_CHARS:,})"
+        )
+    if type(sid) is not str or not sid:
+        raise ProtocolError(f"{method} answered without a sessionId: {rpc.excerpt(repr(response))}")
+    return sid
 
 
 class Session:
@@ -363,9 +380,7 @@ class Session:
         await self._ensure_live()
         with client.registry.opening():
             response = await client.request(methods.SESSION_FORK, self.setup_params(self._id))
-            sid = response.get("sessionId") if isinstance(response, dict) else None
-            if not isinstance(sid, str) or not sid:
-                raise ProtocolError(f"session/fork answered without a sessionId: {response!r:.200}")
+            sid = answered_id(methods.SESSION_FORK, response)
             client.registry.ignore(sid)
         if client.session_capabilities.get("close") is not None:
             with anyio.move_on_after(5), contextlib.suppress(RequestError):

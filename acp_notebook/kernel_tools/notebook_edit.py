@@ -29,6 +29,7 @@ import anyio
 
 from ..display import publish
 from ..protocol import limits
+from ..protocol.agent_cell import is_agent_source
 from ..protocol.limits import clip_text
 from ..render import MIME_CELL
 from ..render.diff import unified
@@ -74,8 +75,7 @@ NAMES = frozenset({"insert_cell", "notebook_cells", "edit_cell", "run_cell"})
 _LAST_INSERTED: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
 #: The turns that proposed their cell as the next input (one a turn: see `_propose`).
 _PROPOSED: weakref.WeakSet[object] = weakref.WeakSet()
-#: Cells a turn may hand to `acp-notebook run` (`_to_runner`), and how many each turn did.
-MAX_RUNNER_CELLS = 50
+#: How many cells each turn handed to `acp-notebook run` (`_to_runner`; `limits` caps it).
 _TO_RUNNER: weakref.WeakKeyDictionary[object, int] = weakref.WeakKeyDictionary()
 
 
@@ -109,11 +109,11 @@ async def call(kernel: CellHost, grant: Any, name: str, args: dict[str, Any]) ->
         raise ValueError(f"cell_type must be one of {', '.join(CELL_TYPES)}")
     if run and cell_type != "code":
         raise ValueError("only a code cell runs: run=True needs cell_type='code'")
-    if run and source.lstrip().startswith("%%agent"):
+    if run and is_agent_source(source):
         raise ValueError("an %%agent cell runs only when the user runs it: insert it without run")
     if link is None and runner_token() is not None and turn is not None and _full(turn):
         return ToolOutput(
-            f"not inserted: a turn inserts at most {MAX_RUNNER_CELLS} cells in the notebook "
+            f"not inserted: a turn inserts at most {limits.MAX_RUNNER_CELLS} cells in the notebook "
             "acp-notebook run saves",
             error=True,
         )
@@ -496,7 +496,7 @@ async def run_cell(
         return ToolOutput("not run: the cell is running", error=True)
     if snapshot.cell_type != "code":
         return ToolOutput("not run: only a code cell runs", error=True)
-    if source.lstrip().startswith("%%agent"):
+    if is_agent_source(source):
         return ToolOutput("not run: an %%agent cell runs only when the user runs it", error=True)
     refused = unshowable(source)
     if refused is not None:
@@ -542,4 +542,4 @@ def _allowed(answer: Any) -> bool:
 
 def _full(turn: TurnHandle) -> bool:
     """Whether `turn` handed `acp-notebook run` as many cells as a turn may."""
-    return _TO_RUNNER.get(turn, 0) >= MAX_RUNNER_CELLS
+    return _TO_RUNNER.get(turn, 0) >= limits.MAX_RUNNER_CELLS

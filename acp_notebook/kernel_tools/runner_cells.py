@@ -17,6 +17,8 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from ..display import publish
+from ..protocol.agent_cell import is_agent_source
+from ..protocol.limits import MAX_RUNNER_CELLS
 from ..render import MIME_CELL
 from .card import OPTIONS, code_span, fenced, text_part, title, unshowable
 from .notebook_link import runner_token
@@ -26,8 +28,7 @@ if TYPE_CHECKING:
     from ..client.session import Session
     from ..client.turn import TurnHandle
 
-#: Edits and runs one turn may hand to the runner (as many as inserts: `MAX_RUNNER_CELLS`).
-MAX_OPS = 50
+#: The edits and runs each turn handed to the runner (at most `MAX_RUNNER_CELLS`).
 _OPS: weakref.WeakKeyDictionary[object, int] = weakref.WeakKeyDictionary()
 APPLIED = "acp-notebook run applies it when your %%agent cell ends, to the notebook it saves"
 
@@ -64,8 +65,10 @@ async def _hand(
     cell: int | str,
 ) -> ToolOutput:
     op = "edit" if kind == "edit" else "run"
-    if turn is not None and _OPS.get(turn, 0) >= MAX_OPS:
-        return ToolOutput(f"not done: a turn edits or runs at most {MAX_OPS} cells", error=True)
+    if turn is not None and _OPS.get(turn, 0) >= MAX_RUNNER_CELLS:
+        return ToolOutput(
+            f"not done: a turn edits or runs at most {MAX_RUNNER_CELLS} cells", error=True
+        )
     call = session.client_call(kind, title(head, shown), [block])
     if call is None:
         return ToolOutput("not done: the turn is past its size limits", error=True)
@@ -98,6 +101,6 @@ async def _hand(
 
 
 def _agent_cell(source: str) -> str | None:
-    if source.lstrip().startswith("%%agent"):
+    if is_agent_source(source):
         return "an %%agent cell is never written by an agent: not edited"
     return None

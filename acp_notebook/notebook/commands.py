@@ -7,7 +7,6 @@ Each subcommand is one `_name` function in `_COMMANDS`; what it shows is drawn i
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -152,30 +151,19 @@ async def _list(host: Host, args: argparse.Namespace) -> None:
     _show(doc)
 
 
-#: How a registry agent runs here, in the listing (`acp_registry.Runner.status`).
-REGISTRY_HERE = {
-    "installed": "✓ installed",
-    "npx": "via npx",
-    "uvx": "via uvx",
-    "missing": "not installed",
-}
-
-
 async def _registry(host: Host, args: argparse.Namespace) -> None:
     """The ACP registry's agents (fetched, or its cached copy), each with how it runs here."""
     listing = await anyio.to_thread.run_sync(acp_registry.load)
-    table = host.registry().agents
     rows = []
-    for agent in listing.agents:
-        run = acp_registry.runner(agent)
-        mine = " (the agent table's entry of this name)" if agent.id in table else ""
-        how = Code(shlex.join(run.command)) if run.command else ("install ", Value(run.hint))
+    for agent in acp_registry.listed(listing, host.registry().agents):
+        how = Code(agent.command) if agent.command else ("install ", Value(agent.hint))
+        mark = "✓ " if agent.status == "installed" else ""
         rows.append(
             [
-                (Code(agent.id), mine),
+                (Code(agent.id), f" {agent.table_note()}".rstrip()),
                 (Value(agent.name), " ", Value(agent.version)),
-                Value(agent.description[:300]),
-                REGISTRY_HERE.get(run.status, run.status),
+                Value(agent.description),
+                mark + agent.here,
                 how,
             ]
         )

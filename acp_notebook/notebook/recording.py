@@ -28,13 +28,13 @@ from typing import Any
 from ..client.serving.regular_file import read_regular
 from ..display import views
 from ..errors import ReplayError
+from ..protocol.agent_cell import split_agent_source
 from ..render import MIME_TRANSCRIPT
 
 #: A recorded notebook larger than this is refused: nobody's turns need it, a hostile file might.
 MAX_NOTEBOOK_BYTES = 128 * 1024 * 1024
 #: The longest `TurnFailed` paragraph kept (a failed cell shows it again).
 MAX_FAILURE_CHARS = 20_000
-_MAGIC = "%%agent"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,17 +92,10 @@ def load(path: str) -> Recording:
     for index, cell in enumerate(cells):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
-        source = _source(cell.get("source")).lstrip()
-        first, _, body = source.partition("\n")
-        if not _is_agent_line(first):
-            continue
-        found.append(_read_cell(cell, index, len(found), first[len(_MAGIC) :].strip(), body))
+        agent = split_agent_source(_source(cell.get("source")))
+        if agent is not None:
+            found.append(_read_cell(cell, index, len(found), *agent))
     return Recording(path, tuple(found))
-
-
-def _is_agent_line(line: str) -> bool:
-    # As the rewrite reads a cell: `%%agent` then whitespace or the end (not `%%agents`).
-    return line.startswith(_MAGIC) and line[len(_MAGIC) : len(_MAGIC) + 1] in ("", " ", "\t", "\r")
 
 
 def _read_cell(

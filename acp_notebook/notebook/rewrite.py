@@ -26,12 +26,15 @@ from IPython.core.inputtransformer2 import (
     find_end_of_continued_line,
 )
 
+from ..protocol.agent_cell import split_agent_source
+
 MAGIC = "agent"
 
 
-def _is_agent(text: str, escape: str) -> bool:
-    """`text` starts with `escape` + "agent", then whitespace or nothing (not `%agents`)."""
-    prefix = escape + MAGIC
+def _is_agent_line(text: str) -> bool:
+    """`text` starts with "%agent", then whitespace or nothing (not `%agents`), as a cell's
+    first line starts with "%%agent" (`protocol/agent_cell.py`)."""
+    prefix = "%" + MAGIC
     return text.startswith(prefix) and text[len(prefix) : len(prefix) + 1] in (
         "",
         " ",
@@ -43,9 +46,11 @@ def _is_agent(text: str, escape: str) -> bool:
 
 def rewrite_agent_cell(lines: list[str]) -> list[str]:
     """A `%%agent` cell becomes one awaited `run_cell_magic` call (a cleanup transform)."""
-    if not lines or not _is_agent(lines[0], "%%"):
+    # IPython dropped the leading blank lines and indentation: the first line is the magic's.
+    agent = split_agent_source(lines[0]) if lines else None
+    if agent is None:
         return lines
-    line = lines[0][len("%%" + MAGIC) :].strip()
+    line = agent[0]
     # IPython refuses an empty body before the magic runs ("the cell body is empty"): pass a
     # newline so the magic answers itself (`--help` prints the help, no prompt is our error).
     body = "".join(lines[1:]) or "\n"
@@ -72,7 +77,7 @@ class AwaitedAgentLine(TokenTransformBase):
                 and escape.start[1] == 0
                 and name.string == MAGIC
                 and name.start == escape.end
-                and _is_agent(escape.line, "%")
+                and _is_agent_line(escape.line)
             ):
                 return cls(escape.start)
         return None

@@ -23,6 +23,9 @@ from .state import ErrorPart, Part, PlanEntry, ToolCallPart
 #: Integers beyond a signed 64-bit value are not numbers any JSON reader keeps exactly; they
 #: become null (as NaN and Infinity do).
 MAX_INT = 2**63 - 1
+#: Characters of a session id the agent gives (a new session's, a fork's, a subagent's): the
+#: client keeps it, shows it and sends it back; a longer string is not an id.
+MAX_ID_CHARS = 1_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +97,12 @@ TEXT_LINES = 200
 MAX_CHARS = 20_000
 #: JSON shown in collapsed sections (raw input, unknown updates).
 JSON_CHARS = 20_000
+
+# -- what a turn hands to `acp-notebook run` -------------------------------------------------------
+
+#: Cells one `%%agent` cell's turn may hand to the runner: inserted cells, and apart from them
+#: edits and runs (the kernel's tools refuse past it, the runner keeps no more).
+MAX_RUNNER_CELLS = 50
 
 # -- structured output (`protocol/structured.py`) -------------------------------------------------
 

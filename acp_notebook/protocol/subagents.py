@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from .coerce import text
+from .limits import MAX_ID_CHARS
 from .notes import NotFolded
 from .state import MessagePart, Part, SubagentPart, ToolCallPart, Usage
 
@@ -132,7 +133,7 @@ class Subagents(Generic[F]):
     def announce(self, update: dict[str, Any]) -> None:
         """A `subagent_update` on this session: a new child, or a patch of a known one."""
         child_id = update.get("sessionId")
-        if type(child_id) is not str or not child_id or len(child_id) > 1_000:
+        if type(child_id) is not str or not child_id or len(child_id) > MAX_ID_CHARS:
             raise NotFolded("sessionId must be a session id")
         child = self.index.get(child_id)
         if child is None:

@@ -30,10 +30,8 @@ import nbformat
 from nbformat import NotebookNode
 
 from ..protocol import limits
+from ..protocol.agent_cell import is_agent_source
 
-#: Cells (inserted) and operations (edits, runs) one `%%agent` cell may hand over.
-MAX_INSERTED = 50
-MAX_OPS = 50
 #: A cell id nbformat allows (4.5: 1 to 64 of these characters).
 CELL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -42,7 +40,7 @@ Ref = int | str
 
 def is_agent_cell(cell: NotebookNode) -> bool:
     source = cell.source if cell.cell_type == "code" else ""
-    return isinstance(source, str) and source.lstrip().startswith("%%agent")
+    return isinstance(source, str) and is_agent_source(source)
 
 
 def _ref(value: Any) -> Ref | None:
@@ -78,12 +76,12 @@ class AgentCells:
         if op == "insert":
             after = sent.get("after")
             node = self._inserted(sent) if after is None or _ref(after) is not None else None
-            if node is not None and len(self.pending) < MAX_INSERTED:
+            if node is not None and len(self.pending) < limits.MAX_RUNNER_CELLS:
                 self.pending.append((node, _ref(after)))
             return
         cell = _ref(sent.get("cell"))
         source = sent.get("source")
-        if cell is None or len(self.ops) >= MAX_OPS:
+        if cell is None or len(self.ops) >= limits.MAX_RUNNER_CELLS:
             return
         if op == "edit" and self.takes and isinstance(source, str):
             if len(source) <= limits.MAX_CHARS:
@@ -111,13 +109,15 @@ class AgentCells:
             node.id = wanted  # the id the agent was told (`insert_cell`'s answer and card)
         return node
 
-    def place(self, at: int) -> tuple[list[NotebookNode], list[str]]:
+    def place(self, at: int) -> tuple[list[tuple[int, NotebookNode]], list[str]]:
         """Apply what the `%%agent` cell at index `at` handed over, now that it ended: the
-        cells that ran already to run again, and a line for the terminal about each."""
+        cells that ran already to run again, with their indexes (above `at`, which the cells
+        inserted below it leave as they were; a cell's own, not that of the first cell equal
+        to it), and a line for the terminal about each."""
         pending, self.pending = self.pending, []
         ops, self.ops = self.ops, []
         lines: list[str] = []
-        again: list[NotebookNode] = []
+        again: list[tuple[int, NotebookNode]] = []
         for op in ops:  # against the notebook as the turn saw it (its inserts not placed yet)
             lines.append(self._apply(op, at, [n for n, _ in pending], again))
         groups: dict[int, list[NotebookNode]] = {}
@@ -134,7 +134,11 @@ class AgentCells:
         return next((i for i, c in enumerate(cells) if c.get("id") == ref), None)
 
     def _apply(
-        self, op: dict[str, Any], at: int, new: list[NotebookNode], again: list[NotebookNode]
+        self,
+        op: dict[str, Any],
+        at: int,
+        new: list[NotebookNode],
+        again: list[tuple[int, NotebookNode]],
     ) -> str:
         ref, word = op["cell"], "edited" if op["op"] == "edit" else "run"
         index = self._find(ref)
@@ -150,13 +154,13 @@ class AgentCells:
         if cell.cell_type != "code":
             return f"cell {ref}: not run: not a code cell"
         if index is not None and index < at:
-            again.append(cell)
+            again.append((index, cell))
             return f"cell {ref}: runs again after the agent's cell"
         self.not_run.discard(id(cell))  # below: it runs in its turn
         return ""
 
     def _edit(self, cell: NotebookNode, ref: Ref, source: str, ran: bool) -> str:
-        if cell.cell_type == "code" and source.lstrip().startswith("%%agent"):
+        if cell.cell_type == "code" and is_agent_source(source):
             return f"cell {ref}: not edited: it would become an %%agent cell"
         marks = cell.setdefault("metadata", {}).setdefault("acp_notebook", {})
         if ran and cell.cell_type == "code":

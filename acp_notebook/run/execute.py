@@ -142,7 +142,7 @@ class NotebookView:
         self.ordinal += 1
         self.error = None
         label = f"[{self.ordinal}/{self.code_cells}] {safe(_first_line(cell.source), limit=60)}"
-        if not self.quiet and cell.source.lstrip().startswith("%%agent"):
+        if not self.quiet and is_agent_cell(cell):
             self.out.line(label, "bold")
         return label
 
@@ -230,9 +230,9 @@ class RunClient(NotebookClient):
             return None
         return cell
 
-    def place(self, cell_index: int) -> list[NotebookNode]:
+    def place(self, cell_index: int) -> list[tuple[int, NotebookNode]]:
         """What the cell's turns did, applied below it (nbclient's walk reaches the inserted
-        cells next, and runs those the agent ran); the cells to run again."""
+        cells next, and runs those the agent ran); the cells to run again, and their indexes."""
         before = len(self.nb.cells)
         pending = [node for node, _ in self.agent.pending]
         again, lines = self.agent.place(cell_index)
@@ -263,7 +263,7 @@ class RunClient(NotebookClient):
             return await run
         label = self.view.start(cell)
         started = time.monotonic()
-        again: list[NotebookNode] = []
+        again: list[tuple[int, NotebookNode]] = []
         try:
             result = await run
         except CellExecutionError as exc:  # the reply's reason: ename and evalue
@@ -276,8 +276,10 @@ class RunClient(NotebookClient):
             self.view.end(label, True, time.monotonic() - started)
         finally:  # applied also when it failed (then nothing runs again)
             again = self.place(cell_index)
-        for earlier in again:  # cells the agent ran that ran already: once more, now
-            await self.async_execute_cell(earlier, self.nb.cells.index(earlier))
+        for index, earlier in again:  # cells the agent ran that ran already: once more, now
+            # By its index, never `nb.cells.index(earlier)`: that finds the first cell *equal*
+            # to it (cells without ids can be), and nbclient stores the cell at the index given.
+            await self.async_execute_cell(earlier, index)
             marks = earlier.metadata.get("acp_notebook")
             if isinstance(marks, dict) and marks.pop("edited_after_run", None):
                 marks.pop("ran_source", None)  # its outputs are its new source's now

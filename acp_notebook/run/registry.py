@@ -4,16 +4,11 @@ or what to install). Everything of the registry is the network's: escaped (`show
 
 from __future__ import annotations
 
-import shlex
-
 from ..client import acp_registry
 from ..config import Registry
 from ..errors import ConfigError
 from .console import Console, shown
 from .printer import Line
-
-#: How a registry agent runs here (`acp_registry.Runner.status`).
-HERE = {"installed": "installed", "npx": "via npx", "uvx": "via uvx", "missing": "not installed"}
 
 
 def main(console: Console, *, online: bool = True) -> int:
@@ -28,15 +23,10 @@ def main(console: Console, *, online: bool = True) -> int:
     except ConfigError:
         table = {}  # a broken agents file is `run`'s to report; the listing goes on
     lines = [Line(shown(acp_registry.describe_source(listing)), "dim")]
-    for agent in listing.agents:
-        run = acp_registry.runner(agent)
-        how = shlex.join(run.command) if run.command else f"install {run.hint}"
-        mine = "  (the agent table has an entry of this name)" if agent.id in table else ""
-        lines.append(
-            Line(shown(f"{agent.id:<24} {HERE.get(run.status, run.status):<14} {how}"), "bold")
-        )
+    for agent in acp_registry.listed(listing, table):
+        lines.append(Line(shown(f"{agent.id:<24} {agent.here:<14} {agent.runs_as()}"), "bold"))
         about = " ".join(f"{agent.name} {agent.version}: {agent.description}".split())
-        lines.append(Line(shown(f"    {about[:300]}{mine}")))
+        lines.append(Line(shown(f"    {about}  {agent.table_note()}".rstrip())))
     lines.append(Line("Run one with --agent ID (in a cell: %%agent --agent ID).", "dim"))
     console.write(lines)
     return 0

@@ -10,7 +10,8 @@ import json
 import anyio
 import pytest
 
-from acp_notebook.errors import CapabilityError
+from acp_notebook.errors import CapabilityError, ProtocolError
+from acp_notebook.protocol.limits import MAX_ID_CHARS
 from tests.client_helpers import Agent, run_script
 
 pytestmark = [pytest.mark.anyio, pytest.mark.scripted_agent("in_process")]
@@ -58,6 +59,49 @@ async def test_an_agent_that_cannot_fork_is_asked_for_no_fork(agent: Agent) -> N
             with pytest.raises(CapabilityError, match="cannot fork"):
                 await client.fork_session(session.id)
     assert agent.sent("session/fork") == []
+
+
+@pytest.mark.parametrize(
+    ("fork_id", "message"),
+    [
+        ("x" * (MAX_ID_CHARS + 1), f"a sessionId of {MAX_ID_CHARS + 1:,} characters"),
+        ({"id": "f1"}, "without a sessionId"),
+        ("", "without a sessionId"),
+    ],
+)
+async def test_a_fork_id_that_is_no_session_id_is_refused(
+    agent: Agent, fork_id: object, message: str
+) -> None:
+    """The id of a fork is bounded as other ids from the agent: a string of 1 to
+    `MAX_ID_CHARS` characters, else a ProtocolError that says so, for a snapshot and a fork;
+    the session forked from goes on. One of exactly `MAX_ID_CHARS` is an id."""
+    with anyio.fail_after(30):
+        async with agent.client("--fork", "--fork-id-json", json.dumps(fork_id)) as client:
+            session = await client.new_session()
+            with pytest.raises(ProtocolError, match=message):
+                await session.snapshot()
+            with pytest.raises(ProtocolError, match=message):
+                await client.fork_session(session.id)
+            assert (await run_script(session, {"say": "still here"})).text == "still here"
+        async with agent.client(
+            "--fork", "--fork-id-json", json.dumps("y" * MAX_ID_CHARS)
+        ) as client:
+            session = await client.new_session()
+            assert await session.snapshot() == "y" * MAX_ID_CHARS
+
+
+async def test_a_new_sessions_id_is_bounded_as_a_forks(agent: Agent) -> None:
+    """session/new's id passes the same check (`session.answered_id`) as a fork's."""
+    with anyio.fail_after(30):
+        too_long = json.dumps("n" * (MAX_ID_CHARS + 1))
+        async with agent.client("--new-id-json", too_long) as client:
+            with pytest.raises(
+                ProtocolError, match=f"sessionId of {MAX_ID_CHARS + 1:,} characters"
+            ):
+                await client.new_session()
+        async with agent.client("--new-id-json", '""') as client:
+            with pytest.raises(ProtocolError, match="session/new answered without a sessionId"):
+                await client.new_session()
 
 
 async def test_a_sessions_own_system_prompt_is_re_sent_on_fork_and_reopen(agent: Agent) -> None:

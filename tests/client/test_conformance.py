@@ -29,7 +29,7 @@ from acp_notebook.client.serving.permissions import PermissionPolicy, Permission
 from acp_notebook.client.transport import AgentStreams, in_process
 from acp_notebook.demo_agent.agent import DemoAgent
 from acp_notebook.demo_agent.wire import Wire
-from acp_notebook.errors import AcpError, AuthRequiredError, RequestTimeoutError
+from acp_notebook.errors import AcpError, AuthRequiredError, ProtocolError, RequestTimeoutError
 from acp_notebook.protocol import jsonrpc as rpc
 from acp_notebook.protocol import methods
 from acp_notebook.protocol.elicitation import ElicitationPart
@@ -620,6 +620,21 @@ async def forks(client: Client, agent: Agent) -> None:
     fork = await client.fork_session(point, system_prompt=session.system_prompt)
     result = await run_script(fork, {"echo_history": True})
     assert result.text == "HISTORY " + json.dumps(['#script [{"say": "one"}]'])
+
+
+# Ids that are no session ids, refused (test_client_forks): the client sends none of them back.
+@scenario("new_id_json", flags=("--new-id-json", json.dumps("n" * 1001)))
+async def a_new_id_that_is_no_id(client: Client, agent: Agent) -> None:
+    with pytest.raises(ProtocolError):
+        await client.new_session()
+
+
+@scenario("fork_id_json", flags=("--fork", "--fork-id-json", '{"id": 1}'))
+async def a_fork_id_that_is_no_id(client: Client, agent: Agent) -> None:
+    session = await client.new_session()
+    with pytest.raises(ProtocolError):
+        await session.snapshot()
+    await run_script(session, {"say": "the session goes on"})
 
 
 # Options of steps (not steps themselves) and of the client, named by the scenarios using them.

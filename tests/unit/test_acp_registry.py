@@ -113,6 +113,30 @@ def test_how_each_runs_here(served: Served) -> None:
     assert elsewhere.status == "missing" and "plan9-mips" in elsewhere.hint
 
 
+def test_listed_is_what_both_listings_show(served: Served) -> None:
+    """`listed`, the one formatter of `%agent registry` and `acp-notebook agents`: how each
+    runs here in words, its command as a shell line or what to install, its description on one
+    line and cut, whether the agent table has its name."""
+    registry = fixture_registry()
+    registry["agents"][0]["description"] = "Line one\n\n   two\t" + "x" * 1_000
+    served.body = body(registry)
+    rows = {row.id: row for row in acp_registry.listed(load(), {"node-agent", "demo"})}
+    node = rows["node-agent"]
+    assert (node.status, node.here, node.in_table) == ("npx", "via npx", True)
+    assert node.runs_as() == node.command == "npx -y @x/node-agent@1.2.3 --acp"
+    assert node.description == ("Line one two " + "x" * 1_000)[: acp_registry.LISTED_CHARS]
+    assert node.table_note() == "(the agent table has an entry of this name)"
+    local = rows["local-agent"]
+    assert (local.here, local.command, local.name) == (
+        "installed",
+        "acpnb-test-agent --acp",
+        "Local <b>Agent</b>",  # unescaped: each view escapes its own way
+    )
+    py = rows["py-agent"]
+    assert (py.here, py.command, py.in_table, py.table_note()) == ("not installed", "", False, "")
+    assert py.runs_as() == f"install {py.hint}" and py.hint.startswith("uv (uvx), then: ")
+
+
 def test_agent_id_runs_from_the_cached_copy_only(served: Served) -> None:
     registry = Registry.build()
     with pytest.raises(ConfigError, match="unknown agent 'local-agent'"):

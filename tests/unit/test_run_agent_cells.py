@@ -12,7 +12,8 @@ from typing import Any
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from acp_notebook.run.agent_cells import MAX_INSERTED, AgentCells
+from acp_notebook.protocol.limits import MAX_RUNNER_CELLS
+from acp_notebook.run.agent_cells import AgentCells
 
 
 def nb(*sources: str) -> Any:
@@ -79,7 +80,7 @@ def test_an_edit_of_a_cell_that_ran_marks_it_and_a_run_runs_it_again() -> None:
         "ran_source": "a = 1",
     }
     assert book.cells[2].metadata["acp_notebook"] == {"edited": True}
-    assert again == [book.cells[0]]
+    assert len(again) == 1 and again[0][0] == 0 and again[0][1] is book.cells[0]
     assert lines == [
         "cell 1: edited (it ran before: marked, not run again)",
         "cell c0: runs again after the agent's cell",
@@ -89,6 +90,25 @@ def test_an_edit_of_a_cell_that_ran_marks_it_and_a_run_runs_it_again() -> None:
         "cell c2: not edited: it would become an %%agent cell",
     ]
     nbformat.validate(book)
+
+
+def test_a_cell_to_run_again_is_the_one_named_not_the_first_equal_to_it() -> None:
+    """Two identical cells (nbformat 4.4 has no ids; same source, no outputs): the second is
+    run again at its own index, with the cell inserted below the agent's cell placed before.
+    nbclient stores the cell it runs at the index it is given, so the first equal cell's index
+    would have put this cell in the first one's place."""
+    book = nb("print(1)", "print(1)", "%%agent\ngo")
+    for cell in book.cells:
+        del cell["id"]
+    book.nbformat_minor = 4
+    assert book.cells[0] == book.cells[1]
+    cells = agent(book)
+    cells.take({"op": "run", "cell": 2})
+    cells.take(insert("below"))
+    again, lines = cells.place(2)
+    assert [(index, cell is book.cells[1]) for index, cell in again] == [(1, True)]
+    assert sources(book) == ["print(1)", "print(1)", "%%agent\ngo", "below"]
+    assert lines == ["cell 2: runs again after the agent's cell"]
 
 
 def test_nothing_the_run_did_not_grant() -> None:
@@ -114,8 +134,20 @@ def test_nothing_the_run_did_not_grant() -> None:
 def test_bounded() -> None:
     book = nb("%%agent\ngo")
     cells = agent(book)
-    for i in range(MAX_INSERTED + 5):
+    for i in range(MAX_RUNNER_CELLS + 5):
         cells.take(insert(f"n = {i}"))
     cells.take(insert("x" * 200_000))
     cells.place(0)
-    assert len(book.cells) == 1 + MAX_INSERTED
+    assert len(book.cells) == 1 + MAX_RUNNER_CELLS
+
+
+def test_edits_and_runs_bounded_apart_from_inserts() -> None:
+    """As many edits and runs as the kernel's tools hand over (`MAX_RUNNER_CELLS`), counted
+    apart from the inserted cells: the runner keeps no more than the tools would send."""
+    book = nb("%%agent\ngo", "b = 2")
+    cells = agent(book)
+    for i in range(MAX_RUNNER_CELLS + 5):
+        cells.take({"op": "edit", "cell": 2, "source": f"b = {i}"})
+    cells.take(insert("still inserted"))
+    cells.place(0)
+    assert sources(book) == ["%%agent\ngo", "still inserted", f"b = {MAX_RUNNER_CELLS - 1}"]

@@ -381,7 +381,10 @@ class Agent:
                     {"sessionUpdate": "available_commands_update", "availableCommands": COMMANDS},
                 )
             )
-        return {"sessionId": session.session_id, **self._session_state(session)}
+        sid = session.session_id
+        if self.args.new_id_json is not None:
+            sid = json.loads(self.args.new_id_json)
+        return {"sessionId": sid, **self._session_state(session)}
 
     def _open(self, params: JsonObj, mcp_required: bool) -> Session:
         """The checks load and resume share; the session becomes live (promptable)."""
@@ -424,7 +427,10 @@ class Agent:
         session.mcp_servers = list(params.get("mcpServers") or [])
         late.take_system_prompt(self, session, params)
         self.store.save(session)
-        return {"sessionId": session.session_id, **self._session_state(session)}
+        sid = session.session_id
+        if self.args.fork_id_json is not None:
+            sid = json.loads(self.args.fork_id_json)
+        return {"sessionId": sid, **self._session_state(session)}
 
     def _list(self, params: JsonObj) -> JsonObj:
         if self.args.list_endless:

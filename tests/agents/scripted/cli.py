@@ -63,6 +63,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="serve session/fork (sessionCapabilities.fork): a copy of the conversation",
     )
+    parser.add_argument(
+        "--fork-id-json",
+        metavar="JSON",
+        help="the sessionId session/fork answers with, as given (a hostile one)",
+    )
+    parser.add_argument(
+        "--new-id-json",
+        metavar="JSON",
+        help="the sessionId session/new answers with, as given (a hostile one)",
+    )
     parser.add_argument("--auth-required", action="store_true")
     parser.add_argument(
         "--auth-terminal",
