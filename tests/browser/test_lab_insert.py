@@ -51,6 +51,7 @@ def test_insert_below_puts_an_answers_code_block_below_the_agents_cell(page: Any
     assert output(page, 1).locator("button.acpnb-tv-codecopy").count() == 2
     assert _insert(buttons.nth(0)) == "✓ inserted"
     assert _insert(buttons.nth(1)) == "✓ inserted"
+    _cells(page, 5)
     assert _sources(page) == ["x = 1", agent, "from_block = 1", "second_block = 2", "last = 3"]
     counts = page.evaluate(f"() => [2, 3].map(i => {NB}.model.cells.get(i).executionCount)")
     assert counts == [None, None]
@@ -86,21 +87,23 @@ def test_suggestions_and_a_code_block_land_in_click_order(page: Any, lab: Any) -
     assert [suggestions.nth(i).get_attribute("data-used") for i in (0, 1)] == ["cell", "cell"]
 
 
-def test_without_the_extension_suggestions_land_in_click_order_short_of_the_persons_cells(
-    page: Any, lab: Any
+@pytest.mark.parametrize("by", ["extension", "page"])
+def test_suggestions_land_in_click_order_short_of_the_persons_cells(
+    page: Any, lab: Any, by: str
 ) -> None:
-    """The turn view puts a suggestion's cell in itself where the extension does not
-    (`data-acpnb-notebook` off): in click order too, after the run of cells it inserted directly
-    below the turn's; a cell the person moved away leaves that run, and the run ends at the
-    person's cell, which the new one never goes past."""
+    """In click order, after the run of cells inserted directly below the turn's: a cell the
+    person moved away leaves that run, and the run ends at the person's cell, which the new one
+    never goes past. By the extension, and by the turn view itself where the extension does not
+    insert (`data-acpnb-notebook` off): the same rule."""
     agent = f"%%agent --agent {AGENT} --session iw\n{script({'suggest': ['A', 'B', 'C']})}"
-    _open(page, lab, "nb_insert_page.ipynb", agent, "mine = 1")
+    _open(page, lab, f"nb_insert_{by}.ipynb", agent, "mine = 1")
     run_cell(page, 0)
     _ended(page, 0)
     suggestions = output(page, 0).locator(".acpnb-suggestion")
     suggestions.first.wait_for(timeout=60_000)
     header = f"%%agent --agent {AGENT} --session iw"
-    page.evaluate("() => { delete document.body.dataset.acpnbNotebook; }")
+    if by == "page":
+        page.evaluate("() => { delete document.body.dataset.acpnbNotebook; }")
     try:
         suggestions.nth(0).click()
         _cells(page, 3)
@@ -135,6 +138,7 @@ def test_a_code_block_in_the_chat_goes_below_the_chats_cell(page: Any, lab: Any)
     idle(page)
     assert _insert(buttons.nth(0)) == "✓ inserted"
     assert _insert(buttons.nth(1)) == "✓ inserted"
+    _cells(page, 4)
     assert _sources(page)[1:] == ["from_block = 1", "second_block = 2", "after = 1"]
     assert _sources(page)[0].startswith("%agent chat")
     assert chat.locator("textarea.acpnb-chat-text").input_value() == ""  # not the input box
