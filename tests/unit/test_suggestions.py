@@ -81,11 +81,13 @@ def test_hostile_lists_are_bounded_and_malformed_ones_kept_raw() -> None:
     assert len(raws) == 3 and all("suggestions must be a list" in (r.problem or "") for r in raws)
     fold.apply({"sessionUpdate": "prompt_suggestions_update", "suggestions": [1, {"prompt": 2}]})
     assert part.suggestions == []
-    # A list of a million: read up to the bound, the rest counted, not compared one by one.
-    endless = update(*(f"t{i}" for i in range(1_000_000)))
+    # A huge list: read up to the bound, the rest counted, not compared one by one.
+    # Distinct items, so an unbounded reading would compare them pairwise (~10^10 times); 200,000
+    # of them, not a million: building the list is what costs the test its time.
+    endless = update(*(f"t{i}" for i in range(200_000)))
     fold.apply(endless)
     assert len(part.suggestions) == MAX_SUGGESTIONS
-    assert fold.turn.dropped["suggestions"] == 5 + 1_000_000 - MAX_SUGGESTIONS
+    assert fold.turn.dropped["suggestions"] == 5 + 200_000 - MAX_SUGGESTIONS
 
 
 def test_buttons_under_the_answer_and_a_list_in_the_record_all_escaped() -> None:
