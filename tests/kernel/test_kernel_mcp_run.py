@@ -35,6 +35,12 @@ def spin(mark: Path) -> str:
     return f"open({str(mark)!r}, 'w').close()\nwhile True:\n    pass"
 
 
+def wait_forever(mark: Path) -> str:
+    """`spin` at rest: it blocks the kernel's loop as `spin` does, in `time.sleep` (which a
+    signal ends as well), without burning a core until it is stopped."""
+    return f"import time\nopen({str(mark)!r}, 'w').close()\nwhile True:\n    time.sleep(0.01)"
+
+
 def error_of(cell: Any) -> dict[str, Any]:
     (error,) = [o for o in cell.outputs if o["output_type"] == "error"]
     return dict(error)
@@ -132,7 +138,12 @@ def test_an_interrupt_stops_the_agents_code_while_no_cell_runs(tmp_path: Path, t
 
 def test_the_turns_timeout_stops_the_agents_code(tmp_path: Path, kernel: SharedKernel) -> None:
     mark = tmp_path / "running"
-    cells = [run_cell(spin(mark), "--allow execute --timeout 8"), "print('the kernel', 'answers')"]
+    # Stopped only by the deadline, 8 s from the turn's start: `spin` would cost 7 s of CPU (the
+    # interrupts' tests run it; a timer on the blocked loop fails against either).
+    cells = [
+        run_cell(wait_forever(mark), "--allow execute --timeout 8"),
+        "print('the kernel', 'answers')",
+    ]
     took: list[float] = []
 
     async def body(kernel: Kernel) -> None:
