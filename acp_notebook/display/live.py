@@ -42,6 +42,10 @@ __all__ = ["LIVE_TAIL", "LiveView"]
 #: Set by `acp-notebook run`: the live updates carry the turn's transcript (see `_bundle`).
 LIVE_TRANSCRIPT_ENV = "ACP_NOTEBOOK_LIVE_TRANSCRIPT"
 
+#: How much of each redraw's cost moves the smoothed one (`LiveView._pause`): a redraw costly
+#: once moves the pause by a quarter of its cost, one costly every time sets it in a few redraws.
+COST_SMOOTHING = 0.25
+
 
 class LiveView:
     """Streams one turn into the current cell's output."""
@@ -74,6 +78,7 @@ class LiveView:
         self.meter = Meter(session.client.options.limits, metered=not self.runner)
         self._dirty = asyncio.Event()
         self._due = False  # a redraw is due: `_dirty` set by a mutation, not cleared since
+        self._cost: float | None = None  # a redraw's cost, smoothed (`_pause`)
         self._done = False
         self._handle: DisplayHandle | None = None
         #: The turn, masked, kept up to date from the mutations (`live_turn.py`).
@@ -95,8 +100,15 @@ class LiveView:
 
     def _pause(self, cost: float) -> float:
         # Redrawing runs on the loop that also reads the agent: a large turn, costly to draw,
-        # is redrawn less often, so drawing never takes more than a quarter of it.
-        return max(self.min_interval, 3 * cost)
+        # is redrawn less often, so drawing takes about a quarter of it at most. From the cost
+        # of the last redraws, not of the last one: a one-off (the first code block's lexer
+        # loaded, a garbage collection) stopped the view for three times its length, 130 ms
+        # of text held back early in a stream of 1,000 chunks a second.
+        if self._cost is None:
+            self._cost = cost
+        else:
+            self._cost += COST_SMOOTHING * (cost - self._cost)
+        return max(self.min_interval, 3 * self._cost)
 
     def _on_mutation(self, mutation: Mutation) -> None:
         """What `live.take` tells (each mutation but the chunks that follow one due)."""

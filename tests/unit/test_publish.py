@@ -371,3 +371,23 @@ def test_a_record_keeps_the_answer_once_and_reads_back_the_same() -> None:
     # A top-level text its parts do not hold (a hand-made transcript) is kept.
     other = publish.turn({**whole, "text": "Something else"})[MIME_TRANSCRIPT]
     assert other["text"] == "Something else" and "thoughts" not in other
+
+
+def test_a_redraw_costly_once_does_not_stop_the_view_but_one_costly_each_time_slows_it() -> None:
+    """The pause after a redraw is three times the redraws' cost, smoothed: a one-off (the first
+    code block's lexer loaded: 25 ms) moved it to 150 ms, text held back; a turn costly to draw
+    every time is still redrawn less often, its drawing about a quarter of the loop."""
+    from types import SimpleNamespace
+
+    from acp_notebook.display.live import LiveView
+
+    session = _stub_session(lambda f: lambda: None)
+    view = LiveView(session, SimpleNamespace(id="t1", result=None), max_rate=60, show=False)  # type: ignore[arg-type]
+    for _ in range(10):
+        assert view._pause(0.002) == pytest.approx(1 / 60)
+    once = view._pause(0.050)
+    assert once < 0.05, once  # not 0.15
+    assert view._pause(0.002) < once
+    for _ in range(20):
+        steady = view._pause(0.050)
+    assert steady == pytest.approx(0.15, rel=0.05)
