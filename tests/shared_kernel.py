@@ -84,22 +84,29 @@ class SharedKernel:
         run_sync(self._reset)(cwd, env)
 
     async def _reset(self, cwd: Path, env: dict[str, str]) -> None:
-        if not self.km.has_kernel:
+        started = not self.km.has_kernel
+        if started:
             await self.km.start_kernel(env=env, cwd=str(cwd))
         code = _RESET.format(cwd=str(cwd), env=json.dumps(env))
         try:
-            await self._run(code)
+            if not (started or await self.km.is_alive()):
+                raise RuntimeError("the shared kernel died")
+            await self._run(code, ready=not started)
         except ResetFailed:
             raise  # the reset's own code failed: a defect to see, not to restart past
         except Exception:  # dead, or busy past the timeout with what a test left: a new process
             await self.km.restart_kernel(now=True)
-            await self._run(code)
+            await self._run(code, ready=False)
 
-    async def _run(self, code: str) -> None:
+    async def _run(self, code: str, *, ready: bool) -> None:
+        """Runs `code`; a kernel not known `ready` (just started) is waited for first. A ready
+        one is sent the code at once: jupyter_client's wait for it ends with 0.2 s of silence
+        on its iopub channel, twice a test (its reset before and after) for every test."""
         kc = self.km.client()
         kc.start_channels()
         try:
-            await kc.wait_for_ready(timeout=RESET_TIMEOUT)
+            if not ready:
+                await kc.wait_for_ready(timeout=RESET_TIMEOUT)
             msg_id = kc.execute(code, silent=True, store_history=False)
             while True:
                 reply: dict[str, Any] = await kc.get_shell_msg(timeout=RESET_TIMEOUT)

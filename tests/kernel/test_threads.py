@@ -107,4 +107,7 @@ def test_a_kernel_with_a_live_agent_exits_by_itself_on_shutdown(tmp_path: os.Pat
     started = time.monotonic()
     km.shutdown_kernel(now=False)
     took = time.monotonic() - started
-    assert took < 10, f"the kernel took {took:.1f} s to exit: something held up its exit"
+    # Held up, it exits at the kill after `shutdown_wait_time`, 30 s. Under load ipykernel's own
+    # wait for its output thread at exit can take its 10 s ("IOStream.flush timed out", seen
+    # once in a run of six workers on two cores): not what this test is about.
+    assert took < 20, f"the kernel took {took:.1f} s to exit: something held up its exit"
