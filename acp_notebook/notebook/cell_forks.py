@@ -18,7 +18,9 @@ the first time, the earlier cells' new turns in place of their old ones. An agen
 fork (no `sessionCapabilities.fork`) gets each turn appended, as before, and the cell says so
 once. The story keeps the last `MAX_POINTS` cells; it is stored with the session's id
 (`stored_sessions.py`) so that a kernel restarted on the same notebook keeps it. A point that
-leaves the story is deleted where the agent can delete sessions: nothing forks from it again.
+leaves the story is deleted where the agent can delete sessions: nothing forks from it again;
+so is a fork a re-run made the named session, when a later re-run replaces it (the session the
+kernel opened or resumed is closed then, not deleted: it may be a conversation of the user's).
 
 Cells are known by the id the front-end sends (`cellId`: JupyterLab and Notebook do); a cell
 run without one (nbclient, papermill) is appended.
@@ -84,6 +86,9 @@ class Story:
         # again in the same run (a loop of turns in one cell) goes on after its own turn, it
         # does not replace it. Not stored: a run does not outlive its kernel.
         self.last_run: tuple[str, str] | None = None
+        # The named session when it is a fork a re-run made (ours): the next re-run that
+        # replaces it deletes it too. Not stored: after a restart the session is left alone.
+        self.live_fork: str | None = None
 
     def same_run(self, cell: str, run: str | None) -> bool:
         """Whether `cell`'s turn is a further one of the run (`run`) whose turn went on last;
@@ -169,22 +174,8 @@ async def turn_session(
         return session
     point = story.points[at].session_id if at is not None else None
     if at is not None and point is not None:
-        try:
-            fork = await client.fork_session(
-                point,
-                session.cwd,
-                mcp_servers=session.mcp_servers,
-                additional_directories=session.additional_directories,
-                system_prompt=session.system_prompt,
-            )
-        except (RequestError, CapabilityError, ProtocolError) as exc:
-            _cannot_fork(runtime, entry, exc)
-        else:
-            gone = story.rerun(at)
-            entry.session = fork
-            with anyio.CancelScope(shield=True), anyio.move_on_after(10):
-                await session.close()  # the conversation it held is no longer the story
-                await _forget(client, gone)
+        fork = await _run_again(runtime, entry, client, at, point)
+        if fork is not None:
             return fork
     try:
         snapshot: str | None = await session.snapshot()
@@ -195,6 +186,34 @@ async def turn_session(
     with anyio.CancelScope(shield=True), anyio.move_on_after(10):
         await _forget(client, gone)
     return session
+
+
+async def _run_again(
+    runtime: Runtime, entry: NamedSession, client: Client, at: int, point: str
+) -> Session | None:
+    """The cell at `at` of the story runs again: on a fork of its `point`, the named session
+    from now on. None where the agent could not fork (the turn goes on at the end)."""
+    session, story = entry.session, entry.story
+    try:
+        fork = await client.fork_session(
+            point,
+            session.cwd,
+            mcp_servers=session.mcp_servers,
+            additional_directories=session.additional_directories,
+            system_prompt=session.system_prompt,
+        )
+    except (RequestError, CapabilityError, ProtocolError) as exc:
+        _cannot_fork(runtime, entry, exc)
+        return None
+    gone = story.rerun(at)
+    if story.live_fork == session.id:  # a fork of ours, not the session as opened
+        gone.append(session.id)
+    story.live_fork = fork.id
+    entry.session = fork
+    with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+        await session.close()  # the conversation it held is no longer the story
+        await _forget(client, gone)
+    return fork
 
 
 async def _forget(client: Client, points: list[str]) -> None:

@@ -107,9 +107,14 @@ def test_a_cell_run_again_replaces_its_turn_and_order_of_runs_counts(tmp_path: P
     forks = sent(tmp_path, "session/fork")
     assert len(forks) == 9
     # The points that left the story (c3's when c2 ran again, then c2's and c3's when c1
-    # did) were deleted; those of the story's cells were not.
+    # did) were deleted; those of the story's cells were not. So was the fork c2's re-run
+    # made the session, when c1's replaced it; the session the kernel opened was closed only.
     deleted = [m["params"]["sessionId"] for m in sent(tmp_path, "session/delete")]
-    assert len(deleted) == 3 and len(set(deleted)) == 3
+    prompted = [m["params"]["sessionId"] for m in sent(tmp_path, "session/prompt")]
+    opened, forked_by_rerun = prompted[0], prompted[3]
+    assert len(deleted) == 4 and len(set(deleted)) == 4
+    assert forked_by_rerun in deleted and opened not in deleted
+    assert opened in [m["params"]["sessionId"] for m in sent(tmp_path, "session/close")]
 
 
 def test_an_agent_that_cannot_fork_appends_and_says_so_once(tmp_path: Path) -> None:
