@@ -14,14 +14,9 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import secrets
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -31,7 +26,7 @@ import pytest
 
 from acp_notebook.client.session import Session
 from tests.client_helpers import Agent
-from tests.orphans import dies_with_parent
+from tests.jupyter_servers import JUPYTER_LAB, jupyter_server
 from tests.shared_kernel import SharedKernel
 
 # jsonschema (imported by nbformat) imports rfc3987_syntax when installed, which builds ~38 Lark
@@ -41,16 +36,6 @@ from tests.shared_kernel import SharedKernel
 sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[assignment]
 
 CHROMIUM = "/usr/bin/chromium"
-# What `jupyter lab` runs (the jupyter-lab script), without the same 4 s import as above.
-_JUPYTER_LAB = (
-    "import sys; sys.modules['rfc3987_syntax'] = None; sys.argv[0] = 'jupyter-lab'; "
-    "from jupyterlab.labapp import main; sys.exit(main())"
-)
-# JupyterLab's page asks its server at each load whether the app needs a rebuild: the server
-# hashes the installed extensions and runs node to check its version, ~0.4 s of CPU a load
-# (measured: 10 GETs of /lab/api/build, 4 s), and the browser tests load JupyterLab ~30 times.
-# No test builds JupyterLab; its labconfig/page_config.json turns the check (and the offer) off.
-_PAGE_CONFIG = {"buildCheck": False, "buildAvailable": False}
 #: A JupyterLab server: its URL, token and root directory.
 Lab = tuple[str, str, Path]
 
@@ -184,76 +169,11 @@ def browser_ok() -> None:
 
 @pytest.fixture(scope="session")
 def lab_server(browser_ok: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    """One JupyterLab server for the test session: starting one costs seconds of a loaded CPU.
-
-    It dies with the test process even when that is SIGKILLed (tests/orphans.py), and its kernels
-    with it."""
+    """One JupyterLab server for the test session: starting one costs seconds of a loaded CPU."""
     root = tmp_path_factory.mktemp("lab")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    token = secrets.token_hex(16)
-    env = dict(
-        os.environ,
-        JUPYTER_CONFIG_DIR=f"{root}/.c",
-        JUPYTER_RUNTIME_DIR=f"{root}/.r",
-        JUPYTERLAB_SETTINGS_DIR=f"{root}/.s",
-        JUPYTERLAB_WORKSPACES_DIR=f"{root}/.w",
-        XDG_CONFIG_HOME=f"{root}/.xdg",
-        ACP_NOTEBOOK_DEMO_SPEED="1",
-    )
-    for key in ("ACP_NOTEBOOK_AGENT", "ACP_NOTEBOOK_AGENTS_FILE"):
-        env.pop(key, None)
-    settings = root / ".s/@jupyterlab/apputils-extension"
-    settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text(
-        '{"fetchNews": "false", "checkForUpdates": false}'
-    )
-    labconfig = root / ".c/labconfig"
-    labconfig.mkdir(parents=True)
-    (labconfig / "page_config.json").write_text(json.dumps(_PAGE_CONFIG))
-    log = open(root / "lab.log", "w")  # closed in the teardown
-    proc = subprocess.Popen(
-        dies_with_parent(  # a killed worker runs no teardown; the server must not outlive it
-            [
-                sys.executable,
-                "-c",
-                _JUPYTER_LAB,
-                "--no-browser",
-                "--allow-root",
-                "--ip=127.0.0.1",
-                f"--port={port}",
-                "--ServerApp.port_retries=0",
-                f"--IdentityProvider.token={token}",
-                f"--ServerApp.root_dir={root}",
-                "--LabApp.news_url=None",
-                "--LabApp.expose_app_in_browser=True",
-            ]
-        ),
-        env=env,
-        start_new_session=True,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:  # an external process: poll its status endpoint until it answers
-        try:
-            urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=1)
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.close()
-                pytest.fail("JupyterLab did not start:\n" + (root / "lab.log").read_text())
-            time.sleep(0.1)
-    yield base, token, root
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(5)
-    log.close()
+    options = ("--LabApp.news_url=None", "--LabApp.expose_app_in_browser=True")
+    with jupyter_server(root, JUPYTER_LAB, *options) as (base, token):
+        yield base, token, root
 
 
 @pytest.fixture(scope="module")

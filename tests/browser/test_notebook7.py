@@ -11,14 +11,6 @@ test-artifacts/nb7-*.png.
 
 from __future__ import annotations
 
-import os
-import secrets
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,8 +21,8 @@ import pytest
 from tests.agents.script import script
 from tests.browser.test_lab import ARTIFACTS, POLL, READY
 from tests.browser.test_lab_view import AGENT, cell
+from tests.jupyter_servers import JUPYTER_NOTEBOOK, jupyter_server
 from tests.nb_util import new_nb
-from tests.orphans import dies_with_parent
 from tests.real_agents import in_ci
 
 pytestmark = pytest.mark.browser
@@ -56,62 +48,9 @@ def notebook7(browser_ok: None, tmp_path_factory: pytest.TempPathFactory) -> Ite
             pytest.fail(f"{why} [CI is set]", pytrace=False)
         pytest.skip(why)
     root = tmp_path_factory.mktemp("nb7")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    token = secrets.token_hex(16)
-    env = dict(
-        os.environ,
-        JUPYTER_CONFIG_DIR=f"{root}/.c",
-        JUPYTER_RUNTIME_DIR=f"{root}/.r",
-        JUPYTERLAB_SETTINGS_DIR=f"{root}/.s",
-        JUPYTERLAB_WORKSPACES_DIR=f"{root}/.w",
-        XDG_CONFIG_HOME=f"{root}/.xdg",
-        ACP_NOTEBOOK_DEMO_SPEED="1",
-    )
-    env.pop("ACP_NOTEBOOK_AGENT", None)
-    log = open(root / "nb7.log", "w")  # closed in the teardown
-    code = "import sys; sys.argv[0] = 'jupyter-notebook'; from notebook.app import main; main()"
-    proc = subprocess.Popen(
-        dies_with_parent(
-            [
-                sys.executable,
-                "-c",
-                code,
-                "--no-browser",
-                "--allow-root",
-                "--ip=127.0.0.1",
-                f"--port={port}",
-                "--ServerApp.port_retries=0",
-                f"--IdentityProvider.token={token}",
-                f"--ServerApp.root_dir={root}",
-                "--JupyterNotebookApp.expose_app_in_browser=True",
-            ]
-        ),
-        env=env,
-        start_new_session=True,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:  # an external process: poll its status endpoint until it answers
-        try:
-            urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=1)
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.close()
-                pytest.fail("Notebook 7 did not start:\n" + (root / "nb7.log").read_text())
-            time.sleep(0.1)
-    yield base, token, root
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(5)
-    log.close()
+    options = ("--JupyterNotebookApp.expose_app_in_browser=True",)
+    with jupyter_server(root, JUPYTER_NOTEBOOK, *options) as (base, token):
+        yield base, token, root
 
 
 def test_an_agent_inserts_a_cell_in_notebook_7(page: Any, notebook7: Any) -> None:
