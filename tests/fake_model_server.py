@@ -15,13 +15,14 @@ titles, summaries) with `final`. The test reads what was called and what the age
 
 from __future__ import annotations
 
-import http.server
 import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
+
+from tests.http_stub import Handler, serving
 
 Events = list[tuple[str, dict[str, Any]]]
 TOOL = "insert_cell"
@@ -187,7 +188,7 @@ def fake_model(arguments: dict[str, Any], final: str = "Done.") -> Iterator[Scri
     """Serve the script on 127.0.0.1 in a thread; `.url` is the base URL (no `/v1`)."""
     script = Script(arguments, final)
 
-    class Handler(http.server.BaseHTTPRequestHandler):
+    class Model(Handler):
         protocol_version = "HTTP/1.1"
 
         def do_POST(self) -> None:
@@ -215,32 +216,13 @@ def fake_model(arguments: dict[str, Any], final: str = "Done.") -> Iterator[Scri
             self._json({"error": {"type": "not_found_error"}}, 404)
 
         def _json(self, value: Any, status: int = 200) -> None:
-            data = json.dumps(value).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self.reply(status, json.dumps(value).encode(), {"Content-Type": "application/json"})
 
         def _sse(self, events: Events) -> None:
             data = "".join(f"event: {e}\ndata: {json.dumps(d)}\n\n" for e, d in events).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+            self.reply(200, data, headers)
 
-        def log_message(self, *args: Any) -> None:  # quiet
-            return
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    script.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(Model) as base:
+        script.url = base
         yield script
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)

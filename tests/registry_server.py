@@ -4,14 +4,13 @@ here through a program the test puts on the PATH)."""
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from acp_notebook.client.acp_registry import platform_target
+from tests.http_stub import Handler, serving
 
 
 class Served:
@@ -29,29 +28,14 @@ class Served:
 def registry_server() -> Iterator[Served]:
     served = Served()
 
-    class Handler(http.server.BaseHTTPRequestHandler):
+    class Registry(Handler):
         def do_GET(self) -> None:
             served.hits += 1
-            self.send_response(served.status)
-            for key, value in served.headers.items():
-                self.send_header(key, value)
-            self.send_header("Content-Length", str(len(served.body)))
-            self.end_headers()
-            self.wfile.write(served.body)
+            self.reply(served.status, served.body, served.headers)
 
-        def log_message(self, *args: Any) -> None:  # quiet
-            return
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    served.url = f"http://127.0.0.1:{server.server_address[1]}/registry.json"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(Registry) as base:
+        served.url = f"{base}/registry.json"
         yield served
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
 
 
 def agent(agent_id: str, distribution: dict[str, Any], **extra: Any) -> dict[str, Any]:
