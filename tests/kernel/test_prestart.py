@@ -81,15 +81,22 @@ def test_agent_start_then_the_cell_uses_its_session(tmp_path: Path, kernel: Shar
     assert "already open" in text(nb.cells[4])
 
 
+#: A cell that waits (in the kernel: the start runs on its loop) for the agent `%agent start`
+#: started, and prints its pid.
+STARTED_AGENTS_PID = (
+    RUNTIME + "import asyncio\nfor _ in range(1000):\n"
+    "    host = next(iter(rt.hosts.values()), None)\n"
+    "    if host is not None and host.running:\n        break\n"
+    "    await asyncio.sleep(0.01)\nprint('pid', host.pids()[0])"
+)
+
+
 def test_closing_the_agents_stops_a_start_under_way(tmp_path: Path, kernel: SharedKernel) -> None:
     agent = scripted("--hang-method", "session/new")  # started, its session never comes
     nb = execute(
         [
             f"%agent start -a {agent}",
-            RUNTIME + "import asyncio\nfor _ in range(1000):\n"
-            "    host = next(iter(rt.hosts.values()), None)\n"
-            "    if host is not None and host.running:\n        break\n"
-            "    await asyncio.sleep(0.01)\nprint('pid', host.pids()[0])",
+            STARTED_AGENTS_PID,
             "%agent close --all",
             "print(rt.prestart, rt.hosts)",
         ],
@@ -108,10 +115,7 @@ def test_a_cell_out_of_time_while_it_waits_stops_the_start_and_its_agent(
     nb = execute(
         [
             f"%agent start -a {agent}",
-            RUNTIME + "import asyncio\nfor _ in range(1000):\n"
-            "    host = next(iter(rt.hosts.values()), None)\n"
-            "    if host is not None and host.running:\n        break\n"
-            "    await asyncio.sleep(0.01)\nprint('pid', host.pids()[0])",
+            STARTED_AGENTS_PID,
             f"%%agent --agent {agent} --timeout 1\nhello",
             "print(rt.prestart, rt.hosts)",
         ],
