@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from ..display import publish, views
 from ..display.views import Code, Doc
 from ..errors import CapabilityError, ProtocolError, RequestError
-from .cell_forks import Story
+from .cell_forks import Point, Story
 
 if TYPE_CHECKING:
     from ..client.client import Client
@@ -71,7 +71,7 @@ class Stored:
     agent: str
     session_id: str
     updated: float
-    story: tuple[tuple[str, str | None], ...] = ()  # (cell id, fork point), `Story.to_json`
+    story: tuple[Point, ...] = ()  # its cells and their fork points (`cell_forks.py`)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -82,7 +82,7 @@ class Stored:
             "updated": self.updated,
         }
         if self.story:
-            out["story"] = [list(point) for point in self.story]
+            out["story"] = Story(self.story).to_json()
         return out
 
     @classmethod
@@ -98,12 +98,8 @@ class Stored:
         if not isinstance(updated, int | float) or isinstance(updated, bool):
             updated = 0.0
         notebook, name, agent, sid = strings
-        story = Story.from_json(value.get("story")).to_json()
-        return cls(notebook, name, agent, sid, float(updated), _story(story))
-
-
-def _story(points: list[list[str | None]]) -> tuple[tuple[str, str | None], ...]:
-    return tuple((str(cell), sid) for cell, sid in points)
+        story = tuple(Story.from_json(value.get("story")).points)
+        return cls(notebook, name, agent, sid, float(updated), story)
 
 
 def notebook_key(user_ns: Mapping[str, Any]) -> str:
@@ -168,7 +164,7 @@ class SessionStore:
         agent: str,
         session_id: str,
         wait: float | None = None,
-        story: tuple[tuple[str, str | None], ...] = (),
+        story: tuple[Point, ...] = (),
     ) -> None:
         """Remember (or replace) the id (and story) of this name; the oldest entries go past
         the bound. Waits at most `wait` seconds (None: `LOCK_WAIT`) for another process's lock;
@@ -338,8 +334,18 @@ def _body(entries: list[Stored]) -> bytes:
 # -- the kernel's side: resume a stored session on the first use of its name ------------------
 
 
-#: What one write remembers of a name: (notebook, name, agent, session id, story).
-_Entry = tuple[str, str, str, str, tuple[tuple[str, str | None], ...]]
+@dataclass(frozen=True)
+class _Entry:
+    """What one write remembers of a name (a `Stored` before the store stamps its time)."""
+
+    notebook: str
+    name: str
+    agent: str
+    session_id: str
+    story: tuple[Point, ...]
+
+    def put(self, store: SessionStore, wait: float | None = None) -> None:
+        store.put(self.notebook, self.name, self.agent, self.session_id, wait, self.story)
 
 
 @dataclass
@@ -388,7 +394,7 @@ class Memory:
         session, how = await _reopen(client, stored.session_id, mcp_servers, system_prompt)
         if how:
             publish.show(views.message(*how, mask=runtime.redactor.text))
-        story = Story.from_json([list(point) for point in stored.story])
+        story = Story(stored.story)
         return session, story if session is not None else Story()
 
     def keep(
@@ -404,7 +410,8 @@ class Memory:
         kernel = _KERNELS.setdefault(runtime, _Kernel())
         kernel.opened.add((agent, name))
         key = (client.cwd, self.notebook, name, agent)
-        entry = (self.notebook, name, agent, session.id, _story((story or Story()).to_json()))
+        points = tuple((story or Story()).points)
+        entry = _Entry(self.notebook, name, agent, session.id, points)
         if kernel.written.get(key) == entry:
             return
         store = SessionStore(client.cwd)
@@ -413,7 +420,7 @@ class Memory:
         # workspace, held the lock). Tried once; if held (or writes are still queued, which
         # must stay in order), a thread waits for it.
         if not _LATER.add(store, entry):
-            store.put(*entry[:4], wait=0, story=entry[4])
+            entry.put(store, wait=0)
             if store.busy:
                 store.problems.clear()  # not a problem yet: written once the lock is free
                 _LATER.add(store, entry, start=True)
@@ -461,7 +468,7 @@ class _Later:
                     return
                 store, entry = self._queue[0]
             try:
-                store.put(*entry[:4], story=entry[4])
+                entry.put(store)
             except Exception:  # never the thread's end: the queue behind it would stall
                 log.exception("acp_notebook: could not save %s", store.path)
             for problem in store.problems:

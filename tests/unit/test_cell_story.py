@@ -74,20 +74,20 @@ def test_a_story_reads_back_what_it_wrote_and_no_more_than_its_bound() -> None:
 
 def test_the_sessions_file_keeps_a_story_with_its_session(tmp_path: Path) -> None:
     store = SessionStore(tmp_path)
-    store.put("nb", "s", "a", "sid", story=(("c1", "p1"), ("c2", None)))
+    store.put("nb", "s", "a", "sid", story=(Point("c1", "p1"), Point("c2", None)))
     entry = SessionStore(tmp_path).find("nb", "s", "a")
-    assert entry is not None and entry.story == (("c1", "p1"), ("c2", None))
+    assert entry is not None and entry.story == (Point("c1", "p1"), Point("c2", None))
     # An entry whose story is malformed keeps its session, without the story's bad points.
     path = tmp_path / ".acp_notebook" / "sessions.json"
     data = json.loads(path.read_text())
     data["sessions"][0]["story"] = [["c1", {"x": 1}], ["c2", "p2"], 7]
     path.write_text(json.dumps(data))
     entry = SessionStore(tmp_path).find("nb", "s", "a")
-    assert entry is not None and entry.session_id == "sid" and entry.story == (("c2", "p2"),)
+    assert entry is not None and entry.session_id == "sid" and entry.story == (Point("c2", "p2"),)
 
 
 def test_stories_never_make_a_file_its_reader_refuses(tmp_path: Path) -> None:
-    story = tuple((f"{i:0{MAX_ID}d}", f"{i:0{MAX_ID}d}") for i in range(MAX_POINTS))
+    story = tuple(Point(f"{i:0{MAX_ID}d}", f"{i:0{MAX_ID}d}") for i in range(MAX_POINTS))
     store = SessionStore(tmp_path)
     names = [f"s{i}" for i in range(60)]  # 60 entries of 20 KB: past the file's bound
     for name in names:
