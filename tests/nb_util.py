@@ -208,11 +208,19 @@ def answer(transcript: Any) -> str:
 
 def text(cell: NotebookNode) -> str:
     """Everything a terminal would show: streams, text/plain and error tracebacks."""
-    parts = []
+    parts: list[str] = []
+    stream = None  # the stream the last part is text of: the kernel cuts a stream anywhere (its
+    # flush timer can send "B" and " echo: ..." of one print apart), the page shows it whole
     for out in outputs(cell):
         if out["output_type"] == "stream":
-            parts.append(out["text"])
-        elif out["output_type"] == "error":
+            if stream == out.get("name") and parts:
+                parts[-1] += out["text"]
+            else:
+                parts.append(out["text"])
+            stream = out.get("name")
+            continue
+        stream = None
+        if out["output_type"] == "error":
             parts.append("\n".join(out["traceback"]))
         else:
             parts.append(str(out.get("data", {}).get("text/plain", "")))

@@ -33,9 +33,14 @@ def _cells(page: Any, count: int) -> None:
 
 def _insert(button: Any) -> str:
     """Clicks a code block's "insert below" in the page and returns what the button says at
-    once: its word after the click, which goes back to "insert below" 2 s later."""
-    said: str = button.evaluate("b => { b.click(); return b.textContent; }")
-    return said
+    once: its word after the click, which goes back to "insert below" 2 s later. A button the
+    view drew again between the locator's lookup and the click (detached: no person could
+    click it; seen once as a chat's turn ended under CI's load) is looked up again."""
+    for _ in range(50):
+        said: str | None = button.evaluate("b => b.isConnected ? (b.click(), b.textContent) : null")
+        if said is not None:
+            return said
+    raise AssertionError("the button was drawn again at each of 50 lookups")
 
 
 def test_insert_below_puts_an_answers_code_block_below_the_agents_cell(page: Any, lab: Any) -> None:
